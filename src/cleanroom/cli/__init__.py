@@ -1,0 +1,24 @@
+"""The ``cleanroom`` command line: one sub-module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+from cleanroom.cli import demo, osworld, serve, tokens
+
+app = typer.Typer(
+    name="cleanroom",
+    help="Rewards you can trust: forge-proof verifiers and proven isolation checks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(osworld.app, name="osworld", help="Run and validate OSWorld task checkers.")
+app.add_typer(tokens.app, name="tokens", help="Mint tokens and find them in files and trees.")
+app.command("serve", help="Run the verify server (leases, form, frames, audit).")(serve.serve)
+app.command("demo", help="Run the main job end to end on the embedded defaults.")(demo.demo)
+
+
+def main() -> None:
+    """Entry point of the ``cleanroom`` console script."""
+    app()

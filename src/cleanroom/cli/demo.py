@@ -1,0 +1,6 @@
+"""``cleanroom demo``: placeholder."""
+
+
+def demo() -> None:
+    """Run the demo."""
+    raise NotImplementedError

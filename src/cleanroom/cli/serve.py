@@ -1,0 +1,6 @@
+"""``cleanroom serve``: placeholder until the verify server lands."""
+
+
+def serve() -> None:
+    """Run the verify server."""
+    raise NotImplementedError
