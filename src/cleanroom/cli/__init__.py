@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from cleanroom import __version__
 from cleanroom.cli import demo, osworld, serve, tokens
 
 app = typer.Typer(
@@ -13,6 +14,23 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cleanroom {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Rewards you can trust: forge-proof verifiers and proven isolation checks."""
+
+
 app.add_typer(osworld.app, name="osworld", help="Run and validate OSWorld task checkers.")
 app.add_typer(tokens.app, name="tokens", help="Mint tokens and find them in files and trees.")
 app.command("serve", help="Run the verify server (leases, form, frames, audit).")(serve.serve)

@@ -39,8 +39,13 @@ def scan(
             hits.extend(core_tokens.scan_file(p))
     if as_json:
         for h in hits:
-            row = {"token": str(h.token), "env": h.env, "rollout_id": h.rollout_id,
-                   "source": h.source, "offset": h.offset}
+            row = {
+                "token": str(h.token),
+                "env": h.env,
+                "rollout_id": h.rollout_id,
+                "source": h.source,
+                "offset": h.offset,
+            }
             typer.echo(json.dumps(row))
     else:
         table = Table("token", "env", "rollout", "source", "offset")

@@ -76,7 +76,9 @@ def judge_window(window: int, rows: Iterable[IsolationRow]) -> WindowVerdict:
     failure = None
     if lost_tests:
         failure = f"{counts[RowResult.LOST]} lost row(s) from {', '.join(lost_tests)}"
-    return WindowVerdict(window, len(mine), counts[RowResult.CROSS], counts[RowResult.LOST], failure)
+    return WindowVerdict(
+        window, len(mine), counts[RowResult.CROSS], counts[RowResult.LOST], failure
+    )
 
 
 def judge_windows(rows: Iterable[IsolationRow]) -> list[WindowVerdict]:

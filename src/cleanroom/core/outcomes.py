@@ -88,7 +88,9 @@ class Outcome:
         return self.status is not Status.INVALID
 
     def with_details(self, **details: Any) -> Outcome:
-        return Outcome(self.status, self.score, self.reason, self.detail, {**self.details, **details})
+        return Outcome(
+            self.status, self.score, self.reason, self.detail, {**self.details, **details}
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The shape every ``--json`` output uses: outcome, score, reason, details."""

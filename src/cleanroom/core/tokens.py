@@ -10,13 +10,15 @@ without a lookup.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import secrets
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 ENV_PATTERN = r"env\d{2,3}"
 ROLLOUT_PATTERN = rf"(?P<env>{ENV_PATTERN})-w(?P<window>\d{{3,6}})-r(?P<seq>\d{{4,8}})"
@@ -25,11 +27,21 @@ TOKEN_PATTERN = rf"(?P<rollout>{ROLLOUT_PATTERN})-(?P<nonce>[0-9a-f]{{8}})"
 _ENV_RE = re.compile(rf"{ENV_PATTERN}\Z")
 _ROLLOUT_RE = re.compile(rf"{ROLLOUT_PATTERN}\Z")
 _TOKEN_RE = re.compile(rf"{TOKEN_PATTERN}\Z")
-# A token embedded in other text: not glued to a longer word on either side.
-_SCAN_RE = re.compile(rf"(?<![a-z0-9]){TOKEN_PATTERN}(?![0-9a-f])".encode())
+# A token embedded in other text must not be glued to a longer word on either side. The
+# left side is checked in Python (see `_glued`): a look-behind at the start of the pattern
+# would cost the regex engine its literal-prefix search, which is most of its speed.
+_SCAN_RE = re.compile(rf"{TOKEN_PATTERN}(?![0-9a-f])".encode())
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
+# Hyperscan's form of the same pattern (no look-around): it only proposes where a token
+# starts; every proposal is confirmed by `_SCAN_RE`, so both engines give the same answer.
+_HS_PATTERN = rb"env[0-9]{2,3}-w[0-9]{3,6}-r[0-9]{4,8}-[0-9a-f]{8}"
+
+Buffer = bytes | bytearray | memoryview
 
 TOKEN_MAX_LEN = len("env000-w000000-r00000000-00000000")
 _CHUNK = 8 << 20
+PARALLEL_BYTES = 64 << 20  # below this a tree is scanned in the calling process
+_PER_FILE_COST = 32 << 10  # a file's system calls cost about as much as reading 32 KiB
 
 
 class TokenError(ValueError):
@@ -124,9 +136,65 @@ def _hit(m: re.Match[bytes], source: str, base: int) -> TokenHit:
     return TokenHit(Token(rid, m["nonce"].decode()), source, base + m.start())
 
 
-def scan_bytes(data: bytes | bytearray | memoryview, source: str = "<bytes>") -> list[TokenHit]:
+def _glued(buf: Buffer, start: int) -> bool:
+    return start > 0 and buf[start - 1] in _WORD_BYTES
+
+
+class _Hyperscan:
+    """Candidate starts from Hyperscan (several GB/s), one database and scratch per thread."""
+
+    def __init__(self) -> None:
+        import hyperscan
+
+        self._hs = hyperscan
+        self._local = threading.local()
+
+    def _db(self) -> Any:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._hs.Database()
+            db.compile(expressions=[_HS_PATTERN], ids=[0], flags=[self._hs.HS_FLAG_SOM_LEFTMOST])
+            self._local.db = db
+        return db
+
+    def starts(self, buf: Buffer, pos: int) -> list[int]:
+        found: list[int] = []
+
+        def on_match(_id: int, start: int, _end: int, _flags: int, _ctx: object) -> None:
+            found.append(pos + start)
+
+        self._db().scan(memoryview(buf)[pos:], match_event_handler=on_match)
+        return found
+
+
+def _load_engine() -> _Hyperscan | None:
+    if os.environ.get("CLEANROOM_TOKEN_ENGINE", "") == "re":
+        return None
+    try:
+        return _Hyperscan()
+    except ImportError:  # a platform without Hyperscan wheels: the re engine alone is correct
+        return None
+
+
+_ENGINE = _load_engine()
+
+
+def _matches(buf: Buffer, pos: int = 0) -> Iterator[re.Match[bytes]]:
+    """Confirmed token matches in ``buf`` starting at or after ``pos``, in order."""
+    if _ENGINE is None:
+        for m in _SCAN_RE.finditer(buf, pos):
+            if not _glued(buf, m.start()):
+                yield m
+        return
+    for start in _ENGINE.starts(buf, pos):
+        confirmed = _SCAN_RE.match(buf, start)
+        if confirmed is not None and not _glued(buf, start):
+            yield confirmed
+
+
+def scan_bytes(data: Buffer, source: str = "<bytes>") -> list[TokenHit]:
     """Every token in a byte string, in order of appearance."""
-    return [_hit(m, source, 0) for m in _SCAN_RE.finditer(data)]
+    return [_hit(m, source, 0) for m in _matches(data)]
 
 
 def scan_text(text: str, source: str = "<text>") -> list[TokenHit]:
@@ -146,7 +214,7 @@ def scan_file(path: str | os.PathLike[str], *, chunk_size: int = _CHUNK) -> list
         if os.fstat(fh.fileno()).st_size <= chunk_size:
             data = fh.read()
             if len(data) <= chunk_size:
-                return [_hit(m, source, 0) for m in _SCAN_RE.finditer(data)]
+                return scan_bytes(data, source)
             return _scan_stream(fh, source, data, chunk_size)
         return _scan_stream(fh, source, b"", chunk_size)
 
@@ -160,19 +228,24 @@ def _scan_stream(fh: BinaryIO, source: str, first: bytes, chunk_size: int) -> li
         if chunk:
             buf += chunk
         if not chunk:
-            hits.extend(_hit(m, source, base) for m in _SCAN_RE.finditer(buf, pos))
+            hits.extend(_hit(m, source, base) for m in _matches(buf, pos))
             return hits
         cut = max(len(buf) - overlap, pos)
-        for m in _SCAN_RE.finditer(buf, pos):
+        for m in _matches(buf, pos):
             if m.start() >= cut:
                 break
             hits.append(_hit(m, source, base))
-        keep = max(cut - 1, 0)  # one byte before the cut keeps the look-behind honest
+        keep = max(cut - 1, 0)  # one byte before the cut keeps the glued-word check honest
         buf, base, pos = buf[keep:], base + keep, cut - keep
 
 
 def iter_files(root: str | os.PathLike[str]) -> Iterator[str]:
     """Regular files under ``root`` (never following symlinks), depth first."""
+    for path, _size in _sized_files(root):
+        yield path
+
+
+def _sized_files(root: str | os.PathLike[str]) -> Iterator[tuple[str, int]]:
     stack = [os.fspath(root)]
     while stack:
         top = stack.pop()
@@ -182,27 +255,64 @@ def iter_files(root: str | os.PathLike[str]) -> Iterator[str]:
                     if entry.is_dir(follow_symlinks=False):
                         stack.append(entry.path)
                     elif entry.is_file(follow_symlinks=False):
-                        yield entry.path
+                        yield entry.path, entry.stat(follow_symlinks=False).st_size
         except NotADirectoryError:
-            yield top
+            yield top, os.stat(top).st_size
         except (PermissionError, FileNotFoundError):
             continue
 
 
-def scan_tree(root: str | os.PathLike[str], errors: list[str] | None = None) -> list[TokenHit]:
-    """Every token in every regular file under ``root``, in one pass.
-
-    Files that vanish or cannot be read are listed in ``errors`` (when given) rather than
-    silently skipped: a caller that needs completeness turns them into `lost` rows.
-    """
+def _scan_many(paths: list[str]) -> tuple[list[TokenHit], list[str]]:
     hits: list[TokenHit] = []
-    for path in iter_files(root):
+    errors: list[str] = []
+    for path in paths:
         try:
             hits.extend(scan_file(path))
         except OSError as exc:
-            if errors is not None:
-                errors.append(f"{path}: {exc.strerror or exc}")
+            errors.append(f"{path}: {exc.strerror or exc}")
+    return hits, errors
+
+
+def scan_tree(
+    root: str | os.PathLike[str], errors: list[str] | None = None, *, workers: int | None = None
+) -> list[TokenHit]:
+    """Every token in every regular file under ``root``, in one pass.
+
+    Files that vanish or cannot be read are listed in ``errors`` (when given) rather than
+    silently skipped: a caller that needs completeness turns them into `lost` rows. A
+    large tree is split across worker processes (``workers``, by default one per core
+    once the tree passes `PARALLEL_BYTES`): reading and matching run at memory speed, so
+    the per-file system calls are what a second core pays for.
+    """
+    files = list(_sized_files(root))
+    if workers is None:
+        total = sum(size for _, size in files)
+        workers = min(os.cpu_count() or 1, 4) if total >= PARALLEL_BYTES else 1
+    if workers <= 1 or len(files) < 2 * workers:
+        hits, errs = _scan_many([p for p, _ in files])
+    else:
+        hits, errs = _scan_parallel(files, workers)
+    if errors is not None:
+        errors.extend(errs)
     return hits
+
+
+def _scan_parallel(files: list[tuple[str, int]], workers: int) -> tuple[list[TokenHit], list[str]]:
+    # Deal files largest first to the least-loaded worker, then put the hits back in walk order.
+    order = {path: i for i, (path, _) in enumerate(files)}
+    shares: list[list[str]] = [[] for _ in range(workers)]
+    loads = [0] * workers
+    for path, size in sorted(files, key=lambda f: -f[1]):
+        k = loads.index(min(loads))
+        shares[k].append(path)
+        loads[k] += size + _PER_FILE_COST
+    # fork, not spawn: a spawned worker would pay the interpreter start-up again.
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(workers) as pool:
+        results = pool.map(_scan_many, shares)
+    hits = [h for part, _ in results for h in part]
+    hits.sort(key=lambda h: (order[h.source], h.offset))
+    return hits, [e for _, part in results for e in part]
 
 
 def scan_paths(paths: Iterable[str | os.PathLike[str]]) -> list[TokenHit]:

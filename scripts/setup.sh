@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Bring a Debian 12 machine to the state cleanroom needs: system packages, a running
+# Docker daemon, the local base image and the Python environment. Every step checks
+# first and does nothing when its work is already done, so a second run is fast.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$here"
+
+PYTHON="${PYTHON:-python3}"
+BASE_IMAGE="${CLEANROOM_BASE_IMAGE:-cleanroom/base:bookworm}"
+DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+
+# System packages: the container runtime, the desktop stack (Xvfb, LibreOffice with the
+# GTK3 backend that AT-SPI can read, Chromium, a terminal, D-Bus and the AT-SPI bus),
+# the tools the benchmarks compare against, and what the base image is built with.
+PACKAGES=(
+  docker.io iptables busybox-static debootstrap
+  xvfb xauth x11-utils xterm
+  libreoffice-writer libreoffice-gtk3 fonts-dejavu-core
+  chromium
+  dbus dbus-x11 at-spi2-core python3-pyatspi python3-gi gir1.2-atspi-2.0
+  python3-venv sudo procps ripgrep wrk ca-certificates
+)
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: these packages are missing and installing them needs root: ${missing[*]}" >&2
+    exit 1
+  fi
+  say "installing ${#missing[@]} system package(s): ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The Docker daemon: start one in the background when none answers.
+if ! docker info >/dev/null 2>&1; then
+  say "starting dockerd"
+  mkdir -p /var/log
+  nohup dockerd >/var/log/cleanroom-dockerd.log 2>&1 &
+  for _ in $(seq 1 100); do
+    docker info >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  docker info >/dev/null 2>&1 || {
+    echo "setup: dockerd did not come up; see /var/log/cleanroom-dockerd.log" >&2
+    exit 1
+  }
+fi
+
+# The local base image: no registry is reachable, so task images start FROM this one.
+if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+  say "building $BASE_IMAGE with debootstrap (about a minute, once)"
+  "$here/scripts/build-base-image.sh" "$BASE_IMAGE" "$DEBIAN_MIRROR"
+fi
+
+# The Python environment with the cleanroom command.
+stamp=.venv/.cleanroom-installed
+if [[ ! -x .venv/bin/cleanroom || ! -f $stamp || pyproject.toml -nt $stamp ]]; then
+  say "creating .venv"
+  [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[dev]"
+  touch "$stamp"
+fi
+say "ready: $(.venv/bin/cleanroom --version 2>/dev/null || echo cleanroom)"

@@ -1,0 +1,1 @@
+"""The stores: every SQL statement in cleanroom lives in this package."""

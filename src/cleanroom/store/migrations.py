@@ -1,0 +1,95 @@
+"""The run database's schema, as an ordered list of migrations.
+
+A database records the number of migrations applied in ``PRAGMA user_version``; opening
+it applies the rest, each in its own transaction. Never edit a migration that has
+shipped: add a new one.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the first schema.
+    """
+    CREATE TABLE runs (
+        id          INTEGER PRIMARY KEY CHECK (id = 1),
+        created_at  REAL NOT NULL,
+        ended_at    REAL,
+        status      TEXT NOT NULL DEFAULT 'running',
+        host        TEXT NOT NULL,
+        meta        TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE environments (
+        name        TEXT PRIMARY KEY,
+        unix_user   TEXT,
+        display     TEXT,
+        generation  INTEGER NOT NULL DEFAULT 0,
+        created_at  REAL NOT NULL,
+        meta        TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE windows (
+        idx         INTEGER PRIMARY KEY,
+        started_at  REAL NOT NULL,
+        ended_at    REAL,
+        status      TEXT NOT NULL DEFAULT 'open'
+    );
+    CREATE TABLE rollouts (
+        rollout_id  TEXT PRIMARY KEY,
+        env         TEXT NOT NULL,
+        window      INTEGER NOT NULL,
+        token       TEXT NOT NULL UNIQUE,
+        task        TEXT NOT NULL,
+        started_at  REAL NOT NULL,
+        ended_at    REAL,
+        outcome     TEXT CHECK (outcome IN ('success', 'failure', 'invalid')),
+        reason      TEXT,
+        score       REAL,
+        detail      TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX rollouts_by_window ON rollouts (window, ended_at);
+    CREATE TABLE isolation_rows (
+        id          INTEGER PRIMARY KEY,
+        window      INTEGER NOT NULL,
+        test        TEXT NOT NULL,
+        trial       INTEGER NOT NULL,
+        from_env    TEXT NOT NULL,
+        to_env      TEXT NOT NULL,
+        result      TEXT NOT NULL CHECK (result IN ('clean', 'cross', 'lost')),
+        detail      TEXT NOT NULL DEFAULT '',
+        at          REAL NOT NULL
+    );
+    CREATE INDEX isolation_by_window ON isolation_rows (window, result);
+    CREATE TABLE canary_samples (
+        id          INTEGER PRIMARY KEY,
+        window      INTEGER,
+        at          REAL NOT NULL,
+        ok          INTEGER NOT NULL,
+        focused_text_sha256 TEXT,
+        window_list_sha256  TEXT,
+        clipboard_sha256    TEXT,
+        detail      TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX canary_by_window ON canary_samples (window, at);
+    CREATE TABLE verifier_results (
+        id          INTEGER PRIMARY KEY,
+        rollout_id  TEXT,
+        verifier    TEXT NOT NULL,
+        outcome     TEXT NOT NULL CHECK (outcome IN ('success', 'failure', 'invalid')),
+        reason      TEXT,
+        score       REAL,
+        details     TEXT NOT NULL DEFAULT '{}',
+        at          REAL NOT NULL
+    );
+    CREATE INDEX verifier_by_rollout ON verifier_results (rollout_id);
+    CREATE TABLE control_results (
+        id               INTEGER PRIMARY KEY,
+        at               REAL NOT NULL,
+        typing_cross     INTEGER NOT NULL,
+        typing_trials    INTEGER NOT NULL,
+        clipboard_cross  INTEGER NOT NULL,
+        clipboard_trials INTEGER NOT NULL,
+        fired            INTEGER NOT NULL,
+        not_claimed      TEXT NOT NULL,
+        detail           TEXT NOT NULL DEFAULT ''
+    );
+    """,
+)

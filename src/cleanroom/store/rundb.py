@@ -1,0 +1,533 @@
+"""The run database: one SQLite file per run, owned by this module alone.
+
+Every record a run produces (environments, windows, rollouts, isolation rows, canary
+samples, verifier results, positive-control results) is written here and nowhere else.
+
+Crash safety: the file is in WAL mode and every write is its own committed transaction
+(or one transaction for a batch), so killing the harness, even with SIGKILL, loses no
+committed row. A running harness holds an exclusive ``flock`` on ``run.lock``; the kernel
+drops it when the process dies however it dies. Opening a run whose lock is free
+therefore knows its previous owner is gone, and marks every rollout that never finished
+as ``invalid`` (``interrupted``) instead of dropping it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cleanroom.core.isolation import IsolationRow, RowResult, Window
+from cleanroom.core.outcomes import Outcome, Reason, Status
+from cleanroom.core.publish import NOT_CLAIMED, ControlResult
+from cleanroom.core.tokens import RolloutId, Token
+from cleanroom.store.migrations import MIGRATIONS
+
+DB_NAME = "run.sqlite"
+LOCK_NAME = "run.lock"
+
+
+class RunStoreError(RuntimeError):
+    """The run folder or its database cannot be used as asked."""
+
+
+class RunBusy(RunStoreError):
+    """Another live process owns this run."""
+
+
+@dataclass(frozen=True)
+class RolloutRecord:
+    """A rollout as stored: its identity, token, task, times and (once ended) its outcome."""
+
+    rollout_id: str
+    env: str
+    window: int
+    token: str
+    task: str
+    started_at: float
+    ended_at: float | None
+    outcome: Status | None
+    reason: Reason | None
+    score: float | None
+    detail: str
+
+    @property
+    def finished(self) -> bool:
+        return self.ended_at is not None
+
+
+@dataclass(frozen=True)
+class EnvironmentRecord:
+    name: str
+    unix_user: str | None
+    display: str | None
+    generation: int
+    created_at: float
+
+
+@dataclass(frozen=True)
+class CanarySample:
+    """One look at the canary: hashes of what it showed, or why it could not be read."""
+
+    at: float
+    ok: bool
+    focused_text_sha256: str | None = None
+    window_list_sha256: str | None = None
+    clipboard_sha256: str | None = None
+    window: int | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class VerifierResult:
+    rollout_id: str | None
+    verifier: str
+    outcome: Outcome
+    at: float
+
+
+class RunStore:
+    """The run folder's database. Open with `create` or `open`; close when done."""
+
+    def __init__(self, run_dir: Path, conn: sqlite3.Connection, lock_fd: int | None) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / DB_NAME
+        self._conn = conn
+        self._lock_fd = lock_fd
+        self._write = threading.Lock()
+        self.recovered: list[str] = []
+
+    # -- opening and closing -------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls, run_dir: str | os.PathLike[str], meta: dict[str, Any] | None = None
+    ) -> RunStore:
+        """Make a new run folder (or adopt an empty one) with a fresh database."""
+        path = Path(run_dir)
+        if (path / DB_NAME).exists():
+            raise RunStoreError(f"{path} already holds a run; open it instead")
+        path.mkdir(parents=True, exist_ok=True)
+        store = cls._connect(path, owner=True)
+        with store._tx() as c:
+            c.execute(
+                "INSERT INTO runs (id, created_at, host, meta) VALUES (1, ?, ?, ?)",
+                (time.time(), socket.gethostname(), json.dumps(meta or {}, sort_keys=True)),
+            )
+        return store
+
+    @classmethod
+    def open(cls, run_dir: str | os.PathLike[str], *, owner: bool = True) -> RunStore:
+        """Open an existing run.
+
+        As ``owner`` (the default) take the run's lock, failing with `RunBusy` if a live
+        process holds it, and mark rollouts and windows left unfinished by a dead owner as
+        interrupted. With ``owner=False`` open for reading beside a live harness.
+        """
+        path = Path(run_dir)
+        if not (path / DB_NAME).exists():
+            raise RunStoreError(f"{path} holds no run database ({DB_NAME})")
+        store = cls._connect(path, owner=owner)
+        if owner:
+            store.recovered = store._recover()
+        return store
+
+    @classmethod
+    def _connect(cls, path: Path, *, owner: bool) -> RunStore:
+        lock_fd = None
+        if owner:
+            lock_fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(lock_fd)
+                raise RunBusy(f"{path} is in use by another live process") from None
+        try:
+            conn = sqlite3.connect(
+                path / DB_NAME, isolation_level=None, check_same_thread=False, timeout=30
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode loses nothing on a process crash (only on power loss), and
+            # keeps commits cheap enough to write every row as it happens.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            store = cls(path, conn, lock_fd)
+            if owner:
+                store._migrate()
+            else:
+                store._check_version()
+        except sqlite3.DatabaseError as exc:
+            if lock_fd is not None:
+                os.close(lock_fd)
+            raise RunStoreError(f"{path / DB_NAME} is not a usable run database: {exc}") from exc
+        return store
+
+    def close(self) -> None:
+        self._conn.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        version = self.schema_version
+        if version > len(MIGRATIONS):
+            raise RunStoreError(
+                f"{self.path} has schema version {version}, newer than this cleanroom "
+                f"({len(MIGRATIONS)}); upgrade cleanroom to open it"
+            )
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            # executescript would commit on its own; run statements inside one transaction.
+            with self._tx() as c:
+                for statement in _statements(script):
+                    c.execute(statement)
+                c.execute(f"PRAGMA user_version = {number}")
+
+    def _check_version(self) -> None:
+        if self.schema_version != len(MIGRATIONS):
+            raise RunStoreError(
+                f"{self.path} has schema version {self.schema_version}; open it as owner "
+                "once to migrate it"
+            )
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._write:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _recover(self) -> list[str]:
+        now = time.time()
+        with self._tx() as c:
+            lost = [
+                r[0] for r in c.execute("SELECT rollout_id FROM rollouts WHERE ended_at IS NULL")
+            ]
+            c.execute(
+                "UPDATE rollouts SET ended_at = ?, outcome = 'invalid', reason = ?, score = NULL,"
+                " detail = 'the harness stopped before this rollout finished'"
+                " WHERE ended_at IS NULL",
+                (now, Reason.INTERRUPTED.value),
+            )
+            c.execute(
+                "UPDATE windows SET ended_at = ?, status = 'interrupted' WHERE ended_at IS NULL",
+                (now,),
+            )
+            c.execute(
+                "UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status = 'running'",
+                (now,),
+            )
+        return lost
+
+    # -- the run ------------------------------------------------------------------------
+
+    def run_info(self) -> dict[str, Any]:
+        row = self._conn.execute(
+            "SELECT created_at, ended_at, status, host, meta FROM runs WHERE id = 1"
+        ).fetchone()
+        if row is None:
+            raise RunStoreError(f"{self.path} has no run record")
+        return {
+            "created_at": row[0],
+            "ended_at": row[1],
+            "status": row[2],
+            "host": row[3],
+            "meta": json.loads(row[4]),
+        }
+
+    def finish_run(self, status: str = "finished") -> None:
+        with self._tx() as c:
+            c.execute(
+                "UPDATE runs SET status = ?, ended_at = ? WHERE id = 1", (status, time.time())
+            )
+
+    # -- environments -------------------------------------------------------------------
+
+    def add_environment(
+        self,
+        name: str,
+        *,
+        unix_user: str | None = None,
+        display: str | None = None,
+        generation: int = 0,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO environments (name, unix_user, display, generation, created_at, meta)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (name, unix_user, display, generation, time.time(), json.dumps(meta or {})),
+            )
+
+    def set_generation(self, name: str, generation: int) -> None:
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE environments SET generation = ? WHERE name = ? AND generation < ?",
+                (generation, name, generation),
+            )
+            if cur.rowcount != 1:
+                raise RunStoreError(
+                    f"{name}: no such environment, or generation {generation} "
+                    "is not newer than the stored one"
+                )
+
+    def environments(self) -> list[EnvironmentRecord]:
+        rows = self._conn.execute(
+            "SELECT name, unix_user, display, generation, created_at FROM environments"
+            " ORDER BY name"
+        )
+        return [EnvironmentRecord(*r) for r in rows]
+
+    # -- windows ------------------------------------------------------------------------
+
+    def open_window(self, index: int, started_at: float | None = None) -> Window:
+        at = time.time() if started_at is None else started_at
+        with self._tx() as c:
+            c.execute("INSERT INTO windows (idx, started_at) VALUES (?, ?)", (index, at))
+        return Window(index, at)
+
+    def close_window(
+        self, index: int, ended_at: float | None = None, status: str = "closed"
+    ) -> None:
+        at = time.time() if ended_at is None else ended_at
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE windows SET ended_at = ?, status = ? WHERE idx = ? AND ended_at IS NULL",
+                (at, status, index),
+            )
+            if cur.rowcount != 1:
+                raise RunStoreError(f"window {index} is not open")
+
+    def windows(self) -> list[Window]:
+        rows = self._conn.execute("SELECT idx, started_at, ended_at FROM windows ORDER BY idx")
+        return [Window(*r) for r in rows]
+
+    def window_status(self, index: int) -> str | None:
+        row = self._conn.execute("SELECT status FROM windows WHERE idx = ?", (index,)).fetchone()
+        return row[0] if row else None
+
+    # -- rollouts -----------------------------------------------------------------------
+
+    def start_rollout(self, token: Token, task: str, started_at: float | None = None) -> None:
+        """Record that a rollout began; until `finish_rollout` it counts as unfinished."""
+        rid: RolloutId = token.rollout
+        at = time.time() if started_at is None else started_at
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO rollouts (rollout_id, env, window, token, task, started_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (str(rid), rid.env, rid.window, str(token), task, at),
+            )
+
+    def finish_rollout(
+        self, rollout_id: str, outcome: Outcome, ended_at: float | None = None
+    ) -> None:
+        """Record a rollout's outcome; a rollout finishes once."""
+        at = time.time() if ended_at is None else ended_at
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE rollouts SET ended_at = ?, outcome = ?, reason = ?, score = ?, detail = ?"
+                " WHERE rollout_id = ? AND ended_at IS NULL",
+                (
+                    at,
+                    outcome.status.value,
+                    _reason(outcome),
+                    outcome.score,
+                    outcome.detail,
+                    rollout_id,
+                ),
+            )
+            if cur.rowcount != 1:
+                raise RunStoreError(f"rollout {rollout_id} is unknown or already finished")
+
+    def invalidate_rollouts(self, window: int, after: float, reason: Reason, detail: str) -> int:
+        """Mark every rollout of a window that ended after ``after`` invalid; return how many.
+
+        A rollout already invalid keeps its first reason. This is how a sticky
+        contamination flag reaches outcomes: a rollout that ended after the event cannot be
+        trusted, whatever its verifier said.
+        """
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE rollouts SET outcome = 'invalid', reason = ?, score = NULL, detail = ?"
+                " WHERE window = ? AND ended_at IS NOT NULL AND ended_at >= ?"
+                " AND outcome != 'invalid'",
+                (reason.value, detail, window, after),
+            )
+            return cur.rowcount
+
+    def rollouts(self, window: int | None = None) -> list[RolloutRecord]:
+        sql = (
+            "SELECT rollout_id, env, window, token, task, started_at, ended_at, outcome, reason,"
+            " score, detail FROM rollouts"
+        )
+        args: tuple[Any, ...] = ()
+        if window is not None:
+            sql += " WHERE window = ?"
+            args = (window,)
+        out = []
+        for r in self._conn.execute(sql + " ORDER BY started_at, rollout_id", args):
+            out.append(
+                RolloutRecord(
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    r[5],
+                    r[6],
+                    Status(r[7]) if r[7] else None,
+                    Reason(r[8]) if r[8] else None,
+                    r[9],
+                    r[10],
+                )
+            )
+        return out
+
+    # -- isolation rows -----------------------------------------------------------------
+
+    def add_isolation_rows(self, rows: Iterable[IsolationRow], at: float | None = None) -> int:
+        """Write a batch of rows in one transaction; return how many."""
+        stamp = time.time() if at is None else at
+        values = [
+            (r.window, r.test, r.trial, r.from_env, r.to_env, r.result.value, r.detail, stamp)
+            for r in rows
+        ]
+        with self._tx() as c:
+            c.executemany(
+                "INSERT INTO isolation_rows (window, test, trial, from_env, to_env, result, detail,"
+                " at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
+        return len(values)
+
+    def isolation_rows(self, window: int | None = None) -> list[IsolationRow]:
+        sql = "SELECT test, trial, from_env, to_env, result, window, detail FROM isolation_rows"
+        args: tuple[Any, ...] = ()
+        if window is not None:
+            sql += " WHERE window = ?"
+            args = (window,)
+        return [
+            IsolationRow(r[0], r[1], r[2], r[3], RowResult(r[4]), r[5], r[6])
+            for r in self._conn.execute(sql + " ORDER BY id", args)
+        ]
+
+    # -- canary -------------------------------------------------------------------------
+
+    def add_canary_sample(self, sample: CanarySample) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO canary_samples (window, at, ok, focused_text_sha256,"
+                " window_list_sha256, clipboard_sha256, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sample.window,
+                    sample.at,
+                    int(sample.ok),
+                    sample.focused_text_sha256,
+                    sample.window_list_sha256,
+                    sample.clipboard_sha256,
+                    sample.detail,
+                ),
+            )
+
+    def canary_samples(self, window: int | None = None) -> list[CanarySample]:
+        sql = (
+            "SELECT at, ok, focused_text_sha256, window_list_sha256, clipboard_sha256, window,"
+            " detail FROM canary_samples"
+        )
+        args: tuple[Any, ...] = ()
+        if window is not None:
+            sql += " WHERE window = ?"
+            args = (window,)
+        return [
+            CanarySample(r[0], bool(r[1]), r[2], r[3], r[4], r[5], r[6])
+            for r in self._conn.execute(sql + " ORDER BY at, id", args)
+        ]
+
+    # -- verifier and control results ---------------------------------------------------
+
+    def add_verifier_result(self, rollout_id: str | None, verifier: str, outcome: Outcome) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO verifier_results (rollout_id, verifier, outcome, reason, score,"
+                " details, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    rollout_id,
+                    verifier,
+                    outcome.status.value,
+                    _reason(outcome),
+                    outcome.score,
+                    json.dumps({"detail": outcome.detail, **outcome.details}, default=str),
+                    time.time(),
+                ),
+            )
+
+    def verifier_results(self, rollout_id: str | None = None) -> list[VerifierResult]:
+        sql = (
+            "SELECT rollout_id, verifier, outcome, reason, score, details, at FROM verifier_results"
+        )
+        args: tuple[Any, ...] = ()
+        if rollout_id is not None:
+            sql += " WHERE rollout_id = ?"
+            args = (rollout_id,)
+        out = []
+        for r in self._conn.execute(sql + " ORDER BY id", args):
+            details = json.loads(r[5])
+            detail = details.pop("detail", "")
+            outcome = Outcome(Status(r[2]), r[4], Reason(r[3]) if r[3] else None, detail, details)
+            out.append(VerifierResult(r[0], r[1], outcome, r[6]))
+        return out
+
+    def add_control_result(self, result: ControlResult, detail: str = "") -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO control_results (at, typing_cross, typing_trials, clipboard_cross,"
+                " clipboard_trials, fired, not_claimed, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    time.time(),
+                    result.typing_cross,
+                    result.typing_trials,
+                    result.clipboard_cross,
+                    result.clipboard_trials,
+                    int(result.fired),
+                    NOT_CLAIMED,
+                    detail,
+                ),
+            )
+
+    def control_results(self) -> list[ControlResult]:
+        rows = self._conn.execute(
+            "SELECT typing_cross, typing_trials, clipboard_cross, clipboard_trials"
+            " FROM control_results ORDER BY id"
+        )
+        return [ControlResult(*r) for r in rows]
+
+
+def _reason(outcome: Outcome) -> str | None:
+    return outcome.reason.value if outcome.reason else None
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]

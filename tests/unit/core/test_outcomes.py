@@ -1,0 +1,67 @@
+"""Outcomes: exit codes map to verdicts, and invalid never carries a score."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cleanroom.core.outcomes import Outcome, Reason, Status, from_exit_code
+
+
+def test_exit_code_zero_is_success() -> None:
+    assert from_exit_code(0).status is Status.SUCCESS
+
+
+def test_exit_code_one_is_a_valid_failure() -> None:
+    outcome = from_exit_code(1)
+    assert outcome.status is Status.FAILURE
+    assert outcome.score == 0.0
+    assert outcome.valid
+
+
+@pytest.mark.parametrize("code", [2, 3, 127, 137, -9, 255, None])
+def test_any_other_exit_code_is_invalid_never_a_zero(code: int | None) -> None:
+    outcome = from_exit_code(code)
+    assert outcome.status is Status.INVALID
+    assert outcome.reason is Reason.CHECKER_ERROR
+    assert outcome.score is None
+
+
+def test_outcomes_exit_with_zero_one_two() -> None:
+    assert [
+        o.exit_code for o in (Outcome.success(), Outcome.failure(), Outcome.invalid(Reason.TAMPER))
+    ] == [0, 1, 2]
+
+
+def test_an_invalid_outcome_cannot_carry_a_score() -> None:
+    with pytest.raises(ValueError):
+        Outcome(Status.INVALID, 0.0, Reason.CHECKER_ERROR)
+
+
+def test_a_valid_outcome_cannot_carry_a_reason() -> None:
+    with pytest.raises(ValueError):
+        Outcome(Status.FAILURE, 0.0, Reason.CHECKER_ERROR)
+
+
+@pytest.mark.parametrize("score", [math.nan, math.inf, -0.5, 1.5])
+def test_a_valid_outcome_needs_a_finite_score_in_the_unit_interval(score: float) -> None:
+    with pytest.raises(ValueError):
+        Outcome.failure(score)
+
+
+def test_from_score_keeps_fractional_credit_as_a_failure_with_its_score() -> None:
+    outcome = Outcome.from_score(0.75)
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.75)
+    assert Outcome.from_score(1.0).status is Status.SUCCESS
+
+
+def test_json_shape_names_outcome_score_reason_and_details() -> None:
+    data = Outcome.invalid(Reason.VERIFIER_UNAVAILABLE, "refused", url="http://x").to_json()
+    assert data == {
+        "outcome": "invalid",
+        "score": None,
+        "reason": "verifier_unavailable",
+        "detail": "refused",
+        "details": {"url": "http://x"},
+    }

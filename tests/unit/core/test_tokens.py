@@ -1,0 +1,182 @@
+"""Tokens: minting, parsing, and finding them anywhere with their environment."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cleanroom.core import tokens
+from cleanroom.core.tokens import RolloutId, TokenError
+
+
+def test_mint_appends_eight_lowercase_hex_digits_to_the_rollout_id() -> None:
+    token = tokens.mint("env03-w001-r0007")
+    assert re.fullmatch(r"env03-w001-r0007-[0-9a-f]{8}", str(token))
+
+
+def test_mint_gives_a_different_token_each_time() -> None:
+    minted = {str(tokens.mint("env01-w001-r0001")) for _ in range(200)}
+    assert len(minted) == 200
+
+
+def test_parse_attributes_a_token_to_its_rollout_and_environment() -> None:
+    token = tokens.parse("env12-w004-r0031-0a1b2c3d")
+    assert token.env == "env12"
+    assert token.rollout_id == "env12-w004-r0031"
+    assert token.rollout == RolloutId("env12", 4, 31)
+    assert token.nonce == "0a1b2c3d"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "env12-w004-r0031-0A1B2C3D",  # upper-case hex
+        "env12-w004-r0031-0a1b2c3",  # seven digits
+        "env12-w004-r0031-0a1b2c3d ",  # trailing space
+        "env1-w004-r0031-0a1b2c3d",  # one-digit environment
+        "host01-w004-r0031-0a1b2c3d",
+        "",
+    ],
+)
+def test_parse_refuses_anything_but_exactly_one_token(text: str) -> None:
+    with pytest.raises(TokenError):
+        tokens.parse(text)
+
+
+def test_rollout_id_refuses_a_bad_environment_name() -> None:
+    with pytest.raises(TokenError):
+        RolloutId("desk1", 1, 1)
+
+
+def test_scan_finds_tokens_inside_text_with_offsets() -> None:
+    a, b = "env01-w001-r0001-deadbeef", "env02-w001-r0002-0badf00d"
+    data = f"typed {a} then pasted [{b}].\n".encode()
+    hits = tokens.scan_bytes(data, "doc")
+    assert [str(h.token) for h in hits] == [a, b]
+    assert [h.env for h in hits] == ["env01", "env02"]
+    assert data[hits[1].offset : hits[1].offset + len(b)] == b.encode()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "xenv01-w001-r0001-deadbeef",  # glued to a word before it
+        "env01-w001-r0001-deadbeef0",  # longer hex run: not this token
+        "env01-w001-r0001-deadbee",
+        "env01_w001_r0001_deadbeef",
+    ],
+)
+def test_scan_ignores_lookalikes(text: str) -> None:
+    assert tokens.scan_bytes(text.encode()) == []
+
+
+def test_scan_finds_a_token_straddling_a_chunk_boundary_exactly_once(tmp_path: Path) -> None:
+    token = "env05-w002-r0003-cafef00d"
+    for cut in range(len(token) + 2):
+        path = tmp_path / f"f{cut}"
+        path.write_bytes(b"." * (64 - cut) + token.encode() + b"." * 70)
+        hits = tokens.scan_file(path, chunk_size=64)
+        assert [(str(h.token), h.offset) for h in hits] == [(token, 64 - cut)], cut
+
+
+def test_scan_keeps_lookbehind_at_a_chunk_boundary(tmp_path: Path) -> None:
+    path = tmp_path / "glued"
+    path.write_bytes(b"a" * 63 + b"x" + b"env05-w002-r0003-cafef00d" + b"\n" * 80)
+    assert tokens.scan_file(path, chunk_size=64) == []
+
+
+def test_scan_tree_finds_every_planted_token_and_no_false_ones(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    planted: dict[str, str] = {}
+    for i in range(300):
+        folder = tmp_path / f"d{i % 17}" / f"e{i % 5}"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"f{i}.bin"
+        noise = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 3000)))
+        # Near misses that a sloppy pattern would report.
+        decoys = b" env01-w001-r0001-deadbee env1-w001-r0001-deadbeef ENV01-W001-R0001-DEADBEEF "
+        if i % 3 == 0:
+            token = str(tokens.mint(RolloutId(f"env{i % 9:02d}", i % 4, i)))
+            planted[token] = str(path)
+            half = len(noise) // 2
+            body = noise[:half] + b" " + token.encode() + b" " + noise[half:]
+        else:
+            body = noise
+        path.write_bytes(decoys + body)
+    (tmp_path / "link").symlink_to(tmp_path / "d0")  # never followed: no double count
+
+    hits = tokens.scan_tree(tmp_path)
+
+    assert {str(h.token): h.source for h in hits} == planted
+    assert len(hits) == len(planted)
+    assert tokens.scan_tree(tmp_path, workers=2) == hits  # worker processes: same answer
+
+
+def test_scan_tree_reports_a_file_that_vanished_instead_of_skipping_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = tmp_path / "kept.txt"
+    kept.write_text("env01-w001-r0001-deadbeef")
+    vanished = str(tmp_path / "vanished.txt")  # listed, then deleted before it was read
+    listing = [(str(kept), 25), (vanished, 10)]
+    monkeypatch.setattr(tokens, "_sized_files", lambda root: iter(listing))
+    errors: list[str] = []
+
+    hits = tokens.scan_tree(tmp_path, errors)
+
+    assert [h.env for h in hits] == ["env01"]
+    assert len(errors) == 1 and errors[0].startswith(vanished)
+
+
+def test_scan_tree_never_follows_symlinks(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "t.txt").write_text("env01-w001-r0001-deadbeef")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "dir-link").symlink_to(outside)
+    (tree / "file-link").symlink_to(outside / "t.txt")
+    assert tokens.scan_tree(tree) == []
+
+
+@given(st.binary(max_size=400), st.binary(max_size=400))
+def test_a_planted_token_is_always_found_whatever_surrounds_it(before: bytes, after: bytes) -> None:
+    token = "env07-w003-r0042-00ff00ff"
+    data = before + b"\n" + token.encode() + b"\n" + after
+    assert token in [str(h.token) for h in tokens.scan_bytes(data)]
+
+
+PIECES = [
+    b"env01-w001-r0001-deadbeef",
+    b"x",
+    b"-",
+    b" ",
+    b"env",
+    b"0",
+    b"f",
+    b"w001",
+    b"a",
+    b"env02-w123-r45678-0badf00d",
+]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=40))
+def test_the_fast_engine_and_the_plain_regex_agree(parts: list[bytes]) -> None:
+    data = b"".join(parts)
+    fast = tokens.scan_bytes(data)
+    saved = tokens._ENGINE
+    tokens._ENGINE = None
+    try:
+        plain = tokens.scan_bytes(data)
+    finally:
+        tokens._ENGINE = saved
+    assert fast == plain
+
+
+def test_the_fast_engine_is_in_use_where_it_is_installed() -> None:
+    assert tokens._ENGINE is not None

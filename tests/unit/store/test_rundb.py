@@ -1,0 +1,148 @@
+"""The run database: every record type round-trips, and the schema is versioned."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.core.outcomes import Outcome, Reason, Status
+from cleanroom.core.publish import ControlResult
+from cleanroom.core.tokens import mint
+from cleanroom.store.migrations import MIGRATIONS
+from cleanroom.store.rundb import CanarySample, RunBusy, RunStore, RunStoreError
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> RunStore:
+    s = RunStore.create(tmp_path / "run", meta={"envs": 3})
+    yield s
+    s.close()
+
+
+def test_a_new_run_is_in_wal_mode_at_the_latest_schema(store: RunStore) -> None:
+    conn = sqlite3.connect(store.path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.schema_version == len(MIGRATIONS)
+    assert store.run_info()["meta"] == {"envs": 3}
+
+
+def test_creating_over_an_existing_run_is_refused(store: RunStore) -> None:
+    with pytest.raises(RunStoreError, match="already holds a run"):
+        RunStore.create(store.run_dir)
+
+
+def test_a_second_owner_is_refused_while_the_first_lives(store: RunStore) -> None:
+    with pytest.raises(RunBusy):
+        RunStore.open(store.run_dir)
+
+
+def test_a_reader_can_open_beside_the_owner(store: RunStore) -> None:
+    store.open_window(1)
+    with RunStore.open(store.run_dir, owner=False) as reader:
+        assert [w.index for w in reader.windows()] == [1]
+
+
+def test_a_rollout_round_trips_with_token_outcome_reason_score_and_times(store: RunStore) -> None:
+    token = mint("env02-w001-r0001")
+    store.open_window(1)
+    store.start_rollout(token, task="rename", started_at=100.0)
+    store.finish_rollout(token.rollout_id, Outcome.invalid(Reason.CHECKER_ERROR, "timeout"), 105.0)
+    [r] = store.rollouts()
+    assert (r.rollout_id, r.env, r.window, r.token, r.task) == (
+        "env02-w001-r0001",
+        "env02",
+        1,
+        str(token),
+        "rename",
+    )
+    assert (r.started_at, r.ended_at, r.outcome, r.reason, r.score, r.detail) == (
+        100.0,
+        105.0,
+        Status.INVALID,
+        Reason.CHECKER_ERROR,
+        None,
+        "timeout",
+    )
+
+
+def test_a_rollout_finishes_only_once(store: RunStore) -> None:
+    token = mint("env02-w001-r0001")
+    store.start_rollout(token, task="rename")
+    store.finish_rollout(token.rollout_id, Outcome.success())
+    with pytest.raises(RunStoreError, match="already finished"):
+        store.finish_rollout(token.rollout_id, Outcome.failure())
+
+
+def test_the_sticky_flag_invalidates_rollouts_that_ended_after_the_event(store: RunStore) -> None:
+    early, late, flagged = (mint(f"env0{i}-w001-r0001") for i in (1, 2, 3))
+    for t in (early, late, flagged):
+        store.start_rollout(t, task="writer", started_at=0.0)
+    store.finish_rollout(early.rollout_id, Outcome.success(), ended_at=10.0)
+    store.finish_rollout(late.rollout_id, Outcome.success(), ended_at=30.0)
+    store.finish_rollout(flagged.rollout_id, Outcome.invalid(Reason.TAMPER), ended_at=40.0)
+
+    changed = store.invalidate_rollouts(1, after=20.0, reason=Reason.ISOLATION, detail="canary")
+
+    by_id = {r.rollout_id: r for r in store.rollouts()}
+    assert changed == 1
+    assert by_id[early.rollout_id].outcome is Status.SUCCESS
+    assert (by_id[late.rollout_id].outcome, by_id[late.rollout_id].reason) == (
+        Status.INVALID,
+        Reason.ISOLATION,
+    )
+    assert by_id[flagged.rollout_id].reason is Reason.TAMPER  # first reason kept
+
+
+def test_isolation_rows_round_trip_in_order(store: RunStore) -> None:
+    rows = [
+        IsolationRow("clipboard", t, "env01", f"env0{t + 2}", RowResult.CLEAN, 1, f"t{t}")
+        for t in range(3)
+    ]
+    rows.append(IsolationRow("keyboard_storm", 0, "env03", "env01", RowResult.LOST, 2, "no file"))
+    assert store.add_isolation_rows(rows) == 4
+    assert store.isolation_rows() == rows
+    assert store.isolation_rows(window=2) == rows[3:]
+
+
+def test_canary_samples_keep_lost_reads(store: RunStore) -> None:
+    store.add_canary_sample(CanarySample(1.0, True, "a", "b", "c", window=1))
+    store.add_canary_sample(CanarySample(3.0, False, window=1, detail="AT-SPI bus gone"))
+    samples = store.canary_samples(window=1)
+    assert [s.ok for s in samples] == [True, False]
+    assert samples[1].detail == "AT-SPI bus gone"
+
+
+def test_verifier_and_control_results_round_trip(store: RunStore) -> None:
+    outcome = Outcome.failure(0.5, stdout="Directory exists.\n")
+    store.add_verifier_result("env01-w001-r0001", "osworld", outcome)
+    [v] = store.verifier_results("env01-w001-r0001")
+    assert v.outcome == outcome and v.outcome.details == {"stdout": "Directory exists.\n"}
+    control = ControlResult(3, 10, 0, 10)
+    store.add_control_result(control)
+    assert store.control_results() == [control]
+
+
+def test_generations_only_move_forward(store: RunStore) -> None:
+    store.add_environment("env01", unix_user="cr-env01", display=":101")
+    store.set_generation("env01", 1)
+    with pytest.raises(RunStoreError):
+        store.set_generation("env01", 1)
+    assert store.environments()[0].generation == 1
+
+
+def test_a_database_from_a_newer_cleanroom_is_refused(tmp_path: Path) -> None:
+    RunStore.create(tmp_path / "r").close()
+    conn = sqlite3.connect(tmp_path / "r" / "run.sqlite")
+    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    conn.close()
+    with pytest.raises(RunStoreError, match="newer than this cleanroom"):
+        RunStore.open(tmp_path / "r")
+
+
+def test_a_file_that_is_not_a_database_gives_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "run.sqlite").write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(RunStoreError, match="not a usable run database"):
+        RunStore.open(tmp_path)
