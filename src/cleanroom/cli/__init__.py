@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from cleanroom import __version__
-from cleanroom.cli import demo, osworld, serve, tokens
+from cleanroom.cli import demo, osworld, redteam, serve, tokens, verify
 
 app = typer.Typer(
     name="cleanroom",
@@ -34,6 +34,12 @@ def _root(
 app.add_typer(osworld.app, name="osworld", help="Run and validate OSWorld task checkers.")
 app.add_typer(tokens.app, name="tokens", help="Mint tokens and find them in files and trees.")
 app.command("serve", help="Run the verify server (leases, form, frames, audit).")(serve.serve)
+app.command(
+    "verify", help="Run a container task's agent phase, then verify it (sealed, cleared, shared)."
+)(verify.verify)
+app.command(
+    "redteam", help="Run every forging attack against every verifier mode and print the matrix."
+)(redteam.redteam)
 app.command("demo", help="Run the main job end to end on the embedded defaults.")(demo.demo)
 
 
