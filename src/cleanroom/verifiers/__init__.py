@@ -1,0 +1,1 @@
+"""Verifiers: the checkers that turn an environment's final state into an `Outcome`."""

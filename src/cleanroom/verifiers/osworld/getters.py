@@ -1,0 +1,158 @@
+"""OSWorld's getters: how the evaluator reads the state a metric scores.
+
+Each getter takes the run's context and the getter's config object, as OSWorld's
+``get_<type>(env, config)`` does. Where OSWorld would return None because a command or
+download failed to run, these raise (`GetterFailed`, `GuestTimeout`, `GuestError`) so the
+evaluator can mark the rollout invalid instead of scoring a 0. A file that does not exist
+in the guest is the one exception, as in OSWorld: `FileNotFoundError`, which scores 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cleanroom.guests.base import ExecResult, Guest
+from cleanroom.verifiers.osworld.cached_file import CachedFile
+from cleanroom.verifiers.osworld.commands import BadCommand, decode_output, guest_command
+from cleanroom.verifiers.osworld.download import DownloadError, fetch
+from cleanroom.verifiers.osworld.settings import CheckSettings
+from cleanroom.verifiers.osworld.task_cache import CacheNameError, TaskCache
+
+
+class GetterFailed(Exception):
+    """A getter could not produce its value (bad config, failed download, missing cache file)."""
+
+
+@dataclass
+class GetterContext:
+    """What getters need: the guest, the settings and the task's cache folder.
+
+    ``exec_log`` collects every command a getter ran, so outcome details can show exit
+    codes and stderr that the getter's value itself leaves out.
+    """
+
+    guest: Guest
+    settings: CheckSettings
+    cache: TaskCache
+    exec_log: list[ExecResult] = field(default_factory=list)
+
+
+Getter = Callable[[GetterContext, dict[str, Any]], Any]
+
+
+def _run_command(ctx: GetterContext, config: dict[str, Any]) -> ExecResult:
+    shell = config.get("shell", False)
+    try:
+        command, use_shell = guest_command(config.get("command"), shell, ctx.guest.home)
+    except BadCommand as exc:
+        raise GetterFailed(str(exc)) from exc
+    result = ctx.guest.exec(command, shell=use_shell, timeout=ctx.settings.getter_timeout)
+    ctx.exec_log.append(result)
+    return result
+
+
+def get_vm_command_line(ctx: GetterContext, config: dict[str, Any]) -> str:
+    """The command's stdout, exactly as produced (exit code ignored, as in OSWorld)."""
+    return decode_output(_run_command(ctx, config).stdout)
+
+
+def get_vm_command_error(ctx: GetterContext, config: dict[str, Any]) -> str:
+    """The command's stderr, exactly as produced (exit code ignored, as in OSWorld)."""
+    return decode_output(_run_command(ctx, config).stderr)
+
+
+def get_rule(ctx: GetterContext, config: dict[str, Any]) -> Any:
+    """The ``rules`` object, unchanged."""
+    if "rules" not in config:
+        raise GetterFailed("rule getter has no 'rules'")
+    return config["rules"]
+
+
+def _paths_and_dests(config: dict[str, Any]) -> tuple[list[Any], list[Any], list[int]]:
+    if config.get("multi", False):
+        paths, dests = config.get("path"), config.get("dest")
+        if not isinstance(paths, list) or not isinstance(dests, list) or len(paths) != len(dests):
+            raise GetterFailed("a multi getter needs 'path' and 'dest' lists of equal length")
+    else:
+        if "path" not in config or "dest" not in config:
+            raise GetterFailed("getter needs 'path' and 'dest'")
+        paths, dests = [config["path"]], [config["dest"]]
+    return paths, dests, list(config.get("gives", [0]))
+
+
+def _one_or_list(values: list[Any]) -> Any:
+    return values[0] if len(values) == 1 else values
+
+
+def get_vm_file(ctx: GetterContext, config: dict[str, Any]) -> Any:
+    """Copy guest files into the cache; a missing single file raises FileNotFoundError.
+
+    With ``multi`` a missing file gives None in its place, as OSWorld does.
+    """
+    paths, dests, gives = _paths_and_dests(config)
+    multi = bool(config.get("multi", False))
+    values: list[CachedFile | None] = []
+    for i, (path, dest) in enumerate(zip(paths, dests, strict=True)):
+        try:
+            data = ctx.guest.read_file(str(path))
+        except FileNotFoundError:
+            if not multi:
+                raise
+            if i in gives:
+                values.append(None)
+            continue
+        try:
+            cached = ctx.cache.write(str(dest), data)
+        except CacheNameError as exc:
+            raise GetterFailed(str(exc)) from exc
+        if i in gives:
+            values.append(cached)
+    return _one_or_list(values)
+
+
+def get_cache_file(ctx: GetterContext, config: dict[str, Any]) -> CachedFile:
+    """A file an earlier postconfig step saved into the task cache."""
+    name = config.get("path")
+    if not isinstance(name, str):
+        raise GetterFailed("cache_file getter needs a 'path'")
+    try:
+        return ctx.cache.read(name)
+    except FileNotFoundError as exc:
+        raise GetterFailed(
+            f"cache file {name!r} was never written (the step meant to save it did not run)"
+        ) from exc
+    except CacheNameError as exc:
+        raise GetterFailed(str(exc)) from exc
+
+
+def get_cloud_file(ctx: GetterContext, config: dict[str, Any]) -> Any:
+    """Download reference files into the cache; a failed download is a getter failure."""
+    paths, dests, gives = _paths_and_dests(config)
+    values: list[CachedFile] = []
+    for i, (url, dest) in enumerate(zip(paths, dests, strict=True)):
+        try:
+            if ctx.cache.exists(str(dest)):  # fetched already during this run
+                cached = ctx.cache.read(str(dest))
+            else:
+                data = fetch(str(url), timeout=ctx.settings.download_timeout)
+                cached = ctx.cache.write(str(dest), data)
+        except DownloadError as exc:
+            raise GetterFailed(str(exc)) from exc
+        except CacheNameError as exc:
+            raise GetterFailed(str(exc)) from exc
+        if i in gives:
+            values.append(cached)
+    return _one_or_list(values)
+
+
+GETTERS: dict[str, Getter] = {
+    "vm_command_line": get_vm_command_line,
+    "vm_command_error": get_vm_command_error,
+    "rule": get_rule,
+    "vm_file": get_vm_file,
+    "cache_file": get_cache_file,
+    "cloud_file": get_cloud_file,
+}
+"""Every getter cleanroom implements, by its OSWorld type name."""

@@ -1,0 +1,85 @@
+"""What of a task cleanroom can run: its getters, metrics and setup steps, and the gaps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cleanroom.verifiers.osworld.getters import GETTERS
+from cleanroom.verifiers.osworld.metrics import METRICS
+from cleanroom.verifiers.osworld.setup_steps import DESKTOP_STEPS, STEP_RUNNERS
+from cleanroom.verifiers.osworld.task import INFEASIBLE, Task
+
+
+def _unique(items: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+@dataclass(frozen=True)
+class TaskSupport:
+    """One task's getters, metrics and step types, and which of them cleanroom lacks."""
+
+    task_id: str
+    path: str
+    domain: str
+    getters: tuple[str, ...]
+    metrics: tuple[str, ...]
+    steps: tuple[str, ...]
+    missing_getters: tuple[str, ...]
+    missing_metrics: tuple[str, ...]
+    missing_steps: tuple[str, ...]
+
+    @property
+    def checkable(self) -> bool:
+        """Whether the checker can score the task (setup may still need a desktop)."""
+        return not self.missing_getters and not self.missing_metrics
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready record of the report row."""
+        return {
+            "task": self.task_id,
+            "path": self.path,
+            "domain": self.domain,
+            "getters": list(self.getters),
+            "metrics": list(self.metrics),
+            "steps": list(self.steps),
+            "unsupported": {
+                "getters": list(self.missing_getters),
+                "metrics": list(self.missing_metrics),
+                "steps": list(self.missing_steps),
+            },
+            "checkable": self.checkable,
+        }
+
+
+def task_support(task: Task) -> TaskSupport:
+    """The support report of one task."""
+    getters = _unique([g.type for g in task.getters()])
+    metrics = _unique([c.func for c in task.evaluator.calls])
+    if task.evaluator.infeasible:
+        metrics = (INFEASIBLE,)
+    steps = _unique([s.type for s in task.config + task.evaluator.postconfig])
+    return TaskSupport(
+        task_id=task.id,
+        path=task.path,
+        domain=task.domain,
+        getters=getters,
+        metrics=metrics,
+        steps=steps,
+        missing_getters=tuple(g for g in getters if g not in GETTERS),
+        missing_metrics=tuple(m for m in metrics if m not in METRICS and m != INFEASIBLE),
+        missing_steps=tuple(s for s in steps if s not in STEP_RUNNERS),
+    )
+
+
+def missing_for_check(task: Task) -> list[str]:
+    """What the checker lacks to score this task, as ``getter X`` / ``metric Y`` phrases."""
+    support = task_support(task)
+    return [f"getter {g}" for g in support.missing_getters] + [
+        f"metric {m}" for m in support.missing_metrics
+    ]
+
+
+def step_needs(step_type: str) -> str:
+    """Why a step type is unsupported: it needs a desktop, or it is not implemented."""
+    return "needs a desktop" if step_type in DESKTOP_STEPS else "not implemented"
