@@ -92,4 +92,8 @@ MIGRATIONS: tuple[str, ...] = (
         detail           TEXT NOT NULL DEFAULT ''
     );
     """,
+    # 2: which environments' tokens a canary sample showed, so a change can be attributed.
+    """
+    ALTER TABLE canary_samples ADD COLUMN sources TEXT NOT NULL DEFAULT ''
+    """,
 )

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cleanroom.core.canary import CanarySample
 from cleanroom.core.isolation import IsolationRow, RowResult, Window
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.publish import NOT_CLAIMED, ControlResult
@@ -72,19 +73,6 @@ class EnvironmentRecord:
     display: str | None
     generation: int
     created_at: float
-
-
-@dataclass(frozen=True)
-class CanarySample:
-    """One look at the canary: hashes of what it showed, or why it could not be read."""
-
-    at: float
-    ok: bool
-    focused_text_sha256: str | None = None
-    window_list_sha256: str | None = None
-    clipboard_sha256: str | None = None
-    window: int | None = None
-    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -440,7 +428,8 @@ class RunStore:
         with self._tx() as c:
             c.execute(
                 "INSERT INTO canary_samples (window, at, ok, focused_text_sha256,"
-                " window_list_sha256, clipboard_sha256, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " window_list_sha256, clipboard_sha256, detail, sources)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     sample.window,
                     sample.at,
@@ -449,20 +438,23 @@ class RunStore:
                     sample.window_list_sha256,
                     sample.clipboard_sha256,
                     sample.detail,
+                    ",".join(sample.sources),
                 ),
             )
 
     def canary_samples(self, window: int | None = None) -> list[CanarySample]:
         sql = (
             "SELECT at, ok, focused_text_sha256, window_list_sha256, clipboard_sha256, window,"
-            " detail FROM canary_samples"
+            " detail, sources FROM canary_samples"
         )
         args: tuple[Any, ...] = ()
         if window is not None:
             sql += " WHERE window = ?"
             args = (window,)
         return [
-            CanarySample(r[0], bool(r[1]), r[2], r[3], r[4], r[5], r[6])
+            CanarySample(
+                r[0], bool(r[1]), r[2], r[3], r[4], r[5], r[6], tuple(filter(None, r[7].split(",")))
+            )
             for r in self._conn.execute(sql + " ORDER BY at, id", args)
         ]
 

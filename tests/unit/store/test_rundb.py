@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from cleanroom.core.canary import CanarySample
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.publish import ControlResult
 from cleanroom.core.tokens import mint
 from cleanroom.store.migrations import MIGRATIONS
-from cleanroom.store.rundb import CanarySample, RunBusy, RunStore, RunStoreError
+from cleanroom.store.rundb import RunBusy, RunStore, RunStoreError
 
 
 @pytest.fixture
@@ -146,3 +147,22 @@ def test_a_file_that_is_not_a_database_gives_a_clear_error(tmp_path: Path) -> No
     (tmp_path / "run.sqlite").write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(RunStoreError, match="not a usable run database"):
         RunStore.open(tmp_path)
+
+
+def test_a_run_at_the_first_schema_is_migrated_on_open_and_keeps_its_rows(tmp_path: Path) -> None:
+    run = tmp_path / "old"
+    run.mkdir()
+    conn = sqlite3.connect(run / "run.sqlite")
+    conn.executescript(MIGRATIONS[0])
+    conn.execute("INSERT INTO runs (id, created_at, host) VALUES (1, 0, 'h')")
+    conn.execute("INSERT INTO canary_samples (window, at, ok) VALUES (1, 5.0, 1)")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+
+    with RunStore.open(run) as store:
+        assert store.schema_version == len(MIGRATIONS)
+        [s] = store.canary_samples()
+        assert (s.at, s.ok, s.sources) == (5.0, True, ())
+        store.add_canary_sample(CanarySample(6.0, True, sources=("env02",)))
+        assert store.canary_samples()[1].sources == ("env02",)
