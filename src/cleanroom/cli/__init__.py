@@ -5,7 +5,18 @@ from __future__ import annotations
 import typer
 
 from cleanroom import __version__
-from cleanroom.cli import demo, osworld, redteam, serve, tokens, verify
+from cleanroom.cli import (
+    canary,
+    control,
+    demo,
+    envs,
+    osworld,
+    redteam,
+    rollout,
+    serve,
+    tokens,
+    verify,
+)
 
 app = typer.Typer(
     name="cleanroom",
@@ -40,6 +51,16 @@ app.command(
 app.command(
     "redteam", help="Run every forging attack against every verifier mode and print the matrix."
 )(redteam.redteam)
+app.add_typer(
+    envs.app, name="envs", help="Start, inspect and stop the pool of desktop environments."
+)
+app.command(
+    "rollout", help="Run one scripted smoke rollout (rename, writer, form) in an environment."
+)(rollout.rollout)
+app.add_typer(canary.app, name="canary", help="Watch the canary environment env00.")
+app.command(
+    "control", help="Run the positive control: forced interference the detectors must see."
+)(control.control)
 app.command("demo", help="Run the main job end to end on the embedded defaults.")(demo.demo)
 
 

@@ -1,0 +1,6 @@
+"""``cleanroom rollout``: placeholder until the smoke rollouts land."""
+
+
+def rollout() -> None:
+    """Run one smoke rollout."""
+    raise NotImplementedError
