@@ -1,0 +1,296 @@
+"""The verify server's database: leases, form submissions and frame counts.
+
+Every SQL statement the verify server runs is in this module; callers pass typed records
+in and get typed records out. One `SubmissionStore` is one SQLite connection, and a
+server process opens exactly one.
+
+Submitted text is kept as raw bytes (a BLOB), so whatever arrived comes back exactly,
+NUL bytes and unusual Unicode included; it is only ever bound as a parameter, never
+spliced into SQL. The tokens found inside it, the environments they name and whether any
+of those differs from the attributed environment (``is_cross``) are computed once, at
+insert time, and a partial index over the cross rows makes the audit an index lookup.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cleanroom.core.tokens import env_of
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS leases (
+    lease_id    TEXT PRIMARY KEY,
+    env         TEXT NOT NULL,
+    rollout_id  TEXT NOT NULL,
+    token       TEXT NOT NULL,
+    window_no   INTEGER NOT NULL,
+    created_at  REAL NOT NULL,
+    expires_at  REAL NOT NULL,
+    frames      INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS submissions (
+    id            INTEGER PRIMARY KEY,
+    lease_id      TEXT NOT NULL,
+    env           TEXT NOT NULL,
+    rollout_id    TEXT NOT NULL,
+    window_no     INTEGER NOT NULL,
+    submitted_at  REAL NOT NULL,
+    body          BLOB NOT NULL,
+    found_tokens  TEXT NOT NULL,
+    found_envs    TEXT NOT NULL,
+    is_cross      INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS submissions_by_lease ON submissions (lease_id);
+CREATE INDEX IF NOT EXISTS submissions_cross_by_window
+    ON submissions (window_no) WHERE is_cross = 1;
+"""
+
+_INSERT_LEASE = """
+INSERT INTO leases (lease_id, env, rollout_id, token, window_no, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+"""
+_SELECT_LEASE = """
+SELECT lease_id, env, rollout_id, token, window_no, created_at, expires_at
+FROM leases WHERE lease_id = ?
+"""
+_INSERT_SUBMISSION = """
+INSERT INTO submissions (lease_id, env, rollout_id, window_no, submitted_at, body,
+                         found_tokens, found_envs, is_cross)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+_SELECT_SUBMISSIONS = """
+SELECT id, lease_id, env, rollout_id, window_no, submitted_at, body,
+       found_tokens, found_envs, is_cross
+FROM submissions WHERE lease_id = ? ORDER BY id
+"""
+# ``is_cross = 1`` must appear literally so SQLite can use the partial index.
+_SELECT_CROSS = """
+SELECT id, lease_id, env, rollout_id, window_no, submitted_at, found_tokens
+FROM submissions WHERE window_no = ? AND is_cross = 1 ORDER BY id
+"""
+_ADD_FRAMES = "UPDATE leases SET frames = frames + ? WHERE lease_id = ? RETURNING frames"
+_SELECT_FRAMES = "SELECT frames FROM leases WHERE lease_id = ?"
+_TOTALS = """
+SELECT (SELECT count(*) FROM leases), (SELECT count(*) FROM submissions),
+       (SELECT coalesce(sum(frames), 0) FROM leases)
+"""
+
+
+class StoreError(RuntimeError):
+    """The verify server's database could not be opened or written."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """One lease: the environment and rollout every submission through it is attributed to."""
+
+    lease_id: str
+    env: str
+    rollout_id: str
+    token: str
+    window: int
+    created_at: float
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class NewSubmission:
+    """A submission about to be stored, with its token attribution already computed."""
+
+    lease_id: str
+    env: str
+    rollout_id: str
+    window: int
+    submitted_at: float
+    body: bytes
+    found_tokens: tuple[str, ...]
+    found_envs: tuple[str, ...]
+    cross: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SubmissionRecord:
+    """A stored submission, exactly as it was received."""
+
+    id: int
+    lease_id: str
+    env: str
+    rollout_id: str
+    window: int
+    submitted_at: float
+    body: bytes
+    found_tokens: tuple[str, ...]
+    found_envs: tuple[str, ...]
+    cross: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One token that reached a form through another environment's lease."""
+
+    submission_id: int
+    token: str
+    token_env: str
+    attributed_env: str
+    lease_id: str
+    rollout_id: str
+    window: int
+    submitted_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoreTotals:
+    """Row counts, so a caller can prove that a rejected request stored nothing."""
+
+    leases: int
+    submissions: int
+    frames: int
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split()) if text else ()
+
+
+def _submission_row(new: NewSubmission) -> tuple[object, ...]:
+    return (
+        new.lease_id,
+        new.env,
+        new.rollout_id,
+        new.window,
+        new.submitted_at,
+        new.body,
+        " ".join(new.found_tokens),
+        " ".join(new.found_envs),
+        1 if new.cross else 0,
+    )
+
+
+class SubmissionStore:
+    """One SQLite connection to the verify server's database (WAL, synchronous=NORMAL)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    @classmethod
+    def open(cls, path: str | Path) -> SubmissionStore:
+        """Open (creating if needed) the database at ``path`` and make sure its schema exists."""
+        try:
+            # Autocommit: every statement is its own short transaction, so the hot path is
+            # one INSERT and no explicit BEGIN/COMMIT round trips.
+            conn = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, cached_statements=64
+            )
+            conn.execute("PRAGMA journal_mode = WAL")
+            # In WAL mode NORMAL only syncs at checkpoints: a power cut can lose the last
+            # few commits but never corrupts the database, and commits stay cheap.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA busy_timeout = 5000")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            conn.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the verify database {path}: {exc}") from exc
+        return cls(conn)
+
+    def close(self) -> None:
+        """Close the connection (checkpointing the WAL)."""
+        self._conn.close()
+
+    def __enter__(self) -> SubmissionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add_lease(self, lease: LeaseRecord) -> None:
+        """Store a new lease; its id must be new."""
+        self._conn.execute(
+            _INSERT_LEASE,
+            (
+                lease.lease_id,
+                lease.env,
+                lease.rollout_id,
+                lease.token,
+                lease.window,
+                lease.created_at,
+                lease.expires_at,
+            ),
+        )
+
+    def lease(self, lease_id: str) -> LeaseRecord | None:
+        """The lease with this id, or None if there is none."""
+        row = self._conn.execute(_SELECT_LEASE, (lease_id,)).fetchone()
+        return LeaseRecord(*row) if row else None
+
+    def add_submission(self, new: NewSubmission) -> int:
+        """Store one submission and return its id."""
+        cur = self._conn.execute(_INSERT_SUBMISSION, _submission_row(new))
+        return int(cur.lastrowid or 0)
+
+    def add_submissions(self, rows: Iterable[NewSubmission]) -> int:
+        """Store many submissions in one transaction (bulk loads); return how many."""
+        count = 0
+
+        def counted() -> Iterable[tuple[object, ...]]:
+            nonlocal count
+            for new in rows:
+                count += 1
+                yield _submission_row(new)
+
+        with self._conn:
+            self._conn.execute("BEGIN")
+            self._conn.executemany(_INSERT_SUBMISSION, counted())
+        return count
+
+    def submissions(self, lease_id: str) -> list[SubmissionRecord]:
+        """Every submission made through one lease, oldest first."""
+        return [
+            SubmissionRecord(
+                id=row[0],
+                lease_id=row[1],
+                env=row[2],
+                rollout_id=row[3],
+                window=row[4],
+                submitted_at=row[5],
+                body=bytes(row[6]),
+                found_tokens=_words(row[7]),
+                found_envs=_words(row[8]),
+                cross=bool(row[9]),
+            )
+            for row in self._conn.execute(_SELECT_SUBMISSIONS, (lease_id,))
+        ]
+
+    def audit(self, window: int) -> list[AuditRecord]:
+        """Every token of window ``window`` that names another environment than its lease's.
+
+        The cross rows are found through the partial index; a submission holding several
+        foreign tokens gives one record per foreign token.
+        """
+        records: list[AuditRecord] = []
+        for sid, lease_id, env, rollout_id, window_no, at, found in self._conn.execute(
+            _SELECT_CROSS, (window,)
+        ):
+            for token in _words(found):
+                token_env = env_of(token)
+                if token_env is not None and token_env != env:
+                    records.append(
+                        AuditRecord(sid, token, token_env, env, lease_id, rollout_id, window_no, at)
+                    )
+        return records
+
+    def add_frames(self, lease_id: str, frames: int) -> int | None:
+        """Add ``frames`` to a lease's frame count; the new total, or None if no such lease."""
+        row = self._conn.execute(_ADD_FRAMES, (frames, lease_id)).fetchone()
+        return int(row[0]) if row else None
+
+    def frames(self, lease_id: str) -> int | None:
+        """A lease's frame count, or None if no such lease."""
+        row = self._conn.execute(_SELECT_FRAMES, (lease_id,)).fetchone()
+        return int(row[0]) if row else None
+
+    def totals(self) -> StoreTotals:
+        """How many leases and submissions are stored and how many frames were counted."""
+        leases, submissions, frames = self._conn.execute(_TOTALS).fetchone()
+        return StoreTotals(int(leases), int(submissions), int(frames))

@@ -1,0 +1,10 @@
+"""``python -m cleanroom.verify_server``: the same as ``cleanroom serve``."""
+
+from __future__ import annotations
+
+import typer
+
+from cleanroom.cli.serve import serve
+
+if __name__ == "__main__":
+    typer.run(serve)

@@ -1,0 +1,30 @@
+"""Attribution of a submission: pure, decided only by the lease and the submitted bytes."""
+
+from __future__ import annotations
+
+from cleanroom.core.tokens import scan_bytes
+from cleanroom.store.submissions import LeaseRecord, NewSubmission
+
+
+def attribute(lease: LeaseRecord, body: bytes, at: float) -> NewSubmission:
+    """The record for ``body`` submitted through ``lease`` at time ``at``.
+
+    The environment, rollout and window are the lease's: nothing the request claims is
+    consulted. Every token inside the text is listed with the environment it names, and
+    the submission is ``cross`` when any of them names another environment.
+    """
+    hits = scan_bytes(body)
+    tokens = tuple(str(h.token) for h in hits)
+    envs = tuple(sorted({h.env for h in hits}))
+    cross = any(e != lease.env for e in envs)
+    return NewSubmission(
+        lease_id=lease.lease_id,
+        env=lease.env,
+        rollout_id=lease.rollout_id,
+        window=lease.window,
+        submitted_at=at,
+        body=body,
+        found_tokens=tokens,
+        found_envs=envs,
+        cross=cross,
+    )

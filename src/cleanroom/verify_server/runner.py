@@ -1,0 +1,99 @@
+"""Running the verify server in this process: key, database, socket, uvicorn."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from cleanroom.store.submissions import SubmissionStore
+from cleanroom.verify_server.app import create_app
+from cleanroom.verify_server.auth import load_or_create_key
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Where the server listens and keeps its database and key."""
+
+    host: str = "127.0.0.1"
+    port: int = 8787
+    db: Path = Path("verify.sqlite3")
+    key_file: Path = Path("verify.key")
+    port_file: Path | None = None
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: a free port the kernel picks)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def write_port_file(path: Path, port: int) -> None:
+    """Write the port atomically, so a reader never sees a half-written number."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(f"{port}\n", encoding="ascii")
+    os.replace(tmp, path)
+
+
+def uvicorn_config(app: ASGIApp) -> uvicorn.Config:
+    """The uvicorn settings the verify server runs with (uvloop and httptools when present)."""
+    return uvicorn.Config(
+        app,
+        loop="auto",
+        http="auto",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        # Never believe X-Forwarded-* from whoever connects.
+        proxy_headers=False,
+        server_header=False,
+        timeout_keep_alive=30,
+    )
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, except that SIGINT and SIGTERM are a clean stop (exit 0, database closed)
+    rather than a signal re-raised after shutdown: a harness stops the server on purpose."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        sigs = (signal.SIGINT, signal.SIGTERM)
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in sigs}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def run(config: ServeConfig, announce: bool = True) -> None:
+    """Serve until SIGINT or SIGTERM. The socket is listening before the port is published,
+    so a harness that reads the port file can connect at once."""
+    key = load_or_create_key(config.key_file)
+    store = SubmissionStore.open(config.db)
+    try:
+        sock = bind(config.host, config.port)
+        port = int(sock.getsockname()[1])
+        if config.port_file is not None:
+            write_port_file(config.port_file, port)
+        if announce:
+            print(f"cleanroom verify server listening on http://{config.host}:{port}", flush=True)
+        _Server(uvicorn_config(create_app(store, key))).run(sockets=[sock])
+    finally:
+        store.close()
