@@ -366,6 +366,20 @@ class RunStore:
             )
             return cur.rowcount
 
+    def mark_invalid(self, rollout_ids: Iterable[str], reason: Reason, detail: str) -> int:
+        """Mark finished rollouts invalid (a cross row named them); return how many changed.
+
+        A rollout already invalid keeps its first reason.
+        """
+        ids = list(rollout_ids)
+        with self._tx() as c:
+            cur = c.executemany(
+                "UPDATE rollouts SET outcome = 'invalid', reason = ?, score = NULL, detail = ?"
+                " WHERE rollout_id = ? AND ended_at IS NOT NULL AND outcome != 'invalid'",
+                [(reason.value, detail, rid) for rid in ids],
+            )
+            return cur.rowcount
+
     def rollouts(self, window: int | None = None) -> list[RolloutRecord]:
         sql = (
             "SELECT rollout_id, env, window, token, task, started_at, ended_at, outcome, reason,"

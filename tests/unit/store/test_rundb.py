@@ -166,3 +166,17 @@ def test_a_run_at_the_first_schema_is_migrated_on_open_and_keeps_its_rows(tmp_pa
         assert (s.at, s.ok, s.sources) == (5.0, True, ())
         store.add_canary_sample(CanarySample(6.0, True, sources=("env02",)))
         assert store.canary_samples()[1].sources == ("env02",)
+
+
+def test_a_cross_row_marks_the_rollouts_it_names_invalid(store: RunStore) -> None:
+    named, bystander = mint("env01-w001-r0001"), mint("env02-w001-r0002")
+    for t in (named, bystander):
+        store.start_rollout(t, task="form")
+        store.finish_rollout(t.rollout_id, Outcome.success())
+
+    changed = store.mark_invalid([named.rollout_id], Reason.ISOLATION, "audit: env02 -> env01")
+
+    by_id = {r.rollout_id: r for r in store.rollouts()}
+    assert changed == 1
+    assert by_id[named.rollout_id].reason is Reason.ISOLATION
+    assert by_id[bystander.rollout_id].outcome is Status.SUCCESS

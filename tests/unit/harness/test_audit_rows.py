@@ -1,0 +1,31 @@
+"""The verify server's audit becomes isolation rows and names the rollouts to distrust."""
+
+from __future__ import annotations
+
+from cleanroom.core.isolation import RowResult
+from cleanroom.harness.audit import CrossSubmission, LeasedRollout, audit_rows, named_rollouts
+
+LEASED = [
+    LeasedRollout("env01", "env01-w001-r0001"),
+    LeasedRollout("env02", "env02-w001-r0002"),
+    LeasedRollout("env03", "env03-w001-r0003"),
+]
+LEAK = CrossSubmission("env02-w001-r0002-0badf00d", "env02", "env01", "env01-w001-r0001")
+
+
+def test_a_clean_audit_gives_a_clean_row_for_every_ordered_pair() -> None:
+    rows = audit_rows(1, LEASED, [])
+    assert len(rows) == 6
+    assert {r.result for r in rows} == {RowResult.CLEAN}
+
+
+def test_one_cross_delivered_token_gives_exactly_one_cross_row() -> None:
+    rows = audit_rows(1, LEASED, [LEAK])
+    assert [(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS] == [
+        ("env02", "env01")
+    ]
+    assert len(rows) == 6
+
+
+def test_a_cross_row_names_the_tokens_rollout_and_the_leases_rollout() -> None:
+    assert named_rollouts([LEAK]) == {"env02-w001-r0002", "env01-w001-r0001"}
