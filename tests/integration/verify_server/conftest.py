@@ -142,7 +142,9 @@ def nothing_stored(
 # --- headless Chromium ------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
+# Module scope: the sync Playwright API keeps an event loop running in this thread while
+# it is open, which would break any later test that starts its own loop.
+@pytest.fixture(scope="module")
 def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real headless Chromium, driven through Playwright over CDP.
 

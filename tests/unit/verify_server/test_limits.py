@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
@@ -42,7 +43,9 @@ def run(
         sent.append(message)
 
     scope: dict[str, Any] = {"type": "http", "method": "POST", "headers": headers}
-    asyncio.run(BodyLimit(inner, limit)(scope, receive, send))
+    # A thread of its own: a test elsewhere may leave an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, BodyLimit(inner, limit)(scope, receive, send)).result()
     return inner, sent, reads
 
 
