@@ -12,6 +12,7 @@ from cleanroom.cli import (
     envs,
     osworld,
     redteam,
+    report,
     rollout,
     serve,
     tokens,
@@ -61,6 +62,9 @@ app.add_typer(canary.app, name="canary", help="Watch the canary environment env0
 app.command(
     "control", help="Run the positive control: forced interference the detectors must see."
 )(control.control)
+app.command(
+    "report", help="Print a run's report: the isolation number next to its control, or why not."
+)(report.report)
 app.command("demo", help="Run the main job end to end on the embedded defaults.")(demo.demo)
 
 

@@ -36,6 +36,9 @@ from cleanroom.harness.audit import (
     audit_rows,
     named_rollouts,
 )
+from cleanroom.reports.html import render_html, write_html
+from cleanroom.reports.machine import machine_info
+from cleanroom.reports.model import build_report
 from cleanroom.store.rundb import RunStore
 from cleanroom.verifiers.osworld.bundled import bundled_task
 from cleanroom.verifiers.osworld.evaluator import TaskRun
@@ -131,7 +134,7 @@ def run_demo(run_dir: Path, console: Console | None = None) -> DemoResult:
     """Run the demo into ``run_dir`` (created) and print its summary."""
     console = console or Console()
     result = DemoResult(run_dir)
-    store = RunStore.create(run_dir, meta={"job": "demo"})
+    store = RunStore.create(run_dir, meta={"job": "demo", "machine": machine_info()})
     started = time.time()
     try:
         store.open_window(WINDOW)
@@ -155,6 +158,9 @@ def run_demo(run_dir: Path, console: Console | None = None) -> DemoResult:
         raise
     finally:
         store.close()
+    with RunStore.open(run_dir, owner=False) as reader:
+        html = render_html(build_report(reader), reader.canary_samples())
+    console.print(f"HTML report: {write_html(run_dir / 'report.html', html)}")
     return result
 
 
@@ -189,4 +195,7 @@ def _summary(store: RunStore, result: DemoResult, console: Console, elapsed: flo
         console.print(f"Isolation: {verdict.text}")
     else:
         console.print(f"Isolation number: [bold]refused[/]: {verdict.reason}")
-    console.print(f"Run folder: {result.run_dir} (database: {store.path.name})")
+    console.print(
+        f"Run folder: {result.run_dir} (database: {store.path.name}); "
+        f"full report: cleanroom report {result.run_dir}"
+    )

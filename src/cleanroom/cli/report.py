@@ -1,0 +1,41 @@
+"""``cleanroom report``: what a run measured, and the published number or its refusal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from cleanroom.reports.html import render_html, write_html
+from cleanroom.reports.model import build_report
+from cleanroom.reports.text import render_text
+from cleanroom.store.rundb import RunStore, RunStoreError
+
+
+def report(
+    run_dir: Path = typer.Argument(..., help="The run folder (holds run.sqlite)."),  # noqa: B008
+    html: Path | None = typer.Option(  # noqa: B008
+        None, "--html", help="Also write the report as one self-contained HTML file."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Print a run's report. Exits 0 when a number is published, 1 when it is refused."""
+    try:
+        store = RunStore.open(run_dir, owner=False)
+    except RunStoreError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    with store:
+        built = build_report(store)
+        if html is not None:
+            write_html(html, render_html(built, store.canary_samples()))
+    if as_json:
+        typer.echo(json.dumps(built.to_json(), indent=2, default=str))
+    else:
+        console = Console() if Console().is_terminal else Console(width=120)
+        render_text(built, console)
+        if html is not None:
+            console.print(f"HTML report: {html}")
+    raise typer.Exit(0 if built.to_json()["isolation"]["published"] else 1)

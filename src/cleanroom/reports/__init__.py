@@ -1,0 +1,1 @@
+"""Reports: what a run measured, with the published number or the reason it is refused."""

@@ -1,0 +1,62 @@
+"""What machine a run ran on: kernel, distribution and the versions of the parts it used.
+
+A published isolation number is a claim about one stack; the report names it.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# Debian package names of the parts whose versions a report names.
+PACKAGES = {
+    "xvfb": "xvfb",
+    "libreoffice": "libreoffice-writer",
+    "chromium": "chromium",
+    "at-spi": "at-spi2-core",
+    "docker": "docker.io",
+}
+
+
+def _distribution() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _package_version(package: str) -> str:
+    if not shutil.which("dpkg-query"):
+        return "unknown (no dpkg)"
+    try:
+        out = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", package],
+            capture_output=True, text=True, timeout=10, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "not installed"
+
+
+def machine_info() -> dict[str, str]:
+    """Kernel, distribution, Python, core count and the versions of the desktop parts."""
+    info = {
+        "kernel": f"{platform.system()} {platform.release()}",
+        "distribution": _distribution(),
+        "python": sys.version.split()[0],
+        "cores": str(_cores()),
+    }
+    info.update({name: _package_version(pkg) for name, pkg in PACKAGES.items()})
+    return info
+
+
+def _cores() -> int:
+    import os
+
+    return os.cpu_count() or 0

@@ -1,0 +1,145 @@
+"""The report's content, read from a run database: pure data, rendered elsewhere."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cleanroom.core.canary import CANARY_ENV
+from cleanroom.core.isolation import IsolationRow, RowResult, Window, judge_window
+from cleanroom.core.publish import NOT_CLAIMED, ControlResult, Publication, Refusal, publish
+from cleanroom.store.rundb import RolloutRecord, RunStore
+
+
+@dataclass(frozen=True)
+class WindowSummary:
+    """One window: its span, its rows and its rollouts' outcomes."""
+
+    index: int
+    started_at: float
+    ended_at: float | None
+    status: str
+    rows: int
+    cross: int
+    lost: int
+    failure: str | None
+    outcomes: dict[str, int]
+
+    @property
+    def hours(self) -> float:
+        return 0.0 if self.ended_at is None else max(self.ended_at - self.started_at, 0) / 3600
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Everything a report prints about one run."""
+
+    run_dir: Path
+    info: dict[str, Any]
+    machine: dict[str, str]
+    windows: list[WindowSummary]
+    rollouts: list[RolloutRecord]
+    rows: list[IsolationRow]
+    checks: dict[str, dict[str, int]]
+    controls: list[ControlResult]
+    environments: list[str]
+    env_hours: float
+    verdict: Publication | Refusal
+    not_claimed: str = NOT_CLAIMED
+    proven: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as plain data (``cleanroom report --json``)."""
+        verdict: dict[str, Any]
+        if isinstance(self.verdict, Publication):
+            verdict = {"published": True, "text": self.verdict.text, "events": self.verdict.events}
+        else:
+            verdict = {"published": False, "reason": self.verdict.reason,
+                       "failed_windows": self.verdict.failed_windows}  # fmt: skip
+        return {
+            "run_dir": str(self.run_dir),
+            "run": self.info,
+            "machine": self.machine,
+            "isolation": verdict,
+            "env_hours": self.env_hours,
+            "environments": self.environments,
+            "positive_control": [c.__dict__ for c in self.controls],
+            "checks": self.checks,
+            "proven_by_leaky_control": self.proven,
+            "not_claimed": self.not_claimed,
+            "windows": [{**w.__dict__, "hours": w.hours} for w in self.windows],
+            "rollouts": [
+                {
+                    "rollout_id": r.rollout_id,
+                    "env": r.env,
+                    "window": r.window,
+                    "task": r.task,
+                    "outcome": r.outcome.value if r.outcome else None,
+                    "reason": r.reason.value if r.reason else None,
+                    "score": r.score,
+                    "started_at": r.started_at,
+                    "ended_at": r.ended_at,
+                }
+                for r in self.rollouts
+            ],
+        }
+
+
+def _acting_envs(store: RunStore, rollouts: list[RolloutRecord]) -> list[str]:
+    names = {e.name for e in store.environments()} or {r.env for r in rollouts}
+    return sorted(n for n in names if n != CANARY_ENV)
+
+
+def _checks(rows: list[IsolationRow]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for test in sorted({r.test for r in rows}):
+        mine = [r for r in rows if r.test == test]
+        counts = Counter(r.result for r in mine)
+        out[test] = {
+            "trials": len({(r.window, r.trial) for r in mine}),
+            "rows": len(mine),
+            "clean": counts[RowResult.CLEAN],
+            "cross": counts[RowResult.CROSS],
+            "lost": counts[RowResult.LOST],
+        }
+    return out
+
+
+def _window_summary(w: Window, status: str, rows: list[IsolationRow],
+                    rollouts: list[RolloutRecord]) -> WindowSummary:  # fmt: skip
+    verdict = judge_window(w.index, rows)
+    outcomes = Counter(
+        r.outcome.value if r.outcome else "unfinished" for r in rollouts if r.window == w.index
+    )
+    return WindowSummary(w.index, w.started_at, w.ended_at, status, verdict.rows, verdict.cross,
+                         verdict.lost, verdict.failure, dict(sorted(outcomes.items())))  # fmt: skip
+
+
+def build_report(store: RunStore, machine: dict[str, str] | None = None) -> RunReport:
+    """Read a run and decide what may be published about it."""
+    info = store.run_info()
+    rollouts = store.rollouts()
+    rows = store.isolation_rows()
+    controls = store.control_results()
+    windows = [
+        _window_summary(w, store.window_status(w.index) or "unknown", rows, rollouts)
+        for w in store.windows()
+    ]
+    envs = _acting_envs(store, rollouts)
+    env_hours = sum(w.hours for w in windows) * len(envs)
+    recorded_machine = info.get("meta", {}).get("machine")
+    return RunReport(
+        run_dir=store.run_dir,
+        info=info,
+        machine=machine or recorded_machine or {},
+        windows=windows,
+        rollouts=rollouts,
+        rows=rows,
+        checks=_checks(rows),
+        controls=controls,
+        environments=envs,
+        env_hours=env_hours,
+        verdict=publish(rows, env_hours, controls),
+    )

@@ -1,0 +1,63 @@
+"""The report on a terminal: the number or its refusal first, then what stands behind it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from rich.console import Console
+from rich.table import Table
+
+from cleanroom.core.publish import Publication
+from cleanroom.reports.model import RunReport
+
+
+def _when(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def render_text(report: RunReport, console: Console) -> None:
+    """Print the report."""
+    console.print(f"[bold]cleanroom report[/] {report.run_dir} ({report.info.get('status')})")
+    if isinstance(report.verdict, Publication):
+        console.print(f"[bold green]Isolation:[/] {report.verdict.text}")
+    else:
+        console.print(f"[bold red]Isolation number refused:[/] {report.verdict.reason}")
+    if report.controls:
+        last = report.controls[-1]
+        fired = "fired" if last.fired else "[red]did not fire[/]"
+        console.print(
+            f"Positive control: {last.cross} of {last.trials} trials cross-delivered "
+            f"(typing {last.typing_cross} of {last.typing_trials}, clipboard "
+            f"{last.clipboard_cross} of {last.clipboard_trials}): {fired}"
+        )
+    else:
+        console.print("Positive control: [red]not run[/]")
+    console.print(f"Not claimed: {report.not_claimed}")
+    console.print(
+        f"Environments: {', '.join(report.environments) or 'none'}; "
+        f"{report.env_hours:.3f} environment-hours"
+    )
+
+    checks = Table(title="Checks that were active")
+    for col in ("test", "trials", "rows", "clean", "cross", "lost", "proven by a leaky control"):
+        checks.add_column(col)
+    for test, c in report.checks.items():
+        proven = ", ".join(report.proven.get(test, [])) or "not proven in this run"
+        checks.add_row(test, str(c["trials"]), str(c["rows"]), str(c["clean"]),
+                       str(c["cross"]), str(c["lost"]), proven)  # fmt: skip
+    console.print(checks)
+
+    windows = Table(title="Windows")
+    for col in ("window", "started", "ended", "status", "rows", "cross", "lost", "outcomes"):
+        windows.add_column(col)
+    for w in report.windows:
+        outcomes = ", ".join(f"{k} {v}" for k, v in w.outcomes.items()) or "-"
+        status = f"[red]failed: {w.failure}[/]" if w.failure else w.status
+        windows.add_row(str(w.index), _when(w.started_at), _when(w.ended_at), status,
+                        str(w.rows), str(w.cross), str(w.lost), outcomes)  # fmt: skip
+    console.print(windows)
+
+    if report.machine:
+        console.print("Machine: " + "; ".join(f"{k} {v}" for k, v in report.machine.items()))

@@ -1,0 +1,100 @@
+"""The report reads a run, refuses the number without a fired control, and renders it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.core.outcomes import Outcome
+from cleanroom.core.publish import ControlResult, Publication, Refusal
+from cleanroom.core.tokens import mint
+from cleanroom.reports.html import render_html
+from cleanroom.reports.model import build_report
+from cleanroom.store.rundb import RunStore
+
+CLI = Path(sys.executable).with_name("cleanroom")
+FIRED = ControlResult(5, 10, 3, 10)
+
+
+def make_run(path: Path, *, control: ControlResult | None, lost: bool = False) -> Path:
+    with RunStore.create(path, meta={"machine": {"kernel": "Linux test"}}) as store:
+        for env in ("env00", "env01", "env02"):
+            store.add_environment(env)
+        store.open_window(1, started_at=1000.0)
+        for env, seq in (("env01", 1), ("env02", 2)):
+            token = mint(f"{env}-w001-r{seq:04d}")
+            store.start_rollout(token, "writer", started_at=1001.0)
+            store.finish_rollout(token.rollout_id, Outcome.success(), ended_at=1500.0)
+        rows = [
+            IsolationRow("clipboard", t, "env01", "env02", RowResult.CLEAN, 1) for t in range(4)
+        ]
+        if lost:
+            rows.append(IsolationRow("keyboard_storm", 0, "env02", "env01", RowResult.LOST, 1))
+        store.add_isolation_rows(rows)
+        store.close_window(1, ended_at=1000.0 + 1800)
+        if control is not None:
+            store.add_control_result(control)
+        store.finish_run()
+    return path
+
+
+def test_a_clean_run_with_a_fired_control_publishes_its_number(tmp_path: Path) -> None:
+    with RunStore.open(make_run(tmp_path / "r", control=FIRED), owner=False) as store:
+        report = build_report(store)
+    assert isinstance(report.verdict, Publication)
+    assert report.environments == ["env01", "env02"]  # the canary does not act
+    assert report.env_hours == pytest.approx(1.0)  # half an hour, two environments
+    assert report.checks["clipboard"]["trials"] == 4
+    assert report.machine == {"kernel": "Linux test"}
+
+
+def test_the_report_refuses_a_zero_when_the_control_did_not_fire(tmp_path: Path) -> None:
+    dud = ControlResult(0, 10, 4, 10)
+    with RunStore.open(make_run(tmp_path / "r", control=dud), owner=False) as store:
+        report = build_report(store)
+    assert isinstance(report.verdict, Refusal)
+    assert "did not fire" in report.verdict.reason
+
+
+def test_a_lost_row_fails_its_window_and_refuses_the_number(tmp_path: Path) -> None:
+    with RunStore.open(make_run(tmp_path / "r", control=FIRED, lost=True), owner=False) as store:
+        report = build_report(store)
+    assert isinstance(report.verdict, Refusal)
+    assert report.windows[0].failure is not None
+    assert report.verdict.failed_windows == [1]
+
+
+def test_the_html_report_is_one_self_contained_file(tmp_path: Path) -> None:
+    with RunStore.open(make_run(tmp_path / "r", control=FIRED), owner=False) as store:
+        html = render_html(build_report(store), store.canary_samples())
+    assert "<svg" in html
+    assert "Isolation:" in html and "positive control" in html.lower()
+    # Nothing is fetched from anywhere: no external scripts, styles, images or fonts.
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+
+
+def test_the_report_command_exits_by_the_verdict_and_prints_json(tmp_path: Path) -> None:
+    published = make_run(tmp_path / "ok", control=FIRED)
+    refused = make_run(tmp_path / "no", control=None)
+    ok = subprocess.run([str(CLI), "report", str(published), "--json"], capture_output=True,
+                        text=True, timeout=60)  # fmt: skip
+    no = subprocess.run([str(CLI), "report", str(refused), "--html", str(tmp_path / "r.html")],
+                        capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["isolation"]["published"] is True
+    assert no.returncode == 1
+    assert "refused" in no.stdout
+    assert (tmp_path / "r.html").read_text().startswith("<!doctype html>")
+
+
+def test_the_report_command_names_a_folder_without_a_run(tmp_path: Path) -> None:
+    proc = subprocess.run([str(CLI), "report", str(tmp_path)], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert proc.returncode == 2
+    assert "no run database" in proc.stderr
