@@ -1,6 +1,122 @@
-"""``cleanroom redteam``: placeholder until the red-team matrix lands."""
+"""``cleanroom redteam``: every forging attack against every verifier mode, as a matrix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cleanroom.redteam import html_report
+from cleanroom.redteam.catalogue import ATTACKS, by_id
+from cleanroom.redteam.matrix import Cell, Matrix, Row
+from cleanroom.redteam.runner import (
+    ALL_MODES,
+    NoTasks,
+    example_tasks,
+    plan_for,
+    plan_rows,
+    run_matrix,
+)
+from cleanroom.redteam.table import matrix_table
+from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
+from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.task import Task, TaskError, load_task
 
 
-def redteam() -> None:
-    """Run the red-team matrix."""
-    raise NotImplementedError
+def redteam(
+    task_dirs: list[Path] = typer.Argument(  # noqa: B008
+        None,
+        help="Task folders; default: the example tasks. Each attack runs against the task "
+        "it targets; a task no attack targets gets every attack.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the matrix as JSON."),
+    html_path: Path | None = typer.Option(  # noqa: B008
+        None, "--html", metavar="FILE", help="Also write a self-contained HTML report."
+    ),
+    attack_ids: list[str] = typer.Option(  # noqa: B008
+        [], "--attack", metavar="ID", help="Run only this attack (repeatable)."
+    ),
+    modes: list[Mode] = typer.Option(  # noqa: B008
+        list(ALL_MODES), "--mode", help="Modes to run (repeatable); default all three."
+    ),
+    jobs: int = typer.Option(2, "--jobs", min=1, help="Rollouts run at the same time."),
+) -> None:
+    """Run the red-team matrix; exit 0 when the verdict passes, 1 when not, 2 if it cannot run."""
+    err = Console(stderr=True)
+    try:
+        attacks = [by_id(a) for a in attack_ids] if attack_ids else list(ATTACKS)
+        if task_dirs:
+            tasks = [load_task(p) for p in task_dirs]
+            rows = plan_for(tasks, attacks)
+        else:
+            tasks = [
+                t
+                for t in example_tasks()
+                if not attack_ids or any(a.target == t.name for a in attacks)
+            ]
+            rows = plan_rows(tasks, attacks, targeted=True)
+        runtime = DockerRuntime.connect()
+    except (TaskError, NoTasks, KeyError, RuntimeUnavailable) as exc:
+        err.print(f"redteam: {exc}", markup=False)
+        raise typer.Exit(2) from exc
+    matrix = _run(tasks, rows, modes, runtime, jobs, err)
+    if html_path is not None:
+        html_path.write_text(html_report.render(matrix), encoding="utf-8")
+    if as_json:
+        typer.echo(json.dumps(matrix.to_json(), default=str))
+    else:
+        console = Console()
+        console.print(matrix_table(matrix))
+        _print_verdict(matrix, console)
+    if html_path is not None:
+        err.print(f"HTML report: {html_path}", markup=False)
+    raise typer.Exit(0 if matrix.summary().passed else 1)
+
+
+def _run(
+    tasks: list[Task],
+    rows: list[Row],
+    modes: list[Mode],
+    runtime: DockerRuntime,
+    jobs: int,
+    err: Console,
+) -> Matrix:
+    ordered = tuple(m for m in ALL_MODES if m in modes)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err, transient=True) as progress:
+        bar = progress.add_task("red team", total=len(rows) * len(ordered))
+
+        def advance(row: Row, mode: Mode, cell: Cell) -> None:
+            progress.update(bar, advance=1, description=f"{row.id} [{mode.value}]")
+
+        return run_matrix(tasks, rows, runtime, modes=ordered, jobs=jobs, on_cell=advance)
+
+
+def _print_verdict(matrix: Matrix, console: Console) -> None:
+    summary = matrix.summary()
+    style = "bold green" if summary.passed else "bold red"
+    console.print(summary.line(), style=style, markup=False)
+    problems = {
+        "attack not demonstrated (its control did not fire)": summary.not_demonstrated,
+        "sealed fooled": summary.sealed_fooled,
+        "honest solution blocked": summary.honest_blocked,
+        "no-op did not score 0": summary.noop_wrong,
+        "cleared fooled where it should hold": summary.cleared_fooled,
+    }
+    for what, where in problems.items():
+        for item in where:
+            console.print(f"  {what}: {item}", markup=False)
+    if summary.cleared_beyond_promise:
+        console.print(
+            f"  cleared fooled by {len(summary.cleared_beyond_promise)} attack(s) beyond its "
+            "promise (its known limit, or routes through the toolchain or /tests).",
+            markup=False,
+        )

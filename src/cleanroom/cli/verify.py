@@ -1,6 +1,88 @@
-"""``cleanroom verify``: placeholder until the container verifier lands."""
+"""``cleanroom verify``: run a container task's agent phase, then verify it in one mode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from cleanroom.core.outcomes import Outcome
+from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode
+from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_path
+
+_STYLE = {"success": "bold green", "failure": "bold yellow", "invalid": "bold red"}
 
 
-def verify() -> None:
-    """Verify a container task."""
-    raise NotImplementedError
+def verify(
+    task_dir: Path = typer.Argument(  # noqa: B008
+        ..., help="A Harbor-layout task folder (task.toml, environment/, tests/, solution/)."
+    ),
+    solution: bool = typer.Option(False, "--solution", help="Run solution/solve.sh as the agent."),
+    noop: bool = typer.Option(False, "--noop", help="Run no agent at all."),
+    agent: str | None = typer.Option(
+        None, "--agent", metavar="CMD", help="Run CMD with bash -c as the agent."
+    ),
+    mode: Mode = typer.Option(  # noqa: B008
+        DEFAULT_MODE, "--mode", help="sealed (default), cleared, or shared (positive control)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcome as one JSON object."),
+    keep: bool = typer.Option(
+        False, "--keep", help="Keep the containers, snapshot and host folders for inspection."
+    ),
+) -> None:
+    """Verify a container task; exit 0 success, 1 failure, 2 invalid."""
+    chosen = [flag for flag, on in (("--solution", solution), ("--noop", noop)) if on]
+    if agent is not None:
+        chosen.append("--agent")
+    if len(chosen) != 1:
+        raise typer.BadParameter("give exactly one of --solution, --noop or --agent CMD")
+    spec = (
+        AgentSpec.solution()
+        if solution
+        else AgentSpec.noop()
+        if noop
+        else AgentSpec.command(agent or "")
+    )
+    outcome = verify_path(task_dir, spec, VerifyOptions(mode=mode, keep=keep))
+    payload = outcome_json(outcome, mode)
+    if as_json:
+        typer.echo(json.dumps(payload, sort_keys=False))
+    else:
+        _print_human(payload)
+    raise typer.Exit(outcome.exit_code)
+
+
+def outcome_json(outcome: Outcome, mode: Mode) -> dict[str, Any]:
+    """``{"outcome", "score", "reason", "mode", "detail", "details"}`` for one verification."""
+    data = outcome.to_json()
+    return {
+        "outcome": data["outcome"],
+        "score": data["score"],
+        "reason": data["reason"],
+        "mode": mode.value,
+        "detail": data["detail"],
+        "details": data["details"],
+    }
+
+
+def _print_human(payload: dict[str, Any]) -> None:
+    console = Console()
+    details = payload["details"]
+    head = f"[{_STYLE[payload['outcome']]}]{payload['outcome']}[/]"
+    score = "" if payload["score"] is None else f" score {payload['score']:g}"
+    reason = f" ({payload['reason']})" if payload["reason"] else ""
+    console.print(f"{head}{score}{reason}  mode {payload['mode']}  task {details.get('task')}")
+    if payload["detail"]:
+        console.print(f"  {payload['detail']}", markup=False)
+    for key in ("reward_source", "reward_bytes", "test_exit_code", "timings"):
+        if key in details:
+            console.print(f"  {key}: {details[key]}", markup=False)
+    for line in details.get("tamper", [])[:20]:
+        console.print(f"  tamper: {line}", markup=False)
+    for warning in details.get("task_warnings", []):
+        console.print(f"  warning: {warning}", markup=False)
+    if "build_log" in details:
+        console.print(details["build_log"], markup=False)

@@ -1,0 +1,15 @@
+"""Small statistics helpers used by the nightly report."""
+
+
+def mean(values):
+    """The arithmetic mean of a non-empty sequence."""
+    return sum(values) / len(values)
+
+
+def median(values):
+    """The middle value; the mean of the two middle values for an even count."""
+    ordered = list(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[mid]
+    return ordered[mid]

@@ -1,0 +1,211 @@
+"""The attack catalogue: every forging route of SPEC §4, each as a small agent script.
+
+An attack never solves its task; it only tries to get a reward. Each entry says which
+route it covers, which example task it targets, and what its positive control is, i.e.
+what the naive ``shared`` mode must show for the attack to count as real:
+
+- `Control.FOOLED`: ``shared`` gives a valid score above the task's truth (the no-op
+  agent's score on the same task, 0 for every example task).
+- `Control.DISTURBED`: ``shared`` does not give the truth, usually an `invalid` outcome.
+  Used for the junk, FIFO and huge-file rewards: cleanroom parses rewards strictly in
+  every mode, so even ``shared`` refuses them; what the control shows is that the planted
+  object reached the reward reader in place of the verifier's answer (a reader that
+  calls ``float()`` on the file would have scored it, and one that opens the FIFO would
+  have hung).
+
+``cleared`` is expected to hold (0 or invalid) except where its promise stops: its known
+limit (a process left running) and the routes it never claimed to close (what the agent
+changed in the toolchain or in ``/tests``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
+from importlib import resources
+
+
+class Control(StrEnum):
+    """What the positive control (``shared``) must show for an attack to be demonstrated."""
+
+    FOOLED = "fooled"
+    DISTURBED = "disturbed"
+
+
+class ClearedExpectation(StrEnum):
+    """What ``cleared`` is expected to do against an attack."""
+
+    HOLDS = "holds"
+    KNOWN_LIMIT = "known limit"  # SPEC §2.2: a process left running can write the reward
+    NOT_CLAIMED = "not claimed"  # the toolchain or /tests, which cleared never protects
+
+
+@dataclass(frozen=True)
+class Attack:
+    """One forging attempt, run as the agent phase of its target task."""
+
+    id: str
+    route: str
+    target: str
+    control: Control
+    control_means: str
+    cleared: ClearedExpectation = ClearedExpectation.HOLDS
+
+    @property
+    def script(self) -> str:
+        """The attack's bash script, run as the task's agent user."""
+        return _script(self.id)
+
+
+_FOOLED = "shared scores above the task's truth (0)"
+
+
+def _junk(id_: str, value: str, naive: str) -> Attack:
+    return Attack(
+        id_,
+        f"junk reward {value!r}",
+        "fix-median",
+        Control.DISTURBED,
+        f"shared reads the planted {value!r} instead of the truth (a float() reader "
+        f"would score {naive})",
+    )
+
+
+ATTACKS: tuple[Attack, ...] = (
+    Attack("planted-reward-txt", "planted reward.txt", "fix-median", Control.FOOLED, _FOOLED),
+    Attack(
+        "planted-reward-json",
+        "planted reward.json beside an honest reward.txt",
+        "csv-report",
+        Control.FOOLED,
+        _FOOLED + " although test.sh wrote an honest reward.txt",
+    ),
+    Attack(
+        "background-writer",
+        "a background process that keeps writing the reward during and after test.sh",
+        "fix-median",
+        Control.FOOLED,
+        _FOOLED,
+        ClearedExpectation.KNOWN_LIMIT,
+    ),
+    Attack(
+        "symlinked-verifier-dir",
+        "a symlinked /logs/verifier",
+        "fix-median",
+        Control.FOOLED,
+        _FOOLED,
+    ),
+    Attack(
+        "symlinked-reward-file",
+        "a symlinked reward file",
+        "fix-median",
+        Control.FOOLED,
+        _FOOLED,
+    ),
+    Attack(
+        "planted-conftest",
+        "a conftest.py planted in /tests",
+        "fix-median",
+        Control.FOOLED,
+        _FOOLED,
+        ClearedExpectation.NOT_CLAIMED,
+    ),
+    Attack(
+        "trojan-pytest",
+        "a trojaned pytest on PATH",
+        "fix-median",
+        Control.FOOLED,
+        _FOOLED,
+        ClearedExpectation.NOT_CLAIMED,
+    ),
+    Attack(
+        "trojan-python",
+        "a trojaned python on PATH",
+        "csv-report",
+        Control.FOOLED,
+        _FOOLED,
+        ClearedExpectation.NOT_CLAIMED,
+    ),
+    Attack(
+        "trojan-curl",
+        "a trojaned curl on PATH",
+        "http-sum",
+        Control.FOOLED,
+        _FOOLED + " with no server running",
+        ClearedExpectation.NOT_CLAIMED,
+    ),
+    Attack(
+        "trojan-bash",
+        "a trojaned bash on PATH",
+        "fix-median",
+        Control.FOOLED,
+        _FOOLED,
+        ClearedExpectation.NOT_CLAIMED,
+    ),
+    Attack(
+        "sitecustomize-hook",
+        "a sitecustomize.py hook",
+        "fix-median",
+        Control.FOOLED,
+        _FOOLED,
+        ClearedExpectation.NOT_CLAIMED,
+    ),
+    Attack(
+        "pth-hook",
+        "a .pth hook",
+        "fix-median",
+        Control.FOOLED,
+        _FOOLED,
+        ClearedExpectation.NOT_CLAIMED,
+    ),
+    Attack(
+        "readonly-verifier-dir",
+        "a read-only or immutable verifier directory",
+        "csv-report",
+        Control.FOOLED,
+        _FOOLED + ": the unprivileged verifier could not replace the planted reward "
+        "(the immutable bit needs CAP_LINUX_IMMUTABLE, which task containers lack)",
+    ),
+    Attack(
+        "fifo-reward",
+        "a FIFO as the reward",
+        "fix-median",
+        Control.DISTURBED,
+        "shared finds the FIFO instead of the truth (a reader that opens it blocks)",
+    ),
+    Attack(
+        "huge-reward",
+        "a huge file as the reward",
+        "fix-median",
+        Control.DISTURBED,
+        "shared finds a 1 GiB reward instead of the truth (a reader of the first line "
+        "would score 1; one that reads it all holds a gigabyte)",
+    ),
+    _junk("junk-nan", "nan", "nan"),
+    _junk("junk-inf", "inf", "inf"),
+    _junk("junk-huge-number", "1e9", "1e9"),
+    _junk("junk-negative", "-1", "-1"),
+    _junk("junk-padded", " 1 ", "1.0"),
+    Attack(
+        "test-killer",
+        "killing test.sh from a process left behind",
+        "csv-report",
+        Control.FOOLED,
+        _FOOLED + ": test.sh, which always writes a reward, is killed before it can",
+    ),
+)
+
+
+def by_id(attack_id: str) -> Attack:
+    """The attack called ``attack_id``; `KeyError` naming the known ids otherwise."""
+    for attack in ATTACKS:
+        if attack.id == attack_id:
+            return attack
+    known = ", ".join(a.id for a in ATTACKS)
+    raise KeyError(f"no attack {attack_id!r}; known: {known}")
+
+
+@cache
+def _script(attack_id: str) -> str:
+    return resources.files("cleanroom.redteam").joinpath(f"attacks/{attack_id}.sh").read_text()

@@ -1,0 +1,496 @@
+"""The Docker adapter: every call the container verifier makes to the daemon, through the SDK.
+
+Each failure of the daemon or the API surfaces as `RuntimeUnavailable` saying what was
+being done, so the orchestrator can turn it into `invalid` (`verifier_unavailable`)
+instead of a score; an image that does not build is `ImageBuildFailed` with its log.
+Everything this adapter creates carries the ``cleanroom.verify`` label plus any labels
+the caller adds (tests add ``cleanroom.test``), so it can be found and removed by label.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import re
+import tarfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import requests
+
+from cleanroom.verifiers.container import overlay
+from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
+from cleanroom.verifiers.container.tamper import Change, ChangeKind
+from cleanroom.verifiers.container.task import Task
+
+LABEL = "cleanroom.verify"
+LABELS_ENV = "CLEANROOM_LABELS"  # extra labels, "key=value,key=value", for a whole process
+IMAGE_REPOSITORY = "cleanroom-task"
+SNAPSHOT_REPOSITORY = "cleanroom-snapshot"
+KEEPALIVE = ("sleep", "infinity")
+LOGS_TMPFS = "rw,size=64m,mode=0777"
+OUTPUT_CAP_BYTES = 256 * 1024
+BUILD_LOG_SHOWN = 4000
+_POLL_S = 0.05
+_INSPECT_EVERY_S = 0.25
+_READ_TIMEOUT_S = 10.0
+
+# Reads one file as uid 0 the way a program in the container would see it (following
+# links), without blocking on a FIFO and without reading past the cap. Exit 3: missing;
+# 4: not a regular file (its type on stderr); otherwise stderr holds the size.
+_READ_SCRIPT = r"""
+p="$1"; cap="$2"
+if [ ! -e "$p" ]; then exit 3; fi
+if [ ! -f "$p" ]; then stat -L -c '%F' -- "$p" >&2; exit 4; fi
+stat -L -c '%s' -- "$p" >&2
+exec head -c "$cap" -- "$p"
+"""
+
+
+class RuntimeUnavailable(Exception):
+    """The Docker daemon could not be reached or refused a call; says which call."""
+
+
+class ImageBuildFailed(Exception):
+    """A task's ``environment/`` did not build; carries the end of the build log."""
+
+    def __init__(self, tag: str, log: str) -> None:
+        self.tag = tag
+        self.log = log
+        super().__init__(f"image {tag} did not build")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits and network access applied to a task's containers."""
+
+    network: bool = False
+    memory_mb: int | None = None
+    cpus: float | None = None
+    pids_limit: int | None = None
+
+    @classmethod
+    def of(cls, task: Task) -> Limits:
+        env = task.config.environment
+        return cls(env.network, env.memory_limit_mb, env.cpus, env.pids_limit)
+
+    def host_config(self) -> dict[str, Any]:
+        """Keyword arguments for ``containers.run``."""
+        out: dict[str, Any] = {}
+        if self.memory_mb is not None:
+            out["mem_limit"] = f"{self.memory_mb}m"
+        if self.cpus is not None:
+            out["nano_cpus"] = int(self.cpus * 1e9)
+        if self.pids_limit is not None:
+            out["pids_limit"] = self.pids_limit
+        return out
+
+
+@dataclass
+class ExecResult:
+    """What one command in a container did."""
+
+    exit_code: int | None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    output: bytes = b""  # stdout and stderr interleaved as they arrived
+    timed_out: bool = False
+    seconds: float = 0.0
+
+
+@dataclass
+class _Collector:
+    cap: int
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    output: bytearray = field(default_factory=bytearray)
+    error: BaseException | None = None
+
+    def add(self, out: bytes | None, err: bytes | None) -> None:
+        for chunk, buf in ((out, self.stdout), (err, self.stderr)):
+            if chunk:
+                buf.extend(chunk[: max(0, self.cap - len(buf))])
+                self.output.extend(chunk[: max(0, self.cap - len(self.output))])
+
+
+_build_locks: dict[str, threading.Lock] = {}
+_build_locks_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def _docker_call(what: str) -> Iterator[None]:
+    try:
+        yield
+    except docker.errors.APIError as exc:
+        raise RuntimeUnavailable(f"{what}: {exc.explanation or exc}") from exc
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        raise RuntimeUnavailable(f"{what}: Docker daemon not reachable ({exc})") from exc
+
+
+class DockerRuntime:
+    """Thin wrapper over one Docker client; every method is one effect."""
+
+    def __init__(self, client: docker.DockerClient, labels: Mapping[str, str] | None = None):
+        self.client = client
+        self.api = client.api
+        self.labels = {LABEL: "1", **(labels or {})}
+
+    @classmethod
+    def connect(cls, labels: Mapping[str, str] | None = None) -> DockerRuntime:
+        """Connect to the daemon from the environment (``DOCKER_HOST`` or the local socket).
+
+        Labels listed in ``CLEANROOM_LABELS`` are added to everything this runtime
+        creates, so a caller can find and remove what a child process built.
+        """
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        with _docker_call(f"connecting to the Docker daemon at {where}"):
+            client = docker.from_env(timeout=300, max_pool_size=32)
+            client.ping()
+        return cls(client, {**labels_from_env(), **(labels or {})})
+
+    # Images -------------------------------------------------------------------------
+
+    def image_for(self, task: Task) -> tuple[str, bool]:
+        """The task's image tag, built unless an image for this ``environment/`` exists.
+
+        Returns the tag and whether it was built now. The tag carries a hash of every
+        file in ``environment/`` (names, modes, contents), so an edit means a new image.
+        """
+        tag = f"{IMAGE_REPOSITORY}/{_safe_name(task.name)}:{environment_hash(task.environment_dir)}"
+        with _build_locks_guard:
+            lock = _build_locks.setdefault(tag, threading.Lock())
+        with lock:
+            with _docker_call(f"looking up image {tag}"):
+                try:
+                    self.client.images.get(tag)
+                    return tag, False
+                except docker.errors.ImageNotFound:
+                    pass
+            self._build(task, tag)
+            return tag, True
+
+    def _build(self, task: Task, tag: str) -> None:
+        try:
+            self.client.images.build(
+                path=str(task.environment_dir),
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                pull=False,
+                labels=self.labels,
+                timeout=int(task.config.environment.build_timeout_sec),
+            )
+        except docker.errors.BuildError as exc:
+            raise ImageBuildFailed(tag, _build_log_text(exc.build_log, str(exc))) from exc
+        except docker.errors.APIError as exc:
+            if exc.status_code is not None and 400 <= exc.status_code < 500:
+                raise ImageBuildFailed(tag, str(exc.explanation or exc)) from exc
+            raise RuntimeUnavailable(f"building {tag}: {exc.explanation or exc}") from exc
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise RuntimeUnavailable(
+                f"building {tag}: Docker daemon not reachable ({exc})"
+            ) from exc
+
+    def remove_image(self, image: str) -> None:
+        """Remove an image (a snapshot); missing is fine."""
+        with _docker_call(f"removing image {image}"), contextlib.suppress(docker.errors.NotFound):
+            self.api.remove_image(image, force=True)
+
+    # Containers ---------------------------------------------------------------------
+
+    def start_agent_container(
+        self, image: str, limits: Limits, workdir: str | None, name_hint: str
+    ) -> str:
+        """Start the task container idle, no network unless asked, ``/logs`` a tmpfs.
+
+        ``/logs`` is a tmpfs the agent can write (as in Harbor, where it is a shared
+        folder): the naive modes need the planted files to be there, and a tmpfs is never
+        part of a snapshot, so nothing the agent leaves in it reaches sealed mode.
+        """
+        with _docker_call(f"starting a container from {image}"):
+            container = self.client.containers.run(
+                image,
+                list(KEEPALIVE),
+                detach=True,
+                network_mode="bridge" if limits.network else "none",
+                tmpfs={"/logs": LOGS_TMPFS},
+                working_dir=workdir or "",
+                labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": name_hint},
+                **limits.host_config(),
+            )
+        return str(container.id)
+
+    def start_verifier_container(
+        self,
+        image: str,
+        limits: Limits,
+        workdir: str | None,
+        binds: Mapping[Path, str],
+        join_network_of: str | None,
+    ) -> str:
+        """Start a fresh idle container from a snapshot with host folders bound in.
+
+        No network, unless ``join_network_of`` names a container whose network
+        namespace (and so its localhost) this one joins.
+        """
+        network = f"container:{join_network_of}" if join_network_of else "none"
+        with _docker_call(f"starting a verifier container from {image}"):
+            container = self.client.containers.run(
+                image,
+                list(KEEPALIVE),
+                detach=True,
+                network_mode=network,
+                volumes={str(host): {"bind": dest, "mode": "rw"} for host, dest in binds.items()},
+                working_dir=workdir or "",
+                labels={**self.labels, "cleanroom.role": "verifier"},
+                **limits.host_config(),
+            )
+        return str(container.id)
+
+    def pause(self, container: str) -> None:
+        """Freeze every process in the container (cgroup freezer)."""
+        with _docker_call(f"pausing {container[:12]}"):
+            self.api.pause(container)
+
+    def unpause(self, container: str) -> None:
+        """Thaw a paused container."""
+        with _docker_call(f"unpausing {container[:12]}"):
+            self.api.unpause(container)
+
+    def commit(self, container: str) -> str:
+        """Snapshot the container's filesystem as an image (the caller has paused it)."""
+        with _docker_call(f"committing {container[:12]}"):
+            result = self.api.commit(
+                container,
+                repository=SNAPSHOT_REPOSITORY,
+                tag=container[:12],
+                conf={"Labels": {**self.labels, "cleanroom.role": "snapshot"}},
+                pause=False,
+            )
+        return str(result["Id"])
+
+    def changes(self, container: str) -> tuple[list[Change], str]:
+        """The container's filesystem diff and how it was read (``overlay`` or ``api``)."""
+        with _docker_call(f"inspecting {container[:12]}"):
+            graph = self.api.inspect_container(container).get("GraphDriver") or {}
+        try:
+            return overlay.changes_from_graph_driver(graph), "overlay"
+        except overlay.OverlayUnreadable:
+            pass
+        with _docker_call(f"diffing {container[:12]}"):
+            raw = self.api.diff(container) or []
+        return [Change(d["Path"], ChangeKind.from_docker(d["Kind"])) for d in raw], "api"
+
+    def kill(self, container: str) -> None:
+        """SIGKILL every process in the container; a container already stopped is fine."""
+        with _docker_call(f"killing {container[:12]}"), contextlib.suppress(docker.errors.APIError):
+            self.api.kill(container)
+
+    def remove(self, container: str) -> None:
+        """Remove a container and its anonymous volumes, whatever its state."""
+        with (
+            _docker_call(f"removing {container[:12]}"),
+            contextlib.suppress(docker.errors.NotFound),
+        ):
+            self.api.remove_container(container, force=True, v=True)
+
+    def remove_labelled(self, labels: Mapping[str, str]) -> int:
+        """Remove every container, then every image, carrying all of ``labels``."""
+        filters = {"label": [f"{k}={v}" for k, v in labels.items()]}
+        removed = 0
+        with _docker_call("listing labelled containers"):
+            containers = self.api.containers(all=True, filters=filters, quiet=True)
+        for c in containers:
+            self.remove(c["Id"])
+            removed += 1
+        with _docker_call("listing labelled images"):
+            images = self.api.images(filters=filters, quiet=True)
+        for image in images:
+            self.remove_image(image)
+            removed += 1
+        return removed
+
+    # Files and commands -------------------------------------------------------------
+
+    def put_dir(self, container: str, source: Path, dest: str) -> None:
+        """Copy a host folder into the container at ``dest`` (merged into what is there)."""
+        parent, name = os.path.split(dest.rstrip("/"))
+        data = _tar_folder(source, name)
+        with _docker_call(f"copying {source.name} into {container[:12]}:{dest}"):
+            if not self.api.put_archive(container, parent or "/", data):
+                raise RuntimeUnavailable(f"copying into {container[:12]}:{dest} was refused")
+
+    def exec(
+        self,
+        container: str,
+        argv: Sequence[str],
+        *,
+        user: str | None = None,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        timeout: float | None = None,
+        cap: int = OUTPUT_CAP_BYTES,
+    ) -> ExecResult:
+        """Run a command and wait for it (not for children that keep its output open).
+
+        On timeout the command is left running and ``timed_out`` is set: the caller
+        decides what that means and kills the container when it must.
+        """
+        start = time.monotonic()
+        with _docker_call(f"running {argv[0]} in {container[:12]}"):
+            exec_id = self.api.exec_create(
+                container,
+                list(argv),
+                user=user or "",
+                environment=dict(env or {}),
+                workdir=workdir,
+            )["Id"]
+            stream = self.api.exec_start(exec_id, stream=True, demux=True)
+        sink = _Collector(cap)
+        reader = threading.Thread(target=_drain, args=(stream, sink), daemon=True)
+        reader.start()
+        deadline = None if timeout is None else start + timeout
+        next_inspect = start + _INSPECT_EVERY_S
+        while True:
+            reader.join(_POLL_S)
+            now = time.monotonic()
+            if not reader.is_alive():
+                break
+            if deadline is not None and now >= deadline:
+                return self._finished(exec_id, sink, start, timed_out=True)
+            if now >= next_inspect:
+                next_inspect = now + _INSPECT_EVERY_S
+                # The command exited but a child it left behind keeps the stream open.
+                if not self._exec_running(exec_id):
+                    reader.join(_POLL_S)
+                    break
+        if sink.error is not None and not isinstance(sink.error, requests.RequestException):
+            raise RuntimeUnavailable(f"reading output of {argv[0]}: {sink.error}")
+        return self._finished(exec_id, sink, start, timed_out=False)
+
+    def _exec_running(self, exec_id: str) -> bool:
+        with _docker_call("inspecting a command"):
+            return bool(self.api.exec_inspect(exec_id).get("Running"))
+
+    def _finished(
+        self, exec_id: str, sink: _Collector, start: float, timed_out: bool
+    ) -> ExecResult:
+        code: int | None = None
+        if not timed_out:
+            with _docker_call("reading a command's exit code"):
+                for _ in range(100):
+                    info = self.api.exec_inspect(exec_id)
+                    if not info.get("Running"):
+                        code = info.get("ExitCode")
+                        break
+                    time.sleep(0.01)
+        return ExecResult(
+            code,
+            bytes(sink.stdout),
+            bytes(sink.stderr),
+            bytes(sink.output),
+            timed_out,
+            time.monotonic() - start,
+        )
+
+    def read_file(self, container: str, path: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:
+        """Observe a file inside a container as uid 0, following links as a program would."""
+        result = self.exec(
+            container,
+            ["sh", "-c", _READ_SCRIPT, "read", path, str(cap + 1)],
+            user="0",
+            workdir="/",
+            timeout=_READ_TIMEOUT_S,
+            cap=cap + 4096,
+        )
+        if result.timed_out:
+            return RewardFile(
+                path, FileKind.OTHER, note=f"reading it took over {_READ_TIMEOUT_S} s"
+            )
+        if result.exit_code == 3:
+            return RewardFile.missing(path)
+        if result.exit_code == 4:
+            return RewardFile(
+                path, FileKind.OTHER, note=result.stderr.decode(errors="replace").strip()
+            )
+        if result.exit_code != 0:
+            raise RuntimeUnavailable(
+                f"reading {path} exited {result.exit_code}: {result.output[-500:]!r}"
+            )
+        size = _int_or_none(result.stderr.decode(errors="replace").strip())
+        data = result.stdout
+        if len(data) > cap or (size is not None and size > cap):
+            return RewardFile(path, FileKind.OVERSIZE, data[:cap], size or len(data))
+        return RewardFile(path, FileKind.REGULAR, data, size)
+
+
+def labels_from_env() -> dict[str, str]:
+    """The labels in ``CLEANROOM_LABELS`` (``key=value`` pairs separated by commas)."""
+    pairs = (item.partition("=") for item in os.environ.get(LABELS_ENV, "").split(","))
+    return {k.strip(): v.strip() for k, sep, v in pairs if sep and k.strip()}
+
+
+def environment_hash(folder: Path) -> str:
+    """A hash of every file under ``folder``: relative names, executable bits and contents."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            digest.update(f"L {rel} {os.readlink(path)}\n".encode())
+        elif path.is_file():
+            mode = "x" if os.access(path, os.X_OK) else "-"
+            digest.update(f"F {rel} {mode} {path.stat().st_size}\n".encode())
+            digest.update(path.read_bytes())
+        else:
+            digest.update(f"D {rel}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-.") or "task"
+
+
+def _tar_folder(source: Path, name: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(str(source), arcname=name, filter=_root_owned)
+    return buf.getvalue()
+
+
+def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
+
+
+def _drain(stream: Any, sink: _Collector) -> None:
+    try:
+        for out, err in stream:
+            sink.add(out, err)
+    except BaseException as exc:  # reported by the waiting thread, never lost
+        sink.error = exc
+
+
+def _build_log_text(log: Any, fallback: str) -> str:
+    lines: list[str] = []
+    for entry in log or []:
+        if isinstance(entry, dict):
+            text = entry.get("stream") or entry.get("error") or ""
+            lines.append(str(text))
+    text = "".join(lines) or fallback
+    return text[-BUILD_LOG_SHOWN:]
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text.splitlines()[-1]) if text else None
+    except ValueError:
+        return None

@@ -1,0 +1,79 @@
+"""The one place that turns what a verification run observed into an `Outcome`.
+
+Every path ends in an explicit outcome: a fault of the harness or of Docker is `invalid`
+with the reason that names it, never a silent 0. The order of the checks is the order of
+trust: an image that never built, then tampering (the verifier's own tools may lie), then
+a verifier that could not run or be prepared, then one that ran out of time, and only
+then the reward, which is parsed strictly. A missing reward is a valid 0 (a test script
+that writes the reward only on success is the common case); a partial reward with a
+non-zero exit is graded by that reward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cleanroom.core.outcomes import Outcome, Reason
+from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.reward import BadReward, RewardFile, parse_reward
+from cleanroom.verifiers.container.tamper import TamperReport
+
+
+@dataclass
+class Evidence:
+    """What one verification run saw, filled in step by step by the orchestrator."""
+
+    mode: Mode
+    environment_error: str | None = None
+    build_log: str | None = None
+    unavailable: str | None = None
+    clear_failure: str | None = None
+    setup_failure: str | None = None
+    tamper: TamperReport | None = None
+    timed_out: str | None = None
+    test_exit_code: int | None = None
+    json_file: RewardFile | None = None
+    text_file: RewardFile | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def decide(ev: Evidence) -> Outcome:
+    """The outcome of a verification run; the only function that makes one."""
+    details: dict[str, Any] = {**ev.details, "mode": ev.mode.value}
+    if ev.tamper is not None:
+        details["tamper"] = ev.tamper.paths
+    if ev.environment_error is not None:
+        if ev.build_log:
+            details["build_log"] = ev.build_log
+        return Outcome.invalid(Reason.ENVIRONMENT_ERROR, ev.environment_error, **details)
+    if ev.tamper is not None and ev.tamper.tampered:
+        n = len(ev.tamper.protected)
+        why = f"the agent wrote {n} protected path(s) the verifier would have trusted"
+        return Outcome.invalid(Reason.TAMPER, why, **details)
+    if ev.unavailable is not None:
+        return Outcome.invalid(Reason.VERIFIER_UNAVAILABLE, ev.unavailable, **details)
+    if ev.clear_failure is not None:
+        why = f"the reward could not be cleared before test.sh: {ev.clear_failure}"
+        return Outcome.invalid(Reason.VERIFIER_UNAVAILABLE, why, **details)
+    if ev.setup_failure is not None:
+        return Outcome.invalid(Reason.ENVIRONMENT_ERROR, ev.setup_failure, **details)
+    if ev.timed_out is not None:
+        return Outcome.invalid(Reason.VERIFIER_TIMEOUT, ev.timed_out, **details)
+    details["test_exit_code"] = ev.test_exit_code
+    if ev.json_file is None or ev.text_file is None:
+        return Outcome.invalid(
+            Reason.VERIFIER_UNAVAILABLE, "the reward files were never looked at", **details
+        )
+    try:
+        reward = parse_reward(ev.json_file, ev.text_file)
+    except BadReward as bad:
+        details.update(reward_source=bad.source, reward_bytes=bad.shown)
+        return Outcome.invalid(Reason.BAD_REWARD, str(bad), **details)
+    if reward is None:
+        details["reward_source"] = "missing"
+        return Outcome.failure(0.0, **details)
+    details["reward_source"] = reward.source
+    if reward.extras:
+        details["reward_extras"] = reward.extras
+    return Outcome.from_score(reward.score, **details)

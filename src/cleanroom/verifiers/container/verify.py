@@ -1,0 +1,386 @@
+"""One rollout end to end: image, agent phase, then verification in the chosen mode.
+
+This module only sequences effects (through `DockerRuntime` and the host reader) and
+records what it saw in an `Evidence`; `verdict.decide` alone turns that into the outcome.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import posixpath
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cleanroom.core.outcomes import Outcome
+from cleanroom.verifiers.container.docker_runtime import (
+    DockerRuntime,
+    ExecResult,
+    ImageBuildFailed,
+    Limits,
+    RuntimeUnavailable,
+)
+from cleanroom.verifiers.container.host_files import read_capped
+from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
+from cleanroom.verifiers.container.reward import FileKind, RewardFile
+from cleanroom.verifiers.container.tamper import Change, classify
+from cleanroom.verifiers.container.task import Task, TaskError, load_task
+from cleanroom.verifiers.container.verdict import Evidence, decide
+
+TAIL_CHARS = 2000
+RESULT_CAP_BYTES = 1 << 20
+TEST_SCRIPT = "/tests/test.sh"
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """What runs in the agent phase: the task's solution, nothing, a command or a script."""
+
+    kind: str
+    text: str = ""
+    label: str = ""
+
+    @classmethod
+    def solution(cls) -> AgentSpec:
+        return cls("solution", label="solution")
+
+    @classmethod
+    def noop(cls) -> AgentSpec:
+        return cls("noop", label="noop")
+
+    @classmethod
+    def command(cls, command: str) -> AgentSpec:
+        return cls("command", command, label=f"agent: {command}")
+
+    @classmethod
+    def script(cls, text: str, label: str) -> AgentSpec:
+        return cls("script", text, label=label)
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """How to verify: the mode, and whether to keep containers, snapshot and files."""
+
+    mode: Mode = DEFAULT_MODE
+    keep: bool = False
+
+
+def verify_path(
+    task_dir: Path,
+    agent: AgentSpec,
+    options: VerifyOptions,
+    connect: Callable[[], DockerRuntime] = DockerRuntime.connect,
+) -> Outcome:
+    """Load the task folder, connect to Docker, and verify; every failure is an outcome."""
+    ev = Evidence(options.mode, details={"task": str(task_dir), "agent": agent.label})
+    try:
+        task = load_task(task_dir)
+    except TaskError as exc:
+        ev.environment_error = str(exc)
+        return decide(ev)
+    try:
+        runtime = connect()
+    except RuntimeUnavailable as exc:
+        ev.unavailable = str(exc)
+        return decide(ev)
+    return verify_task(task, agent, runtime, options)
+
+
+def verify_task(
+    task: Task, agent: AgentSpec, runtime: DockerRuntime, options: VerifyOptions
+) -> Outcome:
+    """Build or reuse the task's image, run the agent phase, verify, and decide."""
+    run = _Rollout(task, agent, runtime, options)
+    try:
+        return run.execute()
+    finally:
+        run.teardown()
+
+
+class _Rollout:
+    def __init__(
+        self, task: Task, agent: AgentSpec, runtime: DockerRuntime, options: VerifyOptions
+    ) -> None:
+        self.task = task
+        self.agent = agent
+        self.rt = runtime
+        self.options = options
+        self.plan = plan(options.mode)
+        self.vcfg = task.config.verifier
+        self.limits = Limits.of(task)
+        self.workdir = task.config.environment.workdir
+        self.timings: dict[str, float] = {}
+        self.ev = Evidence(options.mode)
+        self.ev.details.update(task=task.name, agent=agent.label)
+        if task.warnings:
+            self.ev.details["task_warnings"] = [str(w) for w in task.warnings]
+        self.containers: list[str] = []
+        self.snapshot: str | None = None
+        self.workspace: Path | None = None
+        self.background: list[threading.Thread] = []
+        self.baseline: list[Change] = []
+
+    # The sequence ------------------------------------------------------------------
+
+    def execute(self) -> Outcome:
+        started = time.monotonic()
+        try:
+            with self._timed("build_s"):
+                image = self._image()
+            if image is None:
+                return self._decide(started)
+            agent_ctr = self._start_agent_container(image)
+            with self._timed("agent_s"):
+                self._agent_phase(agent_ctr)
+            verify_start = time.monotonic()
+            if self.plan.in_agent_container:
+                self._verify_in_place(agent_ctr)
+            else:
+                self._verify_sealed(agent_ctr)
+            self.timings["verify_s"] = time.monotonic() - verify_start
+        except RuntimeUnavailable as exc:
+            self.ev.unavailable = str(exc)
+        return self._decide(started)
+
+    def _decide(self, started: float) -> Outcome:
+        self.timings["total_s"] = time.monotonic() - started
+        self.ev.details["timings"] = {k: round(v, 4) for k, v in self.timings.items()}
+        if self.options.keep:
+            self.ev.details["kept"] = {
+                "containers": self.containers,
+                "snapshot": self.snapshot,
+                "workspace": str(self.workspace) if self.workspace else None,
+            }
+        return decide(self.ev)
+
+    def _image(self) -> str | None:
+        try:
+            image, built = self.rt.image_for(self.task)
+        except ImageBuildFailed as exc:
+            self.ev.environment_error = f"the task image {exc.tag} did not build"
+            self.ev.build_log = exc.log
+            return None
+        self.ev.details.update(image=image, image_built=built)
+        return image
+
+    def _start_agent_container(self, image: str) -> str:
+        ctr = self.rt.start_agent_container(image, self.limits, self.workdir, self.task.name)
+        self.containers.append(ctr)
+        # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
+        # same so that the attacks they control for are real.
+        dirs = sorted({self.vcfg.reward_dir, "/logs/agent"})
+        made = self.rt.exec(
+            ctr, ["sh", "-c", 'mkdir -p "$@" && chmod 0777 "$@"', "mkdirs", *dirs], user="0"
+        )
+        if made.exit_code != 0:
+            raise RuntimeUnavailable(f"preparing {dirs} failed: {_tail(made.output)}")
+        if self.plan.checks_tamper:
+            self.baseline, _ = self.rt.changes(ctr)
+        return ctr
+
+    def _agent_phase(self, ctr: str) -> None:
+        argv = self._agent_argv(ctr)
+        if argv is None:
+            self.ev.details["agent_phase"] = {"ran": False}
+            return
+        result = self.rt.exec(
+            ctr,
+            argv,
+            user=self.task.config.agent.user,
+            workdir=self.workdir,
+            timeout=self.task.config.agent.timeout_sec,
+        )
+        self.ev.details["agent_phase"] = {
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "seconds": round(result.seconds, 3),
+            "output_tail": _tail(result.output),
+        }
+
+    def _agent_argv(self, ctr: str) -> list[str] | None:
+        if self.agent.kind == "noop":
+            return None
+        if self.agent.kind == "solution":
+            if not (self.task.solution_dir / "solve.sh").is_file():
+                raise RuntimeUnavailable(f"{self.task.name} has no solution/solve.sh")
+            self.rt.put_dir(ctr, self.task.solution_dir, "/solution")
+            return ["bash", "/solution/solve.sh"]
+        return ["bash", "-c", self.agent.text]
+
+    # shared and cleared: in the live agent container ---------------------------------
+
+    def _verify_in_place(self, ctr: str) -> None:
+        self.rt.put_dir(ctr, self.task.tests_dir, "/tests")
+        deadline = time.monotonic() + self.vcfg.timeout_sec
+        if not self._setup(ctr, deadline):
+            return
+        if self.plan.clears_reward:
+            cleared = self.rt.exec(
+                ctr, ["rm", "-f", "--", *self.vcfg.reward_paths], user="0", workdir="/"
+            )
+            if cleared.exit_code != 0:
+                self.ev.clear_failure = f"rm exited {cleared.exit_code}: {_tail(cleared.output)}"
+                return
+        if not self._run_test(ctr, deadline):
+            return
+        with self._timed("read_s"):
+            self._read_results(ctr)
+            self.ev.json_file = self.rt.read_file(ctr, self.vcfg.reward_json_path)
+            self.ev.text_file = self._text_reward_in(ctr)
+
+    def _text_reward_in(self, ctr: str) -> RewardFile:
+        if self.ev.json_file is not None and self.ev.json_file.kind is not FileKind.MISSING:
+            return RewardFile.missing(self.vcfg.reward_path)  # JSON wins; text is not read
+        return self.rt.read_file(ctr, self.vcfg.reward_path)
+
+    # sealed: a fresh container from a frozen snapshot --------------------------------
+
+    def _verify_sealed(self, agent_ctr: str) -> None:
+        with self._timed("snapshot_s"):
+            changes = self._freeze_and_snapshot(agent_ctr)
+        live = self.vcfg.live_processes
+        if live:
+            self.rt.unpause(agent_ctr)  # honest work lives in its processes
+        else:
+            self._in_background(lambda: self.rt.remove(agent_ctr))
+        self.ev.tamper = classify(changes, baseline=self.baseline, allow=self.vcfg.tamper_allow)
+        if self.ev.tamper.tampered:
+            return
+        assert self.snapshot is not None
+        tests, reward_dir = self._fresh_folders()
+        with self._timed("start_s"):
+            vctr = self.rt.start_verifier_container(
+                self.snapshot,
+                self.limits,
+                self.workdir,
+                {tests: "/tests", reward_dir: self.vcfg.reward_dir},
+                join_network_of=agent_ctr if live else None,
+            )
+            self.containers.append(vctr)
+        deadline = time.monotonic() + self.vcfg.timeout_sec
+        if not self._setup(vctr, deadline) or not self._run_test(vctr, deadline):
+            self.rt.kill(vctr)
+            return
+        with self._timed("read_s"):
+            self._read_results(vctr, host_reward_dir=reward_dir)
+            # Nothing the verifier started may write the reward while it is read.
+            self.rt.kill(vctr)
+            json_path, text_path = self.vcfg.reward_paths
+            self.ev.json_file = read_capped(reward_dir, posixpath.basename(json_path), json_path)
+            self.ev.text_file = read_capped(reward_dir, posixpath.basename(text_path), text_path)
+
+    def _freeze_and_snapshot(self, agent_ctr: str) -> list[Change]:
+        self.rt.pause(agent_ctr)
+        changes, source = self.rt.changes(agent_ctr)
+        self.snapshot = self.rt.commit(agent_ctr)
+        self.ev.details["diff"] = {"source": source, "entries": len(changes)}
+        return changes
+
+    def _fresh_folders(self) -> tuple[Path, Path]:
+        self.workspace = Path(tempfile.mkdtemp(prefix="cleanroom-verify-"))
+        tests = self.workspace / "tests"
+        shutil.copytree(self.task.tests_dir, tests, symlinks=False)
+        tests.chmod(0o755)
+        reward_dir = self.workspace / "verifier"
+        reward_dir.mkdir()
+        # The verifier may run as any uid; nothing but its own container mounts this.
+        reward_dir.chmod(0o777)
+        return tests, reward_dir
+
+    # Steps shared by every mode ------------------------------------------------------
+
+    def _setup(self, ctr: str, deadline: float) -> bool:
+        with self._timed("setup_s"):
+            for n, command in enumerate(self.vcfg.setup_commands, start=1):
+                result = self._as_verifier(ctr, ["bash", "-c", command], deadline)
+                if result.timed_out:
+                    self.ev.timed_out = self._over_time(f"setup command {n}")
+                    return False
+                if result.exit_code != 0:
+                    self.ev.setup_failure = (
+                        f"verifier setup command {n} exited {result.exit_code}: "
+                        f"{_tail(result.output, 500)}"
+                    )
+                    return False
+        return True
+
+    def _run_test(self, ctr: str, deadline: float) -> bool:
+        with self._timed("test_s"):
+            result = self._as_verifier(ctr, ["bash", TEST_SCRIPT], deadline)
+        self.ev.test_exit_code = result.exit_code
+        self.ev.details["test_output_tail"] = _tail(result.output)
+        if result.timed_out:
+            self.ev.timed_out = self._over_time("test.sh")
+            return False
+        return True
+
+    def _as_verifier(self, ctr: str, argv: list[str], deadline: float) -> ExecResult:
+        return self.rt.exec(
+            ctr,
+            argv,
+            user=self.vcfg.user,
+            env=self.vcfg.env,
+            workdir=self.workdir,
+            timeout=max(0.0, deadline - time.monotonic()),
+        )
+
+    def _over_time(self, what: str) -> str:
+        return f"{what} was still running at the verifier's {self.vcfg.timeout_sec:g} s limit"
+
+    def _read_results(self, ctr: str, host_reward_dir: Path | None = None) -> None:
+        results: dict[str, Any] = {}
+        for path in self.vcfg.result_paths:
+            if host_reward_dir is not None and posixpath.dirname(path) == self.vcfg.reward_dir:
+                found = read_capped(
+                    host_reward_dir, posixpath.basename(path), path, RESULT_CAP_BYTES
+                )
+            else:
+                found = self.rt.read_file(ctr, path, RESULT_CAP_BYTES)
+            entry: dict[str, Any] = {"kind": found.kind.value}
+            if found.kind in (FileKind.REGULAR, FileKind.OVERSIZE):
+                entry.update(size=found.size, text=found.data.decode("utf-8", "replace"))
+            results[path] = entry
+        if results:
+            self.ev.details["results"] = results
+
+    # Bookkeeping ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _timed(self, name: str) -> Iterator[None]:
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.monotonic() - start
+
+    def _in_background(self, work: Callable[[], None]) -> None:
+        def guarded() -> None:
+            with contextlib.suppress(RuntimeUnavailable):
+                work()
+
+        thread = threading.Thread(target=guarded, daemon=True)
+        thread.start()
+        self.background.append(thread)
+
+    def teardown(self) -> None:
+        """Remove what this rollout created, unless asked to keep it."""
+        for thread in self.background:
+            thread.join()
+        if self.options.keep:
+            return
+        with contextlib.suppress(RuntimeUnavailable):
+            for ctr in self.containers:
+                self.rt.remove(ctr)
+            if self.snapshot is not None:
+                self.rt.remove_image(self.snapshot)
+        if self.workspace is not None:
+            shutil.rmtree(self.workspace, ignore_errors=True)
+
+
+def _tail(data: bytes, chars: int = TAIL_CHARS) -> str:
+    return data.decode("utf-8", "replace")[-chars:]

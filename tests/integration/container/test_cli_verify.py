@@ -1,0 +1,76 @@
+"""``cleanroom verify`` prints the outcome and exits 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cleanroom.verifiers.container.docker_runtime import LABELS_ENV, DockerRuntime
+
+pytestmark = pytest.mark.docker
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
+
+
+def cleanroom(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    code = "from cleanroom.cli import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def labelled(rt: DockerRuntime) -> dict[str, str]:
+    """The environment that makes the command label what it creates like this session."""
+    return {LABELS_ENV: ",".join(f"{k}={v}" for k, v in rt.labels.items())}
+
+
+def test_the_solution_succeeds_with_the_json_shape(runtime: DockerRuntime) -> None:
+    done = cleanroom(
+        "verify", str(EXAMPLES / "csv-report"), "--solution", "--json", env=labelled(runtime)
+    )
+
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert list(data)[:5] == ["outcome", "score", "reason", "mode", "detail"]
+    assert (data["outcome"], data["score"], data["mode"]) == ("success", 1.0, "sealed")
+    details = data["details"]
+    assert details["reward_source"] == "/logs/verifier/reward.txt"
+    assert details["test_exit_code"] == 0
+    assert details["tamper"] == []
+    assert {"build_s", "agent_s", "verify_s", "total_s"} <= set(details["timings"])
+
+
+def test_doing_nothing_is_a_failure_exiting_one(runtime: DockerRuntime) -> None:
+    done = cleanroom(
+        "verify", str(EXAMPLES / "csv-report"), "--noop", "--mode", "cleared", env=labelled(runtime)
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert "failure" in done.stdout
+
+
+def test_a_dead_daemon_exits_two_as_verifier_unavailable(tmp_path: Path) -> None:
+    socket = f"unix://{tmp_path}/no-docker.sock"
+
+    done = cleanroom(
+        "verify", str(EXAMPLES / "csv-report"), "--solution", "--json", env={"DOCKER_HOST": socket}
+    )
+
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["reason"] == "verifier_unavailable"
+
+
+def test_choosing_no_agent_is_a_usage_error() -> None:
+    done = cleanroom("verify", str(EXAMPLES / "csv-report"))
+
+    assert done.returncode == 2
+    assert "exactly one of" in done.stderr

@@ -1,0 +1,107 @@
+"""Every failure ends in an explicit invalid outcome with the reason that names it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from cleanroom.core.outcomes import Reason, Status
+from cleanroom.verifiers.container.docker_runtime import DockerRuntime
+from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.task import Task
+from cleanroom.verifiers.container.verify import (
+    AgentSpec,
+    VerifyOptions,
+    verify_path,
+    verify_task,
+)
+
+pytestmark = pytest.mark.docker
+
+SLOW_TEST = "#!/bin/bash\nsleep 30\necho 1 > /logs/verifier/reward.txt\n"
+SHORT_LIMIT = '[verifier]\ntimeout_sec = 1\n[environment]\nworkdir = "/app"\n'
+# Rewards the verifier itself leaves in sealed mode, read on the host.
+HOSTILE_REWARDS = {
+    "nan": ("printf 'nan\\n' > /logs/verifier/reward.txt", "not one plain decimal number"),
+    "symlink": ("ln -s /etc/hostname /logs/verifier/reward.txt", "symbolic link"),
+    "fifo": ("mkfifo /logs/verifier/reward.txt", "fifo"),
+    "huge": (
+        "printf '1\\n' > /logs/verifier/reward.txt && truncate -s 1G /logs/verifier/reward.txt",
+        "over the",
+    ),
+    "bad-json": ("echo '{\"reward\": NaN}' > /logs/verifier/reward.json", "not valid JSON"),
+}
+
+
+def test_an_image_that_does_not_build_is_an_environment_error_with_its_log(
+    runtime: DockerRuntime, variant: Callable[..., Task]
+) -> None:
+    broken = "FROM cleanroom/base:bookworm\nRUN echo 'no such tool' >&2 && exit 3\n"
+    task = variant("fix-median", {"environment/Dockerfile": broken}, folder="broken-build")
+
+    outcome = verify_task(task, AgentSpec.solution(), runtime, VerifyOptions())
+
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
+    assert "no such tool" in outcome.details["build_log"]
+
+
+@pytest.mark.parametrize("mode", [Mode.CLEARED, Mode.SEALED])
+def test_a_verifier_over_its_limit_is_a_timeout(
+    mode: Mode, runtime: DockerRuntime, variant: Callable[..., Task]
+) -> None:
+    task = variant(
+        "fix-median", {"tests/test.sh": SLOW_TEST, "task.toml": SHORT_LIMIT}, folder="slow"
+    )
+
+    outcome = verify_task(task, AgentSpec.solution(), runtime, VerifyOptions(mode))
+
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.VERIFIER_TIMEOUT)
+    assert outcome.details["timings"]["verify_s"] < 10
+
+
+def test_a_dead_daemon_makes_the_rollout_unavailable_not_a_failure(
+    example: Callable[[str], Task], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+
+    outcome = verify_path(example("fix-median").root, AgentSpec.solution(), VerifyOptions())
+
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.VERIFIER_UNAVAILABLE)
+    assert "nonexistent" in outcome.detail
+
+
+def test_cleared_fails_loudly_when_the_reward_cannot_be_removed(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    unremovable = AgentSpec.command("mkdir -p /logs/verifier/reward.txt/keep")
+
+    outcome = verify_task(example("fix-median"), unremovable, runtime, VerifyOptions(Mode.CLEARED))
+
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.VERIFIER_UNAVAILABLE)
+    assert "could not be cleared" in outcome.detail
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_REWARDS))
+def test_sealed_reads_whatever_the_verifier_left_safely_on_the_host(
+    case: str, runtime: DockerRuntime, variant: Callable[..., Task]
+) -> None:
+    writes, message = HOSTILE_REWARDS[case]
+    task = variant("fix-median", {"tests/test.sh": f"#!/bin/bash\n{writes}\n"}, folder="hostile")
+
+    outcome = verify_task(task, AgentSpec.solution(), runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.BAD_REWARD)
+    assert message in outcome.detail
+    assert outcome.details["timings"]["read_s"] < 5
+
+
+def test_a_protected_write_in_sealed_is_tamper_with_the_path_list(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    agent = AgentSpec.command("touch /etc/ld.so.preload && mkdir -p /tests && touch /tests/x")
+
+    outcome = verify_task(example("fix-median"), agent, runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.TAMPER)
+    assert outcome.details["tamper"] == ["A /etc/ld.so.preload", "A /tests", "A /tests/x"]

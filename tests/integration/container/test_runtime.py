@@ -1,0 +1,65 @@
+"""The Docker adapter: the host-side diff agrees with the daemon's, images are cached."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from cleanroom.verifiers.container.docker_runtime import DockerRuntime, Limits
+from cleanroom.verifiers.container.tamper import Change, ChangeKind
+from cleanroom.verifiers.container.task import Task
+
+pytestmark = pytest.mark.docker
+
+CHANGES = (
+    "mkdir -p /srv/new && echo x > /srv/new/file && echo y >> /etc/hostname.bak"
+    " && rm /usr/bin/pytest && echo z > /usr/local/bin/tool && chmod 0700 /opt"
+)
+
+
+def test_the_host_side_diff_agrees_with_docker_diff(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    image, _ = runtime.image_for(example("fix-median"))
+    ctr = runtime.start_agent_container(image, Limits(), None, "diff-check")
+    try:
+        assert runtime.exec(ctr, ["sh", "-c", CHANGES], user="0").exit_code == 0
+        runtime.pause(ctr)
+
+        fast, source = runtime.changes(ctr)
+        api = [Change(d["Path"], ChangeKind.from_docker(d["Kind"])) for d in runtime.api.diff(ctr)]
+    finally:
+        runtime.remove(ctr)
+
+    assert source == "overlay"
+    assert set(fast) == set(api)
+    assert Change("/usr/bin/pytest", ChangeKind.DELETED) in fast
+
+
+def test_an_unchanged_environment_reuses_its_image(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    task = example("csv-report")
+    first, _ = runtime.image_for(task)
+
+    second, built = runtime.image_for(task)
+
+    assert (second, built) == (first, False)
+
+
+def test_task_containers_have_no_network_and_the_tasks_limits(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    task = example("fix-median")
+    image, _ = runtime.image_for(task)
+    ctr = runtime.start_agent_container(image, Limits.of(task), None, "limits-check")
+    try:
+        host = runtime.api.inspect_container(ctr)["HostConfig"]
+        links = runtime.exec(ctr, ["cat", "/proc/net/dev"]).stdout.decode()
+    finally:
+        runtime.remove(ctr)
+
+    assert host["NetworkMode"] == "none"
+    assert (host["Memory"], host["NanoCpus"], host["PidsLimit"]) == (512 << 20, 10**9, 256)
+    assert "eth0" not in links

@@ -1,0 +1,70 @@
+"""``cleanroom redteam`` prints the matrix, writes the HTML report and exits by the verdict."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cleanroom.verifiers.container.docker_runtime import LABELS_ENV, DockerRuntime
+
+pytestmark = pytest.mark.docker
+
+
+def cleanroom(*args: str, rt: DockerRuntime | None = None) -> subprocess.CompletedProcess[str]:
+    code = "from cleanroom.cli import main; main()"
+    env = {**os.environ, "COLUMNS": "160"}
+    if rt is not None:  # label what the command creates like this session, for cleanup
+        env[LABELS_ENV] = ",".join(f"{k}={v}" for k, v in rt.labels.items())
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def test_one_attack_as_json_and_html(redteam_runtime: DockerRuntime, tmp_path: Path) -> None:
+    report = tmp_path / "matrix.html"
+
+    done = cleanroom(
+        "redteam", "--attack", "symlinked-reward-file", "--json", "--html", str(report)
+    )
+
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["verdict"]["passed"] is True
+    assert [r["kind"] for r in data["rows"]] == ["honest", "noop", "attack"]
+    page = report.read_text()
+    assert set(re.findall(r"href='#([^']+)'", page)) <= set(re.findall(r"id='([^']+)'", page))
+    assert "symlinked-reward-file" in page
+
+
+def test_the_table_marks_shared_as_the_positive_control(redteam_runtime: DockerRuntime) -> None:
+    done = cleanroom(
+        "redteam",
+        "--attack",
+        "junk-padded",
+        "--mode",
+        "shared",
+        "--mode",
+        "sealed",
+        rt=redteam_runtime,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "positive control" in done.stdout
+    assert "PASS: controls fired 1/1; sealed held 1/1" in done.stdout
+
+
+def test_an_unknown_attack_exits_two() -> None:
+    done = cleanroom("redteam", "--attack", "no-such-attack")
+
+    assert done.returncode == 2
+    assert "known:" in done.stderr

@@ -1,0 +1,86 @@
+"""Every attack in every mode, on real Docker: the control fires, cleared and sealed hold."""
+
+from __future__ import annotations
+
+import pytest
+
+from cleanroom.redteam.catalogue import ATTACKS, Attack, ClearedExpectation
+from cleanroom.redteam.matrix import Matrix, Row, RowKind, Verdict
+from cleanroom.redteam.runner import EXAMPLE_TASK_NAMES
+from cleanroom.verifiers.container.modes import Mode
+
+pytestmark = pytest.mark.docker
+
+
+def row_of(attack: Attack) -> Row:
+    return Row(attack.target, RowKind.ATTACK, attack)
+
+
+def explain(matrix: Matrix, row: Row, mode: Mode) -> str:
+    cell = matrix.get(row, mode)
+    return f"{row.id} [{mode.value}]: {cell}"
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.id)
+def test_shared_is_fooled_or_disturbed_so_the_attack_is_real(
+    attack: Attack, matrix: Matrix
+) -> None:
+    row = row_of(attack)
+
+    assert matrix.judge(row, Mode.SHARED) is Verdict.CONTROL_FIRED, explain(
+        matrix, row, Mode.SHARED
+    )
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.id)
+def test_cleared_holds_within_its_promise(attack: Attack, matrix: Matrix) -> None:
+    row = row_of(attack)
+    verdict = matrix.judge(row, Mode.CLEARED)
+
+    if attack.cleared is ClearedExpectation.HOLDS:
+        assert verdict is Verdict.HELD, explain(matrix, row, Mode.CLEARED)
+    else:
+        assert verdict in (Verdict.HELD, Verdict.BEYOND_PROMISE), explain(matrix, row, Mode.CLEARED)
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.id)
+def test_sealed_gives_zero_or_invalid(attack: Attack, matrix: Matrix) -> None:
+    row = row_of(attack)
+
+    assert matrix.judge(row, Mode.SEALED) is Verdict.HELD, explain(matrix, row, Mode.SEALED)
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+@pytest.mark.parametrize("task", EXAMPLE_TASK_NAMES)
+def test_the_honest_solution_scores_one(task: str, mode: Mode, matrix: Matrix) -> None:
+    row = Row(task, RowKind.HONEST)
+
+    assert matrix.judge(row, mode) is Verdict.HONEST_OK, explain(matrix, row, mode)
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+@pytest.mark.parametrize("task", EXAMPLE_TASK_NAMES)
+def test_doing_nothing_scores_zero(task: str, mode: Mode, matrix: Matrix) -> None:
+    row = Row(task, RowKind.NOOP)
+
+    assert matrix.judge(row, mode) is Verdict.TRUTH, explain(matrix, row, mode)
+
+
+def test_the_background_writer_fools_cleared_as_documented(matrix: Matrix) -> None:
+    row = row_of(next(a for a in ATTACKS if a.id == "background-writer"))
+
+    assert matrix.judge(row, Mode.CLEARED) is Verdict.BEYOND_PROMISE
+
+
+def test_toolchain_attacks_are_caught_as_tamper_in_sealed(matrix: Matrix) -> None:
+    trojans = [a for a in ATTACKS if a.cleared is ClearedExpectation.NOT_CLAIMED]
+
+    reasons = {a.id: getattr(matrix.get(row_of(a), Mode.SEALED), "reason", None) for a in trojans}
+
+    assert set(reasons.values()) == {"tamper"}, reasons
+
+
+def test_the_verdict_passes(matrix: Matrix) -> None:
+    summary = matrix.summary()
+
+    assert summary.passed, summary.to_json()

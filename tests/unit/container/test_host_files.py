@@ -1,0 +1,77 @@
+"""The host-side reader never follows a link, never blocks on a FIFO, never reads past a cap."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cleanroom.verifiers.container.host_files import read_capped
+from cleanroom.verifiers.container.reward import FileKind
+
+SHOWN = "/logs/verifier/reward.txt"
+
+
+def test_a_regular_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / "reward.txt").write_bytes(b"1\n")
+
+    found = read_capped(tmp_path, "reward.txt", SHOWN)
+
+    assert (found.kind, found.data, found.path) == (FileKind.REGULAR, b"1\n", SHOWN)
+
+
+def test_a_missing_file_is_reported_missing(tmp_path: Path) -> None:
+    assert read_capped(tmp_path, "reward.txt", SHOWN).kind is FileKind.MISSING
+
+
+def test_a_symlink_is_reported_and_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.write_text("1")
+    folder = tmp_path / "verifier"
+    folder.mkdir()
+    (folder / "reward.txt").symlink_to(outside)
+
+    found = read_capped(folder, "reward.txt", SHOWN)
+
+    assert (found.kind, found.data, found.note) == (FileKind.SYMLINK, b"", str(outside))
+
+
+def test_a_fifo_is_reported_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "reward.txt")
+
+    found = read_capped(tmp_path, "reward.txt", SHOWN)
+
+    assert (found.kind, found.note) == (FileKind.OTHER, "fifo")
+
+
+def test_a_directory_is_reported_as_not_a_file(tmp_path: Path) -> None:
+    (tmp_path / "reward.txt").mkdir()
+
+    assert read_capped(tmp_path, "reward.txt", SHOWN).note == "directory"
+
+
+def test_a_huge_sparse_file_costs_one_capped_read(tmp_path: Path) -> None:
+    path = tmp_path / "reward.txt"
+    path.write_bytes(b"1\n")
+    os.truncate(path, 1 << 40)
+
+    found = read_capped(tmp_path, "reward.txt", SHOWN, cap=16)
+
+    assert (found.kind, found.size, len(found.data)) == (FileKind.OVERSIZE, 1 << 40, 16)
+    assert found.data.startswith(b"1\n")
+
+
+def test_a_symlinked_folder_is_refused(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+
+    with pytest.raises(OSError):
+        read_capped(tmp_path / "link", "reward.txt", SHOWN)
+
+
+@pytest.mark.parametrize("name", ["../reward.txt", "a/b", "", ".."])
+def test_only_a_single_file_name_is_accepted(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError):
+        read_capped(tmp_path, name, SHOWN)

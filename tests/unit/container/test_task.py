@@ -1,0 +1,149 @@
+"""task.toml: typed, defaulted, strict about what it knows and candid about what it keeps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cleanroom.verifiers.container.task import (
+    DEFAULT_REWARD_PATH,
+    TaskConfigError,
+    TaskLayoutError,
+    load_task,
+    parse_task_toml,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
+HERE = Path("/tasks/demo")
+
+
+def test_an_empty_file_gives_harbor_defaults() -> None:
+    config, warnings = parse_task_toml("", HERE)
+
+    assert config.verifier.reward_path == DEFAULT_REWARD_PATH
+    assert config.verifier.reward_json_path == "/logs/verifier/reward.json"
+    assert config.verifier.user == "0"
+    assert config.environment.network is False
+    assert config.verifier.live_processes is False
+    assert warnings == []
+
+
+def test_every_documented_key_is_read() -> None:
+    text = """
+[agent]
+timeout_sec = 30
+user = "agent"
+
+[verifier]
+timeout_sec = 12.5
+user = "tester"
+env = { MODE = "strict" }
+reward_path = "/out/score.txt"
+result_paths = ["/work/tail.json"]
+setup_commands = ["/opt/start.sh"]
+live_processes = true
+
+[environment]
+network = true
+memory = "2G"
+cpus = 1.5
+pids_limit = 64
+workdir = "/app"
+"""
+    config, _ = parse_task_toml(text, HERE)
+
+    assert (config.agent.timeout_sec, config.agent.user) == (30, "agent")
+    v = config.verifier
+    assert (v.timeout_sec, v.user, v.env) == (12.5, "tester", {"MODE": "strict"})
+    assert v.reward_paths == ("/out/score.json", "/out/score.txt")
+    assert v.reward_dir == "/out"
+    assert (v.result_paths, v.setup_commands, v.live_processes) == (
+        ["/work/tail.json"],
+        ["/opt/start.sh"],
+        True,
+    )
+    e = config.environment
+    assert (e.network, e.memory_limit_mb, e.cpus, e.pids_limit, e.workdir) == (
+        True,
+        2048,
+        1.5,
+        64,
+        "/app",
+    )
+
+
+def test_malformed_toml_is_an_error_naming_the_line() -> None:
+    text = '[agent]\ntimeout_sec = 30\n\n[verifier\nuser = "x"\n'
+
+    with pytest.raises(TaskConfigError) as caught:
+        parse_task_toml(text, HERE)
+
+    assert caught.value.line == 4
+    assert "line 4" in str(caught.value)
+
+
+def test_a_wrong_value_is_an_error_naming_its_line_and_key() -> None:
+    text = '[agent]\nuser = "a"\n\n[verifier]\nuser = "t"\ntimeout_sec = "soon"\n'
+
+    with pytest.raises(TaskConfigError) as caught:
+        parse_task_toml(text, HERE)
+
+    assert caught.value.line == 6
+    assert "verifier.timeout_sec" in str(caught.value)
+
+
+def test_a_bad_list_item_points_at_its_key() -> None:
+    text = '[verifier]\nresult_paths = ["relative/path"]\n'
+
+    with pytest.raises(TaskConfigError) as caught:
+        parse_task_toml(text, HERE)
+
+    assert caught.value.line == 2
+    assert "absolute" in str(caught.value)
+
+
+def test_unknown_keys_are_kept_and_warned_about_with_their_line() -> None:
+    text = "schema = 2\n\n[verifier]\ntimeout_sec = 5\nflaky_retries = 3\n\n[extras]\nx = 1\n"
+
+    config, warnings = parse_task_toml(text, HERE)
+
+    assert config.verifier.model_extra == {"flaky_retries": 3}
+    assert config.model_extra == {"schema": 2, "extras": {"x": 1}}
+    assert {str(w) for w in warnings} == {
+        "line 1: unknown key schema (kept)",
+        "line 5: unknown key verifier.flaky_retries (kept)",
+        "line 7: unknown key extras (kept)",
+    }
+
+
+@pytest.mark.parametrize(
+    "reward_path", ["logs/reward.txt", "/reward.txt", "/logs/../etc/reward.txt"]
+)
+def test_a_reward_path_must_be_absolute_and_inside_its_own_folder(reward_path: str) -> None:
+    with pytest.raises(TaskConfigError, match="reward_path"):
+        parse_task_toml(f'[verifier]\nreward_path = "{reward_path}"\n', HERE)
+
+
+def test_memory_accepts_harbor_style_units() -> None:
+    config, _ = parse_task_toml('[environment]\nmemory = "512M"\n', HERE)
+
+    assert config.environment.memory_limit_mb == 512
+
+
+def test_a_folder_without_tests_is_not_a_task(tmp_path: Path) -> None:
+    (tmp_path / "task.toml").write_text("")
+    (tmp_path / "instruction.md").write_text("do it")
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "Dockerfile").write_text("FROM scratch\n")
+
+    with pytest.raises(TaskLayoutError, match=r"tests/test\.sh"):
+        load_task(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["fix-median", "csv-report", "http-sum", "engine-handoff"])
+def test_every_example_task_loads_cleanly(name: str) -> None:
+    task = load_task(EXAMPLES / name)
+
+    assert task.warnings == ()
+    assert (task.solution_dir / "solve.sh").is_file()

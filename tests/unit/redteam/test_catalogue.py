@@ -1,0 +1,78 @@
+"""The catalogue covers every forging route of SPEC §4, each with an explicit control."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cleanroom.redteam.catalogue import ATTACKS, ClearedExpectation, Control, by_id
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
+
+# SPEC §4, route by route.
+SPEC_ROUTES = [
+    "planted reward.txt",
+    "planted reward.json beside an honest reward.txt",
+    "a background process that keeps writing the reward during and after test.sh",
+    "a symlinked /logs/verifier",
+    "a symlinked reward file",
+    "a conftest.py planted in /tests",
+    "a trojaned pytest on PATH",
+    "a trojaned python on PATH",
+    "a trojaned curl on PATH",
+    "a trojaned bash on PATH",
+    "a sitecustomize.py hook",
+    "a .pth hook",
+    "a read-only or immutable verifier directory",
+    "a FIFO as the reward",
+    "a huge file as the reward",
+    "junk reward 'nan'",
+    "junk reward 'inf'",
+    "junk reward '1e9'",
+    "junk reward '-1'",
+    "junk reward ' 1 '",
+    "killing test.sh from a process left behind",
+]
+
+
+def test_every_spec_route_has_an_attack() -> None:
+    assert sorted(a.route for a in ATTACKS) == sorted(SPEC_ROUTES)
+
+
+def test_attack_ids_are_unique() -> None:
+    ids = [a.id for a in ATTACKS]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.id)
+def test_every_attack_is_a_bash_script_against_an_example_task(attack: object) -> None:
+    from cleanroom.redteam.catalogue import Attack
+
+    assert isinstance(attack, Attack)
+    assert attack.script.startswith("#!/bin/bash\n")
+    assert (EXAMPLES / attack.target / "task.toml").is_file()
+    assert attack.control_means
+
+
+def test_rewards_the_strict_parser_refuses_are_controlled_by_disturbance() -> None:
+    disturbed = {a.id for a in ATTACKS if a.control is Control.DISTURBED}
+
+    assert disturbed == {
+        "fifo-reward",
+        "huge-reward",
+        "junk-nan",
+        "junk-inf",
+        "junk-huge-number",
+        "junk-negative",
+        "junk-padded",
+    }
+
+
+def test_the_background_writer_is_cleared_modes_known_limit() -> None:
+    assert by_id("background-writer").cleared is ClearedExpectation.KNOWN_LIMIT
+
+
+def test_an_unknown_attack_id_names_the_known_ones() -> None:
+    with pytest.raises(KeyError, match="planted-reward-txt"):
+        by_id("nope")
