@@ -10,6 +10,7 @@ from rich.console import Console
 
 from cleanroom.reports.html import render_html, write_html
 from cleanroom.reports.model import build_report
+from cleanroom.reports.redteam_section import load_redteam_section
 from cleanroom.reports.text import render_text
 from cleanroom.store.rundb import RunStore, RunStoreError
 
@@ -30,7 +31,8 @@ def report(
     with store:
         built = build_report(store)
         if html is not None:
-            write_html(html, render_html(built, store.canary_samples()))
+            sections = [s for s in (load_redteam_section(run_dir),) if s is not None]
+            write_html(html, render_html(built, store.canary_samples(), sections))
     if as_json:
         typer.echo(json.dumps(built.to_json(), indent=2, default=str))
     else:

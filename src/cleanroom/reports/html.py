@@ -12,7 +12,7 @@ from cleanroom.core.canary import CanarySample
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.publish import Publication
 from cleanroom.reports.model import RunReport
-from cleanroom.reports.plots import canary_svg, timeline_svg
+from cleanroom.reports.plots import canary_svg, latency_svg, timeline_svg
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,7 @@ def render_html(
         published=isinstance(report.verdict, Publication),
         timeline=timeline_svg(report),
         canary=canary_svg(canary),
+        latency=latency_svg(report),
         matrices=matrices(report.rows),
         extra_sections=extra_sections or [],
     )

@@ -10,7 +10,7 @@ from typing import Any
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import IsolationRow, RowResult, Window, judge_window
 from cleanroom.core.publish import NOT_CLAIMED, ControlResult, Publication, Refusal, publish
-from cleanroom.store.rundb import RolloutRecord, RunStore
+from cleanroom.store.rundb import LatencySample, LeakyControlResult, RolloutRecord, RunStore
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,8 @@ class RunReport:
     verdict: Publication | Refusal
     not_claimed: str = NOT_CLAIMED
     proven: dict[str, list[str]] = field(default_factory=dict)
+    leaky: list[LeakyControlResult] = field(default_factory=list)
+    latency: list[LatencySample] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The report as plain data (``cleanroom report --json``)."""
@@ -68,6 +70,7 @@ class RunReport:
             "positive_control": [c.__dict__ for c in self.controls],
             "checks": self.checks,
             "proven_by_leaky_control": self.proven,
+            "leaky_controls": [c.__dict__ for c in self.leaky],
             "not_claimed": self.not_claimed,
             "windows": [{**w.__dict__, "hours": w.hours} for w in self.windows],
             "rollouts": [
@@ -130,6 +133,7 @@ def build_report(store: RunStore, machine: dict[str, str] | None = None) -> RunR
     envs = _acting_envs(store, rollouts)
     env_hours = sum(w.hours for w in windows) * len(envs)
     recorded_machine = info.get("meta", {}).get("machine")
+    leaky = store.leaky_controls()
     return RunReport(
         run_dir=store.run_dir,
         info=info,
@@ -142,4 +146,17 @@ def build_report(store: RunStore, machine: dict[str, str] | None = None) -> RunR
         environments=envs,
         env_hours=env_hours,
         verdict=publish(rows, env_hours, controls),
+        proven=proven_by(leaky),
+        leaky=leaky,
+        latency=store.latency_samples(),
     )
+
+
+def proven_by(results: list[LeakyControlResult]) -> dict[str, list[str]]:
+    """For each test, the leaky setups under which it fired (its per-test positive controls)."""
+    out: dict[str, list[str]] = {}
+    for r in results:
+        out.setdefault(r.test, [])
+        if r.fired and r.leak not in out[r.test]:
+            out[r.test].append(r.leak)
+    return out

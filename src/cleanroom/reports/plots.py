@@ -72,3 +72,19 @@ def canary_svg(samples: list[CanarySample]) -> str:
     ax.set_yticks([0, 0.5, 1], ["lost", "unchanged", "changed"])
     ax.set_xlabel("seconds")
     return _svg(fig)
+
+
+def latency_svg(report: RunReport) -> str:
+    """Screenshot latency of bystanders, per test, environment and phase, as box plots."""
+    samples = report.latency
+    if not samples:
+        return "<p><strong>No latency samples in this run.</strong></p>"
+    groups: dict[str, list[float]] = {}
+    for s in samples:
+        key = f"{s.test}\n{s.env}" + (f" {s.phase}" if s.phase else "")
+        groups.setdefault(key, []).append(s.ms)
+    fig, ax = plt.subplots(figsize=(9, 3))
+    ax.boxplot(list(groups.values()), showfliers=True)
+    ax.set_xticks(range(1, len(groups) + 1), list(groups), fontsize=7)
+    ax.set_ylabel("ms")
+    return _svg(fig)

@@ -96,4 +96,27 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE canary_samples ADD COLUMN sources TEXT NOT NULL DEFAULT ''
     """,
+    # 3: bystander latency samples, and which leaky setups made which tests fire.
+    """
+    CREATE TABLE latency_samples (
+        id      INTEGER PRIMARY KEY,
+        window  INTEGER,
+        test    TEXT NOT NULL,
+        env     TEXT NOT NULL,
+        phase   TEXT NOT NULL DEFAULT '',
+        at      REAL NOT NULL,
+        ms      REAL NOT NULL
+    );
+    CREATE INDEX latency_by_test ON latency_samples (test, env);
+    CREATE TABLE leaky_controls (
+        id      INTEGER PRIMARY KEY,
+        test    TEXT NOT NULL,
+        leak    TEXT NOT NULL,
+        fired   INTEGER NOT NULL,
+        rows    INTEGER NOT NULL,
+        cross   INTEGER NOT NULL,
+        detail  TEXT NOT NULL DEFAULT '',
+        at      REAL NOT NULL
+    );
+    """,
 )

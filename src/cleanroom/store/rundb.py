@@ -76,6 +76,30 @@ class EnvironmentRecord:
 
 
 @dataclass(frozen=True)
+class LatencySample:
+    """How long one screenshot (or other timed observation) took, in milliseconds."""
+
+    test: str
+    env: str
+    at: float
+    ms: float
+    phase: str = ""  # e.g. "before" and "during" a disturbance
+    window: int | None = None
+
+
+@dataclass(frozen=True)
+class LeakyControlResult:
+    """One isolation test run against one deliberately leaky setup: did it fire?"""
+
+    test: str
+    leak: str
+    fired: bool
+    rows: int
+    cross: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class VerifierResult:
     rollout_id: str | None
     verifier: str
@@ -505,6 +529,47 @@ class RunStore:
             outcome = Outcome(Status(r[2]), r[4], Reason(r[3]) if r[3] else None, detail, details)
             out.append(VerifierResult(r[0], r[1], outcome, r[6]))
         return out
+
+    def add_latency_samples(self, samples: Iterable[LatencySample]) -> int:
+        """Write a batch of timed observations in one transaction; return how many."""
+        values = [(s.window, s.test, s.env, s.phase, s.at, s.ms) for s in samples]
+        with self._tx() as c:
+            c.executemany(
+                "INSERT INTO latency_samples (window, test, env, phase, at, ms)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                values,
+            )
+        return len(values)
+
+    def latency_samples(self, test: str | None = None) -> list[LatencySample]:
+        sql = "SELECT test, env, at, ms, phase, window FROM latency_samples"
+        args: tuple[Any, ...] = ()
+        if test is not None:
+            sql += " WHERE test = ?"
+            args = (test,)
+        return [LatencySample(*r) for r in self._conn.execute(sql + " ORDER BY id", args)]
+
+    def add_leaky_control(self, result: LeakyControlResult) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO leaky_controls (test, leak, fired, rows, cross, detail, at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    result.test,
+                    result.leak,
+                    int(result.fired),
+                    result.rows,
+                    result.cross,
+                    result.detail,
+                    time.time(),
+                ),
+            )
+
+    def leaky_controls(self) -> list[LeakyControlResult]:
+        rows = self._conn.execute(
+            "SELECT test, leak, fired, rows, cross, detail FROM leaky_controls ORDER BY id"
+        )
+        return [LeakyControlResult(r[0], r[1], bool(r[2]), r[3], r[4], r[5]) for r in rows]
 
     def add_control_result(self, result: ControlResult, detail: str = "") -> None:
         with self._tx() as c:

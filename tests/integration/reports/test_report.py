@@ -16,7 +16,7 @@ from cleanroom.core.publish import ControlResult, Publication, Refusal
 from cleanroom.core.tokens import mint
 from cleanroom.reports.html import render_html
 from cleanroom.reports.model import build_report
-from cleanroom.store.rundb import RunStore
+from cleanroom.store.rundb import LatencySample, LeakyControlResult, RunStore
 
 CLI = Path(sys.executable).with_name("cleanroom")
 FIRED = ControlResult(5, 10, 3, 10)
@@ -98,3 +98,38 @@ def test_the_report_command_names_a_folder_without_a_run(tmp_path: Path) -> None
                           timeout=60)  # fmt: skip
     assert proc.returncode == 2
     assert "no run database" in proc.stderr
+
+
+def test_leaky_controls_say_which_tests_are_proven_and_which_are_not(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "r", control=FIRED)
+    with RunStore.open(run) as store:
+        store.add_leaky_control(LeakyControlResult("clipboard", "shared-clipboard", True, 6, 2))
+        store.add_leaky_control(LeakyControlResult("clipboard", "shared-home", False, 6, 0))
+        store.add_leaky_control(LeakyControlResult("keyboard_storm", "shared-home", False, 6, 0))
+        store.add_latency_samples([LatencySample("dialog_steal", "env02", 1.0, 40.0, "before")])
+    with RunStore.open(run, owner=False) as store:
+        report = build_report(store)
+        html = render_html(report, [])
+    assert report.proven == {"clipboard": ["shared-clipboard"], "keyboard_storm": []}
+    assert "did not fire" in html and "shared-clipboard" in html
+    assert html.count("<svg") == 2  # the timeline and the latency plot
+
+
+def test_a_red_team_matrix_in_the_run_folder_is_embedded(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "r", control=FIRED)
+    matrix = {
+        "modes": ["shared", "cleared", "sealed"], "positive_control": "shared",
+        "rows": [{"id": "fix-median/planted-reward-txt", "cells": {
+            "shared": {"outcome": "success", "score": 1.0, "verdict": "control fired"},
+            "cleared": {"outcome": "failure", "score": 0.0, "verdict": "held"},
+            "sealed": {"outcome": "invalid", "reason": "tamper", "score": None,
+                       "verdict": "held"}}}],
+        "verdict": {"line": "PASS: controls fired 1/1"},
+    }  # fmt: skip
+    (run / "redteam.json").write_text(json.dumps(matrix))
+    out = tmp_path / "r.html"
+    subprocess.run([str(CLI), "report", str(run), "--html", str(out)], capture_output=True,
+                   timeout=60, check=False)  # fmt: skip
+    page = out.read_text()
+    assert "red-team matrix" in page and "PASS: controls fired 1/1" in page
+    assert "invalid: tamper" in page

@@ -13,7 +13,13 @@ from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.publish import ControlResult
 from cleanroom.core.tokens import mint
 from cleanroom.store.migrations import MIGRATIONS
-from cleanroom.store.rundb import RunBusy, RunStore, RunStoreError
+from cleanroom.store.rundb import (
+    LatencySample,
+    LeakyControlResult,
+    RunBusy,
+    RunStore,
+    RunStoreError,
+)
 
 
 @pytest.fixture
@@ -180,3 +186,15 @@ def test_a_cross_row_marks_the_rollouts_it_names_invalid(store: RunStore) -> Non
     assert changed == 1
     assert by_id[named.rollout_id].reason is Reason.ISOLATION
     assert by_id[bystander.rollout_id].outcome is Status.SUCCESS
+
+
+def test_latency_samples_and_leaky_control_results_round_trip(store: RunStore) -> None:
+    samples = [
+        LatencySample("dialog_steal", "env02", 1.0, 48.5, "before", 1),
+        LatencySample("dialog_steal", "env02", 2.0, 61.0, "during", 1),
+    ]
+    assert store.add_latency_samples(samples) == 2
+    assert store.latency_samples("dialog_steal") == samples
+    leak = LeakyControlResult("clipboard", "shared-clipboard", True, 12, 4, "fired on trial 0")
+    store.add_leaky_control(leak)
+    assert store.leaky_controls() == [leak]

@@ -1,0 +1,57 @@
+"""The container red-team matrix inside a run report, from the matrix's JSON form."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from cleanroom.reports.html import Section
+
+REDTEAM_FILE = "redteam.json"
+
+
+def _cell_class(verdict: str) -> str:
+    v = verdict.lower()
+    if "not demonstrated" in v or "blocked" in v or v == "fooled":
+        return "cross"
+    if "fooled" in v or "control fired" in v:
+        return "lost"  # amber: an attack shown to be real, or a mode's known limit
+    return "clean"
+
+
+def redteam_section(matrix: dict[str, Any]) -> Section:
+    """A compact attack x mode table with the matrix's verdict line."""
+    modes: list[str] = list(matrix.get("modes", []))
+    control = matrix.get("positive_control")
+    head = "".join(
+        f"<th>{html.escape(m)}{' (positive control)' if m == control else ''}</th>" for m in modes
+    )
+    body = []
+    for row in matrix.get("rows", []):
+        cells = []
+        for m in modes:
+            cell = row.get("cells", {}).get(m, {})
+            shown = cell.get("outcome")
+            if shown == "invalid":
+                shown = f"invalid: {cell.get('reason')}"
+            elif cell.get("score") is not None:
+                shown = f"{cell['score']:g}"
+            verdict = str(cell.get("verdict", ""))
+            cells.append(
+                f"<td class='{_cell_class(verdict)}' title='{html.escape(verdict)}'>"
+                f"{html.escape(str(shown))}<br><small>{html.escape(verdict)}</small></td>"
+            )
+        body.append(f"<tr><th>{html.escape(str(row.get('id')))}</th>{''.join(cells)}</tr>")
+    line = html.escape(str(matrix.get("verdict", {}).get("line", "")))
+    table = f"<table><tr><th>task/agent</th>{head}</tr>{''.join(body)}</table>"
+    return Section("Container verifier red-team matrix", f"<p><strong>{line}</strong></p>{table}")
+
+
+def load_redteam_section(run_dir: Path) -> Section | None:
+    """The section for a run folder that holds a red-team matrix, else None."""
+    path = run_dir / REDTEAM_FILE
+    if not path.is_file():
+        return None
+    return redteam_section(json.loads(path.read_text()))
