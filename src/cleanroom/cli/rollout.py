@@ -1,6 +1,68 @@
-"""``cleanroom rollout``: placeholder until the smoke rollouts land."""
+"""``cleanroom rollout --task {rename,writer,form} --env envNN``: one smoke rollout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from cleanroom.core.canary import CANARY_ENV
+from cleanroom.core.outcomes import EXIT_INVALID
+from cleanroom.environments.errors import PoolError
+from cleanroom.environments.supervisor import PoolProcess
+from cleanroom.rollouts.runner import TASKS, run_rollout
 
 
-def rollout() -> None:
-    """Run one smoke rollout."""
-    raise NotImplementedError
+def rollout(
+    task: str = typer.Option(..., "--task", help=f"One of: {', '.join(TASKS)}."),
+    env: str = typer.Option("env01", "--env", help="The environment to run in."),
+    run: Path | None = typer.Option(None, "--run", help="Run folder of the pool."),  # noqa: B008
+    window: int = typer.Option(0, "--window", help="The window the rollout belongs to."),
+    do_nothing: bool = typer.Option(
+        False, "--do-nothing", help="Run a policy that does nothing (must fail)."
+    ),
+    verify_url: str | None = typer.Option(None, "--verify-url", help="Verify server URL."),
+    verify_key: str | None = typer.Option(None, "--verify-key", help="Verify server key."),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+) -> None:
+    """Run one smoke rollout against the running pool and print its outcome."""
+    if task not in TASKS:
+        raise typer.BadParameter(f"--task must be one of {', '.join(TASKS)}")
+    if env == CANARY_ENV:
+        raise typer.BadParameter(f"{CANARY_ENV} is the canary and never receives an action")
+    try:
+        pool = PoolProcess.connect(run)
+        report = run_rollout(
+            task,
+            env,
+            pool,
+            window=window,
+            do_nothing=do_nothing,
+            verify_url=verify_url,
+            verify_key=verify_key,
+        )
+    except PoolError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_INVALID) from exc
+    o = report.outcome
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "token": str(report.token),
+                    "task": task,
+                    "env": env,
+                    "seconds": round(report.seconds, 2),
+                    **o.to_json(),
+                },
+                default=str,
+            )
+        )
+    else:
+        reason = f" reason={o.reason.value} ({o.detail})" if o.reason else ""
+        typer.echo(
+            f"{task} in {env}: {o.status.value} score={o.score}{reason} "
+            f"token={report.token} ({report.seconds:.1f} s)"
+        )
+    raise typer.Exit(o.exit_code)

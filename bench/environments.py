@@ -1,0 +1,164 @@
+"""Benchmark of the desktop environment pool: start, reset, screenshot latency, memory,
+with 1, 2 and 4 environments (plus the canary), against a bare-Xvfb baseline measured in
+the same run. Writes the ``## Desktop environments`` section of bench/RESULTS.md.
+
+    .venv/bin/python bench/environments.py [--sizes 1,2,4] [--resets 3] [--shots 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from cleanroom.environments.display import XvfbDisplay
+from cleanroom.environments.pool import Pool, PoolConfig
+from cleanroom.environments.processes import pids_of_uid
+from cleanroom.environments.screen import Screen
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+SECTION = "## Desktop environments"
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def baseline(shots: int) -> dict[str, float]:
+    """A bare Xvfb: start time and screenshot latency, nothing else running on it."""
+    starts = []
+    for _ in range(3):
+        t = time.monotonic()
+        d = XvfbDisplay.start(Path(tempfile.mkdtemp()) / "auth")
+        starts.append(time.monotonic() - t)
+        d.stop()
+    d = XvfbDisplay.start(Path(tempfile.mkdtemp()) / "auth")
+    try:
+        screen = Screen(d.name)
+        lat = []
+        for _ in range(shots):
+            t = time.monotonic()
+            screen.screenshot_png()
+            lat.append(time.monotonic() - t)
+        screen.close()
+    finally:
+        d.stop()
+    return {
+        "start": statistics.median(starts),
+        "shot_med": statistics.median(lat),
+        "shot_p95": _p95(lat),
+    }
+
+
+def measure(n: int, resets: int, shots: int) -> dict[str, float]:
+    run = Path(tempfile.mkdtemp(prefix="bench-envs-"))
+    pool = Pool(PoolConfig(envs=n), run)
+    t = time.monotonic()
+    pool.start()
+    start = time.monotonic() - t
+    try:
+        reset_times = []
+        for _ in range(resets):
+            t = time.monotonic()
+            pool.reset("env01")
+            reset_times.append(time.monotonic() - t)
+        lat = []
+        names = [x for x in pool.names if x != "env00"]
+        for i in range(shots):
+            name = names[i % len(names)]
+            t = time.monotonic()
+            pool.observe(name, pool.generation(name), "screenshot")
+            lat.append(time.monotonic() - t)
+        mem = []
+        for name in names:
+            env = pool.env(name)
+            pids = pids_of_uid(env.account.uid)
+            total = sum(_rss_mb(p) for p in pids)
+            if env.display is not None:
+                total += _rss_mb(env.display.pid)
+            mem.append(total)
+    finally:
+        pool.stop()
+    return {
+        "start": start,
+        "reset_med": statistics.median(reset_times),
+        "reset_max": max(reset_times),
+        "shot_med": statistics.median(lat),
+        "shot_p95": _p95(lat),
+        "mem": statistics.mean(mem),
+    }
+
+
+def render(base: dict[str, float], rows: dict[int, dict[str, float]], command: str) -> str:
+    lines = [
+        SECTION,
+        "",
+        f"Command: `{command}` ({time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+        f"{len(__import__('os').sched_getaffinity(0))} cores, Linux {platform.release()}). "
+        "Each environment runs Writer, xterm and Chromium as its own user on its own "
+        "1280x800 Xvfb; the canary runs Writer. Screenshot = capture + PNG encode through "
+        "the pool's observation path, round-robin over the environments.",
+        "",
+        f"Baseline (same run): bare Xvfb start {base['start'] * 1000:.0f} ms; bare-display "
+        f"screenshot median {base['shot_med'] * 1000:.1f} ms, "
+        f"p95 {base['shot_p95'] * 1000:.1f} ms. Memory is the summed RSS of the environment's "
+        "processes and its Xvfb; shared pages (Chromium's especially) count once per process, "
+        "so it is an upper bound.",
+        "",
+        "| envs | pool start s | reset median s | reset max s | shot median ms | shot p95 ms "
+        "| p95 / bare p95 | memory per env MB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for n, r in rows.items():
+        lines.append(
+            f"| {n} | {r['start']:.1f} | {r['reset_med']:.2f} | {r['reset_max']:.2f} | "
+            f"{r['shot_med'] * 1000:.1f} | {r['shot_p95'] * 1000:.1f} | "
+            f"{r['shot_p95'] / base['shot_p95']:.2f} | {r['mem']:.0f} |"
+        )
+    top = rows[max(rows)]
+    lines += [
+        "",
+        f"Aim with 4 environments: reset under 3 s (measured {top['reset_med']:.2f} s median), "
+        f"screenshot p95 under 100 ms (measured {top['shot_p95'] * 1000:.1f} ms).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(text: str) -> None:
+    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    pattern = re.compile(rf"{re.escape(SECTION)}\n.*?(?=\n## |\Z)", re.S)
+    new = pattern.sub(text.rstrip("\n"), old) if SECTION in old else old.rstrip() + "\n\n" + text
+    RESULTS.write_text(new if new.endswith("\n") else new + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1,2,4")
+    parser.add_argument("--resets", type=int, default=3)
+    parser.add_argument("--shots", type=int, default=100)
+    args = parser.parse_args()
+    base = baseline(args.shots)
+    rows = {n: measure(n, args.resets, args.shots) for n in map(int, args.sizes.split(","))}
+    text = render(base, rows, "python bench/environments.py")
+    print(text)
+    write_section(text)
+
+
+if __name__ == "__main__":
+    main()

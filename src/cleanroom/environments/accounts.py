@@ -1,0 +1,88 @@
+"""Unix accounts for environments: a user, a home restored from a template, and removal.
+
+Every environment runs its programs as its own user with a 0700 home, so nothing one
+environment writes can be read by another. The pool creates the users and removes them
+(with their homes) when it stops.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from cleanroom.environments.errors import StartError
+
+# The OSWorld VM user's password: task setup steps pipe it into sudo.
+CLIENT_PASSWORD = "password"
+# Setup steps of OSWorld tasks call ``sudo -S mkdir``; an environment user may run only that
+# as root, so sudo cannot be used to read another environment's home.
+_SUDO_COMMANDS = "/usr/bin/mkdir, /bin/mkdir"
+
+
+@dataclass(frozen=True)
+class Account:
+    """A pool-created Unix user and the home it works in."""
+
+    user: str
+    uid: int
+    gid: int
+    home: Path
+
+    @classmethod
+    def create(cls, user: str, home: Path) -> Account:
+        """Create the user (no home yet); fails if the name is taken."""
+        if os.geteuid() != 0:
+            raise StartError("creating environment users needs root")
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            pass
+        else:
+            raise StartError(f"a user named {user} already exists; refusing to reuse it")
+        _run(["useradd", "-M", "-U", "-d", str(home), "-s", "/bin/bash", user])
+        try:
+            _run(["chpasswd"], stdin=f"{user}:{CLIENT_PASSWORD}\n")
+            sudoers = _sudoers_file(user)
+            sudoers.write_text(f"{user} ALL=(root) {_SUDO_COMMANDS}\n")
+            sudoers.chmod(0o440)
+        except BaseException:
+            subprocess.run(["userdel", user], capture_output=True, check=False)
+            raise
+        entry = pwd.getpwnam(user)
+        return cls(user, entry.pw_uid, entry.pw_gid, home)
+
+    def restore_home(self, template: Path) -> None:
+        """Replace the home with a fresh copy of ``template``, owned by the user, mode 0700."""
+        if self.home.exists():
+            shutil.rmtree(self.home)
+        shutil.copytree(template, self.home, symlinks=True)
+        chown_tree(self.home, self.uid, self.gid)
+        self.home.chmod(0o700)
+
+    def remove(self) -> None:
+        """Delete the user, its group, its sudo rule and its home."""
+        _sudoers_file(self.user).unlink(missing_ok=True)
+        subprocess.run(["userdel", self.user], capture_output=True, check=False)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def _sudoers_file(user: str) -> Path:
+    return Path("/etc/sudoers.d") / f"cleanroom-{user}"
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    """Give a whole tree to one user, never following symlinks."""
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for top, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.chown(os.path.join(top, name), uid, gid, follow_symlinks=False)
+
+
+def _run(argv: list[str], stdin: str | None = None) -> None:
+    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise StartError(f"{argv[0]} failed ({proc.returncode}): {proc.stderr.strip()}")

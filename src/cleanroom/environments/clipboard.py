@@ -1,0 +1,179 @@
+"""The X clipboard of one display: owning CLIPBOARD and PRIMARY, and reading them.
+
+An X selection has no stored value: its owner answers each request. Setting the
+clipboard therefore means owning the selection from a small serving thread with its own
+connection; reading means asking whoever owns it and waiting for the answer.
+"""
+
+from __future__ import annotations
+
+import select
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from Xlib import X, Xatom
+from Xlib import display as xdisplay
+from Xlib.error import XError
+from Xlib.protocol import event as xevent
+from Xlib.protocol import request
+
+from cleanroom.environments.errors import BadAction, PoolError
+
+SELECTIONS = ("CLIPBOARD", "PRIMARY")
+MAX_TEXT_BYTES = 64 * 1024
+_READ_TIMEOUT_S = 1.0
+
+
+class ClipboardUnreadable(PoolError):
+    """The selection's owner did not answer in time, or the display is gone."""
+
+
+@dataclass(frozen=True)
+class ClipboardRead:
+    """What one read returned: the text, or None when nobody owns the selection."""
+
+    selection: str
+    text: str | None
+
+
+class ClipboardOwner:
+    """Owns this display's selections on request and serves them until told otherwise."""
+
+    def __init__(self, display_name: str) -> None:
+        self.display_name = display_name
+        self._x = xdisplay.Display(display_name)
+        self._lock = threading.Lock()
+        self._win = self._x.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+        self._texts: dict[int, bytes] = {}
+        self._atoms = {n: self._x.intern_atom(n) for n in (*SELECTIONS, "TARGETS", "UTF8_STRING")}
+        self._atoms["TEXT"] = self._x.intern_atom("TEXT")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._serve, name=f"clipboard{display_name}", daemon=True
+        )
+        self._thread.start()
+
+    def set(self, text: str, selections: tuple[str, ...] = ("CLIPBOARD",)) -> None:
+        """Own the named selections and serve ``text`` from them."""
+        data = text.encode("utf-8")
+        if len(data) > MAX_TEXT_BYTES:
+            raise BadAction(f"clipboard text is {len(data)} bytes; the limit is {MAX_TEXT_BYTES}")
+        with self._lock:
+            for name in selections:
+                atom = self._selection_atom(name)
+                self._texts[atom] = data
+                self._win.set_selection_owner(atom, X.CurrentTime)
+            self._x.sync()
+
+    def clear(self) -> None:
+        """Leave every selection without an owner, whoever held it."""
+        with self._lock:
+            self._texts.clear()
+            for name in SELECTIONS:
+                request.SetSelectionOwner(
+                    display=self._x.display,
+                    window=X.NONE,
+                    selection=self._atoms[name],
+                    time=X.CurrentTime,
+                )
+            self._x.sync()
+
+    def _selection_atom(self, name: str) -> int:
+        if name not in SELECTIONS:
+            raise BadAction(f"unknown selection {name!r}; use one of {', '.join(SELECTIONS)}")
+        return self._atoms[name]
+
+    def _serve(self) -> None:
+        fd = self._x.fileno()
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([fd], [], [], 0.05)
+                if not ready:
+                    continue
+                with self._lock:
+                    while self._x.pending_events():
+                        self._handle(self._x.next_event())
+            except (XError, OSError, ConnectionError, ValueError):
+                return  # the display went away; the environment's watchdog sees that
+
+    def _handle(self, ev: Any) -> None:
+        if ev.type == X.SelectionClear:
+            self._texts.pop(ev.atom, None)
+        elif ev.type == X.SelectionRequest:
+            self._answer(ev)
+
+    def _answer(self, ev: Any) -> None:
+        data = self._texts.get(ev.selection)
+        prop = ev.property or ev.target
+        a = self._atoms
+        if data is None:
+            prop = X.NONE
+        elif ev.target == a["TARGETS"]:
+            targets = [a["TARGETS"], a["UTF8_STRING"], Xatom.STRING, a["TEXT"]]
+            ev.requestor.change_property(prop, Xatom.ATOM, 32, targets)
+        elif ev.target in (a["UTF8_STRING"], Xatom.STRING, a["TEXT"]):
+            kind = a["UTF8_STRING"] if ev.target != Xatom.STRING else Xatom.STRING
+            ev.requestor.change_property(prop, kind, 8, data)
+        else:
+            prop = X.NONE
+        reply = xevent.SelectionNotify(
+            time=ev.time,
+            requestor=ev.requestor,
+            selection=ev.selection,
+            target=ev.target,
+            property=prop,
+        )
+        ev.requestor.send_event(reply)
+        self._x.flush()
+
+    def close(self) -> None:
+        """Stop serving and close the connection (selections we owned lose their owner)."""
+        self._stop.set()
+        self._thread.join(timeout=2)
+        try:
+            with self._lock:
+                self._x.close()
+        except (XError, OSError, ConnectionError):
+            pass
+
+
+def read_selection(
+    display_name: str, selection: str = "CLIPBOARD", timeout_s: float = _READ_TIMEOUT_S
+) -> ClipboardRead:
+    """Ask the selection's owner for its text as UTF-8; None when it has no owner.
+
+    Raises `ClipboardUnreadable` when the owner does not answer within ``timeout_s``.
+    """
+    if selection not in SELECTIONS:
+        raise BadAction(f"unknown selection {selection!r}; use one of {', '.join(SELECTIONS)}")
+    try:
+        x = xdisplay.Display(display_name)
+    except (XError, OSError, ConnectionError) as exc:
+        raise ClipboardUnreadable(f"cannot open {display_name}: {exc}") from exc
+    try:
+        sel = x.intern_atom(selection)
+        if x.get_selection_owner(sel) == X.NONE:
+            return ClipboardRead(selection, None)
+        win = x.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+        prop = x.intern_atom("CLEANROOM_READ")
+        win.convert_selection(sel, x.intern_atom("UTF8_STRING"), prop, X.CurrentTime)
+        x.flush()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            while x.pending_events():
+                ev = x.next_event()
+                if ev.type == X.SelectionNotify and ev.selection == sel:
+                    if ev.property == X.NONE:
+                        return ClipboardRead(selection, None)
+                    got = win.get_full_property(prop, X.AnyPropertyType)
+                    raw = got.value if got is not None else b""
+                    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+                    return ClipboardRead(selection, text)
+            select.select([x.fileno()], [], [], 0.02)
+        raise ClipboardUnreadable(f"{selection} owner on {display_name} did not answer")
+    except (XError, OSError, ConnectionError) as exc:
+        raise ClipboardUnreadable(f"reading {selection} on {display_name}: {exc}") from exc
+    finally:
+        x.close()

@@ -1,0 +1,118 @@
+"""Generations and the action log: an action for an old generation is never applied.
+
+Pure bookkeeping plus one append-only JSON-lines file. Every action names the
+environment and the generation it aims at; `GenerationBook.check` refuses a stale one,
+and the caller logs every action, applied or refused, with its generation, time and kind.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from cleanroom.environments.errors import StaleGeneration, UnknownEnvironment
+
+ACTION_LOG = "actions.jsonl"
+
+
+class GenerationBook:
+    """The current generation of every environment; thread-safe."""
+
+    def __init__(self, names: list[str] | None = None) -> None:
+        self._gen: dict[str, int] = dict.fromkeys(names or [], 0)
+        self._lock = threading.Lock()
+
+    def add(self, name: str, generation: int = 0) -> None:
+        """Start tracking an environment."""
+        with self._lock:
+            self._gen[name] = generation
+
+    def current(self, name: str) -> int:
+        """The environment's generation now."""
+        with self._lock:
+            try:
+                return self._gen[name]
+            except KeyError:
+                raise UnknownEnvironment(f"no environment named {name!r}") from None
+
+    def check(self, name: str, aimed: int) -> None:
+        """Raise `StaleGeneration` unless ``aimed`` is the current generation."""
+        current = self.current(name)
+        if aimed != current:
+            raise StaleGeneration(name, aimed, current)
+
+    def raise_(self, name: str) -> int:
+        """Move the environment to its next generation and return it."""
+        with self._lock:
+            if name not in self._gen:
+                raise UnknownEnvironment(f"no environment named {name!r}")
+            self._gen[name] += 1
+            return self._gen[name]
+
+    def snapshot(self) -> dict[str, int]:
+        """Every environment's generation."""
+        with self._lock:
+            return dict(self._gen)
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    """One line of the action log."""
+
+    at: float
+    env: str
+    generation: int  # the generation the action aimed at
+    current: int  # the environment's generation when the action arrived
+    kind: str
+    outcome: str  # applied, refused-stale, refused-canary, refused-busy, rejected, failed
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+class ActionLog:
+    """Append-only JSON lines in the run folder; every write is flushed at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
+
+    def write(
+        self,
+        env: str,
+        generation: int,
+        current: int,
+        kind: str,
+        outcome: str,
+        detail: str = "",
+    ) -> ActionRecord:
+        """Append one record and return it."""
+        record = ActionRecord(time.time(), env, generation, current, kind, outcome, detail)
+        with self._lock:
+            self._fh.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
+            self._fh.flush()
+        return record
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            self._fh.close()
+
+
+def read_action_log(path: Path) -> list[ActionRecord]:
+    """Every record of an action log, in order."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            out.append(ActionRecord(**json.loads(line)))
+    return out

@@ -1,0 +1,381 @@
+"""The pool: the canary ``env00`` plus ``env01``…``envNN``, their generations and actions.
+
+All effects on environments go through here. Every action and observation names the
+environment and the generation it aims at; a stale one is refused and logged, never
+applied. Reset and crash recovery raise the generation before they touch anything, so an
+action that arrives while they run is refused once they finish.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import secrets
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cleanroom.core.canary import CANARY_ENV
+from cleanroom.environments.actions import (
+    Action,
+    Click,
+    Focus,
+    GetClipboard,
+    Hotkey,
+    KeyDown,
+    KeyUp,
+    Move,
+    SetClipboard,
+    TypeText,
+)
+from cleanroom.environments.clipboard import SELECTIONS
+from cleanroom.environments.display import ScreenSize
+from cleanroom.environments.environment import DesktopEnvironment, EnvSpec
+from cleanroom.environments.errors import (
+    BadAction,
+    CanaryIsReadOnly,
+    PoolError,
+    StaleGeneration,
+    StartError,
+    UnknownEnvironment,
+)
+from cleanroom.environments.generations import ACTION_LOG, ActionLog, GenerationBook
+from cleanroom.environments.programs import DEFAULT_PROGRAMS, check_programs
+from cleanroom.environments.template import build_template, warm_libreoffice_profile
+from cleanroom.store.rundb import RunStore
+
+DEFAULT_ROOT = Path("/var/lib/cleanroom/pools")
+OBSERVATIONS = ("screenshot", "windows", "focused_text", "clipboard", "state")
+
+
+def env_name(index: int) -> str:
+    """``env00``, ``env01``, …"""
+    return f"env{index:02d}"
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """How many environments, which programs each runs, and where their files live."""
+
+    envs: int = 3
+    programs: tuple[str, ...] = DEFAULT_PROGRAMS
+    canary_programs: tuple[str, ...] = ("writer",)
+    screen: ScreenSize = field(default_factory=ScreenSize)
+    root: Path = DEFAULT_ROOT
+    programs_by_env: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.envs <= 32:
+            raise ValueError(f"between 1 and 32 environments besides the canary, got {self.envs}")
+        check_programs(self.programs)
+        check_programs(self.canary_programs)
+        for names in self.programs_by_env.values():
+            check_programs(names)
+
+    def programs_for(self, name: str) -> tuple[str, ...]:
+        """The programs one environment starts."""
+        if name in self.programs_by_env:
+            return self.programs_by_env[name]
+        return self.canary_programs if name == CANARY_ENV else self.programs
+
+
+@dataclass(frozen=True)
+class ActResult:
+    """What an applied action returned (only `get_clipboard` returns a value)."""
+
+    env: str
+    generation: int
+    kind: str
+    value: Any = None
+
+
+class Pool:
+    """Environments, generations and the action log of one run. Use `start` and `stop`."""
+
+    def __init__(self, config: PoolConfig, run_dir: Path, store: RunStore | None = None) -> None:
+        self.config = config
+        self.run_dir = run_dir
+        self.store = store
+        self.pool_id = secrets.token_hex(3)
+        self.root = config.root / self.pool_id
+        self.envs: dict[str, DesktopEnvironment] = {}
+        self.book = GenerationBook()
+        self.log = ActionLog(run_dir / ACTION_LOG)
+        self._locks: dict[str, threading.RLock] = {}
+        self._busy: set[str] = set()
+        self.on_generation: list[Callable[[str, int, str], None]] = []
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        """Every environment, the canary first."""
+        return sorted(self.envs)
+
+    @property
+    def template(self) -> Path:
+        return self.root / "template"
+
+    def _spec(self, name: str) -> EnvSpec:
+        return EnvSpec(
+            name=name,
+            user=f"cr{self.pool_id}{name}",
+            home=self.root / "homes" / name,
+            runtime_dir=self.root / "run" / name,
+            log_dir=self.run_dir / "logs" / name,
+            programs=self.config.programs_for(name),
+            screen=self.config.screen,
+        )
+
+    def start(self) -> None:
+        """Create every environment and return when all are ready; on failure undo all."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.root / "homes").mkdir(parents=True, mode=0o755)
+        (self.root / "run").mkdir(parents=True, mode=0o755)
+        self.root.chmod(0o755)
+        try:
+            build_template(self.template)
+            if any(
+                "writer" in self.config.programs_for(env_name(i))
+                for i in range(self.config.envs + 1)
+            ):
+                warm_libreoffice_profile(self.template)
+            for i in range(self.config.envs + 1):
+                name = env_name(i)
+                env = DesktopEnvironment.create(self._spec(name), self.template)
+                self.envs[name] = env
+                self._locks[name] = threading.RLock()
+                self.book.add(name)
+                env.start_desktop()
+            # Programs start in parallel: most of their start-up is waiting for windows.
+            with ThreadPoolExecutor(max_workers=4) as ex:
+                list(ex.map(lambda e: e.start_programs(), self.envs.values()))
+        except BaseException:
+            self.stop()
+            raise
+        if self.store is not None:
+            for name, env in sorted(self.envs.items()):
+                d = env.describe()
+                self.store.add_environment(
+                    name, unix_user=d["user"], display=d["display"], generation=0, meta=d
+                )
+
+    def stop(self) -> None:
+        """Stop every environment, remove its user and home, and the pool's files."""
+        for name in list(self.envs):
+            env = self.envs.pop(name)
+            with contextlib.suppress(Exception):
+                env.destroy()
+        shutil.rmtree(self.root, ignore_errors=True)
+        with contextlib.suppress(Exception):
+            self.log.close()
+
+    def env(self, name: str) -> DesktopEnvironment:
+        """The environment object (harness use only: policies go through `act`)."""
+        try:
+            return self.envs[name]
+        except KeyError:
+            raise UnknownEnvironment(f"no environment named {name!r}") from None
+
+    def lock(self, name: str) -> threading.RLock:
+        """The environment's lock: held while an action, reset or recovery runs."""
+        self.env(name)
+        return self._locks[name]
+
+    # -- generations ---------------------------------------------------------------------
+
+    def generation(self, name: str) -> int:
+        """The environment's current generation."""
+        return self.book.current(name)
+
+    def _checked(self, name: str, generation: int, kind: str) -> DesktopEnvironment:
+        """The environment, if ``generation`` is current; otherwise log and refuse."""
+        env = self.env(name)
+        try:
+            self.book.check(name, generation)
+        except StaleGeneration as exc:
+            self.log.write(name, generation, exc.current, kind, "refused-stale")
+            raise
+        return env
+
+    def _new_generation(self, name: str, why: str) -> int:
+        generation = self.book.raise_(name)
+        if self.store is not None:
+            self.store.set_generation(name, generation)
+        for hook in self.on_generation:
+            hook(name, generation, why)
+        return generation
+
+    # -- acting --------------------------------------------------------------------------
+
+    def act(self, name: str, generation: int, action: Action) -> ActResult:
+        """Apply one action if its generation is current; refuse (and log) otherwise."""
+        if name == CANARY_ENV:
+            self.log.write(name, generation, self.book.current(name), action.kind, "refused-canary")
+            raise CanaryIsReadOnly(f"{CANARY_ENV} is the canary and never receives an action")
+        self.env(name)
+        with self._locks[name]:
+            env = self._checked(name, generation, action.kind)
+            try:
+                value = self._apply(env, action)
+            except BadAction as exc:
+                self.log.write(name, generation, generation, action.kind, "rejected", str(exc))
+                raise
+            except Exception as exc:
+                self.log.write(name, generation, generation, action.kind, "failed", repr(exc))
+                raise PoolError(f"{name}: {action.kind} failed: {exc}") from exc
+            self.log.write(name, generation, generation, action.kind, "applied")
+        return ActResult(name, generation, action.kind, value)
+
+    def _apply(self, env: DesktopEnvironment, action: Action) -> Any:
+        xin = env.input
+        if xin is None or env.clipboard is None:
+            raise StartError(f"{env.name}: the desktop is not running")
+        if isinstance(action, TypeText):
+            xin.type_text(action.text)
+        elif isinstance(action, KeyDown):
+            xin.key_down(action.key)
+        elif isinstance(action, KeyUp):
+            xin.key_up(action.key)
+        elif isinstance(action, Hotkey):
+            xin.hotkey(action.keys)
+        elif isinstance(action, Click):
+            xin.click(action.x, action.y, action.button, action.count)
+        elif isinstance(action, Move):
+            xin.move(action.x, action.y)
+        elif isinstance(action, Focus):
+            window_id = action.window_id
+            if action.program is not None:
+                window = env.window_of(action.program)
+                if window is None:
+                    raise BadAction(f"{env.name} shows no {action.program} window")
+                window_id = window.id
+            assert window_id is not None
+            xin.focus(window_id)
+        elif isinstance(action, SetClipboard):
+            env.clipboard.set(action.text, action.selections)
+        elif isinstance(action, GetClipboard):
+            return env.read_clipboard(action.selection).text
+        else:
+            raise BadAction(f"unknown action {action.kind!r}")
+        return None
+
+    # -- observing -----------------------------------------------------------------------
+
+    def observe(self, name: str, generation: int, what: str) -> Any:
+        """One observation (screenshot PNG bytes, window list, focused text, state).
+
+        Observing the canary is allowed: it changes nothing.
+        """
+        if what not in OBSERVATIONS:
+            raise BadAction(f"unknown observation {what!r}; use {', '.join(OBSERVATIONS)}")
+        env = self.env(name)
+        with self._locks[name]:
+            env = self._checked(name, generation, f"observe:{what}")
+            if what == "screenshot":
+                return env.screenshot_png()
+            if what == "windows":
+                return [w.to_json() for w in env.windows()]
+            if what == "focused_text":
+                return env.focused_text().to_json()
+            if what == "clipboard":
+                return {s: env.read_clipboard(s).text for s in SELECTIONS}
+            return self.state(name)
+
+    def state(self, name: str) -> dict[str, Any]:
+        """What a policy may know about an environment: its generation and programs."""
+        env = self.env(name)
+        return {
+            "env": name,
+            "generation": self.book.current(name),
+            "canary": name == CANARY_ENV,
+            "programs": [p.name for p in env.programs],
+            "screen": {"width": env.spec.screen.width, "height": env.spec.screen.height},
+        }
+
+    # -- reset and recovery --------------------------------------------------------------
+
+    def reset(self, name: str, generation: int | None = None, *, why: str = "reset") -> int:
+        """Kill the environment's programs, restore its home, clear its clipboard, raise
+        its generation and restart its programs; return the new generation once ready.
+
+        With ``generation`` given, a stale one is refused like any action.
+        """
+        self.env(name)
+        if generation is not None:
+            self._checked(name, generation, "reset")
+        before = self.book.current(name)
+        new = self._new_generation(name, why)
+        with self._locks[name]:
+            env = self.env(name)
+            self.log.write(name, before, new, "reset", "applied", why)
+            if env.problems() and (env.display is None or not env.display.alive()):
+                self._rebuild(env)
+            else:
+                env.restart_session()
+                env.restore_home()
+                env.clear_clipboard()
+                env.start_programs()
+        return new
+
+    def policy_reset(self, name: str, generation: int) -> int:
+        """A reset a policy asked for: refused on the canary, stale generations refused."""
+        if name == CANARY_ENV:
+            self.log.write(name, generation, self.book.current(name), "reset", "refused-canary")
+            raise CanaryIsReadOnly(f"{CANARY_ENV} is the canary and is never reset by a policy")
+        return self.reset(name, generation, why="policy reset")
+
+    def open_url(self, name: str, url: str) -> None:
+        """Open a URL in the environment's browser (a harness setup step, not an action)."""
+        env = self.env(name)
+        with self._locks[name]:
+            env.open_url(url)
+        self.log.write(
+            name, self.book.current(name), self.book.current(name), "open_url", "applied", url
+        )
+
+    def recover(self, name: str, why: str) -> int:
+        """Bring a crashed environment back at a new generation (the watchdog's remedy)."""
+        before = self.book.current(name)
+        new = self._new_generation(name, f"recover: {why}")
+        with self._locks[name]:
+            env = self.env(name)
+            self.log.write(name, before, new, "recover", "applied", why)
+            self._rebuild(env)
+        return new
+
+    def _rebuild(self, env: DesktopEnvironment) -> None:
+        env.stop_desktop()
+        env.restore_home()
+        env.start_desktop()
+        env.start_programs()
+
+    def describe(self) -> dict[str, Any]:
+        """Every environment's status, for ``cleanroom envs status``."""
+        out = []
+        for name in self.names:
+            d = self.env(name).describe()
+            d["generation"] = self.book.current(name)
+            d["healthy"] = not d["problems"]
+            out.append(d)
+        return {"pool_id": self.pool_id, "run_dir": str(self.run_dir), "environments": out}
+
+
+def png_b64(data: bytes) -> str:
+    """A screenshot as base64 text, for JSON."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float, poll_s: float = 0.05) -> bool:
+    """Poll ``check`` until it is true or ``timeout_s`` passes; return whether it became true."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(poll_s)
+    return check()

@@ -1,0 +1,60 @@
+"""Finding and ending processes by owner or by group, always by pid."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    """Every live process whose real uid is ``uid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("Uid:"):
+                    if int(line.split()[1]) == uid:
+                        found.append(int(entry.name))
+                    break
+        except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError):
+            continue
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie counts as dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def kill_pids(pids: list[int], *, grace_s: float = 1.0) -> None:
+    """SIGTERM each pid, then SIGKILL whatever is left after ``grace_s``."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.02)
+    for pid in pids:
+        if alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def kill_uid(uid: int, *, grace_s: float = 1.0) -> None:
+    """End every process of one (pool-created) user, repeating until none is left."""
+    if uid == 0:
+        raise ValueError("refusing to kill every process of root")
+    for _ in range(5):
+        pids = pids_of_uid(uid)
+        if not pids:
+            return
+        kill_pids(pids, grace_s=grace_s)

@@ -1,0 +1,96 @@
+"""What a display shows: screenshots (mss, PNG) and the list of top-level windows."""
+
+from __future__ import annotations
+
+import io
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import mss
+from PIL import Image
+from Xlib import X
+from Xlib import display as xdisplay
+from Xlib.error import XError
+
+
+@dataclass(frozen=True)
+class WindowInfo:
+    """One top-level window as the X server knows it."""
+
+    id: int
+    title: str
+    wm_class: str
+    x: int
+    y: int
+    width: int
+    height: int
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+class Screen:
+    """Screenshots and window list for one display; thread-safe."""
+
+    def __init__(self, display_name: str) -> None:
+        self.display_name = display_name
+        self._lock = threading.Lock()
+        self._x = xdisplay.Display(display_name)
+        self._grabber: Any = None
+
+    def grab_rgb(self) -> tuple[int, int, bytes]:
+        """The whole screen as raw RGB: (width, height, bytes)."""
+        with self._lock:
+            if self._grabber is None:
+                self._grabber = mss.MSS(display=self.display_name)
+            shot = self._grabber.grab(self._grabber.monitors[0])
+            return shot.width, shot.height, shot.rgb
+
+    def screenshot_png(self) -> bytes:
+        """The whole screen as a PNG (fast compression: latency matters more than size)."""
+        width, height, rgb = self.grab_rgb()
+        buf = io.BytesIO()
+        Image.frombytes("RGB", (width, height), rgb).save(buf, "PNG", compress_level=1)
+        return buf.getvalue()
+
+    def windows(self) -> list[WindowInfo]:
+        """Mapped top-level windows with a title, bottom to top (the server's stacking order)."""
+        with self._lock:
+            out = []
+            for w in self._x.screen().root.query_tree().children:
+                try:
+                    attrs = w.get_attributes()
+                    if attrs.map_state != X.IsViewable:
+                        continue
+                    title = _title(self._x, w)
+                    if not title:
+                        continue
+                    cls = w.get_wm_class()
+                    g = w.get_geometry()
+                except XError:
+                    continue  # the window went away while we looked
+                out.append(
+                    WindowInfo(w.id, title, cls[1] if cls else "", g.x, g.y, g.width, g.height)
+                )
+            return out
+
+    def close(self) -> None:
+        """Close the X connections."""
+        with self._lock:
+            if self._grabber is not None:
+                self._grabber.close()
+                self._grabber = None
+            self._x.close()
+
+
+def _title(x: xdisplay.Display, w: Any) -> str:
+    net = w.get_full_property(x.intern_atom("_NET_WM_NAME"), x.intern_atom("UTF8_STRING"))
+    if net is not None and net.value:
+        value = net.value
+        return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    name = w.get_wm_name()
+    if isinstance(name, bytes):
+        return name.decode("latin-1")
+    return name or ""

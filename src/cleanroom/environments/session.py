@@ -1,0 +1,116 @@
+"""A login session for one environment: XDG_RUNTIME_DIR, D-Bus session bus, X cookie.
+
+Each session has its own ``XDG_RUNTIME_DIR``, so the AT-SPI bus that D-Bus activates on
+demand gets its own socket there; sessions sharing one runtime folder would share one
+accessibility bus.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from cleanroom.environments.accounts import Account
+from cleanroom.environments.errors import StartError
+
+_BUS_TIMEOUT_S = 10.0
+_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class Session:
+    """The per-environment runtime folder and D-Bus session bus, run as the account."""
+
+    def __init__(self, account: Account, runtime_dir: Path, display: str) -> None:
+        self.account = account
+        self.screen_size: tuple[int, int] = (1280, 800)
+        self.runtime_dir = runtime_dir
+        self.display = display
+        self.xauthority = runtime_dir / "Xauthority"
+        self.bus_path = runtime_dir / "bus"
+        self.dbus: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def prepare(cls, account: Account, runtime_dir: Path, display: str) -> Session:
+        """Create the runtime folder (0700, the account's) before the display starts, so
+        the display's cookie can be written into it."""
+        if runtime_dir.exists():
+            shutil.rmtree(runtime_dir)
+        runtime_dir.mkdir(parents=True, mode=0o700)
+        os.chown(runtime_dir, account.uid, account.gid)
+        return cls(account, runtime_dir, display)
+
+    @property
+    def bus_address(self) -> str:
+        return f"unix:path={self.bus_path}"
+
+    def environ(self) -> dict[str, str]:
+        """The environment every program of this session runs with."""
+        return {
+            "HOME": str(self.account.home),
+            "USER": self.account.user,
+            "LOGNAME": self.account.user,
+            "SHELL": "/bin/bash",
+            "PATH": _PATH,
+            "LANG": "C.UTF-8",
+            "DISPLAY": self.display,
+            "XAUTHORITY": str(self.xauthority),
+            "XDG_RUNTIME_DIR": str(self.runtime_dir),
+            "DBUS_SESSION_BUS_ADDRESS": self.bus_address,
+            # GTK programs (LibreOffice's gtk3 backend) publish their tree on the AT-SPI bus.
+            "GTK_A11Y": "atspi",
+            "NO_AT_BRIDGE": "0",
+            "SAL_USE_VCLPLUGIN": "gtk3",
+        }
+
+    def start_bus(self) -> None:
+        """Start the session's D-Bus daemon as the account and wait for its socket."""
+        os.chown(self.xauthority, self.account.uid, self.account.gid)
+        self.dbus = subprocess.Popen(
+            [
+                "dbus-daemon",
+                "--session",
+                f"--address={self.bus_address}",
+                "--nofork",
+                "--nopidfile",
+            ],
+            env=self.environ(),
+            cwd="/",
+            user=self.account.uid,
+            group=self.account.gid,
+            extra_groups=[],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + _BUS_TIMEOUT_S
+        while not self.bus_path.exists():
+            if self.dbus.poll() is not None:
+                raise StartError(f"dbus-daemon for {self.account.user} exited early")
+            if time.monotonic() > deadline:
+                raise StartError(f"dbus-daemon for {self.account.user} did not start")
+            time.sleep(0.01)
+
+    def bus_alive(self) -> bool:
+        """Whether the D-Bus daemon still runs."""
+        return self.dbus is not None and self.dbus.poll() is None
+
+    def stop_bus(self) -> None:
+        """End the D-Bus daemon (the account's other processes are ended by the caller)."""
+        if self.dbus is not None and self.dbus.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.dbus.pid, signal.SIGTERM)
+            try:
+                self.dbus.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                self.dbus.kill()
+                self.dbus.wait()
+
+    def remove(self) -> None:
+        """Delete the runtime folder."""
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)

@@ -1,0 +1,78 @@
+"""The ``env:<name>`` guest: commands run inside a desktop environment of the running pool.
+
+A command runs as the environment's Unix user, in its home, with its DISPLAY,
+XAUTHORITY, D-Bus session and XDG_RUNTIME_DIR, so a task's setup and checker see the
+same desktop the policy acted on. The pool is found through its run folder (``--run``
+of ``cleanroom envs up``; by default the most recently started pool).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from cleanroom.guests.base import GuestError
+from cleanroom.guests.local import LocalGuest
+
+RUN_ENV = "CLEANROOM_RUN"
+_SESSION_KEYS = ("DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS")
+
+
+def environment_details(name: str, run_dir: Path | None = None) -> dict[str, Any]:
+    """The pool's live description of one environment; `GuestError` if unreachable."""
+    from cleanroom.environments.errors import PoolError
+    from cleanroom.environments.supervisor import PoolProcess
+
+    run = run_dir or (Path(os.environ[RUN_ENV]) if os.environ.get(RUN_ENV) else None)
+    try:
+        client = PoolProcess.connect(run).client()
+        try:
+            status = client.status()
+        finally:
+            client.close()
+    except PoolError as exc:
+        raise GuestError(f"no running pool to find {name!r} in: {exc}") from exc
+    for env in status["environments"]:
+        if env["name"] == name:
+            return dict(env)
+    known = ", ".join(e["name"] for e in status["environments"])
+    raise GuestError(f"the pool has no environment {name!r} (it has {known})")
+
+
+class DesktopGuest(LocalGuest):
+    """A `LocalGuest` whose commands also get the environment's desktop session."""
+
+    kind = "env"
+    capabilities = frozenset({"desktop"})
+
+    def __init__(self, name: str, details: dict[str, Any]) -> None:
+        self.env_name = name
+        self.details = details
+        self._session = {
+            "DISPLAY": details["display"],
+            "XAUTHORITY": details["xauthority"],
+            "XDG_RUNTIME_DIR": details["runtime_dir"],
+            "DBUS_SESSION_BUS_ADDRESS": details["dbus"],
+        }
+        if any(not v for v in self._session.values()):
+            raise GuestError(f"{name} has no running desktop session right now")
+        super().__init__(user=details["user"], home=details["home"])
+
+    def _popen_kwargs(self, user: str | None) -> tuple[dict[str, Any], Any]:
+        kwargs, account = super()._popen_kwargs(user)
+        kwargs["env"] = {**kwargs["env"], **self._session}
+        return kwargs, account
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "kind": self.kind,
+            "env": self.env_name,
+            **{k.lower(): v for k, v in self._session.items() if k in _SESSION_KEYS},
+        }
+
+
+def open_desktop_guest(name: str, run_dir: Path | None = None) -> DesktopGuest:
+    """The guest for environment ``name`` of the running pool."""
+    return DesktopGuest(name, environment_details(name, run_dir))

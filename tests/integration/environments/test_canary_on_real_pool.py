@@ -1,0 +1,55 @@
+"""The canary watcher on the real env00: a change inside a window is flagged."""
+
+from __future__ import annotations
+
+import time
+
+from cleanroom.core.outcomes import Outcome, Reason, Status
+from cleanroom.core.tokens import RolloutId, mint
+from cleanroom.environments.policy import LocalHandle
+from cleanroom.environments.pool import Pool
+from cleanroom.isolation.canary_watch import CanaryWatcher, apply_canary
+from cleanroom.store.rundb import RunStore
+
+
+def test_a_change_to_env00_inside_a_window_invalidates_exactly_the_later_rollouts(
+    pool: Pool, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    with RunStore.create(tmp_path / "run") as store:
+        watcher = CanaryWatcher(LocalHandle(pool, "env00"), store, interval_s=0.1)
+        watcher.sample_once()  # the baseline, before the window
+        store.open_window(1)
+        early, late = mint(RolloutId("env01", 1, 1)), mint(RolloutId("env02", 1, 1))
+        for token in (early, late):
+            store.start_rollout(token, "writer")
+        watcher.sample_once()
+        store.finish_rollout(early.rollout_id, Outcome.success())
+        time.sleep(0.05)
+        leak = mint(RolloutId("env02", 1, 1))
+        pool.env("env00").clipboard.set(f"leaked {leak}")  # a leak, wired in by the harness
+        sample = watcher.sample_once()
+        store.finish_rollout(late.rollout_id, Outcome.success())
+        store.close_window(1)
+        applied = apply_canary(store, 1)
+        outcomes = {r.rollout_id: (r.outcome, r.reason) for r in store.rollouts(1)}
+        pool.env("env00").clear_clipboard()
+    assert sample.ok and sample.sources == ("env02",)
+    assert applied.verdict.flagged and applied.invalidated == 1
+    assert outcomes[early.rollout_id] == (Status.SUCCESS, None)
+    assert outcomes[late.rollout_id] == (Status.INVALID, Reason.ISOLATION)
+
+
+def test_a_quiet_canary_window_invalidates_nothing(pool: Pool, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with RunStore.create(tmp_path / "run") as store:
+        watcher = CanaryWatcher(LocalHandle(pool, "env00"), store, interval_s=0.1)
+        watcher.sample_once()
+        store.open_window(1)
+        token = mint(RolloutId("env01", 1, 1))
+        store.start_rollout(token, "writer")
+        for _ in range(3):
+            watcher.sample_once()
+        store.finish_rollout(token.rollout_id, Outcome.success())
+        store.close_window(1)
+        applied = apply_canary(store, 1)
+    assert not applied.verdict.flagged and applied.invalidated == 0
+    assert all(s.ok for s in watcher.samples)

@@ -1,0 +1,65 @@
+"""Generations on real environments: stale actions, reset and crash recovery."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from cleanroom.environments.errors import CanaryIsReadOnly, StaleGeneration
+from cleanroom.environments.generations import read_action_log
+from cleanroom.environments.policy import LocalHandle
+from cleanroom.environments.pool import Pool, wait_until
+from cleanroom.environments.watchdog import Watchdog
+
+
+def test_a_stale_generation_action_is_refused_logged_and_not_applied(pool: Pool) -> None:
+    handle = LocalHandle(pool, "env01")
+    old = handle.generation
+    pool.reset("env01", old)
+    with pytest.raises(StaleGeneration):
+        pool.act("env01", old, parse_set_clipboard("stale write"))
+    assert pool.env("env01").read_clipboard().text != "stale write"
+    refused = [
+        r
+        for r in read_action_log(pool.run_dir / "actions.jsonl")
+        if r.env == "env01" and r.outcome == "refused-stale"
+    ]
+    assert refused and refused[-1].generation == old and refused[-1].kind == "set_clipboard"
+
+
+def test_reset_returns_a_ready_environment_with_clean_home_and_clipboard(pool: Pool) -> None:
+    handle = LocalHandle(pool, "env02")
+    env = pool.env("env02")
+    (env.account.home / "Desktop" / "left-behind.txt").write_text("x")
+    handle.set_clipboard("before reset", ("CLIPBOARD", "PRIMARY"))
+    before = handle.generation
+    after = handle.reset()
+    assert after > before
+    assert not (env.account.home / "Desktop" / "left-behind.txt").exists()
+    assert handle.clipboard() == {"CLIPBOARD": None, "PRIMARY": None}
+    assert not env.problems() and env.window_of("writer") is not None
+
+
+def test_a_killed_writer_is_recovered_at_a_new_generation(pool: Pool) -> None:
+    env = pool.env("env01")
+    before = pool.generation("env01")
+    writer = next(p for p in env.programs if p.name == "writer")
+    os.kill(writer.pid, signal.SIGKILL)
+    assert wait_until(lambda: not writer.alive(), 5)
+    dog = Watchdog(pool)
+    assert "env01" in dog.check_once()
+    assert pool.generation("env01") > before
+    assert not env.problems() and env.window_of("writer") is not None
+
+
+def test_the_canary_refuses_every_action(pool: Pool) -> None:
+    with pytest.raises(CanaryIsReadOnly):
+        LocalHandle(pool, "env00").type_text("anything")
+
+
+def parse_set_clipboard(text: str):  # type: ignore[no-untyped-def]
+    from cleanroom.environments.actions import parse_action
+
+    return parse_action({"kind": "set_clipboard", "text": text})
