@@ -26,6 +26,7 @@ bench: setup
 	$(VENV)/python bench/token_scan.py
 	$(VENV)/python bench/verify_server_load.py
 	$(VENV)/python bench/verify_modes.py
+	$(VENV)/python bench/environments.py
 
 clean:
 	rm -rf .venv build .pytest_cache .mypy_cache .ruff_cache
