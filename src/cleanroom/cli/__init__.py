@@ -10,10 +10,12 @@ from cleanroom.cli import (
     control,
     demo,
     envs,
+    isolation,
     osworld,
     redteam,
     report,
     rollout,
+    run,
     serve,
     tokens,
     verify,
@@ -62,6 +64,13 @@ app.add_typer(canary.app, name="canary", help="Watch the canary environment env0
 app.command(
     "control", help="Run the positive control: forced interference the detectors must see."
 )(control.control)
+app.add_typer(
+    isolation.app, name="isolation", help="Run isolation tests and their leaky positive controls."
+)
+app.command(
+    "run", help="Run windows of smoke rollouts, isolation tests and the canary; then the audit."
+)(run.run)
+app.command("soak", help="The harness loop for hours, with the soak trial counts.")(run.soak)
 app.command(
     "report", help="Print a run's report: the isolation number next to its control, or why not."
 )(report.report)
