@@ -27,6 +27,7 @@ bench: setup
 	$(VENV)/python bench/verify_server_load.py
 	$(VENV)/python bench/verify_modes.py
 	$(VENV)/python bench/environments.py
+	$(VENV)/python bench/run_loop.py
 
 clean:
 	rm -rf .venv build .pytest_cache .mypy_cache .ruff_cache

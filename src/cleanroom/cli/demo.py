@@ -22,4 +22,5 @@ def demo(
         typer.echo(f"error: {folder} exists and is not empty", err=True)
         raise typer.Exit(2)
     console = Console() if Console().is_terminal else Console(width=120)
-    run_demo(folder, console)
+    result = run_demo(folder, console)
+    raise typer.Exit(result.loop.exit_code if result.loop is not None else 1)

@@ -11,8 +11,11 @@ from rich.console import Console
 from rich.table import Table
 
 from cleanroom.environments.errors import PoolError
+from cleanroom.environments.leaks import Leak
+from cleanroom.environments.leaky import DONOR, TAKER, parse_leak
+from cleanroom.environments.orphans import Collection, collect_garbage, reap_run
 from cleanroom.environments.programs import DEFAULT_PROGRAMS, check_programs
-from cleanroom.environments.supervisor import PoolProcess
+from cleanroom.environments.supervisor import PoolProcess, current_run_dir
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -32,18 +35,34 @@ def up(
     programs: str = typer.Option(
         ",".join(DEFAULT_PROGRAMS), "--programs", help="Programs each environment runs."
     ),
+    containers: bool = typer.Option(
+        False, "--containers", help="Run each environment's programs in its own container."
+    ),
+    leaky: str = typer.Option(
+        "",
+        "--leaky",
+        metavar="KIND",
+        help="Remove one protection between env01 and env02 on purpose (a positive control): "
+        + ", ".join(k.value for k in Leak),
+    ),
 ) -> None:
     """Start the pool and print where it lives."""
     try:
         names = check_programs(tuple(p for p in programs.split(",") if p))
+        leak = parse_leak(leaky)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    if leak is not None and envs < 2:
+        raise typer.BadParameter("--leaky needs at least two environments (env01, env02)")
     if not 1 <= envs <= 32:
         raise typer.BadParameter("--envs must be between 1 and 32")
     run_dir = run or Path("runs") / time.strftime("pool-%Y%m%d-%H%M%S")
+    _print_collection(collect_garbage(), quiet=True)  # orphans of crashed pools go first
     started = time.monotonic()
     try:
-        proc = PoolProcess.start(run_dir, envs=envs, programs=names)
+        proc = PoolProcess.start(
+            run_dir, envs=envs, programs=names, containers=containers, leak=leak
+        )
     except PoolError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -51,6 +70,8 @@ def up(
         f"pool ready in {time.monotonic() - started:.1f} s: env00 (canary) + {envs} "
         f"environment(s); run folder {proc.run_dir}; API {proc.url}; supervisor pid {proc.pid}"
     )
+    if leak is not None:
+        typer.echo(f"LEAKY pool ({leak.value}): {leak.description}; {TAKER} borrows from {DONOR}")
 
 
 @app.command("status", help="Show each environment's display, user, generation, programs.")
@@ -71,7 +92,11 @@ def status(
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return
-    table = Table(title=f"pool {data['pool_id']} ({data['run_dir']})")
+    leak = data.get("leak")
+    title = f"pool {data['pool_id']} ({data['run_dir']})"
+    if leak:
+        title += f"\n[bold red]LEAKY: {leak}[/bold red] ({Leak(leak).description})"
+    table = Table(title=title)
     for col in ("env", "display", "user", "generation", "programs", "health"):
         table.add_column(col)
     for e in data["environments"]:
@@ -88,8 +113,44 @@ def status(
 def down(
     run: Path | None = typer.Option(None, "--run", help="Run folder (default: the last pool)."),  # noqa: B008
 ) -> None:
-    """Stop the pool."""
-    proc = _connect(run)
+    """Stop the pool; if its supervisor is dead, remove what it left behind."""
+    try:
+        proc = PoolProcess.connect(run)
+    except PoolError as exc:
+        _down_dead(run, exc)
+        return
     started = time.monotonic()
     proc.stop()
     typer.echo(f"pool of {proc.run_dir} stopped in {time.monotonic() - started:.1f} s")
+
+
+def _down_dead(run: Path | None, why: PoolError) -> None:
+    try:
+        run_dir = run or current_run_dir()
+        removed = reap_run(run_dir)
+    except PoolError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if removed is None or not removed.anything:
+        typer.echo(f"error: {why}; it left nothing behind", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"the supervisor of {run_dir} was dead; {removed.summary()}")
+
+
+@app.command("gc", help="Remove the users, processes, displays, homes, containers of dead pools.")
+def gc(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Find and remove orphans of pools whose owner process is gone."""
+    found = collect_garbage()
+    if as_json:
+        typer.echo(json.dumps(found.to_json(), indent=2))
+        return
+    _print_collection(found, quiet=False)
+
+
+def _print_collection(found: Collection, *, quiet: bool) -> None:
+    for removed in found.removed:
+        typer.echo(f"orphans: {removed.summary()}")
+    for note in found.left:
+        typer.echo(f"orphans: left alone: {note}")
+    if not quiet and not found.removed:
+        typer.echo("orphans: none found")

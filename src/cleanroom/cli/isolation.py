@@ -1,5 +1,100 @@
-"""``cleanroom isolation``: placeholder until the isolation battery lands."""
+"""``cleanroom isolation controls``: the per-test positive controls (leaky setups)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from cleanroom.environments.leaks import Leak
+from cleanroom.isolation.controls import ISOLATED, Cell, ControlMatrix, plan_setups, run_controls
+from cleanroom.isolation.registry import TESTS
+from cleanroom.store.rundb import RunStore
 
 app = typer.Typer(no_args_is_help=True)
+
+_STYLE = {"fired": "green", "clean": "white", "lost": "yellow"}
+
+
+def _names(text: str | None, known: list[str], what: str) -> list[str] | None:
+    if not text:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise typer.BadParameter(f"unknown {what}: {', '.join(unknown)}; known: {', '.join(known)}")
+    return names
+
+
+def _show(matrix: ControlMatrix, setups: list[str]) -> None:
+    table = Table(title="positive controls: test x setup")
+    table.add_column("test")
+    for s in setups:
+        table.add_column(s)
+    table.add_column("proven by")
+    for test in sorted({c.test for c in matrix.cells}):
+        cells = []
+        for s in setups:
+            c = matrix.cell(test, s)
+            if c is None:
+                cells.append("-")
+                continue
+            style = "bold red" if s == ISOLATED and c.cross else _STYLE[c.verdict]
+            label = "CROSS" if s == ISOLATED and c.cross else c.verdict
+            cells.append(f"[{style}]{label}[/{style}]")
+        proven = ", ".join(matrix.proven(test)) or "[bold red]unproven[/bold red]"
+        table.add_row(test, *cells, proven)
+    console = Console()
+    console.print(table)
+    for test in matrix.cross_when_isolated():
+        console.print(f"[bold red]{test} reported cross on the ISOLATED pool[/bold red]")
+    for test in matrix.unproven():
+        why = (
+            "it names no leak"
+            if test in matrix.names_no_leak
+            else "it fired under none of its leaks"
+        )
+        console.print(f"[bold red]{test} is unproven: {why}[/bold red]")
+
+
+@app.command("controls", help="Run each test under each leak it names and on the isolated pool.")
+def controls(
+    tests: str = typer.Option("", "--tests", help="Comma-separated tests (default: all)."),
+    leaks: str = typer.Option("", "--leaks", help="Comma-separated leak kinds (default: all)."),
+    trials: int = typer.Option(1, "--trials", min=1, help="Trials per test and setup."),
+    run: Path | None = typer.Option(None, "--run", help="Run folder (default: runs/<time>)."),  # noqa: B008
+    as_json: bool = typer.Option(False, "--json", help="Print the matrix as JSON."),
+) -> None:
+    """Print the matrix test x setup -> fired / clean / lost; exit 1 on a finding."""
+    chosen = _names(tests, sorted(TESTS), "test") or sorted(TESTS)
+    kinds = _names(leaks, [k.value for k in Leak], "leak")
+    selected = [TESTS[n] for n in chosen]
+    leak_list = [Leak(k) for k in kinds] if kinds is not None else None
+    setups = list(plan_setups(selected, leak_list))
+    run_dir = run or Path("runs") / time.strftime("controls-%Y%m%d-%H%M%S")
+    store = RunStore.create(run_dir, meta={"kind": "leaky-controls"})
+    console = Console(stderr=True)
+
+    def progress(cell: Cell) -> None:
+        if not as_json:
+            console.print(
+                f"{cell.setup:>20}  {cell.test:<22} {cell.verdict} ({cell.seconds:.0f} s)"
+            )
+
+    try:
+        matrix = run_controls(
+            run_dir, store, selected, leaks=leak_list, trials=trials, on_cell=progress
+        )
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(json.dumps({"run_dir": str(run_dir), **matrix.to_json()}, indent=2))
+    else:
+        _show(matrix, setups)
+        typer.echo(f"run folder: {run_dir}")
+    if matrix.unproven() or matrix.cross_when_isolated():
+        raise typer.Exit(1)

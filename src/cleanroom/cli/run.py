@@ -1,11 +1,124 @@
-"""``cleanroom run`` and ``cleanroom soak``: placeholders until the harness loop lands."""
+"""``cleanroom run`` and ``cleanroom soak``: the harness loop from the command line."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from cleanroom.harness.loop import LoopConfig, run_loop
+from cleanroom.harness.plan import UnknownTest
+from cleanroom.harness.report_step import print_report
+from cleanroom.rollouts.runner import TASKS
 
 
-def run() -> None:
-    """Run windows of rollouts and isolation tests."""
-    raise NotImplementedError
+def _console() -> Console:
+    return Console() if Console().is_terminal else Console(width=120)
 
 
-def soak() -> None:
-    """Run the harness loop for hours with the soak trial counts."""
-    raise NotImplementedError
+def _folder(run_dir: Path | None, prefix: str) -> Path:
+    folder = run_dir or Path("runs") / time.strftime(f"{prefix}-%Y%m%d-%H%M%S")
+    if folder.exists() and any(folder.iterdir()):
+        typer.echo(f"error: {folder} exists and is not empty", err=True)
+        raise typer.Exit(2)
+    return folder
+
+
+def _split(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def _go(build: Callable[[], LoopConfig]) -> None:
+    try:
+        config = build()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    console = _console()
+    try:
+        result = run_loop(config, console)
+    except UnknownTest as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    console.print(f"Run {result.status}: {result.run_dir}")
+    if result.error:
+        console.print(f"[red]{result.error}[/] (traceback in the run folder)")
+    print_report(result.run_dir, console)
+    raise typer.Exit(result.exit_code)
+
+
+def run(
+    envs: int = typer.Option(3, "--envs", min=1, max=32, help="Acting environments (+ env00)."),
+    windows: int = typer.Option(1, "--windows", min=1, help="How many windows to run."),
+    window_minutes: float = typer.Option(
+        0.0,
+        "--window-minutes",
+        min=0,
+        help="Keep running smoke rollouts until a window "
+        "has lasted this long (0: one batch of rollouts and the tests).",
+    ),
+    tasks: str = typer.Option(",".join(TASKS), "--tasks", help="Smoke tasks, comma-separated."),
+    run_dir: Path | None = typer.Option(  # noqa: B008
+        None, "--run", help="Run folder to create (default: runs/run-<time>)."
+    ),
+    trials_scale: float = typer.Option(
+        1.0, "--trials-scale", min=0.001, help="Multiply every test's trial count (at least 1)."
+    ),
+    tests: str | None = typer.Option(
+        None, "--tests", help="Only these isolation tests (comma-separated; on-demand ones too)."
+    ),
+    on_demand: bool = typer.Option(False, "--on-demand", help="Also run the on-demand tests."),
+) -> None:
+    """Run windows of smoke rollouts, isolation tests and the canary; then the audit."""
+    folder = _folder(run_dir, "run")
+    _go(
+        lambda: LoopConfig(
+            run_dir=folder,
+            envs=envs,
+            windows=windows,
+            window_minutes=window_minutes,
+            tasks=_split(tasks) or (),
+            trials_scale=trials_scale,
+            tests=_split(tests),
+            on_demand=on_demand,
+        )
+    )
+
+
+def soak(
+    hours: float = typer.Option(..., "--hours", min=0.001, help="Run windows for this long."),
+    envs: int = typer.Option(3, "--envs", min=1, max=32, help="Acting environments (+ env00)."),
+    window_minutes: float = typer.Option(30.0, "--window-minutes", min=0, help="Window length."),
+    tasks: str = typer.Option(",".join(TASKS), "--tasks", help="Smoke tasks, comma-separated."),
+    run_dir: Path | None = typer.Option(  # noqa: B008
+        None, "--run", help="Run folder to create (default: runs/soak-<time>)."
+    ),
+    trials_scale: float = typer.Option(
+        1.0, "--trials-scale", min=0.001, help="Multiply every test's trial count (at least 1)."
+    ),
+    tests: str | None = typer.Option(
+        None, "--tests", help="Only these isolation tests (comma-separated; on-demand ones too)."
+    ),
+    on_demand: bool = typer.Option(False, "--on-demand", help="Also run the on-demand tests."),
+) -> None:
+    """The harness loop for hours, with the soak trial counts."""
+    folder = _folder(run_dir, "soak")
+    _go(
+        lambda: LoopConfig(
+            run_dir=folder,
+            envs=envs,
+            windows=None,
+            hours=hours,
+            window_minutes=window_minutes,
+            tasks=_split(tasks) or (),
+            trials_scale=trials_scale,
+            soak=True,
+            tests=_split(tests),
+            on_demand=on_demand,
+            job="soak",
+        )
+    )

@@ -13,10 +13,10 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from cleanroom.core.isolation import CANARY_TEST as CANARY_TEST  # re-exported
 from cleanroom.core.isolation import IsolationRow, RowResult, Window
 
 CANARY_ENV = "env00"
-CANARY_TEST = "canaries"
 UNKNOWN_ENV = "unknown"
 
 

@@ -3,7 +3,8 @@
 An isolation row is ``(test, trial, from_env, to_env, result)``. ``cross`` means
 something from ``from_env`` reached ``to_env``; ``lost`` means the check could not read
 its inputs. A lost row fails its window, loudly: a check that saw nothing is not a check
-that saw no leak.
+that saw no leak. A ``cross`` row of the canary fails its window too: ``env00`` never
+receives an action, so any change in it means the whole window cannot be trusted.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+
+# The canary's test name; defined here because a canary event fails its window.
+CANARY_TEST = "canaries"
 
 
 class RowResult(StrEnum):
@@ -69,13 +73,18 @@ class WindowVerdict:
 
 
 def judge_window(window: int, rows: Iterable[IsolationRow]) -> WindowVerdict:
-    """Count a window's rows; any `lost` row fails the window and says which tests lost."""
+    """Count a window's rows. Any `lost` row fails the window and says which tests lost;
+    a canary event (a `cross` row of the canary) fails it as well."""
     mine = [r for r in rows if r.window == window]
     counts = Counter(r.result for r in mine)
     lost_tests = sorted({r.test for r in mine if r.result is RowResult.LOST})
-    failure = None
+    canary_events = sum(1 for r in mine if r.test == CANARY_TEST and r.result is RowResult.CROSS)
+    reasons = []
     if lost_tests:
-        failure = f"{counts[RowResult.LOST]} lost row(s) from {', '.join(lost_tests)}"
+        reasons.append(f"{counts[RowResult.LOST]} lost row(s) from {', '.join(lost_tests)}")
+    if canary_events:
+        reasons.append(f"{canary_events} canary event(s): env00 changed")
+    failure = "; ".join(reasons) or None
     return WindowVerdict(
         window, len(mine), counts[RowResult.CROSS], counts[RowResult.LOST], failure
     )

@@ -2,12 +2,13 @@
 
 Contamination events over environment-hours are printed as ``E of X`` next to the
 positive control's ``Y of N`` with Y above zero. If the control did not fire, if any
-window lost rows, or if nothing was measured, the number is refused with the reason.
+window failed (lost rows, a canary event) or was interrupted before its checks ended, or
+if nothing was measured, the number is refused with the reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cleanroom.core.isolation import IsolationRow, RowResult, judge_windows, trials_per_test
@@ -65,8 +66,13 @@ def publish(
     rows: Iterable[IsolationRow],
     env_hours: float,
     controls: Iterable[ControlResult],
+    unfinished: Mapping[int, str] | None = None,
 ) -> Publication | Refusal:
-    """Decide what the report may say about isolation, or refuse with the reason."""
+    """Decide what the report may say about isolation, or refuse with the reason.
+
+    ``unfinished`` maps windows that never reached their end (an interrupted run) to
+    their status: their audit and canary verdict may be missing, so they refuse too.
+    """
     rows = list(rows)
     controls = list(controls)
     if not controls:
@@ -80,11 +86,13 @@ def publish(
             f"{last.clipboard_cross} of {last.clipboard_trials}): the detectors are not shown "
             "to see a leak, so no number is printed"
         )
-    verdicts = judge_windows(rows)
-    failed = [v for v in verdicts if v.failed]
-    if failed:
-        why = "; ".join(f"window {v.window}: {v.failure}" for v in failed)
-        return Refusal(f"lost rows fail their window ({why})", [v.window for v in failed])
+    failures = {v.window: v.failure for v in judge_windows(rows) if v.failure}
+    for window, status in (unfinished or {}).items():
+        ended = f"the window was {status} before its checks ended"
+        failures[window] = f"{failures[window]}; {ended}" if window in failures else ended
+    if failures:
+        why = "; ".join(f"window {w}: {failures[w]}" for w in sorted(failures))
+        return Refusal(f"failed windows refuse the number ({why})", sorted(failures))
     if not rows:
         return Refusal("no isolation rows were recorded")
     if not env_hours > 0:

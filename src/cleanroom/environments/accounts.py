@@ -31,6 +31,13 @@ class Account:
     uid: int
     gid: int
     home: Path
+    # Borrowed from another environment (a leaky setup): the user belongs to the lender,
+    # so removing this account removes only its home.
+    borrowed: bool = False
+
+    def lend(self, home: Path) -> Account:
+        """The same Unix user working in ``home``, for an environment that borrows it."""
+        return Account(self.user, self.uid, self.gid, home, borrowed=True)
 
     @classmethod
     def create(cls, user: str, home: Path) -> Account:
@@ -65,6 +72,9 @@ class Account:
 
     def remove(self) -> None:
         """Delete the user, its group, its sudo rule and its home."""
+        if self.borrowed:
+            shutil.rmtree(self.home, ignore_errors=True)
+            return
         _sudoers_file(self.user).unlink(missing_ok=True)
         subprocess.run(["userdel", self.user], capture_output=True, check=False)
         shutil.rmtree(self.home, ignore_errors=True)

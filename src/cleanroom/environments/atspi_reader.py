@@ -6,8 +6,12 @@ stdin and answers one JSON line on stdout:
 
     {"op": "focused"}  -> {"ok": true, "app": ..., "role": ..., "name": ...,
                            "text": ..., "document_text": ...}
-    {"op": "texts"}    -> {"ok": true, "items": [{"app", "role", "name", "text"}, ...]}
+    {"op": "texts"}    -> {"ok": true, "items": [{"app", "pid", "window", "window_role",
+                                                   "role", "name", "text"}, ...]}
     {"op": "ping"}     -> {"ok": true}
+
+``pid`` is the process that published the item's application; ``window`` and
+``window_role`` name the top-level window (frame, dialog, file chooser) it sits in.
 
 Errors are answered as {"ok": false, "error": "..."}; the reader keeps going.
 This file is executed by /usr/bin/python3 (where the distribution's GObject bindings
@@ -132,7 +136,7 @@ def focused() -> dict[str, Any]:
     }
 
 
-def _collect(obj: Any, app_name: str, items: list[dict[str, Any]], depth: int = 0) -> None:
+def _collect(obj: Any, app: dict[str, Any], items: list[dict[str, Any]], depth: int = 0) -> None:
     if depth > _MAX_DEPTH:
         return
     try:
@@ -144,23 +148,28 @@ def _collect(obj: Any, app_name: str, items: list[dict[str, Any]], depth: int = 
     states = _states(obj)
     if states is None or (depth > 1 and not states.contains(_S.SHOWING)):
         return
+    if depth == 1:  # a child of the application is one of its top-level windows
+        app = {**app, "window": obj.get_name(), "window_role": obj.get_role_name()}
     if role in _TEXT_ROLES:
         items.append(
-            {
-                "app": app_name,
-                "role": obj.get_role_name(),
-                "name": obj.get_name(),
-                "text": _text(obj),
-            }
+            {**app, "role": obj.get_role_name(), "name": obj.get_name(), "text": _text(obj)}
         )
     for child in _children(obj):
-        _collect(child, app_name, items, depth + 1)
+        _collect(child, app, items, depth + 1)
+
+
+def _pid(app: Any) -> int | None:
+    try:
+        return int(app.get_process_id())
+    except Exception:
+        return None
 
 
 def texts() -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for app in _apps():
-        _collect(app, app.get_name(), items)
+        about = {"app": app.get_name(), "pid": _pid(app), "window": None, "window_role": None}
+        _collect(app, about, items)
     return {"ok": True, "items": items}
 
 

@@ -55,6 +55,11 @@ class ClipboardOwner:
         )
         self._thread.start()
 
+    @property
+    def window_id(self) -> int:
+        """The window that owns the selections this object sets."""
+        return int(self._win.id)
+
     def set(self, text: str, selections: tuple[str, ...] = ("CLIPBOARD",)) -> None:
         """Own the named selections and serve ``text`` from them."""
         data = text.encode("utf-8")

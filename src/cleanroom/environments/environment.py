@@ -7,22 +7,35 @@ policies: the pool decides when to act, reset or recover; this object does it.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cleanroom.environments.accounts import Account
+from cleanroom.environments.accounts import Account, chown_tree
 from cleanroom.environments.atspi import AtspiReader, AtspiUnavailable, FocusedText
 from cleanroom.environments.clipboard import ClipboardOwner, ClipboardRead, read_selection
 from cleanroom.environments.display import ScreenSize, XvfbDisplay
 from cleanroom.environments.errors import BadAction, StartError
 from cleanroom.environments.processes import kill_uid
-from cleanroom.environments.programs import Program, launch, launch_url, wait_ready
+from cleanroom.environments.program_container import ContainerPlan, ProgramContainer
+from cleanroom.environments.programs import (
+    Program,
+    ProgramProcess,
+    launch,
+    launch_url,
+    wait_ready,
+)
 from cleanroom.environments.screen import Screen, WindowInfo
 from cleanroom.environments.session import Session
+from cleanroom.environments.template import LIBREOFFICE_PROFILE, without_document_locks
+from cleanroom.environments.xauth import write_cookie
 from cleanroom.environments.xinput import XInput
+
+# How long a Writer whose readiness cannot be read through AT-SPI is given to take keys.
+_SETTLE_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,29 @@ class EnvSpec:
     log_dir: Path
     programs: tuple[str, ...]
     screen: ScreenSize = field(default_factory=ScreenSize)
+    container: ContainerPlan | None = None  # run the programs in a container of their own
+
+
+@dataclass
+class Borrowed:
+    """What a leaky setup makes this environment borrow from another (the donor).
+
+    The donor is read at each (re)start, so a donor rebuilt with a new display is
+    followed. ``libreoffice_profile`` replaces the profile Writer starts with: the
+    donor's (the profile is shared) or a private one outside the usual place (the home
+    is shared but the profile must not be).
+    """
+
+    donor: DesktopEnvironment
+    display: bool = False
+    session: bool = False
+    libreoffice_profile: Path | None = None
+
+    @property
+    def hands_off_writer(self) -> bool:
+        """Whether our Writer start goes to the donor's running instance (same profile)."""
+        donor_profile = self.donor.account.home / LIBREOFFICE_PROFILE
+        return self.libreoffice_profile == donor_profile
 
 
 class DesktopEnvironment:
@@ -52,35 +88,66 @@ class DesktopEnvironment:
         self.screen: Screen | None = None
         self.atspi: AtspiReader | None = None
         self.programs: list[Program] = []
+        self.container: ProgramContainer | None = None
         self.ready_at: float | None = None
+        self.borrow: Borrowed | None = None  # set by the pool for a leaky setup
+        self.handed_off: list[Program] = []  # Writer starts that went to another instance
 
     @property
     def name(self) -> str:
         return self.spec.name
 
     @classmethod
-    def create(cls, spec: EnvSpec, template: Path) -> DesktopEnvironment:
-        """Create the account and its home (from the template); nothing runs yet."""
-        account = Account.create(spec.user, spec.home)
+    def create(
+        cls, spec: EnvSpec, template: Path, *, account: Account | None = None
+    ) -> DesktopEnvironment:
+        """Create the account and its home (from the template); nothing runs yet.
+
+        With ``account`` (a borrowed one, see `Account.lend`) no user is made; the home
+        is restored unless it is the lender's own, which is already in use.
+        """
+        own = account is None
+        account = account or Account.create(spec.user, spec.home)
         env = cls(spec, account, template)
         try:
-            account.restore_home(template)
+            if own or not account.home.exists():
+                account.restore_home(template)
         except BaseException:
             account.remove()
             raise
         return env
+
+    @property
+    def owns_display(self) -> bool:
+        """Whether this environment started its display (a borrowed one is the donor's)."""
+        return self.borrow is None or not self.borrow.display
 
     # -- the display and session, which live until the environment is destroyed or crashes
 
     def start_desktop(self) -> None:
         """Start the display, the session bus and the harness's connections to them."""
         self.spec.log_dir.mkdir(parents=True, exist_ok=True)
-        session = Session.prepare(self.account, self.spec.runtime_dir, "")
+        borrow = self.borrow
+        if borrow is not None and borrow.session:
+            if borrow.donor.session is None:
+                raise StartError(f"{self.name}: the donor's session is not running")
+            session = Session.join(self.account, borrow.donor.session, "")
+        else:
+            session = Session.prepare(self.account, self.spec.runtime_dir, "")
         session.screen_size = (self.spec.screen.width, self.spec.screen.height)
+        if borrow is not None and borrow.libreoffice_profile is not None:
+            session.libreoffice_profile = borrow.libreoffice_profile
         self.session = session
-        display = XvfbDisplay.start(
-            session.xauthority, self.spec.screen, log=self.spec.log_dir / "xvfb.log"
-        )
+        if borrow is not None and borrow.display:
+            display = borrow.donor.display
+            if display is None:
+                raise StartError(f"{self.name}: the donor's display is not running")
+            # Our programs may open the donor's display: its cookie goes in our file.
+            write_cookie(session.xauthority, display.number, display.cookie)
+        else:
+            display = XvfbDisplay.start(
+                session.xauthority, self.spec.screen, log=self.spec.log_dir / "xvfb.log"
+            )
         self.display = display
         session.display = display.name
         session.start_bus()
@@ -101,7 +168,8 @@ class DesktopEnvironment:
             self.session.stop_bus()
         kill_uid(self.account.uid)  # the AT-SPI bus and anything the programs left behind
         if self.display is not None:
-            self.display.stop()
+            if self.owns_display:
+                self.display.stop()
             self.display = None
         if self.session is not None:
             self.session.remove()
@@ -111,15 +179,67 @@ class DesktopEnvironment:
 
     def start_programs(self, timeout_s: float = 40.0) -> None:
         """Start the configured programs and wait until each shows its window."""
-        if self.session is None or self.screen is None:
+        if self.session is None or self.screen is None or self.display is None:
             raise StartError(f"{self.name}: the desktop is not running")
-        self.programs = [
-            launch(name, self.session, self.spec.log_dir) for name in self.spec.programs
-        ]
+        names = list(self.spec.programs)
+        self._prepare_private_profile()
+        self.handed_off = []
+        if self.borrow is not None and self.borrow.hands_off_writer and "writer" in names:
+            # The shared-profile trap: this start reaches the donor's running Writer,
+            # which opens our document on the donor's display, and then exits.
+            names.remove("writer")
+            self.handed_off = [self._hand_off_writer(timeout_s)]
+        if self.spec.container is not None:
+            self.container = ProgramContainer.start(
+                self.spec.container, self.session, self.display.number, self.spec.log_dir
+            )
+            self.programs = [self.container.launch(name) for name in names]
+        else:
+            self.programs = [launch(name, self.session, self.spec.log_dir) for name in names]
         wait_ready(self.programs, self.screen, timeout_s)
-        if "writer" in self.spec.programs:
+        if "writer" in names and self.owns_display:
             self._wait_document_accessible(timeout_s)
+        elif "writer" in names:
+            self._wait_second_writer(timeout_s)
         self.ready_at = time.time()
+
+    def _wait_second_writer(self, timeout_s: float) -> None:
+        # On a borrowed display our Writer publishes its tree on the donor's AT-SPI bus
+        # (the bus address is a property of the display's root window), which refuses
+        # our user: readiness is our window beside the donor's, then time to take keys.
+        assert self.screen is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            writers = [w for w in self.screen.windows() if w.wm_class == "libreoffice-writer"]
+            if len(writers) >= 2:
+                time.sleep(_SETTLE_S)
+                return
+            time.sleep(0.1)
+        raise StartError(f"{self.name}: no second Writer window on the borrowed display")
+
+    def _prepare_private_profile(self) -> None:
+        # A borrowed home holds the donor's profile; ours is a separate copy beside it.
+        borrow = self.borrow
+        if borrow is None or borrow.libreoffice_profile is None or borrow.hands_off_writer:
+            return
+        profile = borrow.libreoffice_profile
+        if not profile.exists():
+            shutil.copytree(self.template / LIBREOFFICE_PROFILE, profile, symlinks=True)
+            # The donor's Writer holds the shared document open; without this ours stops
+            # at "Document in Use" instead of opening it too.
+            settings = profile / "user" / "registrymodifications.xcu"
+            settings.write_text(without_document_locks(settings.read_text()))
+            chown_tree(profile, self.account.uid, self.account.gid)
+
+    def _hand_off_writer(self, timeout_s: float) -> Program:
+        assert self.session is not None
+        program = launch("writer", self.session, self.spec.log_dir)
+        try:
+            program.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            program.stop()
+            raise StartError(f"{self.name}: Writer did not hand its document over") from None
+        return program
 
     def _wait_document_accessible(self, timeout_s: float) -> None:
         # Writer maps its window before it takes keys; once its document paragraph is on
@@ -138,6 +258,9 @@ class DesktopEnvironment:
         for program in self.programs:
             program.stop()
         self.programs = []
+        if self.container is not None:
+            self.container.remove()  # a fresh one comes with the next start
+            self.container = None
         if self.input is not None:
             with contextlib.suppress(Exception):
                 self.input.release_all()
@@ -173,7 +296,10 @@ class DesktopEnvironment:
             raise StartError(f"{self.name} runs no browser")
         if not url.startswith(("http://", "https://", "about:")):
             raise BadAction(f"only http(s) and about: URLs can be opened, got {url!r}")
-        helper = launch_url("browser", self.session, self.spec.log_dir, url)
+        if self.container is not None:
+            helper: ProgramProcess = self.container.launch_url("browser", url)
+        else:
+            helper = launch_url("browser", self.session, self.spec.log_dir, url)
         with contextlib.suppress(subprocess.TimeoutExpired):
             helper.wait(timeout=15)  # the helper hands the URL to the running browser
 
@@ -240,7 +366,22 @@ class DesktopEnvironment:
             "xauthority": str(self.session.xauthority) if self.session else None,
             "dbus": self.session.bus_address if self.session else None,
             "programs": [{"name": p.name, "pid": p.pid, "alive": p.alive()} for p in self.programs],
+            "borrows": self._describe_borrow(),
+            "container": self.container.name if self.container else None,
             "problems": self.problems(),
+        }
+
+    def _describe_borrow(self) -> dict[str, Any] | None:
+        b = self.borrow
+        if b is None:
+            return None
+        return {
+            "from": b.donor.name,
+            "display": b.display,
+            "session": b.session,
+            "account": self.account.borrowed,
+            "libreoffice_profile": str(b.libreoffice_profile) if b.libreoffice_profile else None,
+            "writer_handed_off": bool(self.handed_off),
         }
 
     def destroy(self) -> None:

@@ -34,8 +34,10 @@ from cleanroom.environments.actions import (
     TypeText,
 )
 from cleanroom.environments.clipboard import SELECTIONS
+from cleanroom.environments.clipboard_bridge import ClipboardBridge
+from cleanroom.environments.desktop_image import ensure_image
 from cleanroom.environments.display import ScreenSize
-from cleanroom.environments.environment import DesktopEnvironment, EnvSpec
+from cleanroom.environments.environment import Borrowed, DesktopEnvironment, EnvSpec
 from cleanroom.environments.errors import (
     BadAction,
     CanaryIsReadOnly,
@@ -45,8 +47,16 @@ from cleanroom.environments.errors import (
     UnknownEnvironment,
 )
 from cleanroom.environments.generations import ACTION_LOG, ActionLog, GenerationBook
+from cleanroom.environments.leaks import Leak
+from cleanroom.environments.leaky import DONOR, TAKER, sharing_for
+from cleanroom.environments.pool_record import PoolRecord, remove_record, write_record
+from cleanroom.environments.program_container import plan_for
 from cleanroom.environments.programs import DEFAULT_PROGRAMS, check_programs
-from cleanroom.environments.template import build_template, warm_libreoffice_profile
+from cleanroom.environments.template import (
+    LIBREOFFICE_PROFILE,
+    build_template,
+    warm_libreoffice_profile,
+)
 from cleanroom.store.rundb import RunStore
 
 DEFAULT_ROOT = Path("/var/lib/cleanroom/pools")
@@ -68,10 +78,18 @@ class PoolConfig:
     screen: ScreenSize = field(default_factory=ScreenSize)
     root: Path = DEFAULT_ROOT
     programs_by_env: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    containers: bool = False  # each environment's programs in a Docker container of its own
+    # A leaky setup: one protection removed between env01 and env02 on purpose (the
+    # per-test positive controls); None is the isolated pool.
+    leak: Leak | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.envs <= 32:
             raise ValueError(f"between 1 and 32 environments besides the canary, got {self.envs}")
+        if self.leak is not None:
+            object.__setattr__(self, "leak", Leak(self.leak))
+            if self.envs < 2:
+                raise ValueError("a leaky setup needs at least two environments (env01, env02)")
         check_programs(self.programs)
         check_programs(self.canary_programs)
         for names in self.programs_by_env.values():
@@ -109,6 +127,8 @@ class Pool:
         self._locks: dict[str, threading.RLock] = {}
         self._busy: set[str] = set()
         self.on_generation: list[Callable[[str, int, str], None]] = []
+        self.image: str | None = None  # the desktop image, in containers mode
+        self.bridge: ClipboardBridge | None = None
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -130,15 +150,20 @@ class Pool:
             log_dir=self.run_dir / "logs" / name,
             programs=self.config.programs_for(name),
             screen=self.config.screen,
+            container=plan_for(self.pool_id, name, self.image) if self.image else None,
         )
 
     def start(self) -> None:
         """Create every environment and return when all are ready; on failure undo all."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        # Recorded before anything exists, so a pool whose owner dies can be removed later.
+        write_record(self._record())
         (self.root / "homes").mkdir(parents=True, mode=0o755)
         (self.root / "run").mkdir(parents=True, mode=0o755)
         self.root.chmod(0o755)
         try:
+            if self.config.containers:
+                self.image = ensure_image()
             build_template(self.template)
             if any(
                 "writer" in self.config.programs_for(env_name(i))
@@ -147,14 +172,27 @@ class Pool:
                 warm_libreoffice_profile(self.template)
             for i in range(self.config.envs + 1):
                 name = env_name(i)
-                env = DesktopEnvironment.create(self._spec(name), self.template)
+                env = self._create(name)
                 self.envs[name] = env
                 self._locks[name] = threading.RLock()
                 self.book.add(name)
                 env.start_desktop()
             # Programs start in parallel: most of their start-up is waiting for windows.
+            # A taker that shares the donor's profile, display or home starts after it:
+            # its Writer then finds the donor's running instance (the trap that leak
+            # reproduces), a display whose AT-SPI bus the donor already published, or
+            # the shared document already open (which it opens without locking).
+            taker = sharing_for(self.config.leak, TAKER)
+            later = [self.envs[TAKER]] if taker.profile or taker.display or taker.home else []
+            first = [e for e in self.envs.values() if e not in later]
             with ThreadPoolExecutor(max_workers=4) as ex:
-                list(ex.map(lambda e: e.start_programs(), self.envs.values()))
+                list(ex.map(lambda e: e.start_programs(), first))
+            for env in later:
+                env.start_programs()
+            if sharing_for(self.config.leak, TAKER).clipboard_bridge:
+                self.bridge = ClipboardBridge(
+                    [self._display_name(DONOR), self._display_name(TAKER)]
+                )
         except BaseException:
             self.stop()
             raise
@@ -165,15 +203,59 @@ class Pool:
                     name, unix_user=d["user"], display=d["display"], generation=0, meta=d
                 )
 
+    def _create(self, name: str) -> DesktopEnvironment:
+        spec = self._spec(name)
+        sharing = sharing_for(self.config.leak, name)
+        if not sharing.any:
+            return DesktopEnvironment.create(spec, self.template)
+        donor = self.envs[DONOR]
+        account = None
+        if sharing.account:
+            home = donor.account.home if sharing.home else spec.home
+            account = donor.account.lend(home)
+        env = DesktopEnvironment.create(spec, self.template, account=account)
+        profile = None
+        if sharing.profile:
+            profile = donor.account.home / LIBREOFFICE_PROFILE
+        elif sharing.home:
+            profile = env.account.home / f"{LIBREOFFICE_PROFILE}-{name}"
+        env.borrow = Borrowed(
+            donor, display=sharing.display, session=sharing.runtime_dir, libreoffice_profile=profile
+        )
+        return env
+
+    def _display_name(self, name: str) -> str:
+        display = self.env(name).display
+        if display is None:
+            raise StartError(f"{name}: the desktop is not running")
+        return display.name
+
     def stop(self) -> None:
         """Stop every environment, remove its user and home, and the pool's files."""
-        for name in list(self.envs):
+        if self.bridge is not None:
+            self.bridge.close()
+            self.bridge = None
+        # Last first: an environment that borrows from env01 goes before env01 does.
+        for name in sorted(self.envs, reverse=True):
             env = self.envs.pop(name)
             with contextlib.suppress(Exception):
                 env.destroy()
         shutil.rmtree(self.root, ignore_errors=True)
+        remove_record(self.pool_id)
         with contextlib.suppress(Exception):
             self.log.close()
+
+    def _record(self) -> PoolRecord:
+        from cleanroom.environments.xauth import harness_authority
+
+        return PoolRecord.for_this_process(
+            self.pool_id,
+            self.root,
+            self.run_dir,
+            [self._spec(env_name(i)).user for i in range(self.config.envs + 1)],
+            containers=self.config.containers,
+            harness_authority=str(harness_authority()),
+        )
 
     def env(self, name: str) -> DesktopEnvironment:
         """The environment object (harness use only: policies go through `act`)."""
@@ -363,7 +445,12 @@ class Pool:
             d["generation"] = self.book.current(name)
             d["healthy"] = not d["problems"]
             out.append(d)
-        return {"pool_id": self.pool_id, "run_dir": str(self.run_dir), "environments": out}
+        return {
+            "pool_id": self.pool_id,
+            "run_dir": str(self.run_dir),
+            "leak": self.config.leak.value if self.config.leak else None,
+            "environments": out,
+        }
 
 
 def png_b64(data: bytes) -> str:

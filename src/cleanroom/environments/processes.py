@@ -58,3 +58,32 @@ def kill_uid(uid: int, *, grace_s: float = 1.0) -> None:
         if not pids:
             return
         kill_pids(pids, grace_s=grace_s)
+
+
+def start_time(pid: int) -> int | None:
+    """When a process started (clock ticks since boot), to tell it from a later process
+    that reuses its pid; None if there is no such process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+    return int(fields[19])  # field 22 of stat; the split starts at field 3
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every live descendant of it."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree

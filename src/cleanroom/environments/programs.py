@@ -15,11 +15,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.screen import Screen, WindowInfo
 from cleanroom.environments.session import Session
-from cleanroom.environments.template import BROWSER_PROFILE, DOCUMENT, LIBREOFFICE_PROFILE
+from cleanroom.environments.template import DOCUMENT
 
 DEFAULT_PROGRAMS = ("writer", "terminal", "browser")
 _READY_TIMEOUT_S = 40.0
@@ -38,7 +39,7 @@ def _writer_argv(s: Session) -> list[str]:
     home = s.account.home
     return [
         "soffice",
-        f"-env:UserInstallation=file://{home / LIBREOFFICE_PROFILE}",
+        f"-env:UserInstallation=file://{s.libreoffice_profile}",
         "--writer",
         "--norestore",
         "--nologo",
@@ -51,7 +52,7 @@ def _browser_argv(s: Session) -> list[str]:
     w, h = s.screen_size
     return [
         "chromium",
-        f"--user-data-dir={s.account.home / BROWSER_PROFILE}",
+        f"--user-data-dir={s.browser_profile}",
         "--no-first-run",
         "--no-default-browser-check",
         "--disable-background-networking",
@@ -90,10 +91,27 @@ def check_programs(names: tuple[str, ...]) -> tuple[str, ...]:
     return names
 
 
+class ProgramProcess(Protocol):
+    """What a program's process offers: a host `Popen`, or a process started in a container."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def args(self) -> Any: ...  # the command line it was started with
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
 class Program:
     """One running program of an environment."""
 
-    def __init__(self, kind: ProgramKind, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, kind: ProgramKind, proc: ProgramProcess) -> None:
         self.kind = kind
         self.proc = proc
         self.started_at = time.time()

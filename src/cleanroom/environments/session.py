@@ -2,7 +2,8 @@
 
 Each session has its own ``XDG_RUNTIME_DIR``, so the AT-SPI bus that D-Bus activates on
 demand gets its own socket there; sessions sharing one runtime folder would share one
-accessibility bus.
+accessibility bus. A session can also join another's runtime folder and bus (a leaky
+setup, see `leaky`): it then owns neither and leaves both to the session it joined.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from cleanroom.environments.accounts import Account
 from cleanroom.environments.errors import StartError
+from cleanroom.environments.template import BROWSER_PROFILE, LIBREOFFICE_PROFILE
 
 _BUS_TIMEOUT_S = 10.0
 _PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -33,6 +35,9 @@ class Session:
         self.xauthority = runtime_dir / "Xauthority"
         self.bus_path = runtime_dir / "bus"
         self.dbus: subprocess.Popen[bytes] | None = None
+        self.host: Session | None = None  # the session whose runtime folder and bus we joined
+        self.libreoffice_profile = account.home / LIBREOFFICE_PROFILE
+        self.browser_profile = account.home / BROWSER_PROFILE
 
     @classmethod
     def prepare(cls, account: Account, runtime_dir: Path, display: str) -> Session:
@@ -43,6 +48,14 @@ class Session:
         runtime_dir.mkdir(parents=True, mode=0o700)
         os.chown(runtime_dir, account.uid, account.gid)
         return cls(account, runtime_dir, display)
+
+    @classmethod
+    def join(cls, account: Account, host: Session, display: str) -> Session:
+        """A session that uses ``host``'s runtime folder, X authority file and session bus
+        (so one AT-SPI bus); the account must be ``host``'s, or the bus refuses it."""
+        session = cls(account, host.runtime_dir, display)
+        session.host = host
+        return session
 
     @property
     def bus_address(self) -> str:
@@ -70,6 +83,8 @@ class Session:
     def start_bus(self) -> None:
         """Start the session's D-Bus daemon as the account and wait for its socket."""
         os.chown(self.xauthority, self.account.uid, self.account.gid)
+        if self.host is not None:
+            return  # the joined session's bus serves us
         self.dbus = subprocess.Popen(
             [
                 "dbus-daemon",
@@ -98,6 +113,8 @@ class Session:
 
     def bus_alive(self) -> bool:
         """Whether the D-Bus daemon still runs."""
+        if self.host is not None:
+            return self.host.bus_alive()
         return self.dbus is not None and self.dbus.poll() is None
 
     def stop_bus(self) -> None:
@@ -112,5 +129,7 @@ class Session:
                 self.dbus.wait()
 
     def remove(self) -> None:
-        """Delete the runtime folder."""
+        """Delete the runtime folder (a joined session leaves it to its host)."""
+        if self.host is not None:
+            return
         shutil.rmtree(self.runtime_dir, ignore_errors=True)

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.environments.errors import PoolError, StartError
+from cleanroom.environments.leaks import Leak
+from cleanroom.environments.leaky import parse_leak
 from cleanroom.environments.pool import DEFAULT_ROOT, Pool, PoolConfig
 from cleanroom.environments.processes import alive, kill_pids
 from cleanroom.environments.watchdog import Watchdog
@@ -95,9 +97,21 @@ def _serve(args: argparse.Namespace) -> int:
         envs=args.envs,
         programs=tuple(args.programs.split(",")) if args.programs else PoolConfig().programs,
         root=Path(args.root),
+        containers=args.containers,
+        leak=parse_leak(args.leak),
     )
     pool = Pool(config, run_dir, store)
-    state: dict[str, Any] = {"state": "starting", "pid": os.getpid(), "run_dir": str(run_dir)}
+    # The pool's id and folder are written first, so `envs down` can find what a dead
+    # supervisor left.
+    state: dict[str, Any] = {
+        "state": "starting",
+        "pid": os.getpid(),
+        "run_dir": str(run_dir),
+        "pool_id": pool.pool_id,
+        "root": str(pool.root),
+        # A leaky pool removes one protection on purpose: never one for a real run.
+        "leak": config.leak.value if config.leak else None,
+    }
     _write_json(run_dir / STATE_FILE, state)
     watchdog: Watchdog | None = None
     try:
@@ -158,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--envs", type=int, default=3)
     parser.add_argument("--programs", default="")
     parser.add_argument("--root", default=str(DEFAULT_ROOT))
+    parser.add_argument("--containers", action="store_true")
+    parser.add_argument("--leak", default="", help="a leak kind (shared-display, ...)")
     args = parser.parse_args(argv)
     # SIGTERM ends the server loop the same way the shutdown route does.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -184,9 +200,12 @@ class PoolProcess:
         envs: int = 3,
         programs: tuple[str, ...] | None = None,
         root: Path | None = None,
+        containers: bool = False,
+        leak: Leak | None = None,
         timeout_s: float = 180.0,
     ) -> PoolProcess:
-        """Start a detached supervisor and return once its pool is ready."""
+        """Start a detached supervisor and return once its pool is ready; with ``leak``,
+        a leaky pool (one protection removed between env01 and env02 on purpose)."""
         run_dir = run_dir.resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / STATE_FILE).unlink(missing_ok=True)
@@ -197,6 +216,10 @@ class PoolProcess:
         ]  # fmt: skip
         if programs:
             argv += ["--programs", ",".join(programs)]
+        if containers:
+            argv.append("--containers")
+        if leak is not None:
+            argv += ["--leak", Leak(leak).value]
         with open(run_dir / LOG_FILE, "ab") as log:
             proc = subprocess.Popen(
                 argv,

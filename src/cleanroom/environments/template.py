@@ -96,3 +96,20 @@ def warm_libreoffice_profile(template: Path, *, timeout_s: float = 60.0) -> None
         from cleanroom.environments.errors import StartError
 
         raise StartError(f"LibreOffice could not initialise its profile: {proc.stderr!r}")
+
+
+_NO_LOCKS = (
+    '<item oor:path="/org.openoffice.Office.Common/Misc">'
+    '<prop oor:name="UseDocumentOOoLockFile" oor:op="fuse"><value>false</value></prop></item>\n'
+    '<item oor:path="/org.openoffice.Office.Common/Misc">'
+    '<prop oor:name="UseDocumentSystemFileLocking" oor:op="fuse"><value>false</value></prop>'
+    "</item>\n"
+)
+
+
+def without_document_locks(settings: str) -> str:
+    """A profile's ``registrymodifications.xcu`` with document locking turned off, for a
+    second Writer that must open a document another Writer holds (the shared-home leak)."""
+    if "</oor:items>" not in settings:
+        raise ValueError("not a LibreOffice registrymodifications.xcu")
+    return settings.replace("</oor:items>", _NO_LOCKS + "</oor:items>", 1)

@@ -36,20 +36,29 @@ class CrossSubmission:
 
 
 def audit_rows(
-    window: int, leased: Iterable[LeasedRollout], cross: Iterable[CrossSubmission]
+    window: int,
+    leased: Iterable[LeasedRollout],
+    cross: Iterable[CrossSubmission],
+    senders: Iterable[str] = (),
 ) -> list[IsolationRow]:
-    """One row per ordered pair of leased environments: cross where the audit says so."""
+    """One row per ordered pair (sender, leased environment): cross where the audit says so.
+
+    Every leased environment is a receiver; the senders are every environment whose
+    tokens were in play in the window (the leased ones, plus ``senders``): a token of
+    any of them arriving through another's lease would have been seen.
+    """
     envs = sorted({r.env for r in leased})
+    sources = sorted(set(envs) | set(senders))
     crossed = {(c.token_env, c.attributed_env) for c in cross}
     rows = []
     for to_env in envs:
-        for from_env in envs:
+        for from_env in sources:
             if from_env == to_env:
                 continue
             result = RowResult.CROSS if (from_env, to_env) in crossed else RowResult.CLEAN
             rows.append(IsolationRow(AUDIT_TEST, 0, from_env, to_env, result, window))
     for from_env, to_env in sorted(crossed):
-        if from_env not in envs or to_env not in envs:
+        if from_env not in sources or to_env not in envs:
             rows.append(
                 IsolationRow(
                     AUDIT_TEST,

@@ -27,6 +27,7 @@ from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.environments.leaks import Leak
 from cleanroom.environments.pool import Pool
 from cleanroom.store.rundb import LatencySample, RunStore
+from cleanroom.verify_server.client import VerifyClient
 
 # Isolation trials mint tokens with sequence numbers from here up, so they never collide
 # with the window's rollouts (which count from 1).
@@ -50,6 +51,9 @@ class TrialContext:
     store: RunStore
     window: int
     run_dir: Path
+    # The run's verify server, for tests that show its pages (observation privacy, which
+    # starts a server of its own when there is none).
+    verify: VerifyClient | None = None
     _seq: Iterator[int] = field(default_factory=lambda: count(TRIAL_SEQ_BASE))
 
     @property

@@ -34,7 +34,9 @@ from cleanroom.environments.xinput import XInput
 
 ALPHABETS = {"a": "abcdefghijklm", "b": "nopqrstuvwxyz"}
 CONTROL_ROOT = Path("/var/lib/cleanroom/control")
-_SAVE_TIMEOUT_S = 10.0
+# Generous: on a loaded 2-core machine Writer can take well over 10 s to save; a save that
+# never comes is a fault of the control run (it raises), never a count of zero.
+_SAVE_TIMEOUT_S = 30.0
 
 
 @dataclass

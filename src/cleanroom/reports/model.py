@@ -145,11 +145,17 @@ def build_report(store: RunStore, machine: dict[str, str] | None = None) -> RunR
         controls=controls,
         environments=envs,
         env_hours=env_hours,
-        verdict=publish(rows, env_hours, controls),
+        verdict=publish(rows, env_hours, controls, _unfinished(windows)),
         proven=proven_by(leaky),
         leaky=leaky,
         latency=store.latency_samples(),
     )
+
+
+def _unfinished(windows: list[WindowSummary]) -> dict[int, str]:
+    # Only the harness closes a window as closed or failed; anything else (interrupted by
+    # a signal, recovered after a crash, still open) never ran its audit and canary verdict.
+    return {w.index: w.status for w in windows if w.status not in ("closed", "failed")}
 
 
 def proven_by(results: list[LeakyControlResult]) -> dict[str, list[str]]:

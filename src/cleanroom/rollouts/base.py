@@ -29,6 +29,9 @@ class RolloutContext:
     open_url: Callable[[str, str], None]  # (env, url): a harness setup step
     home: Path
     state: dict[str, Any] = field(default_factory=dict)
+    # The environment's live description (user, home, display, session); None means
+    # "ask the pool behind the run folder", which a harness with an in-process pool cannot.
+    env_details: Callable[[str], dict[str, Any]] | None = None
 
 
 class SmokeTask(ABC):

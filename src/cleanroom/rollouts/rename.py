@@ -33,7 +33,11 @@ class RenameTask(SmokeTask):
 
     def setup(self, ctx: RolloutContext) -> None:
         try:
-            guest: DesktopGuest = open_desktop_guest(ctx.env, ctx.run_dir)
+            guest: DesktopGuest = (
+                DesktopGuest(ctx.env, ctx.env_details(ctx.env))
+                if ctx.env_details is not None
+                else open_desktop_guest(ctx.env, ctx.run_dir)
+            )
         except GuestError as exc:
             raise RolloutSetupError(str(exc)) from exc
         run = TaskRun(self.task, guest)

@@ -89,17 +89,30 @@ def run_rollout(
         home = Path(_home_of(client.status(), env))
         handle = client.handle(env)
         ctx = RolloutContext(token, env, handle, pool.run_dir, client.open_url, home)
-        try:
-            handle.reset()  # every rollout starts from the template, at a new generation
-        except PoolError as exc:
-            outcome = Outcome.invalid(Reason.ENVIRONMENT_ERROR, f"reset failed: {exc}")
-            store.finish_rollout(token.rollout_id, outcome)
-            return RolloutReport(token, task_name, env, outcome, time.monotonic() - started)
-        policy: Callable[[RolloutContext], None] = noop_policy if do_nothing else task.policy
-        outcome = _attempt(task, policy, ctx)
+        outcome = reset_for_rollout(ctx)
+        verified = outcome is None
+        if outcome is None:
+            outcome = attempt_rollout(task, ctx, do_nothing=do_nothing)
         store.finish_rollout(token.rollout_id, outcome)
-        store.add_verifier_result(token.rollout_id, f"smoke:{task_name}", outcome)
+        if verified:
+            store.add_verifier_result(token.rollout_id, f"smoke:{task_name}", outcome)
     return RolloutReport(token, task_name, env, outcome, time.monotonic() - started)
+
+
+def reset_for_rollout(ctx: RolloutContext) -> Outcome | None:
+    """Reset the environment so the rollout starts from the template at a new generation;
+    None when that worked, else the rollout's (invalid) outcome."""
+    try:
+        ctx.handle.reset()
+    except PoolError as exc:
+        return Outcome.invalid(Reason.ENVIRONMENT_ERROR, f"reset failed: {exc}")
+    return None
+
+
+def attempt_rollout(task: SmokeTask, ctx: RolloutContext, *, do_nothing: bool = False) -> Outcome:
+    """Set the task up, let the policy act and verify; the caller records the outcome."""
+    policy: Callable[[RolloutContext], None] = noop_policy if do_nothing else task.policy
+    return _attempt(task, policy, ctx)
 
 
 def _attempt(

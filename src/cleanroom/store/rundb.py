@@ -460,6 +460,18 @@ class RunStore:
             for r in self._conn.execute(sql + " ORDER BY id", args)
         ]
 
+    def row_counts(self, window: int | None = None) -> dict[RowResult, int]:
+        """How many isolation rows of each result (of one window, or of the run)."""
+        sql = "SELECT result, COUNT(*) FROM isolation_rows"
+        args: tuple[Any, ...] = ()
+        if window is not None:
+            sql += " WHERE window = ?"
+            args = (window,)
+        counts = dict.fromkeys(RowResult, 0)
+        for result, n in self._conn.execute(sql + " GROUP BY result", args):
+            counts[RowResult(result)] = n
+        return counts
+
     # -- canary -------------------------------------------------------------------------
 
     def add_canary_sample(self, sample: CanarySample) -> None:

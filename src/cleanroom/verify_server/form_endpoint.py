@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -21,6 +22,7 @@ from cleanroom.verify_server import pages
 from cleanroom.verify_server.attribution import attribute
 from cleanroom.verify_server.errors import (
     ApiError,
+    InvalidField,
     LeaseExpired,
     LeaseNotFound,
     UnsupportedMediaType,
@@ -107,7 +109,8 @@ class FormEndpoint:
         lease, now = self.leases.open(scope["path_params"]["lease_id"])
         if scope["method"] != "POST":
             # uvicorn drops the body of a HEAD response itself.
-            await _respond(send, pages.form_page(lease.lease_id).encode(), _FORM_HEADERS)
+            page = pages.form_page(lease.lease_id, _page_colour(scope))
+            await _respond(send, page.encode(), _FORM_HEADERS)
             return
         if not is_urlencoded(_content_type(scope)):
             raise UnsupportedMediaType("the form takes application/x-www-form-urlencoded")
@@ -117,6 +120,17 @@ class FormEndpoint:
         sid = self.store.add_submission(attribute(lease, token, now))
         page = pages.confirmation_page(token.decode("utf-8"), len(token), sid)
         await _respond(send, page.encode(), _FORM_HEADERS)
+
+
+def _page_colour(scope: Scope) -> str | None:
+    """The optional ``colour`` query parameter of a form page request, checked."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("colour")
+    if not values:
+        return None
+    try:
+        return pages.check_colour(values[-1])
+    except pages.BadColour as exc:
+        raise InvalidField("colour", str(exc)) from exc
 
 
 _FORM_PREFIX = "/v1/form/"

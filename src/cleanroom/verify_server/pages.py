@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from html import escape
 
 FORM_CSP = "default-src 'none'; form-action 'self'; style-src 'unsafe-inline'"
@@ -16,7 +17,7 @@ FORM_CSP = "default-src 'none'; form-action 'self'; style-src 'unsafe-inline'"
 _FORM = """<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><title>Submit your token</title></head>
-<body>
+<body{style}>
 <h1>Submit your token</h1>
 <form method="post" action="/v1/form/{lease}" accept-charset="utf-8">
 <label for="token">Token</label>
@@ -95,9 +96,28 @@ _FRAMES = """<!doctype html>
 """
 
 
-def form_page(lease_id: str) -> str:
-    """The form the agent types its token into: one text input named ``token``."""
-    return _FORM.format(lease=escape(lease_id, quote=True))
+_COLOUR_RE = re.compile(r"[0-9a-f]{6}\Z")
+
+
+class BadColour(ValueError):
+    """A page colour that is not six lowercase hex digits (``rrggbb``)."""
+
+
+def check_colour(colour: str) -> str:
+    """Return ``colour`` if it is ``rrggbb`` in lowercase hex; raise `BadColour` otherwise."""
+    if not _COLOUR_RE.match(colour):
+        raise BadColour(f"a page colour is six lowercase hex digits (rrggbb), got {colour!r}")
+    return colour
+
+
+def form_page(lease_id: str, colour: str | None = None) -> str:
+    """The form the agent types its token into: one text input named ``token``.
+
+    With ``colour`` (``rrggbb``) the page's background is that colour, so a screenshot
+    shows whose page it is (observation privacy gives every environment its own).
+    """
+    style = "" if colour is None else f' style="background:#{check_colour(colour)}"'
+    return _FORM.format(lease=escape(lease_id, quote=True), style=style)
 
 
 def confirmation_page(text: str, size: int, submission_id: int) -> str:

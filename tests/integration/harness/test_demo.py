@@ -2,40 +2,74 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cleanroom.core.isolation import RowResult
 from cleanroom.core.outcomes import Reason, Status
+from cleanroom.harness.audit import AUDIT_TEST
 from cleanroom.store.rundb import RunStore
 
 CLI = Path(sys.executable).with_name("cleanroom")
 
 
-def test_the_demo_runs_every_piece_and_records_every_outcome(tmp_path: Path) -> None:
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_demo_runs_every_piece_and_records_every_outcome(
+    desktop_stack: None, tmp_path: Path
+) -> None:
     run = tmp_path / "run"
     proc = subprocess.run(
-        [str(CLI), "demo", "--run", str(run)], capture_output=True, text=True, timeout=300
+        [str(CLI), "demo", "--run", str(run)], capture_output=True, text=True, timeout=880
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "validation: valid" in proc.stdout
-    assert "refused" in proc.stdout  # no positive control has run: no number is printed
+    out = proc.stdout
+    assert proc.returncode == 0, out[-6000:] + proc.stderr[-3000:]
+    assert "validation: valid" in out
+    # A number is printed only next to a control that fired; otherwise the refusal says why.
+    if "Isolation number refused:" not in out:
+        assert "Isolation: " in out
+        assert "): fired" in out
+    assert f"HTML report: {run / 'report.html'}" in out.replace("\n", "")
 
     with RunStore.open(run) as store:
         assert store.run_info()["status"] == "finished"
-        by_task = {(r.env, r.task): r for r in store.rollouts()}
-        # The planted leak invalidates both ends; the idle rollout is a valid failure.
-        assert by_task["env01", "form"].reason is Reason.ISOLATION
-        assert by_task["env02", "form"].reason is Reason.ISOLATION
-        assert by_task["env03", "form"].outcome is Status.FAILURE
-        assert by_task["env01", "osworld:rename"].outcome is Status.SUCCESS
-        assert by_task["env03", "osworld:rename"].outcome is Status.FAILURE
-        cross = [r for r in store.isolation_rows() if r.result is RowResult.CROSS]
-        assert [(r.from_env, r.to_env) for r in cross] == [("env02", "env01")]
+        assert store.run_info()["meta"]["machine"]["kernel"].startswith("Linux")
+        rollouts = store.rollouts()
+        assert all(r.finished for r in rollouts)
+        before = {(r.env, r.task): r for r in rollouts if r.window == 0}
+        # The audit's control: the planted leak invalidates both ends; idle is a failure.
+        assert before["env01", "form:planted-leak"].reason is Reason.ISOLATION
+        assert before["env02", "form:planted-leak"].reason is Reason.ISOLATION
+        assert before["env03", "form:planted-leak"].outcome is Status.FAILURE
+        assert before["env01", "osworld:rename"].outcome is Status.SUCCESS
+        assert before["env03", "osworld:rename"].outcome is Status.FAILURE
         # The verifier's own verdict is kept beside the isolation verdict.
-        [honest] = store.verifier_results(by_task["env01", "form"].rollout_id)
+        [honest] = store.verifier_results(before["env01", "form:planted-leak"].rollout_id)
         assert honest.outcome.status is Status.SUCCESS
+        leaky = {(c.test, c.leak): c for c in store.leaky_controls()}
+        assert any(t == AUDIT_TEST and c.fired for (t, _), c in leaky.items())
+        assert {"clipboard", "files_and_prefs"} <= {t for t, _ in leaky}
+
+        # The window: a smoke rollout on every acting environment, every test, the canary.
+        window = [r for r in rollouts if r.window == 1]
+        assert {r.env for r in window} == {"env01", "env02", "env03"}
+        rows = store.isolation_rows(1)
+        assert {"canaries", AUDIT_TEST, "clipboard", "stale_generation"} <= {r.test for r in rows}
+        # The planted leak is a control: it never becomes a row of the published number.
+        assert not [r for r in store.isolation_rows() if r.window == 0]
+        assert store.window_status(1) in ("closed", "failed")
+        if store.window_status(1) == "failed":
+            assert any(r.result is RowResult.LOST for r in rows) or any(
+                r.test == "canaries" and r.result is RowResult.CROSS for r in rows
+            )
+
+    matrix = json.loads((run / "redteam.json").read_text())
+    assert matrix["verdict"]["line"]
+    assert "red-team matrix" in (run / "report.html").read_text()
 
 
 def test_the_demo_refuses_a_run_folder_that_is_not_empty(tmp_path: Path) -> None:

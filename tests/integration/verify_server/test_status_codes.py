@@ -367,3 +367,16 @@ def test_frames_report_adds_to_the_count(
         assert http.post(f"/v1/frames/{lease.lease_id}", json={"frames": delta}).status_code == 200
     count = http.get(f"/v1/frames/{lease.lease_id}/count").json()
     assert count == {"lease_id": lease.lease_id, "frames": 7}
+
+
+def test_the_form_page_shows_the_colour_asked_for_and_refuses_a_bad_one_with_422(
+    http: httpx.Client, new_lease: Callable[..., Lease]
+) -> None:
+    lease = new_lease()
+    coloured = http.get(f"/v1/form/{lease.lease_id}", params={"colour": "1f9e89"})
+    assert coloured.status_code == 200
+    assert '<body style="background:#1f9e89">' in coloured.text
+    body = assert_json_error(
+        http.get(f"/v1/form/{lease.lease_id}", params={"colour": "red;}"}), 422
+    )
+    assert body["field"] == "colour"

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from cleanroom.core.detectors import (
+    Bystander,
     Delivery,
+    ScreenSample,
+    below_line_digest,
+    blast_radius_rows,
     clipboard_cross_reads,
+    colour_counts,
     delivery_rows,
     foreign_letter_runs,
+    leftover_rows,
+    observation_rows,
+    parse_rgb,
     placement_rows,
+    stale_generation_row,
 )
 from cleanroom.core.isolation import RowResult
 from cleanroom.core.tokens import scan_text
@@ -95,3 +106,170 @@ def test_placement_rows_fire_on_a_token_found_in_another_home() -> None:
 def test_placement_rows_ignore_the_owners_own_tokens() -> None:
     rows = placement_rows("files_and_prefs", 0, 1, "env01", scan_text(TOK1), senders=["env02"])
     assert [(r.from_env, r.result) for r in rows] == [("env02", RowResult.CLEAN)]
+
+
+# -- observation privacy -----------------------------------------------------------------
+
+PINK, BLUE = parse_rgb("d81b60"), parse_rgb("1e88e5")
+
+
+def _screen(width: int, height: int, fill: tuple[int, int, int]) -> bytes:
+    return bytes(fill) * (width * height)
+
+
+def test_colour_counts_count_exact_pixels_only() -> None:
+    rgb = _screen(10, 10, PINK)[: 3 * 60] + _screen(10, 4, (0xD8, 0x1B, 0x61))
+    assert colour_counts(rgb, 10, 10, [PINK, BLUE]) == {PINK: 60, BLUE: 0}
+
+
+def test_the_digest_below_the_line_ignores_the_strip_above_it() -> None:
+    base = _screen(4, 4, PINK)
+    strip_changed = _screen(4, 1, BLUE) + base[12:]
+    body_changed = base[:24] + _screen(4, 2, BLUE)
+    assert below_line_digest(strip_changed, 4, 1) == below_line_digest(base, 4, 1)
+    assert below_line_digest(body_changed, 4, 1) != below_line_digest(base, 4, 1)
+
+
+def _obs(env: str, at: float, digest: str, **colours: int) -> ScreenSample:
+    return ScreenSample(env, at, digest, dict(colours))
+
+
+def _observe(samples: list[ScreenSample]) -> dict[tuple[str, str], str]:
+    rows = observation_rows(
+        "observation_privacy", 0, 1, samples, actors=["env01"], idle=["env02"],
+        observed=["env00", "env01", "env02"], min_pixels=100,
+    )  # fmt: skip
+    return {(r.from_env, r.to_env): r.result.value for r in rows}
+
+
+CLEAN_SCREENS = [
+    _obs("env00", 0, "w"), _obs("env01", 0, "a", env01=900), _obs("env02", 0, "b", env02=900),
+    _obs("env00", 1, "w2"), _obs("env01", 1, "a2", env01=900), _obs("env02", 1, "b", env02=900),
+]  # fmt: skip
+
+
+def test_observation_rows_stay_clean_when_idle_screens_hold_still_and_colours_stay_home() -> None:
+    assert set(_observe(CLEAN_SCREENS).values()) == {"clean"}
+
+
+def test_observation_rows_fire_on_a_foreign_page_colour() -> None:
+    leaked = [*CLEAN_SCREENS, _obs("env01", 2, "a3", env01=500, env02=400)]
+    got = _observe(leaked)
+    assert got[("env02", "env01")] == "cross"
+    assert got[("env01", "env02")] == "clean"
+
+
+def test_observation_rows_fire_when_an_idle_screen_changes_below_the_line() -> None:
+    got = _observe([*CLEAN_SCREENS, _obs("env02", 2, "typed-into", env02=900)])
+    assert got[("env01", "env02")] == "cross"
+    assert got[("env02", "env01")] == "clean"
+
+
+def test_observation_rows_are_lost_when_a_screen_was_never_read_or_showed_no_page() -> None:
+    unread = [s for s in CLEAN_SCREENS if s.env != "env02"] + [ScreenSample("env02", 0, None)]
+    assert _observe(unread)[("env01", "env02")] == "lost"
+    no_page = [s for s in CLEAN_SCREENS if s.env != "env01"] + [_obs("env01", 0, "a")]
+    assert _observe(no_page)[("env02", "env01")] == "lost"
+
+
+# -- generations: stale actions, leftovers of a reset --------------------------------------
+
+
+@dataclass(frozen=True)
+class _Logged:
+    at: float
+    env: str
+    generation: int
+    kind: str
+    outcome: str
+
+
+def _stale_row(records: list[_Logged], refused: int = 5) -> tuple[str, str, str]:
+    row = stale_generation_row(
+        "stale_generation", 0, 1, "env01", fired=5, refused=refused, records=records,
+        generation=3, kind="click", left_at=100.0,
+    )  # fmt: skip
+    return row.from_env, row.to_env, row.result.value
+
+
+def test_stale_generation_row_is_clean_when_every_stale_click_was_refused() -> None:
+    refused = [_Logged(100.0 + i, "env01", 3, "click", "refused-stale") for i in range(5)]
+    # A click of generation 3 applied before the generation was left is no fault.
+    earlier = _Logged(99.0, "env01", 3, "click", "applied")
+    assert _stale_row([earlier, *refused]) == ("env01", "env01", "clean")
+
+
+def test_stale_generation_row_fires_on_a_stale_click_the_log_shows_applied() -> None:
+    log = [_Logged(100.0 + i, "env01", 3, "click", "refused-stale") for i in range(4)]
+    log.append(_Logged(104.5, "env01", 3, "click", "applied"))
+    assert _stale_row(log) == ("env01", "env01", "cross")
+
+
+def test_stale_generation_row_fires_when_a_caller_was_not_refused() -> None:
+    log = [_Logged(100.0 + i, "env01", 3, "click", "refused-stale") for i in range(5)]
+    assert _stale_row(log, refused=4)[2] == "cross"
+
+
+def test_stale_generation_row_is_lost_when_the_log_misses_a_click() -> None:
+    log = [_Logged(100.0 + i, "env01", 3, "click", "refused-stale") for i in range(4)]
+    assert _stale_row(log)[2] == "lost"
+
+
+def test_leftover_rows_fire_on_a_token_that_survived_the_reset_or_reached_another_env() -> None:
+    hits = {
+        "env01": scan_text(f"notes {TOK1}", "/home/env01/notes.odt"),
+        "env02": scan_text(f"clip {TOK1}", "env02:CLIPBOARD"),
+        "env03": scan_text(TOK3, "/home/env03/x"),
+    }
+    rows = leftover_rows("reset_during_write", 0, 1, "env01", [TOK1], hits)
+    got = {(r.from_env, r.to_env): r for r in rows}
+    assert got[("env01", "env01")].result is RowResult.CROSS
+    assert "new generation" in got[("env01", "env01")].detail
+    assert got[("env01", "env02")].result is RowResult.CROSS
+    assert got[("env01", "env03")].result is RowResult.CLEAN
+
+
+def test_leftover_rows_are_clean_after_a_clean_reset_and_lost_where_unreadable() -> None:
+    hits = {"env01": [], "env02": scan_text(TOK2), "env03": None}
+    rows = leftover_rows("reset_during_write", 0, 1, "env01", [TOK1], hits)
+    assert [(r.to_env, r.result.value) for r in rows] == [
+        ("env01", "clean"),
+        ("env02", "clean"),
+        ("env03", "lost"),
+    ]
+
+
+# -- crash blast radius --------------------------------------------------------------------
+
+
+def _bystander(**changes: object) -> Bystander:
+    fields: dict[str, object] = {
+        "env": "env02", "pids_before": (10, 11), "pids_after": (10, 11), "dead_after": (),
+        "generation_before": 0, "generation_after": 0, "latencies_ms": (80.0, 120.0),
+    }  # fmt: skip
+    fields.update(changes)
+    return Bystander(**fields)  # type: ignore[arg-type]
+
+
+def _blast(b: Bystander, came_back: bool = True) -> str:
+    rows = blast_radius_rows("crash_blast_radius", 0, 1, "env01", [b], 5000.0, came_back, "why")
+    return rows[0].result.value
+
+
+def test_blast_radius_rows_are_clean_when_the_bystander_was_untouched() -> None:
+    assert _blast(_bystander()) == "clean"
+
+
+def test_blast_radius_rows_fire_when_a_bystander_died_moved_on_or_slowed_down() -> None:
+    assert _blast(_bystander(pids_after=(10, 12))) == "cross"
+    assert _blast(_bystander(dead_after=("writer (pid 11) is dead",))) == "cross"
+    assert _blast(_bystander(generation_after=1)) == "cross"
+    assert _blast(_bystander(latencies_ms=(80.0, 6000.0))) == "cross"
+    assert _blast(_bystander(failed_screenshots=2)) == "cross"
+
+
+def test_blast_radius_rows_are_lost_when_the_target_never_came_back() -> None:
+    assert _blast(_bystander(), came_back=False) == "lost"
+    assert _blast(_bystander(latencies_ms=())) == "lost"
+    # Harm seen before the deadline is still reported as harm.
+    assert _blast(_bystander(generation_after=2), came_back=False) == "cross"

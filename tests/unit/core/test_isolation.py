@@ -59,3 +59,10 @@ def test_trials_are_counted_per_test_across_windows() -> None:
 def test_an_open_window_contains_every_later_time() -> None:
     assert Window(1, 10.0).contains(1e12)
     assert not Window(1, 10.0, 20.0).contains(20.5)
+
+
+def test_a_canary_event_fails_its_window() -> None:
+    event = IsolationRow("canaries", 4, "env02", "env00", RowResult.CROSS, 3)
+    verdict = judge_window(3, [row("clean", window=3), event])
+    assert verdict.failed
+    assert "canary event" in (verdict.failure or "")

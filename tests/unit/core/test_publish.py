@@ -52,3 +52,18 @@ def test_cross_rows_are_published_as_events() -> None:
 def test_nothing_measured_is_refused_not_printed_as_zero() -> None:
     assert isinstance(publish([], env_hours=3.0, controls=[FIRED]), Refusal)
     assert isinstance(publish(CLEAN, env_hours=0.0, controls=[FIRED]), Refusal)
+
+
+def test_a_canary_event_refuses_the_number_and_names_the_window() -> None:
+    rows = [*CLEAN, IsolationRow("canaries", 0, "unknown", "env00", RowResult.CROSS, 1)]
+    result = publish(rows, env_hours=3.0, controls=[FIRED])
+    assert isinstance(result, Refusal)
+    assert result.failed_windows == [1]
+    assert "canary event" in result.reason
+
+
+def test_an_interrupted_window_refuses_the_number() -> None:
+    result = publish(CLEAN, env_hours=3.0, controls=[FIRED], unfinished={1: "interrupted"})
+    assert isinstance(result, Refusal)
+    assert result.failed_windows == [1]
+    assert "interrupted before its checks ended" in result.reason

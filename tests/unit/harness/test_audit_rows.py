@@ -29,3 +29,9 @@ def test_one_cross_delivered_token_gives_exactly_one_cross_row() -> None:
 
 def test_a_cross_row_names_the_tokens_rollout_and_the_leases_rollout() -> None:
     assert named_rollouts([LEAK]) == {"env02-w001-r0002", "env01-w001-r0001"}
+
+
+def test_environments_without_a_lease_are_checked_as_senders_into_every_lease() -> None:
+    rows = audit_rows(4, [LeasedRollout("env03", "env03-w004-r0001")], [], ["env01", "env02"])
+    assert {(r.from_env, r.to_env) for r in rows} == {("env01", "env03"), ("env02", "env03")}
+    assert {r.result for r in rows} == {RowResult.CLEAN}

@@ -198,3 +198,15 @@ def test_latency_samples_and_leaky_control_results_round_trip(store: RunStore) -
     leak = LeakyControlResult("clipboard", "shared-clipboard", True, 12, 4, "fired on trial 0")
     store.add_leaky_control(leak)
     assert store.leaky_controls() == [leak]
+
+
+def test_row_counts_are_per_result_and_per_window(store: RunStore) -> None:
+    store.add_isolation_rows(
+        [
+            IsolationRow("clipboard", 0, "env01", "env02", RowResult.CLEAN, 1),
+            IsolationRow("clipboard", 1, "env01", "env02", RowResult.CROSS, 1),
+            IsolationRow("clipboard", 0, "env01", "env02", RowResult.LOST, 2),
+        ]
+    )
+    assert store.row_counts(1) == {RowResult.CLEAN: 1, RowResult.CROSS: 1, RowResult.LOST: 0}
+    assert store.row_counts()[RowResult.LOST] == 1

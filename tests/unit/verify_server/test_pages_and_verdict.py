@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import hashlib
 
+import pytest
+
 from cleanroom.core.outcomes import Status
 from cleanroom.verify_server import pages
 from cleanroom.verify_server.verdict import form_verdict
@@ -46,3 +48,14 @@ def test_no_copy_of_the_token_is_a_valid_failure() -> None:
         outcome = form_verdict(TOKEN, texts)
         assert outcome.status is Status.FAILURE
         assert outcome.valid
+
+
+def test_the_form_page_takes_an_optional_background_colour() -> None:
+    assert "background" not in pages.form_page("abc")
+    assert '<body style="background:#1f9e89">' in pages.form_page("abc", "1f9e89")
+
+
+@pytest.mark.parametrize("colour", ["#1f9e89", "1F9E89", "1f9e8", "1f9e89;x", "red", ""])
+def test_a_page_colour_other_than_six_lowercase_hex_digits_is_refused(colour: str) -> None:
+    with pytest.raises(pages.BadColour):
+        pages.form_page("abc", colour)

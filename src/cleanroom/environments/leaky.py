@@ -1,0 +1,74 @@
+"""Leaky setups: which resources the second acting environment borrows from the first.
+
+Pure planning: `sharing_for` says, for one `Leak`, what ``env02`` (the taker) shares
+with ``env01`` (the donor); the pool and the environment carry it out. Everything not
+named stays the taker's own, so each setup removes one protection.
+
+A home, a LibreOffice profile and an ``XDG_RUNTIME_DIR`` are private to the Unix user
+that owns them (mode 0700, buses that admit only their owner's uid), so two
+environments can share one of them only by running as its owner: under those three
+leaks the taker runs as the donor's user, and only the named resource is pointed at the
+donor's; its display, clipboard and the other two of the three stay its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cleanroom.environments.leaks import Leak
+
+DONOR = "env01"
+TAKER = "env02"
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """What the taker borrows from the donor."""
+
+    display: bool = False  # its programs and input go to the donor's X display
+    account: bool = False  # it runs as the donor's Unix user
+    home: bool = False  # its HOME is the donor's home
+    runtime_dir: bool = False  # it joins the donor's XDG_RUNTIME_DIR and session bus
+    profile: bool = False  # its Writer starts with the donor's LibreOffice profile
+    clipboard_bridge: bool = False  # one owner serves both displays' selections
+
+    @property
+    def any(self) -> bool:
+        """Whether anything is shared at all."""
+        return any(
+            (
+                self.display,
+                self.account,
+                self.home,
+                self.runtime_dir,
+                self.profile,
+                self.clipboard_bridge,
+            )
+        )
+
+
+_PLANS: dict[Leak, Sharing] = {
+    Leak.SHARED_DISPLAY: Sharing(display=True),
+    Leak.SHARED_PROFILE: Sharing(account=True, profile=True),
+    Leak.SHARED_RUNTIME_DIR: Sharing(account=True, runtime_dir=True),
+    Leak.SHARED_HOME: Sharing(account=True, home=True),
+    Leak.SHARED_CLIPBOARD: Sharing(clipboard_bridge=True),
+}
+
+
+def sharing_for(leak: Leak | None, env: str) -> Sharing:
+    """What ``env`` borrows from the donor under ``leak`` (nothing for any other env)."""
+    if leak is None or env != TAKER:
+        return Sharing()
+    return _PLANS[Leak(leak)]
+
+
+def parse_leak(text: str | None) -> Leak | None:
+    """A leak kind from its name (``shared-display``); None for no text or ``none``."""
+    if text is None or text in ("", "none", "isolated"):
+        return None
+    try:
+        return Leak(text)
+    except ValueError:
+        known = ", ".join(k.value for k in Leak)
+        raise ValueError(f"unknown leak {text!r}; known: {known}") from None

@@ -1,0 +1,296 @@
+"""The harness loop behind ``cleanroom run``, ``cleanroom soak`` and ``cleanroom demo``.
+
+It creates the run folder and database (with the machine), starts the verify server and
+an in-process pool (the canary ``env00`` plus the acting environments), a watchdog and
+the canary watcher, runs the positive control, then window after window (`window`).
+
+Stopping: SIGINT and SIGTERM end the loop at once (`stopping`); the pool, the watchdog,
+the watcher and the verify server are stopped, and the run database is reopened as its
+owner, which marks every rollout and window left unfinished as interrupted. Whatever
+way the loop ends, `cleanroom report` can read the run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from cleanroom.core.canary import CANARY_ENV
+from cleanroom.environments.policy import LocalHandle
+from cleanroom.environments.pool import DEFAULT_ROOT, Pool, PoolConfig
+from cleanroom.environments.watchdog import Watchdog
+from cleanroom.harness.plan import PlannedTest, plan_tests
+from cleanroom.harness.progress import LoopProgress
+from cleanroom.harness.smoke import SmokeRunner
+from cleanroom.harness.stopping import StopRequested, stop_on_signals
+from cleanroom.harness.window import WindowPlan, WindowResult, WindowServices, run_window
+from cleanroom.isolation.battery import TESTS, IsolationTest
+from cleanroom.isolation.canary_watch import CanaryWatcher
+from cleanroom.isolation.control import run_control
+from cleanroom.reports.machine import machine_info
+from cleanroom.rollouts.runner import TASKS
+from cleanroom.store.rundb import RunStore
+from cleanroom.verify_server.process import VerifyServerProcess
+
+REGISTRY = "cleanroom.isolation.registry"
+CONTROL_EVIDENCE = "control-evidence.json"
+HARNESS_ERROR = "harness-error.txt"
+CONTROL_ATTEMPTS = 2
+
+
+@dataclass(frozen=True)
+class ControlSettings:
+    """How much of the positive control to run (SPEC §3.3)."""
+
+    typing_rounds: int = 3
+    chars: int = 40
+    clipboard_trials: int = 20
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """Everything ``cleanroom run`` and ``cleanroom soak`` can set."""
+
+    run_dir: Path
+    envs: int = 3
+    windows: int | None = 1  # None: windows until ``hours`` have passed
+    hours: float | None = None
+    window_minutes: float = 0.0
+    tasks: tuple[str, ...] = TASKS
+    trials_scale: float = 1.0
+    soak: bool = False  # the soak's trial counts
+    tests: tuple[str, ...] | None = None  # None: every scheduled test
+    on_demand: bool = False  # also the on-demand tests
+    control: ControlSettings = field(default_factory=ControlSettings)
+    pool_root: Path = DEFAULT_ROOT
+    job: str = "run"
+
+    def __post_init__(self) -> None:
+        if (self.windows is None) == (self.hours is None):
+            raise ValueError("give either a number of windows or a number of hours")
+        if self.windows is not None and self.windows < 1:
+            raise ValueError("at least one window")
+        if self.hours is not None and self.hours <= 0:
+            raise ValueError("the soak needs a positive number of hours")
+        if self.window_minutes < 0:
+            raise ValueError("window minutes cannot be negative")
+        unknown = sorted(set(self.tasks) - set(TASKS))
+        if unknown:
+            raise ValueError(f"unknown smoke task(s) {', '.join(unknown)}; use {', '.join(TASKS)}")
+
+
+@dataclass
+class LoopServices:
+    """The run's live parts, for steps that run before or after the windows."""
+
+    config: LoopConfig
+    store: RunStore
+    pool: Pool
+    verify_server: VerifyServerProcess
+    progress: LoopProgress
+    console: Console
+    stopping: threading.Event
+
+
+Step = Callable[[LoopServices], None]
+
+
+@dataclass
+class LoopResult:
+    """How the loop ended: ``finished``, ``interrupted`` or ``failed``."""
+
+    run_dir: Path
+    status: str = "running"
+    windows: list[WindowResult] = field(default_factory=list)
+    plan: list[PlannedTest] = field(default_factory=list)
+    error: str | None = None
+    exit_code: int = 0
+
+
+def load_battery() -> dict[str, IsolationTest]:
+    """The registered isolation tests; the registry module fills the battery on import."""
+    try:
+        importlib.import_module(REGISTRY)
+    except ModuleNotFoundError as exc:
+        if exc.name != REGISTRY:
+            raise  # a registry that exists but cannot import is a fault, not "no tests"
+    return dict(TESTS)
+
+
+def run_loop(
+    config: LoopConfig,
+    console: Console,
+    *,
+    before_windows: Sequence[Step] = (),
+    after_windows: Sequence[Step] = (),
+) -> LoopResult:
+    """Run the loop into ``config.run_dir`` (created); never raises for a stop signal."""
+    battery = load_battery()
+    plan = plan_tests(
+        battery.values(),
+        soak=config.soak,
+        scale=config.trials_scale,
+        chosen=config.tests,
+        on_demand=config.on_demand,
+    )
+    meta = {
+        "job": config.job,
+        "machine": machine_info(),
+        "config": _config_json(config),
+        "tests": {p.name: p.trials for p in plan},
+    }
+    store = RunStore.create(config.run_dir, meta=meta)
+    result = LoopResult(store.run_dir, plan=plan)
+    stopping = threading.Event()
+    with stop_on_signals(stopping), LoopProgress(console) as progress:
+        progress.state.windows = config.windows
+        progress.follow_rows(store.row_counts)
+        stack = ExitStack()
+        try:
+            services = _start(config, store, stack, progress, console, stopping)
+            _positive_control(services)
+            for step in before_windows:
+                step(services)
+            result.windows = _windows(services, battery, plan)
+            for step in after_windows:
+                step(services)
+            result.status = "finished"
+        except StopRequested as stop:
+            result.status, result.exit_code = "interrupted", stop.exit_code
+            progress.event(f"[bold red]{stop.signal_name}[/]: stopping cleanly")
+        except Exception as exc:  # the run is recorded as failed, with the traceback
+            result.status, result.exit_code = "failed", 1
+            result.error = f"{type(exc).__name__}: {exc}"
+            (store.run_dir / HARNESS_ERROR).write_text(traceback.format_exc())
+            progress.event(f"[bold red]harness fault[/]: {result.error}")
+        finally:
+            stopping.set()  # from here on, signals are ignored until clean-up is done
+            progress.step("stopping the pool and the verify server")
+            stack.close()
+            progress.follow_rows(None)  # the store is about to close
+            _finish(store, result)
+    return result
+
+
+def _start(
+    config: LoopConfig,
+    store: RunStore,
+    stack: ExitStack,
+    progress: LoopProgress,
+    console: Console,
+    stopping: threading.Event,
+) -> LoopServices:
+    progress.step("starting the verify server")
+    server = VerifyServerProcess.start(store.run_dir / "verify-server")
+    stack.callback(server.stop)
+    progress.event(f"verify server on {server.url}")
+    progress.step(f"starting the pool: {CANARY_ENV} (canary) and {config.envs} environment(s)")
+    pool = Pool(PoolConfig(envs=config.envs, root=config.pool_root), store.run_dir, store)
+    stack.callback(pool.stop)  # registered first: a half-started pool is undone too
+    pool.start()
+    watchdog = Watchdog(pool)
+    watchdog.start()
+    stack.callback(watchdog.stop)
+    progress.event(f"pool {pool.pool_id} ready: {', '.join(pool.names)}")
+    return LoopServices(config, store, pool, server, progress, console, stopping)
+
+
+def _positive_control(s: LoopServices) -> None:
+    """Run the control and store it; a control that cannot run is said, never a zero.
+
+    A control that could not run (a save that timed out on a loaded machine) is tried
+    once more: it told nothing. A control that ran and did not fire is stored as it is.
+    """
+    c = s.config.control
+    for attempt in range(1, CONTROL_ATTEMPTS + 1):
+        s.progress.step(f"positive control: two Writers in one session (attempt {attempt})")
+        started = time.monotonic()
+        try:
+            result, evidence = run_control(
+                s.store.run_dir,
+                typing_rounds=c.typing_rounds,
+                chars=c.chars,
+                clipboard_trials=c.clipboard_trials,
+            )
+        except Exception as exc:  # not a result: without one the report refuses the number
+            name = f"control-error-{attempt}.txt"
+            (s.store.run_dir / name).write_text(traceback.format_exc())
+            s.progress.event(
+                f"[red]positive control could not run[/]: {type(exc).__name__}: {exc} ({name})"
+            )
+            continue
+        (s.store.run_dir / CONTROL_EVIDENCE).write_text(json.dumps(evidence.to_json(), indent=2))
+        s.store.add_control_result(result, detail=f"{time.monotonic() - started:.1f} s")
+        verdict = "[green]fired[/]" if result.fired else "[red]did not fire[/]"
+        s.progress.event(
+            f"positive control {verdict}: typing {result.typing_cross} of "
+            f"{result.typing_trials}, clipboard {result.clipboard_cross} of "
+            f"{result.clipboard_trials}"
+        )
+        return
+
+
+def _windows(
+    s: LoopServices, battery: dict[str, IsolationTest], plan: list[PlannedTest]
+) -> list[WindowResult]:
+    config = s.config
+    with ExitStack() as stack:
+        canary = CanaryWatcher(LocalHandle(s.pool, CANARY_ENV), s.store)
+        canary.sample_once()  # the baseline: env00 as it was before the first window
+        canary.start()
+        stack.callback(canary.stop)
+        smoke = SmokeRunner(
+            s.pool,
+            s.store,
+            s.verify_server.client(timeout=15.0),
+            s.stopping,
+            on_done=lambda r: s.progress.rollout_done(
+                r.outcome is None or r.outcome.reason is not None
+            ),
+        )
+        stack.callback(smoke.verify.close)
+        services = WindowServices(
+            s.pool, s.store, smoke.verify, canary, smoke, battery, s.progress, s.stopping
+        )
+        deadline = None if config.hours is None else time.monotonic() + config.hours * 3600
+        results = []
+        index = 1
+        while True:
+            if config.windows is not None and index > config.windows:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            window = WindowPlan(index, config.tasks, plan, config.window_minutes)
+            results.append(run_window(services, window))
+            index += 1
+        return results
+
+
+def _finish(store: RunStore, result: LoopResult) -> None:
+    run_dir = store.run_dir
+    if result.status == "finished":
+        store.finish_run()
+        store.close()
+        return
+    # Reopening as the owner is the crash-recovery path: every rollout and window left
+    # unfinished becomes interrupted, and the run with them.
+    store.close()
+    with RunStore.open(run_dir) as recovered:
+        if result.status == "failed":
+            recovered.finish_run("failed")
+
+
+def _config_json(config: LoopConfig) -> dict[str, object]:
+    data = asdict(config)
+    data["run_dir"] = str(config.run_dir)
+    data["pool_root"] = str(config.pool_root)
+    return data

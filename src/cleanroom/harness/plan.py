@@ -1,0 +1,79 @@
+"""What a window runs: which isolation tests with how many trials, which task where.
+
+Pure functions over the battery's schedules and the pool's environment names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from cleanroom.isolation.battery import Schedule
+
+
+class ScheduledTest(Protocol):
+    """What planning reads of an isolation test."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def number(self) -> int: ...
+
+    @property
+    def schedule(self) -> Schedule: ...
+
+
+class UnknownTest(ValueError):
+    """A test was asked for by a name the battery does not hold."""
+
+
+@dataclass(frozen=True)
+class PlannedTest:
+    """One isolation test and the number of trials it runs in each window."""
+
+    name: str
+    trials: int
+
+
+def plan_tests(
+    tests: Iterable[ScheduledTest],
+    *,
+    soak: bool = False,
+    scale: float = 1.0,
+    chosen: Sequence[str] | None = None,
+    on_demand: bool = False,
+) -> list[PlannedTest]:
+    """The tests due in every window, in test-number order.
+
+    The trial count is the schedule's (``soak`` or per window) times ``scale``, never
+    below one: a test that is due runs at least once. ``chosen`` names the tests to run
+    (on-demand ones included); without it every scheduled test runs, and the on-demand
+    ones only with ``on_demand``.
+    """
+    if scale <= 0:
+        raise ValueError(f"the trial scale must be positive, got {scale}")
+    by_name = {t.name: t for t in tests}
+    if chosen is not None:
+        unknown = sorted(set(chosen) - set(by_name))
+        if unknown:
+            known = ", ".join(sorted(by_name)) or "none registered"
+            raise UnknownTest(f"no isolation test named {', '.join(unknown)} (known: {known})")
+        picked = [by_name[n] for n in dict.fromkeys(chosen)]
+    else:
+        picked = [t for t in by_name.values() if on_demand or not t.schedule.on_demand]
+    picked.sort(key=lambda t: (t.number, t.name))
+    plan = []
+    for t in picked:
+        base = t.schedule.soak if soak else t.schedule.window
+        plan.append(PlannedTest(t.name, max(1, round(base * scale))))
+    return plan
+
+
+def assign_tasks(envs: Sequence[str], tasks: Sequence[str], batch: int) -> list[tuple[str, str]]:
+    """One smoke task per acting environment, rotated by batch so every environment runs
+    every task over successive batches."""
+    if not tasks:
+        raise ValueError("at least one smoke task is needed")
+    return [(env, tasks[(i + batch) % len(tasks)]) for i, env in enumerate(envs)]

@@ -1,0 +1,140 @@
+"""One window of the harness loop, from opening it to its verdict.
+
+In order: open the window; one batch of smoke rollouts on every acting environment; the
+isolation tests due, each through the battery's `run_test`; more batches until the
+window's minutes are over; the verify server's audit as isolation rows (the rollouts a
+cross row names become invalid); the canary's sticky flag; the window's verdict from all
+its rows (`core.isolation.judge_window`), stored as its status: ``failed`` when it lost
+rows or saw a canary event, else ``closed``. The canary watcher samples throughout.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cleanroom.core.canary import CANARY_ENV
+from cleanroom.core.isolation import RowResult, WindowVerdict, judge_window
+from cleanroom.environments.pool import Pool
+from cleanroom.harness.audit_step import AuditResult, audit_window
+from cleanroom.harness.plan import PlannedTest, assign_tasks
+from cleanroom.harness.progress import LoopProgress
+from cleanroom.harness.smoke import SmokeRecord, SmokeRunner
+from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
+from cleanroom.isolation.canary_watch import AppliedVerdict, CanaryWatcher, apply_canary
+from cleanroom.store.rundb import RunStore
+from cleanroom.verify_server.client import VerifyClient
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """What one window runs."""
+
+    index: int
+    tasks: tuple[str, ...]
+    tests: list[PlannedTest]
+    minutes: float = 0.0  # 0: one batch of rollouts and the tests, then close
+
+
+@dataclass
+class WindowServices:
+    """The run's parts a window uses; all started by the loop."""
+
+    pool: Pool
+    store: RunStore
+    verify: VerifyClient
+    canary: CanaryWatcher
+    smoke: SmokeRunner
+    battery: dict[str, IsolationTest]
+    progress: LoopProgress
+    stopping: threading.Event
+
+    @property
+    def run_dir(self) -> Path:
+        return self.pool.run_dir
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """How a window ended."""
+
+    index: int
+    status: str
+    verdict: WindowVerdict
+    canary: AppliedVerdict
+    audit: AuditResult
+    rollouts: list[SmokeRecord]
+    seconds: float
+
+
+def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
+    """Run one window end to end and store its verdict."""
+    started = time.monotonic()
+    deadline = started + plan.minutes * 60
+    s.store.open_window(plan.index)
+    s.progress.step(f"window {plan.index} opened", window=plan.index)
+    acting = [n for n in s.pool.names if n != CANARY_ENV]
+    records = _batch(s, plan, acting, 0)
+    # One trial context per window, so trial tokens never repeat a rollout id in it.
+    trials = TrialContext(s.pool, s.store, plan.index, s.run_dir, verify=s.verify)
+    for planned in plan.tests:
+        s.progress.step(f"isolation test {planned.name}: {planned.trials} trial(s)")
+        rows = run_test(s.battery[planned.name], trials, planned.trials)
+        found = {r: sum(1 for x in rows if x.result is r) for r in RowResult}
+        s.progress.event(
+            f"{planned.name}: {len(rows)} rows, {found[RowResult.CROSS]} cross, "
+            f"{found[RowResult.LOST]} lost"
+        )
+        _counts(s)
+    batch = 1
+    while time.monotonic() < deadline:
+        records += _batch(s, plan, acting, batch)
+        batch += 1
+    s.progress.step("verify server audit")
+    senders = sorted({r.token.env for r in records})
+    audit = audit_window(s.store, s.verify, plan.index, s.smoke.leased(records), senders)
+    if audit.error:
+        s.progress.event(f"[red]audit lost[/]: {audit.error}")
+    elif audit.cross:
+        s.progress.event(
+            f"[red]audit: {len(audit.cross)} cross submission(s)[/], "
+            f"{audit.invalidated} rollout(s) invalid (isolation)"
+        )
+    else:
+        s.progress.event(f"audit: {len(audit.rows)} rows, no cross submission")
+    s.progress.step("canary verdict")
+    s.canary.sample_once()  # the window's last look at env00 before it is judged
+    canary = apply_canary(s.store, plan.index)
+    if canary.verdict.flagged:
+        s.progress.event(
+            f"[red]canary event[/]: {'; '.join(canary.verdict.changes)}; "
+            f"{canary.invalidated} rollout(s) invalid (isolation)"
+        )
+    verdict = judge_window(plan.index, s.store.isolation_rows(plan.index))
+    status = "failed" if verdict.failed else "closed"
+    s.store.close_window(plan.index, status=status)
+    _counts(s)
+    s.progress.step(
+        f"window {plan.index} {status}"
+        + (f": {verdict.failure}" if verdict.failure else "")
+        + f" ({verdict.rows} rows, {verdict.cross} cross, {verdict.lost} lost)"
+    )
+    return WindowResult(
+        plan.index, status, verdict, canary, audit, records, time.monotonic() - started
+    )
+
+
+def _batch(s: WindowServices, plan: WindowPlan, acting: list[str], n: int) -> list[SmokeRecord]:
+    if not plan.tasks:
+        return []
+    # Rotate by window and batch so that every environment runs every task over time.
+    assignments = assign_tasks(acting, plan.tasks, plan.index - 1 + n)
+    s.progress.step("smoke rollouts: " + ", ".join(f"{task} in {env}" for env, task in assignments))
+    return s.smoke.run_batch(plan.index, assignments)
+
+
+def _counts(s: WindowServices) -> None:
+    c = s.store.row_counts()
+    s.progress.counts(rows=sum(c.values()), cross=c[RowResult.CROSS], lost=c[RowResult.LOST])

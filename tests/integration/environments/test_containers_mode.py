@@ -1,0 +1,212 @@
+"""Containers mode on real Docker and real Xvfb: each environment's programs in a container
+of their own that has no network and can reach only its own display."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cleanroom.environments.desktop_image import DockerUnavailable, docker_client
+from cleanroom.environments.policy import LocalHandle
+from cleanroom.environments.pool import Pool, PoolConfig, wait_until
+from cleanroom.environments.program_container import POOL_LABEL, NoNetworkInContainer
+from cleanroom.environments.watchdog import Watchdog
+
+from .conftest import require_desktop_stack
+
+pytestmark = pytest.mark.docker
+
+# Tries both ways an X client reaches display N: its socket file and the abstract socket
+# of the same name (the latter lives in the network namespace).
+_CONNECT = """
+import socket, sys
+for address in ("/tmp/.X11-unix/X" + sys.argv[1], "\\0/tmp/.X11-unix/X" + sys.argv[1]):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(address)
+        print("connected")
+    except OSError as exc:
+        print(type(exc).__name__)
+"""
+
+
+def require_docker() -> Any:
+    """A client of the real daemon; fails (never skips) without one."""
+    try:
+        return docker_client()
+    except DockerUnavailable as exc:
+        pytest.fail(f"containers mode needs a running Docker daemon: {exc}")
+
+
+@pytest.fixture(scope="module")
+def contained(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
+    """The canary plus two environments whose programs run in containers; env01 runs
+    Writer, the terminal and Chromium, env02 Writer and the terminal."""
+    require_desktop_stack()
+    require_docker().close()
+    config = PoolConfig(
+        envs=2,
+        containers=True,
+        programs=("writer", "terminal"),
+        programs_by_env={"env01": ("writer", "terminal", "browser")},
+        canary_programs=("terminal",),
+    )
+    pool = Pool(config, tmp_path_factory.mktemp("contained-run"))
+    pool.start()
+    try:
+        yield pool
+    finally:
+        pool.stop()
+
+
+def _interfaces(pid: int) -> set[str]:
+    lines = Path(f"/proc/{pid}/net/dev").read_text().splitlines()[2:]
+    return {line.split(":", 1)[0].strip() for line in lines}
+
+
+def _uid(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no Uid line for {pid}")
+
+
+def test_each_environment_runs_its_programs_in_its_own_container_with_only_loopback(
+    contained: Pool,
+) -> None:
+    client = require_docker()
+    try:
+        seen = set()
+        for name in ("env01", "env02"):
+            env = contained.env(name)
+            assert env.container is not None
+            container = client.containers.get(env.container.id)
+            assert container.status == "running"
+            assert container.attrs["HostConfig"]["NetworkMode"] == "none"
+            in_container = {
+                int(row[1]) for row in container.top(ps_args="-eo user,pid")["Processes"]
+            }
+            for program in env.programs:
+                assert program.pid in in_container, (
+                    f"{name} {program.name} is not in {container.name}"
+                )
+                assert _interfaces(program.pid) == {"lo"}
+                assert _uid(program.pid) == env.account.uid
+                assert os.readlink(f"/proc/{program.pid}/ns/net") != os.readlink(
+                    "/proc/self/ns/net"
+                )
+            seen.add(container.id)
+        assert len(seen) == 2, "two environments share a container"
+        assert {p.name for p in contained.env("env01").programs} == {
+            "writer",
+            "terminal",
+            "browser",
+        }
+    finally:
+        client.close()
+
+
+def test_a_container_cannot_connect_to_another_environments_display(contained: Pool) -> None:
+    one, two = contained.env("env01"), contained.env("env02")
+    assert one.container is not None and one.display is not None and two.display is not None
+    own, other = one.display.number, two.display.number
+
+    # The control: the same attempts reach the environment's own display.
+    code, out = one.container.run(["python3", "-c", _CONNECT, str(own)])
+    assert code == 0 and out.split()[0] == "connected", out
+    code, out = one.container.run(["xterm", "-display", f":{own}", "-e", "/bin/true"])
+    assert code == 0, out
+
+    # Neither the other display's socket file nor its abstract socket is reachable.
+    code, out = one.container.run(["python3", "-c", _CONNECT, str(other)])
+    assert code == 0 and "connected" not in out.split(), out
+    code, out = one.container.run(["xterm", "-display", f":{other}", "-e", "/bin/true"])
+    assert code != 0 and "open display" in out, out
+
+
+def test_typing_reaches_a_contained_writer_and_atspi_reads_it_from_the_host(
+    contained: Pool,
+) -> None:
+    handle = LocalHandle(contained, "env02")
+    text = "typed into a contained writer 7301"
+    handle.focus(program="writer")
+    handle.type_text(text)
+    assert wait_until(
+        lambda: text in (handle.focused_text()["document_text"] or ""), 15, poll_s=0.2
+    ), handle.focused_text()
+
+
+def test_a_contained_browser_opens_local_pages_and_refuses_network_ones(
+    contained: Pool,
+) -> None:
+    contained.open_url("env01", "about:blank#contained")
+    assert contained.env("env01").window_of("browser") is not None
+    with pytest.raises(NoNetworkInContainer):
+        contained.open_url("env01", "http://127.0.0.1:9/form")
+
+
+def test_reset_gives_a_ready_environment_in_a_fresh_container_at_a_higher_generation(
+    contained: Pool,
+) -> None:
+    env = contained.env("env02")
+    assert env.container is not None
+    old_container = env.container.id
+    (env.account.home / "Desktop" / "left-behind.txt").write_text("x")
+    handle = LocalHandle(contained, "env02")
+    before = handle.generation
+    after = handle.reset()
+    assert after > before
+    assert env.container is not None and env.container.id != old_container
+    assert not (env.account.home / "Desktop" / "left-behind.txt").exists()
+    assert handle.clipboard() == {"CLIPBOARD": None, "PRIMARY": None}
+    assert not env.problems() and env.window_of("writer") is not None
+    client = require_docker()
+    try:
+        assert not client.containers.list(all=True, filters={"id": old_container})
+    finally:
+        client.close()
+
+
+def test_a_killed_program_in_a_container_is_recovered_at_a_new_generation(
+    contained: Pool,
+) -> None:
+    env = contained.env("env02")
+    before = contained.generation("env02")
+    writer = next(p for p in env.programs if p.name == "writer")
+    os.kill(writer.pid, signal.SIGKILL)
+    assert wait_until(lambda: not writer.alive(), 5)
+    assert "env02" in Watchdog(contained).check_once()
+    assert contained.generation("env02") > before
+    assert env.container is not None
+    assert not env.problems() and env.window_of("writer") is not None
+    assert writer.pid not in {p.pid for p in env.programs}
+
+
+def test_down_leaves_no_container_and_no_user_behind(tmp_path: Path) -> None:
+    require_desktop_stack()
+    client = require_docker()
+    config = PoolConfig(
+        envs=1, containers=True, programs=("terminal",), canary_programs=("terminal",)
+    )
+    pool = Pool(config, tmp_path / "run")
+    try:
+        pool.start()
+        users = [pool.env(n).account.user for n in pool.names]
+        label = {"label": f"{POOL_LABEL}={pool.pool_id}"}
+        assert len(client.containers.list(filters=label)) == 2
+    finally:
+        pool.stop()
+    try:
+        assert client.containers.list(all=True, filters=label) == []
+        for user in users:
+            with pytest.raises(KeyError):
+                pwd.getpwnam(user)
+        assert not pool.root.exists()
+    finally:
+        client.close()

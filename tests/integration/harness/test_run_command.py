@@ -1,0 +1,143 @@
+"""`cleanroom run` end to end on real parts, finished and interrupted by a signal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cleanroom.core.outcomes import Reason
+from cleanroom.store.rundb import DB_NAME, RunStore
+
+CLI = Path(sys.executable).with_name("cleanroom")
+
+
+def _report(run: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CLI), "report", str(run), "--json"], capture_output=True, text=True, timeout=60
+    )
+
+
+def _leftovers(run: Path) -> list[str]:
+    """Processes still running as one of the run's environment users."""
+    with RunStore.open(run, owner=False) as store:
+        users = [e.unix_user for e in store.environments() if e.unix_user]
+    found = subprocess.run(
+        ["ps", "-eo", "user:40,pid,comm", "--no-headers"], capture_output=True, text=True
+    ).stdout
+    return [line for line in found.splitlines() if line.split()[0] in users]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_two_environments_and_one_window_give_a_run_the_report_reads(
+    desktop_stack: None, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    proc = subprocess.run(
+        [str(CLI), "run", "--envs", "2", "--windows", "1", "--tasks", "writer,form",
+         "--tests", "clipboard,stale_generation", "--trials-scale", "0.1", "--run", str(run)],
+        capture_output=True, text=True, timeout=400,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "window 1 closed" in proc.stdout or "window 1 failed" in proc.stdout
+
+    with RunStore.open(run) as store:
+        assert store.run_info()["status"] == "finished"
+        assert store.run_info()["meta"]["machine"]["kernel"].startswith("Linux")
+        assert [e.name for e in store.environments()] == ["env00", "env01", "env02"]
+        rollouts = store.rollouts(1)
+        assert {(r.env, r.task) for r in rollouts} == {("env01", "writer"), ("env02", "form")}
+        assert all(r.finished for r in rollouts)
+        # The control is stored, or it could not run and says why (then no number is shown).
+        assert store.control_results() or list(run.glob("control-error-*.txt"))
+        tests = {r.test for r in store.isolation_rows(1)}
+        assert tests == {"canaries", "form_audit", "clipboard", "stale_generation"}
+        assert store.canary_samples(1)
+
+    report = _report(run)
+    assert report.returncode in (0, 1), report.stderr
+    data = json.loads(report.stdout)
+    assert [w["index"] for w in data["windows"]] == [1]
+    if not data["positive_control"]:
+        assert not data["isolation"]["published"]
+        assert "has not run" in data["isolation"]["reason"]
+    assert (run / "report.html").is_file()
+    assert _leftovers(run) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_sigint_during_a_window_leaves_a_consistent_run_and_nothing_running(
+    desktop_stack: None, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [str(CLI), "run", "--envs", "2", "--windows", "3", "--tasks", "writer",
+         "--run", str(run)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while not _a_rollout_is_running(run):
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            assert time.monotonic() < deadline, "no rollout started within 300 s"
+            time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out[-4000:]
+    assert "SIGINT" in out
+
+    with RunStore.open(run) as store:  # as owner: the harness released the run
+        assert store.run_info()["status"] == "interrupted"
+        assert all(w.ended_at is not None for w in store.windows())
+        assert store.window_status(1) == "interrupted"
+        rollouts = store.rollouts()
+        assert rollouts and all(r.finished for r in rollouts)
+        assert any(r.reason is Reason.INTERRUPTED for r in rollouts)
+
+    report = _report(run)
+    assert report.returncode == 1, report.stdout + report.stderr  # refused, not a zero
+    assert "interrupted" in json.loads(report.stdout)["isolation"]["reason"]
+    assert _leftovers(run) == []
+
+
+def _a_rollout_is_running(run: Path) -> bool:
+    if not (run / DB_NAME).exists():
+        return False
+    try:
+        with RunStore.open(run, owner=False) as store:
+            return any(not r.finished for r in store.rollouts())
+    except Exception:  # the database is still being created
+        return False
+
+
+def test_an_unknown_isolation_test_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    proc = subprocess.run(
+        [str(CLI), "run", "--tests", "no_such_test", "--run", str(run)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "no isolation test named no_such_test" in proc.stderr
+    assert "clipboard" in proc.stderr  # the known names are listed
+    assert not run.exists()
+
+
+def test_the_soak_needs_a_positive_number_of_hours(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [str(CLI), "soak", "--hours", "0", "--run", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "--hours" in proc.stderr

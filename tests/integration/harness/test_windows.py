@@ -1,0 +1,154 @@
+"""A window's verdict on real parts: a pool, the canary watcher, a verify server, SQLite.
+
+Leaks are planted the way a real one would show: the canary's clipboard is taken from
+the harness side, an isolation test cannot read its inputs, and a token is delivered
+through another environment's lease.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import httpx
+import pytest
+from rich.console import Console
+
+from cleanroom.core.canary import CANARY_ENV
+from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.core.outcomes import Reason, Status
+from cleanroom.core.publish import ControlResult, Refusal
+from cleanroom.core.tokens import RolloutId, mint
+from cleanroom.environments.leaks import Leak
+from cleanroom.environments.policy import LocalHandle
+from cleanroom.environments.pool import Pool, PoolConfig
+from cleanroom.harness.audit import LeasedRollout
+from cleanroom.harness.audit_step import audit_window
+from cleanroom.harness.plan import PlannedTest
+from cleanroom.harness.progress import LoopProgress
+from cleanroom.harness.smoke import SmokeRunner
+from cleanroom.harness.window import WindowPlan, WindowServices, run_window
+from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.canary_watch import CanaryWatcher
+from cleanroom.reports.model import build_report
+from cleanroom.store.rundb import RunStore
+from cleanroom.verify_server.process import VerifyServerProcess
+
+FIRED = ControlResult(2, 2, 5, 10)
+
+
+class _TakesTheCanaryClipboard(IsolationTest):
+    """Plants a leak: the canary's clipboard changes (from the harness side)."""
+
+    name: ClassVar[str] = "planted_canary_change"
+    number: ClassVar[int] = 90
+    schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
+    detects: ClassVar[tuple[Leak, ...]] = ()
+
+    def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
+        owner = ctx.pool.env(CANARY_ENV).clipboard
+        assert owner is not None, "the canary has no clipboard owner"
+        owner.set(f"leaked {ctx.mint('env01')}", ("CLIPBOARD",))
+        return [IsolationRow(self.name, trial, a, b, RowResult.CLEAN, ctx.window)
+                for a, b in self.pairs(ctx)]  # fmt: skip
+
+
+class _ReadsAFileThatIsNotThere(IsolationTest):
+    """A check that cannot read its inputs: every pair it would check is lost."""
+
+    name: ClassVar[str] = "blind_check"
+    number: ClassVar[int] = 91
+    schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
+    detects: ClassVar[tuple[Leak, ...]] = ()
+
+    def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
+        home = Path(ctx.pool.env("env01").account.home)
+        (home / "saved-by-a-trial-that-never-ran.odt").read_bytes()
+        return []
+
+
+@pytest.fixture(scope="module")
+def live(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WindowServices]:
+    """A run with a pool (canary + two environments running Writer), its watcher and a
+    verify server; windows are run against it one after another."""
+    run_dir = tmp_path_factory.mktemp("windows")
+    store = RunStore.create(run_dir / "run")
+    server = VerifyServerProcess.start(store.run_dir / "verify-server")
+    pool = Pool(PoolConfig(envs=2, programs=("writer",)), store.run_dir, store)
+    stopping = threading.Event()
+    try:
+        pool.start()
+        canary = CanaryWatcher(LocalHandle(pool, CANARY_ENV), store)
+        canary.start()
+        verify = server.client(timeout=15.0)
+        smoke = SmokeRunner(pool, store, verify, stopping)
+        battery: dict[str, IsolationTest] = {
+            t.name: t for t in (_TakesTheCanaryClipboard(), _ReadsAFileThatIsNotThere())
+        }
+        with LoopProgress(Console(width=120)) as progress:
+            yield WindowServices(pool, store, verify, canary, smoke, battery, progress, stopping)
+        canary.stop()
+        verify.close()
+    finally:
+        pool.stop()
+        server.stop()
+        store.close()
+
+
+def test_a_window_with_a_canary_event_is_failed_and_the_number_refused(
+    live: WindowServices,
+) -> None:
+    plan = WindowPlan(1, ("writer",), [PlannedTest("planted_canary_change", 1)])
+    result = run_window(live, plan)
+    assert result.canary.verdict.flagged
+    assert result.status == "failed"
+    assert live.store.window_status(1) == "failed"
+    live.store.add_control_result(FIRED)
+    report = build_report(live.store)
+    assert isinstance(report.verdict, Refusal)
+    assert 1 in report.verdict.failed_windows
+    assert "canary event" in report.verdict.reason
+
+
+def test_a_window_with_a_lost_row_is_failed_and_the_number_refused(live: WindowServices) -> None:
+    plan = WindowPlan(2, (), [PlannedTest("blind_check", 1)])
+    result = run_window(live, plan)
+    assert result.verdict.lost == 2  # env01 -> env02 and back
+    assert result.status == "failed"
+    report = build_report(live.store)
+    assert isinstance(report.verdict, Refusal)
+    assert 2 in report.verdict.failed_windows
+    assert "blind_check" in report.verdict.reason
+
+
+def test_a_cross_row_from_the_audit_invalidates_the_rollouts_it_names(
+    live: WindowServices,
+) -> None:
+    store, window = live.store, 3
+    store.open_window(window)
+    tokens = {env: mint(RolloutId(env, window, 1)) for env in ("env01", "env02")}
+    leases = {}
+    for env, token in tokens.items():
+        store.start_rollout(token, "form")
+        leases[env] = live.verify.lease(token, env=env)
+    # env02's token arrives through env01's lease: what a leak between them would do.
+    for text in (str(tokens["env01"]), str(tokens["env02"])):
+        httpx.post(leases["env01"].form_url, data={"token": text}, timeout=10, trust_env=False)
+    for env, token in tokens.items():
+        store.finish_rollout(token.rollout_id, live.verify.verify_form(leases[env]))
+    before = {r.env: r.outcome for r in store.rollouts(window)}
+    assert before == {"env01": Status.SUCCESS, "env02": Status.FAILURE}
+
+    result = audit_window(
+        store, live.verify, window, [LeasedRollout(e, t.rollout_id) for e, t in tokens.items()]
+    )
+
+    cross = [r for r in result.rows if r.result is RowResult.CROSS]
+    assert [(r.from_env, r.to_env) for r in cross] == [("env02", "env01")]
+    after = {r.env: (r.outcome, r.reason) for r in store.rollouts(window)}
+    assert after == {
+        "env01": (Status.INVALID, Reason.ISOLATION),
+        "env02": (Status.INVALID, Reason.ISOLATION),
+    }

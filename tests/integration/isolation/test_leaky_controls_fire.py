@@ -1,0 +1,161 @@
+"""Under each leak it names, each of tests 2-5 reports cross (its positive control), and
+each leaky setup really removes its protection."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cleanroom.core.isolation import RowResult
+from cleanroom.core.tokens import RolloutId, mint
+from cleanroom.environments.leaks import Leak
+from cleanroom.environments.policy import LocalHandle
+from cleanroom.environments.pool import Pool, PoolConfig
+from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
+from cleanroom.isolation.tests_clipboard import ClipboardTest
+from cleanroom.isolation.tests_dialog_steal import DialogStealTest
+from cleanroom.isolation.tests_keyboard_storm import KeyboardStormTest
+from cleanroom.isolation.tests_modifier_leak import ModifierLeakTest
+from cleanroom.store.rundb import RunStore
+
+pytestmark = pytest.mark.slow
+
+
+def _start(tmp: pytest.TempPathFactory, leak: Leak) -> tuple[Pool, RunStore, TrialContext]:
+    if os.geteuid() != 0:
+        pytest.fail("the isolation tests create Unix users and need root")
+    missing = [p for p in ("Xvfb", "xauth", "dbus-daemon", "soffice") if shutil.which(p) is None]
+    if missing:
+        pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
+    run_dir: Path = tmp.mktemp(leak.value)
+    store = RunStore.create(run_dir)
+    config = PoolConfig(envs=2, programs=("writer",), canary_programs=(), leak=leak)
+    pool = Pool(config, run_dir, store)
+    try:
+        pool.start()
+    except BaseException:
+        store.close()
+        raise
+    return pool, store, TrialContext(pool, store, 1, run_dir)
+
+
+@pytest.fixture(scope="module")
+def shared_display(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
+    pool, store, ctx = _start(tmp_path_factory, Leak.SHARED_DISPLAY)
+    try:
+        yield ctx
+    finally:
+        pool.stop()
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def shared_clipboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
+    pool, store, ctx = _start(tmp_path_factory, Leak.SHARED_CLIPBOARD)
+    try:
+        yield ctx
+    finally:
+        pool.stop()
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def shared_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
+    pool, store, ctx = _start(tmp_path_factory, Leak.SHARED_HOME)
+    try:
+        yield ctx
+    finally:
+        pool.stop()
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def shared_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
+    pool, store, ctx = _start(tmp_path_factory, Leak.SHARED_RUNTIME_DIR)
+    try:
+        yield ctx
+    finally:
+        pool.stop()
+        store.close()
+
+
+def _fires(test: IsolationTest, ctx: TrialContext) -> bool:
+    rows = run_test(test, ctx, trials=1)
+    return any(r.result is RowResult.CROSS for r in rows)
+
+
+# -- the setups are real ------------------------------------------------------------------
+
+
+def test_under_shared_display_env02_works_on_env01s_display(shared_display: TrialContext) -> None:
+    pool = shared_display.pool
+    one, two = pool.env("env01"), pool.env("env02")
+    assert one.display is not None and two.display is not None
+    assert two.display.name == one.display.name
+    writers = [w for w in one.windows() if w.wm_class == "libreoffice-writer"]
+    assert len(writers) == 2  # env02's Writer is on env01's screen
+
+
+def test_under_shared_clipboard_a_value_set_on_env01_is_read_on_env02(
+    shared_clipboard: TrialContext,
+) -> None:
+    pool = shared_clipboard.pool
+    secret = f"bridged {mint(RolloutId('env01', 1, 9))}"
+    LocalHandle(pool, "env01").set_clipboard(secret)
+    time.sleep(0.5)
+    assert LocalHandle(pool, "env02").get_clipboard() == secret
+
+
+def test_under_shared_home_both_environments_have_one_home(shared_home: TrialContext) -> None:
+    pool = shared_home.pool
+    assert pool.env("env02").account.home == pool.env("env01").account.home
+
+
+# -- each test fires under the leaks it names ---------------------------------------------
+
+
+def test_clipboard_fires_under_shared_clipboard(shared_clipboard: TrialContext) -> None:
+    assert Leak.SHARED_CLIPBOARD in ClipboardTest.detects
+    assert _fires(ClipboardTest(), shared_clipboard)
+
+
+def test_clipboard_fires_under_shared_display(shared_display: TrialContext) -> None:
+    assert Leak.SHARED_DISPLAY in ClipboardTest.detects
+    assert _fires(ClipboardTest(), shared_display)
+
+
+def test_keyboard_storm_fires_under_shared_home(shared_home: TrialContext) -> None:
+    assert Leak.SHARED_HOME in KeyboardStormTest.detects
+    assert _fires(KeyboardStormTest(span_s=2.0), shared_home)
+
+
+def test_keyboard_storm_fires_under_shared_display(shared_display: TrialContext) -> None:
+    assert Leak.SHARED_DISPLAY in KeyboardStormTest.detects
+    assert _fires(KeyboardStormTest(span_s=2.0), shared_display)
+
+
+def test_modifier_leak_fires_under_shared_display(shared_display: TrialContext) -> None:
+    assert Leak.SHARED_DISPLAY in ModifierLeakTest.detects
+    assert _fires(ModifierLeakTest(hold_s=2.0), shared_display)
+
+
+def test_dialog_steal_fires_under_shared_display(shared_display: TrialContext) -> None:
+    assert Leak.SHARED_DISPLAY in DialogStealTest.detects
+    rows = run_test(DialogStealTest(), shared_display, trials=1)
+    crossed = [r for r in rows if r.result is RowResult.CROSS]
+    # env01's Save As reaches the topmost Writer, env02's: cross from env01 to env02.
+    assert [(r.from_env, r.to_env) for r in crossed] == [("env01", "env02")]
+    assert "env02's program" in crossed[0].detail
+
+
+def test_dialog_steal_fires_under_shared_runtime_dir(shared_runtime_dir: TrialContext) -> None:
+    assert Leak.SHARED_RUNTIME_DIR in DialogStealTest.detects
+    rows = run_test(DialogStealTest(), shared_runtime_dir, trials=1)
+    crossed = {(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS}
+    # One AT-SPI bus: env02's tree shows env01's dialog, env01's shows env02's typing.
+    assert crossed == {("env01", "env02"), ("env02", "env01")}

@@ -1,0 +1,71 @@
+"""On the isolated pool, tests 2-5 report clean: no cross, and nothing lost."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cleanroom.core.isolation import RowResult
+from cleanroom.environments.pool import Pool, PoolConfig
+from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
+from cleanroom.isolation.tests_clipboard import ClipboardTest
+from cleanroom.isolation.tests_dialog_steal import DialogStealTest
+from cleanroom.isolation.tests_keyboard_storm import KeyboardStormTest
+from cleanroom.isolation.tests_modifier_leak import ModifierLeakTest
+from cleanroom.store.rundb import RunStore
+
+pytestmark = pytest.mark.slow
+
+
+def _require_desktop_stack() -> None:
+    if os.geteuid() != 0:
+        pytest.fail("the isolation tests create Unix users and need root")
+    missing = [p for p in ("Xvfb", "xauth", "dbus-daemon", "soffice") if shutil.which(p) is None]
+    if missing:
+        pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
+    """The canary (idle) plus env01 and env02 running Writer, fully isolated."""
+    _require_desktop_stack()
+    run_dir: Path = tmp_path_factory.mktemp("isolated")
+    store = RunStore.create(run_dir)
+    pool = Pool(PoolConfig(envs=2, programs=("writer",), canary_programs=()), run_dir, store)
+    pool.start()
+    try:
+        yield TrialContext(pool, store, 1, run_dir)
+    finally:
+        pool.stop()
+        store.close()
+
+
+def _results(test: IsolationTest, ctx: TrialContext) -> set[RowResult]:
+    rows = run_test(test, ctx, trials=1)
+    assert rows, f"{test.name} returned no rows"
+    return {r.result for r in rows}
+
+
+def test_clipboard_is_clean_on_the_isolated_pool(ctx: TrialContext) -> None:
+    assert _results(ClipboardTest(), ctx) == {RowResult.CLEAN}
+
+
+def test_keyboard_storm_is_clean_on_the_isolated_pool(ctx: TrialContext) -> None:
+    assert _results(KeyboardStormTest(span_s=2.0), ctx) == {RowResult.CLEAN}
+
+
+def test_modifier_leak_is_clean_on_the_isolated_pool(ctx: TrialContext) -> None:
+    assert _results(ModifierLeakTest(hold_s=2.0), ctx) == {RowResult.CLEAN}
+
+
+def test_dialog_steal_is_clean_on_the_isolated_pool(ctx: TrialContext) -> None:
+    assert _results(DialogStealTest(), ctx) == {RowResult.CLEAN}
+
+
+def test_dialog_steal_times_bystanders_before_and_during(ctx: TrialContext) -> None:
+    phases = {s.phase for s in ctx.store.latency_samples("dialog_steal")}
+    assert phases == {"before", "during"}

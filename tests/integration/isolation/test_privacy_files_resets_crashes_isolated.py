@@ -1,0 +1,128 @@
+"""Tests 7-11 on the isolated pool: every one reports clean, and the two that guard the
+pool itself report cross under their own deliberate fault.
+
+Observation privacy runs first, on a pool whose environments run Chromium; one pool
+whose environments run Writer and a terminal then serves the rest of the module (the
+canary runs Writer in both). Trial counts and durations are cut down.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.environments.pool import Pool, PoolConfig
+from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
+from cleanroom.isolation.faults import Fault, with_fault
+from cleanroom.isolation.tests_crash_blast_radius import CrashBlastRadiusTest
+from cleanroom.isolation.tests_files_and_prefs import FilesAndPrefsTest
+from cleanroom.isolation.tests_observation_privacy import ObservationPrivacyTest
+from cleanroom.isolation.tests_reset_during_write import ResetDuringWriteTest
+from cleanroom.isolation.tests_stale_generation import StaleGenerationTest
+from cleanroom.store.rundb import RunStore
+from cleanroom.verify_server.process import VerifyServerProcess
+
+pytestmark = pytest.mark.slow
+
+NEEDED = ("Xvfb", "xauth", "dbus-daemon", "soffice", "xterm", "chromium")
+
+
+def _require_desktop_stack() -> None:
+    if os.geteuid() != 0:
+        pytest.fail("the isolation tests create Unix users and need root")
+    missing = [p for p in NEEDED if shutil.which(p) is None]
+    if missing:
+        pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
+
+
+@contextmanager
+def _isolated(run_dir: Path, programs: tuple[str, ...]) -> Iterator[TrialContext]:
+    _require_desktop_stack()
+    store = RunStore.create(run_dir)
+    server = VerifyServerProcess.start(run_dir / "verify-server")
+    client = server.client()
+    pool = Pool(PoolConfig(envs=2, programs=programs), run_dir, store)
+    try:
+        pool.start()
+        yield TrialContext(pool, store, 1, run_dir, verify=client)
+    finally:
+        pool.stop()
+        client.close()
+        server.stop()
+        store.close()
+
+
+@pytest.fixture
+def browsing(tmp_path: Path) -> Iterator[TrialContext]:
+    """An isolated pool whose environments run Chromium (only the first test uses it, so
+    it is gone before the module's other pool starts)."""
+    with _isolated(tmp_path, ("browser",)) as ctx:
+        yield ctx
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
+    """An isolated pool whose environments run Writer and a terminal."""
+    with _isolated(tmp_path_factory.mktemp("isolated"), ("writer", "terminal")) as ctx:
+        yield ctx
+
+
+def _results(rows: list[IsolationRow]) -> dict[tuple[int, str, str], str]:
+    return {(r.trial, r.from_env, r.to_env): f"{r.result.value} {r.detail}".strip() for r in rows}
+
+
+def _assert_all_clean(test: IsolationTest, ctx: TrialContext, trials: int) -> None:
+    rows = run_test(test, ctx, trials)
+    assert rows, f"{test.name} returned no rows"
+    assert all(r.result is RowResult.CLEAN for r in rows), _results(rows)
+
+
+def test_observation_privacy_is_clean_when_every_environment_has_its_own_display(
+    browsing: TrialContext,
+) -> None:
+    _assert_all_clean(ObservationPrivacyTest(duration_s=6.0), browsing, trials=1)
+
+
+def test_files_and_prefs_is_clean_when_homes_and_profiles_are_private(ctx: TrialContext) -> None:
+    _assert_all_clean(FilesAndPrefsTest(), ctx, trials=2)  # each environment writes once
+
+
+def test_reset_during_write_leaves_nothing_of_the_old_generation(ctx: TrialContext) -> None:
+    _assert_all_clean(ResetDuringWriteTest(), ctx, trials=2)
+
+
+def test_stale_generation_clicks_are_all_refused(ctx: TrialContext) -> None:
+    _assert_all_clean(StaleGenerationTest(), ctx, trials=2)
+
+
+def test_a_crash_comes_back_at_a_new_generation_and_spares_the_bystanders(
+    ctx: TrialContext,
+) -> None:
+    before = ctx.pool.generation("env01")
+    _assert_all_clean(CrashBlastRadiusTest(phase_s=2.0), ctx, trials=1)
+    assert ctx.pool.generation("env01") > before
+    phases = {s.phase for s in ctx.store.latency_samples("crash_blast_radius")}
+    assert phases == {"before", "during", "after"}
+
+
+def test_stale_generation_fires_when_the_generation_check_is_bypassed(ctx: TrialContext) -> None:
+    with with_fault(Fault.GENERATION_CHECK_BYPASSED, ctx.pool) as test:
+        rows = run_test(test, ctx, trials=1)
+    assert [r.result for r in rows] == [RowResult.CROSS], _results(rows)
+    assert rows[0].from_env == rows[0].to_env == "env01"
+    # Leaving the fault restores the check, at the generation the trial reached.
+    _assert_all_clean(StaleGenerationTest(), ctx, trials=1)
+
+
+def test_crash_blast_radius_fires_when_the_kill_also_hits_a_bystander(ctx: TrialContext) -> None:
+    with with_fault(Fault.CRASH_HITS_BYSTANDER, ctx.pool) as test:
+        rows = run_test(test, ctx, trials=1)
+    got = _results(rows)
+    assert got[(0, "env01", "env02")].startswith("cross"), got
+    assert got[(0, "env01", "env00")].startswith("clean"), got

@@ -1,0 +1,108 @@
+"""Tests 7-11 under each leaky setup they name: every one reports cross there.
+
+One pool per leak, shared by every test that names it; each pool runs only the
+programs those tests need. Stale generation names no leak: its positive control is its
+own fault (see the isolated module).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cleanroom.core.isolation import RowResult
+from cleanroom.environments.leaks import Leak
+from cleanroom.environments.pool import Pool, PoolConfig
+from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
+from cleanroom.isolation.tests_crash_blast_radius import CrashBlastRadiusTest
+from cleanroom.isolation.tests_files_and_prefs import FilesAndPrefsTest
+from cleanroom.isolation.tests_observation_privacy import ObservationPrivacyTest
+from cleanroom.isolation.tests_reset_during_write import ResetDuringWriteTest
+from cleanroom.isolation.tests_stale_generation import StaleGenerationTest
+from cleanroom.store.rundb import RunStore
+from cleanroom.verify_server.process import VerifyServerProcess
+
+pytestmark = pytest.mark.slow
+
+PROGRAMS = {
+    Leak.SHARED_DISPLAY: ("browser", "terminal"),
+    Leak.SHARED_PROFILE: ("writer", "terminal"),
+    Leak.SHARED_RUNTIME_DIR: ("terminal",),
+    Leak.SHARED_HOME: ("writer", "terminal"),
+    Leak.SHARED_CLIPBOARD: ("writer", "terminal"),
+}
+# Cut down for the suite; in this order the crash, which disturbs the pool most, is last.
+TESTS: list[IsolationTest] = [
+    ObservationPrivacyTest(duration_s=5.0),
+    FilesAndPrefsTest(),
+    ResetDuringWriteTest(),
+    CrashBlastRadiusTest(phase_s=1.0),
+]
+
+
+def naming(leak: Leak) -> list[IsolationTest]:
+    """The tests of this module that name ``leak``."""
+    return [t for t in TESTS if leak in type(t).detects]
+
+
+def test_every_leak_is_named_by_some_test_and_stale_generation_names_none() -> None:
+    assert all(naming(leak) for leak in Leak)
+    assert StaleGenerationTest.detects == ()
+
+
+@pytest.fixture(scope="module")
+def verify(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VerifyServerProcess]:
+    """One verify server for the module (observation privacy shows its form page)."""
+    with VerifyServerProcess.start(tmp_path_factory.mktemp("verify-server")) as server:
+        yield server
+
+
+@pytest.fixture
+def leaky(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    verify: VerifyServerProcess,
+) -> Iterator[TrialContext]:
+    """A pool with one protection removed between env01 and env02."""
+    leak: Leak = request.param
+    if os.geteuid() != 0:
+        pytest.fail("the isolation tests create Unix users and need root")
+    missing = [p for p in ("Xvfb", "xauth", "dbus-daemon", "soffice", "xterm", "chromium")
+               if shutil.which(p) is None]  # fmt: skip
+    if missing:
+        pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
+    run_dir: Path = tmp_path_factory.mktemp(leak.value)
+    store = RunStore.create(run_dir)
+    config = PoolConfig(envs=2, programs=PROGRAMS[leak], canary_programs=(), leak=leak)
+    pool = Pool(config, run_dir, store)
+    client = verify.client()
+    try:
+        pool.start()
+        yield TrialContext(pool, store, 1, run_dir, verify=client)
+    finally:
+        pool.stop()
+        client.close()
+        store.close()
+
+
+@pytest.mark.parametrize("leaky", list(Leak), ids=[k.value for k in Leak], indirect=True)
+def test_every_test_naming_a_leak_reports_cross_under_it(leaky: TrialContext) -> None:
+    leak = leaky.pool.config.leak
+    assert leak is not None
+    silent = {}
+    for test in naming(leak):
+        rows = run_test(test, leaky, trials=1)
+        crossed = {(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS}
+        # The leak is between env01 and env02: that is where the cross must be, in
+        # either direction, and never towards the canary, which shares nothing.
+        if not crossed & {("env01", "env02"), ("env02", "env01")} or any(
+            dst == "env00" for _, dst in crossed
+        ):
+            silent[test.name] = [
+                f"{r.from_env}->{r.to_env} {r.result.value} {r.detail}" for r in rows
+            ]
+    assert not silent, silent

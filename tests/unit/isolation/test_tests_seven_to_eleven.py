@@ -1,0 +1,78 @@
+"""Tests 7-11: their numbers, schedules and named leaks follow SPEC §3.4, and the pure
+pieces they are built from (page colours, the writer's command, the faults) do their job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from cleanroom.environments.errors import StaleGeneration
+from cleanroom.environments.generations import GenerationBook
+from cleanroom.environments.leaks import Leak
+from cleanroom.isolation.battery import TESTS, Schedule
+from cleanroom.isolation.faults import Fault, bypass_generation_check
+from cleanroom.isolation.registry import TESTS as REGISTERED
+from cleanroom.isolation.tests_files_and_prefs import write_command
+from cleanroom.isolation.tests_observation_privacy import PAGE_COLOURS, is_actor, page_colour
+
+EXPECTED = {
+    "observation_privacy": (7, Schedule(window=1, soak=1), {Leak.SHARED_DISPLAY}),
+    "files_and_prefs": (
+        8,
+        Schedule(window=3, soak=3, on_demand=True),
+        {Leak.SHARED_HOME, Leak.SHARED_PROFILE},
+    ),
+    "reset_during_write": (
+        9,
+        Schedule(window=20, soak=20, on_demand=True),
+        {Leak.SHARED_CLIPBOARD},
+    ),
+    "stale_generation": (10, Schedule(window=20, soak=100), set()),
+    "crash_blast_radius": (
+        11,
+        Schedule(window=1, soak=1, on_demand=True),
+        {Leak.SHARED_DISPLAY, Leak.SHARED_PROFILE, Leak.SHARED_RUNTIME_DIR, Leak.SHARED_HOME},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_test_is_registered_with_its_number_schedule_and_leaks(name: str) -> None:
+    assert REGISTERED is TESTS
+    test = TESTS[name]
+    number, schedule, leaks = EXPECTED[name]
+    assert (test.number, test.schedule, set(test.detects)) == (number, schedule, leaks)
+
+
+def test_every_environment_gets_its_own_page_colour_and_odd_ones_act() -> None:
+    envs = [f"env{i:02d}" for i in range(1, len(PAGE_COLOURS) + 1)]
+    assert len({page_colour(e) for e in envs}) == len(envs)
+    assert [e for e in envs[:4] if is_actor(e)] == ["env01", "env03"]
+
+
+def test_the_writers_command_puts_each_token_in_its_own_place() -> None:
+    cmd = write_command("tok-file", "tok-bookmark", "tok-palette", Path("/h/.config/lo"))
+    assert "> Documents/files-and-prefs-tok-file.txt" in cmd
+    assert "tok-bookmark' >> .config/gtk-3.0/bookmarks" in cmd
+    assert 'draw:name="tok-palette"' in cmd
+    assert "> '/h/.config/lo/user/config/files-and-prefs.soc'" in cmd
+
+
+def test_every_fault_names_the_test_it_proves() -> None:
+    assert {f.test for f in Fault} == {"stale_generation", "crash_blast_radius"}
+    assert all(f.description for f in Fault)
+
+
+def test_the_bypass_fault_lets_stale_generations_through_and_then_restores_the_check() -> None:
+    book = GenerationBook(["env01"])
+    pool: Any = SimpleNamespace(book=book)
+    with bypass_generation_check(pool):
+        pool.book.raise_("env01")
+        pool.book.check("env01", 0)  # stale, and let through
+    assert pool.book is book
+    assert book.current("env01") == 1  # the generation raised inside is kept
+    with pytest.raises(StaleGeneration):
+        book.check("env01", 0)
