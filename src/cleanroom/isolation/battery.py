@@ -95,6 +95,9 @@ class IsolationTest(ABC):
     schedule: ClassVar[Schedule]
     # The leaky setups under which this test must report cross: its positive controls.
     detects: ClassVar[tuple[Leak, ...]]
+    # The programs every acting environment must run for this test (a pool without one
+    # makes its trials lost); whoever builds a pool for a set of tests takes the union.
+    needs: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:

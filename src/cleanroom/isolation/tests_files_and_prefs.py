@@ -66,6 +66,7 @@ class FilesAndPrefsTest(IsolationTest):
     number: ClassVar[int] = 8
     schedule: ClassVar[Schedule] = Schedule(window=3, soak=3, on_demand=True)
     detects: ClassVar[tuple[Leak, ...]] = (Leak.SHARED_HOME, Leak.SHARED_PROFILE)
+    needs: ClassVar[tuple[str, ...]] = ("writer", "terminal")
 
     def pairs(self, ctx: TrialContext) -> list[tuple[str, str]]:
         """From each acting environment to every other environment, the canary included."""

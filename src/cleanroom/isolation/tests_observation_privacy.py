@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from PIL import Image
@@ -36,7 +36,7 @@ from cleanroom.core.detectors import (
     observation_rows,
     parse_rgb,
 )
-from cleanroom.core.isolation import IsolationRow
+from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaks import Leak
 from cleanroom.environments.policy import LocalHandle
@@ -83,6 +83,7 @@ class _Actors:
     actors: list[str]
     errors: list[str] = field(default_factory=list)
     rounds: int = 0
+    acted: int = 0  # rounds in which an actor got through all of its actions
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
@@ -97,6 +98,7 @@ class _Actors:
                     h.move(200 + 37 * (self.rounds % 20), 300 + 23 * (self.rounds % 15))
                     h.hotkey("ctrl+a")
                     h.hotkey("BackSpace")
+                    self.acted += 1
                 except PoolError as exc:
                     self.errors.append(f"{actor}: {exc}")
             self.rounds += 1
@@ -113,6 +115,7 @@ class ObservationPrivacyTest(IsolationTest):
     number: ClassVar[int] = 7
     schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
     detects: ClassVar[tuple[Leak, ...]] = (Leak.SHARED_DISPLAY,)
+    needs: ClassVar[tuple[str, ...]] = ("browser",)
 
     def __init__(
         self,
@@ -177,13 +180,19 @@ class ObservationPrivacyTest(IsolationTest):
                 "clock_line_px": self.clock_line_px,
                 "min_pixels": self.min_pixels,
                 "actor_rounds": busy.rounds,
+                "actor_rounds_completed": busy.acted,
                 "actor_errors": busy.errors[:50],
                 "samples": [s.__dict__ for s in samples],
             },
         )
-        return observation_rows(
+        rows = observation_rows(
             NAME, trial, ctx.window, samples, actors, idle, pool.names, self.min_pixels
         )
+        if actors and not busy.acted:
+            # Idle screens that held still while nobody acted prove nothing.
+            why = f"the actors never got through a round: {busy.errors[:1]}"
+            rows = [_lost_if_clean(r, why) for r in rows]
+        return rows
 
     def _show_page(self, ctx: TrialContext, verify: VerifyClient, env: str) -> float | None:
         """Open the env's coloured form page and raise its browser; return how long the
@@ -254,6 +263,12 @@ def _grab(ctx: TrialContext, env: str) -> tuple[int, int, bytes]:
     if screen is None:
         raise PoolError(f"{env}: the desktop is not running")
     return screen.grab_rgb()
+
+
+def _lost_if_clean(row: IsolationRow, why: str) -> IsolationRow:
+    if row.result is not RowResult.CLEAN:
+        return row
+    return replace(row, result=RowResult.LOST, detail=why[:500])
 
 
 def _png(width: int, height: int, rgb: bytes) -> bytes:

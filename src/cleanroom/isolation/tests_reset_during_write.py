@@ -37,6 +37,7 @@ class ResetDuringWriteTest(IsolationTest):
     number: ClassVar[int] = 9
     schedule: ClassVar[Schedule] = Schedule(window=20, soak=20, on_demand=True)
     detects: ClassVar[tuple[Leak, ...]] = (Leak.SHARED_CLIPBOARD,)
+    needs: ClassVar[tuple[str, ...]] = ("writer",)
 
     def pairs(self, ctx: TrialContext) -> list[tuple[str, str]]:
         """From each acting environment to itself (old to new generation) and to every

@@ -76,3 +76,14 @@ def test_the_bypass_fault_lets_stale_generations_through_and_then_restores_the_c
     assert book.current("env01") == 1  # the generation raised inside is kept
     with pytest.raises(StaleGeneration):
         book.check("env01", 0)
+
+
+def test_each_test_names_the_programs_it_needs() -> None:
+    needs = {name: TESTS[name].needs for name in EXPECTED}
+    assert needs == {
+        "observation_privacy": ("browser",),
+        "files_and_prefs": ("writer", "terminal"),
+        "reset_during_write": ("writer",),
+        "stale_generation": (),
+        "crash_blast_radius": (),
+    }
