@@ -1,4 +1,5 @@
-"""``cleanroom isolation controls``: the per-test positive controls (leaky setups)."""
+"""``cleanroom isolation controls``: the per-test positive controls (leaky setups and the
+deliberate faults of the pool)."""
 
 from __future__ import annotations
 
@@ -53,18 +54,26 @@ def _show(matrix: ControlMatrix, setups: list[str]) -> None:
     for test in matrix.cross_when_isolated():
         console.print(f"[bold red]{test} reported cross on the ISOLATED pool[/bold red]")
     for test in matrix.unproven():
-        why = (
-            "it names no leak"
-            if test in matrix.names_no_leak
-            else "it fired under none of its leaks"
-        )
+        if test in matrix.names_no_leak and not matrix.has_fault_cell(test):
+            why = "it names no leak and ran under no fault of its own"
+        else:
+            why = "it fired under none of its leaks and faults"
         console.print(f"[bold red]{test} is unproven: {why}[/bold red]")
+    for note in matrix.notes:
+        console.print(f"note: {note}")
 
 
-@app.command("controls", help="Run each test under each leak it names and on the isolated pool.")
+@app.command(
+    "controls",
+    help="Run each test under each leak it names, under its own fault if it has one, and on"
+    " the isolated pool.",
+)
 def controls(
     tests: str = typer.Option("", "--tests", help="Comma-separated tests (default: all)."),
     leaks: str = typer.Option("", "--leaks", help="Comma-separated leak kinds (default: all)."),
+    faults: bool = typer.Option(
+        True, "--faults/--no-faults", help="Run the deliberate-fault setups too."
+    ),
     trials: int = typer.Option(1, "--trials", min=1, help="Trials per test and setup."),
     run: Path | None = typer.Option(None, "--run", help="Run folder (default: runs/<time>)."),  # noqa: B008
     as_json: bool = typer.Option(False, "--json", help="Print the matrix as JSON."),
@@ -74,7 +83,7 @@ def controls(
     kinds = _names(leaks, [k.value for k in Leak], "leak")
     selected = [TESTS[n] for n in chosen]
     leak_list = [Leak(k) for k in kinds] if kinds is not None else None
-    setups = list(plan_setups(selected, leak_list))
+    setups = list(plan_setups(selected, leak_list, faults=faults))
     run_dir = run or Path("runs") / time.strftime("controls-%Y%m%d-%H%M%S")
     store = RunStore.create(run_dir, meta={"kind": "leaky-controls"})
     console = Console(stderr=True)
@@ -82,12 +91,18 @@ def controls(
     def progress(cell: Cell) -> None:
         if not as_json:
             console.print(
-                f"{cell.setup:>20}  {cell.test:<22} {cell.verdict} ({cell.seconds:.0f} s)"
+                f"{cell.setup:>32}  {cell.test:<22} {cell.verdict} ({cell.seconds:.0f} s)"
             )
 
     try:
         matrix = run_controls(
-            run_dir, store, selected, leaks=leak_list, trials=trials, on_cell=progress
+            run_dir,
+            store,
+            selected,
+            leaks=leak_list,
+            trials=trials,
+            faults=faults,
+            on_cell=progress,
         )
     finally:
         store.close()

@@ -93,6 +93,9 @@ class CrashBlastRadiusTest(IsolationTest):
         Leak.SHARED_RUNTIME_DIR,
         Leak.SHARED_HOME,
     )
+    # Any program will do: its death is what shows a blast radius (a bystander running
+    # only its display leaves the fault `kill_with_bystander` nothing to hit).
+    needs: ClassVar[tuple[str, ...]] = ("terminal",)
 
     def __init__(
         self,

@@ -124,6 +124,7 @@ class DialogStealTest(IsolationTest):
     # Shared display: the opener's keys reach the other's Writer. Shared runtime dir: one
     # AT-SPI bus, so each tree shows the other's dialog and text.
     detects: ClassVar[tuple[Leak, ...]] = (Leak.SHARED_DISPLAY, Leak.SHARED_RUNTIME_DIR)
+    needs: ClassVar[tuple[str, ...]] = ("writer",)
 
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
         """Baseline the dialog, then open it again while the other types; compare."""

@@ -46,6 +46,7 @@ class KeyboardStormTest(IsolationTest):
     number: ClassVar[int] = 3
     schedule: ClassVar[Schedule] = Schedule(window=10, soak=10)
     detects: ClassVar[tuple[Leak, ...]] = (Leak.SHARED_DISPLAY, Leak.SHARED_HOME)
+    needs: ClassVar[tuple[str, ...]] = ("writer",)
 
     def __init__(self, tokens: int = TOKENS_PER_ENV, span_s: float = SPAN_S) -> None:
         self.tokens = tokens

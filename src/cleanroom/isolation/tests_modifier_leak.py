@@ -81,6 +81,7 @@ class ModifierLeakTest(IsolationTest):
     number: ClassVar[int] = 4
     schedule: ClassVar[Schedule] = Schedule(window=3, soak=3)
     detects: ClassVar[tuple[Leak, ...]] = (Leak.SHARED_DISPLAY,)
+    needs: ClassVar[tuple[str, ...]] = ("writer",)
 
     def __init__(self, hold_s: float = HOLD_S) -> None:
         self.hold_s = hold_s

@@ -5,9 +5,27 @@ from __future__ import annotations
 from cleanroom.core.detectors import ModifierEffect
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.leaks import Leak
-from cleanroom.isolation.controls import ISOLATED, Cell, ControlMatrix, judge_cell, plan_setups
+from cleanroom.isolation.controls import (
+    ISOLATED,
+    Cell,
+    ControlMatrix,
+    fault_setup,
+    faults_of,
+    for_controls,
+    judge_cell,
+    plan_setups,
+    setup_fault,
+    setup_programs,
+)
+from cleanroom.isolation.faults import Fault
 from cleanroom.isolation.tests_clipboard import ClipboardTest
+from cleanroom.isolation.tests_crash_blast_radius import CrashBlastRadiusTest
+from cleanroom.isolation.tests_files_and_prefs import FilesAndPrefsTest
 from cleanroom.isolation.tests_modifier_leak import ModifierLeakTest, phase_rows, rotation
+from cleanroom.isolation.tests_observation_privacy import DURATION_S, ObservationPrivacyTest
+from cleanroom.isolation.tests_stale_generation import StaleGenerationTest
+
+BYPASS = fault_setup(Fault.GENERATION_CHECK_BYPASSED)
 
 E = ModifierEffect
 
@@ -61,6 +79,73 @@ def test_the_plan_runs_every_test_isolated_and_each_under_the_leaks_it_names() -
     assert [t.name for t in plan[Leak.SHARED_DISPLAY.value]] == ["clipboard", "modifier_leak"]
     assert [t.name for t in plan[Leak.SHARED_CLIPBOARD.value]] == ["clipboard"]
     assert Leak.SHARED_HOME.value not in plan
+
+
+def test_the_plan_runs_each_test_with_a_fault_of_its_own_under_that_fault() -> None:
+    plan = plan_setups([ClipboardTest(), StaleGenerationTest(), CrashBlastRadiusTest()])
+    assert [t.name for t in plan[BYPASS]] == ["stale_generation"]
+    bystander = fault_setup(Fault.CRASH_HITS_BYSTANDER)
+    assert [t.name for t in plan[bystander]] == ["crash_blast_radius"]
+    assert [s for s in plan if s.startswith("fault:")] == [BYPASS, bystander]
+    # Leaks chosen or not, a selected test with a fault still runs it; unless told not to.
+    assert BYPASS in plan_setups([StaleGenerationTest()], [Leak.SHARED_HOME])
+    assert BYPASS not in plan_setups([StaleGenerationTest()], faults=False)
+    assert not any(s.startswith("fault:") for s in plan_setups([ClipboardTest()]))
+
+
+def test_fault_setup_names_round_trip() -> None:
+    for fault in Fault:
+        assert setup_fault(fault_setup(fault)) is fault
+    assert setup_fault(ISOLATED) is None
+    assert setup_fault(Leak.SHARED_DISPLAY.value) is None
+    assert faults_of(StaleGenerationTest()) == [Fault.GENERATION_CHECK_BYPASSED]
+    assert faults_of(ClipboardTest()) == []
+
+
+def test_a_test_that_names_no_leak_is_proven_by_its_own_fault_firing() -> None:
+    m = ControlMatrix(
+        [Cell("t", ISOLATED, "clean", 1, 0, 0, 1.0), Cell("t", BYPASS, "fired", 1, 1, 0, 1.0)],
+        names_no_leak=["t"],
+    )
+    assert m.unproven() == []
+    assert m.proven("t") == [BYPASS]
+    assert m.cross_when_isolated() == []
+
+
+def test_a_fault_that_did_not_fire_proves_nothing() -> None:
+    for verdict in ("clean", "lost"):
+        m = ControlMatrix([Cell("t", BYPASS, verdict, 1, 0, 0, 1.0)], names_no_leak=["t"])
+        assert m.unproven() == ["t"]
+        assert m.has_fault_cell("t")
+
+
+def test_a_test_fired_by_its_fault_but_none_of_its_leaks_is_proven() -> None:
+    m = ControlMatrix(
+        [
+            Cell("t", "shared-display", "clean", 2, 0, 0, 1.0),
+            Cell("t", BYPASS, "fired", 1, 1, 0, 1.0),
+        ]
+    )
+    assert m.unproven() == []
+
+
+def test_a_setups_pool_runs_what_its_tests_need_each_program_once() -> None:
+    tests = [ClipboardTest(), FilesAndPrefsTest(), ObservationPrivacyTest(), ModifierLeakTest()]
+    assert setup_programs(tests) == ("writer", "terminal", "browser")
+    assert setup_programs([ClipboardTest()]) == ()
+    assert setup_programs([ObservationPrivacyTest()], ("writer",)) == ("writer", "browser")
+    # The crash fault kills a bystander's programs: its pool must run one.
+    assert setup_programs([CrashBlastRadiusTest()]) != ()
+
+
+def test_controls_shorten_only_the_observation_period() -> None:
+    registered = ObservationPrivacyTest(interval_s=0.5, min_pixels=900)
+    short = for_controls(registered, 7.0)
+    assert isinstance(short, ObservationPrivacyTest)
+    assert (short.duration_s, short.interval_s, short.min_pixels) == (7.0, 0.5, 900)
+    assert registered.duration_s == DURATION_S  # the window's test is left as it was
+    clipboard = ClipboardTest()
+    assert for_controls(clipboard, 7.0) is clipboard
 
 
 def test_the_holder_and_typist_rotate() -> None:

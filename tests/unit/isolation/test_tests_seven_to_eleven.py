@@ -85,5 +85,5 @@ def test_each_test_names_the_programs_it_needs() -> None:
         "files_and_prefs": ("writer", "terminal"),
         "reset_during_write": ("writer",),
         "stale_generation": (),
-        "crash_blast_radius": (),
+        "crash_blast_radius": ("terminal",),
     }
