@@ -193,6 +193,16 @@ def render(rows: dict[int, dict[str, float]], command: str, scale: float) -> str
             f"{r['canary_share'] * 100:.2f}% | {r['env00_idle_share'] * 100:.2f}% | "
             f"{r['load']:.1f} |"
         )
+    if len(rows) > 1:
+        lo, hi = rows[min(rows)], rows[max(rows)]
+        lines += [
+            "",
+            f"From {min(rows)} to {max(rows)} environments the window takes "
+            f"{(hi['window_s'] / lo['window_s'] - 1) * 100:+.0f}% wall time and the run "
+            f"measures {(hi['env_hours_per_hour'] / lo['env_hours_per_hour'] - 1) * 100:+.0f}% "
+            "environment-hours per wall hour; the canary watcher stays under "
+            f"{max(r['canary_share'] for r in rows.values()) * 100:.1f}% of one core.",
+        ]
     lines.append("")
     return "\n".join(lines)
 

@@ -220,7 +220,8 @@ def _leaky_controls(s: LoopServices, result: DemoResult) -> None:
         s.store,
         tests,
         leaks=LEAKY_KINDS,
-        isolated=False,
+        isolated=False,  # the window just ran every test on the isolated pool
+        faults=False,  # the deliberate-fault setups belong to the full matrix
         pool_root=s.config.pool_root,
         on_cell=said,
     )
