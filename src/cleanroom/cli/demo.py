@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
+from cleanroom.cli.shared import console, new_run_folder
 from cleanroom.harness.demo import run_demo
 
 
@@ -17,10 +16,5 @@ def demo(
     ),
 ) -> None:
     """Run the main job end to end and print its summary."""
-    folder = run_dir or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
-    if folder.exists() and any(folder.iterdir()):
-        typer.echo(f"error: {folder} exists and is not empty", err=True)
-        raise typer.Exit(2)
-    console = Console() if Console().is_terminal else Console(width=120)
-    result = run_demo(folder, console)
+    result = run_demo(new_run_folder(run_dir, "demo"), console())
     raise typer.Exit(result.loop.exit_code if result.loop is not None else 1)

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
+from cleanroom.cli.shared import console
 from cleanroom.reports.html import render_html, write_html
 from cleanroom.reports.model import build_report
 from cleanroom.reports.redteam_section import load_redteam_section
@@ -36,8 +36,8 @@ def report(
     if as_json:
         typer.echo(json.dumps(built.to_json(), indent=2, default=str))
     else:
-        console = Console() if Console().is_terminal else Console(width=120)
-        render_text(built, console)
+        out = console()
+        render_text(built, out)
         if html is not None:
-            console.print(f"HTML report: {html}")
+            out.print(f"HTML report: {html}")
     raise typer.Exit(0 if built.to_json()["isolation"]["published"] else 1)

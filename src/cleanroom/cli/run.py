@@ -2,29 +2,36 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from cleanroom.cli.shared import console as shared_console
+from cleanroom.cli.shared import new_run_folder
 from cleanroom.harness.loop import LoopConfig, run_loop
 from cleanroom.harness.plan import UnknownTest
 from cleanroom.harness.report_step import print_report
 from cleanroom.rollouts.runner import TASKS
 
-
-def _console() -> Console:
-    return Console() if Console().is_terminal else Console(width=120)
-
-
-def _folder(run_dir: Path | None, prefix: str) -> Path:
-    folder = run_dir or Path("runs") / time.strftime(f"{prefix}-%Y%m%d-%H%M%S")
-    if folder.exists() and any(folder.iterdir()):
-        typer.echo(f"error: {folder} exists and is not empty", err=True)
-        raise typer.Exit(2)
-    return folder
+# Options that `run` and `soak` share.
+DEFAULT_TASKS = ",".join(TASKS)
+Envs = Annotated[int, typer.Option("--envs", min=1, max=32, help="Acting environments (+ env00).")]
+Tasks = Annotated[str, typer.Option("--tasks", help="Smoke tasks, comma-separated.")]
+TrialsScale = Annotated[
+    float,
+    typer.Option(
+        "--trials-scale", min=0.001, help="Multiply every test's trial count (at least 1)."
+    ),
+]
+Tests = Annotated[
+    str | None,
+    typer.Option(
+        "--tests", help="Only these isolation tests (comma-separated; on-demand ones too)."
+    ),
+]
+OnDemand = Annotated[bool, typer.Option("--on-demand", help="Also run the on-demand tests.")]
 
 
 def _split(text: str | None) -> tuple[str, ...] | None:
@@ -38,7 +45,7 @@ def _go(build: Callable[[], LoopConfig]) -> None:
         config = build()
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    console = _console()
+    console = shared_console()
     try:
         result = run_loop(config, console)
     except UnknownTest as exc:
@@ -52,7 +59,7 @@ def _go(build: Callable[[], LoopConfig]) -> None:
 
 
 def run(
-    envs: int = typer.Option(3, "--envs", min=1, max=32, help="Acting environments (+ env00)."),
+    envs: Envs = 3,
     windows: int = typer.Option(1, "--windows", min=1, help="How many windows to run."),
     window_minutes: float = typer.Option(
         0.0,
@@ -61,20 +68,16 @@ def run(
         help="Keep running smoke rollouts until a window "
         "has lasted this long (0: one batch of rollouts and the tests).",
     ),
-    tasks: str = typer.Option(",".join(TASKS), "--tasks", help="Smoke tasks, comma-separated."),
+    tasks: Tasks = DEFAULT_TASKS,
     run_dir: Path | None = typer.Option(  # noqa: B008
         None, "--run", help="Run folder to create (default: runs/run-<time>)."
     ),
-    trials_scale: float = typer.Option(
-        1.0, "--trials-scale", min=0.001, help="Multiply every test's trial count (at least 1)."
-    ),
-    tests: str | None = typer.Option(
-        None, "--tests", help="Only these isolation tests (comma-separated; on-demand ones too)."
-    ),
-    on_demand: bool = typer.Option(False, "--on-demand", help="Also run the on-demand tests."),
+    trials_scale: TrialsScale = 1.0,
+    tests: Tests = None,
+    on_demand: OnDemand = False,
 ) -> None:
     """Run windows of smoke rollouts, isolation tests and the canary; then the audit."""
-    folder = _folder(run_dir, "run")
+    folder = new_run_folder(run_dir, "run")
     _go(
         lambda: LoopConfig(
             run_dir=folder,
@@ -91,22 +94,18 @@ def run(
 
 def soak(
     hours: float = typer.Option(..., "--hours", min=0.001, help="Run windows for this long."),
-    envs: int = typer.Option(3, "--envs", min=1, max=32, help="Acting environments (+ env00)."),
+    envs: Envs = 3,
     window_minutes: float = typer.Option(30.0, "--window-minutes", min=0, help="Window length."),
-    tasks: str = typer.Option(",".join(TASKS), "--tasks", help="Smoke tasks, comma-separated."),
+    tasks: Tasks = DEFAULT_TASKS,
     run_dir: Path | None = typer.Option(  # noqa: B008
         None, "--run", help="Run folder to create (default: runs/soak-<time>)."
     ),
-    trials_scale: float = typer.Option(
-        1.0, "--trials-scale", min=0.001, help="Multiply every test's trial count (at least 1)."
-    ),
-    tests: str | None = typer.Option(
-        None, "--tests", help="Only these isolation tests (comma-separated; on-demand ones too)."
-    ),
-    on_demand: bool = typer.Option(False, "--on-demand", help="Also run the on-demand tests."),
+    trials_scale: TrialsScale = 1.0,
+    tests: Tests = None,
+    on_demand: OnDemand = False,
 ) -> None:
     """The harness loop for hours, with the soak trial counts."""
-    folder = _folder(run_dir, "soak")
+    folder = new_run_folder(run_dir, "soak")
     _go(
         lambda: LoopConfig(
             run_dir=folder,

@@ -1,0 +1,24 @@
+"""What several commands share: the console they print to and the run folder they make."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+
+def console() -> Console:
+    """The terminal's console, or a 120-column one when output goes to a file or a pipe
+    (Rich would otherwise cut tables to 80 columns)."""
+    return Console() if Console().is_terminal else Console(width=120)
+
+
+def new_run_folder(run_dir: Path | None, prefix: str) -> Path:
+    """``run_dir``, or ``runs/<prefix>-<time>``; exits 2 if it holds anything already."""
+    folder = run_dir or Path("runs") / time.strftime(f"{prefix}-%Y%m%d-%H%M%S")
+    if folder.exists() and any(folder.iterdir()):
+        typer.echo(f"error: {folder} exists and is not empty", err=True)
+        raise typer.Exit(2)
+    return folder
