@@ -15,9 +15,8 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, BinaryIO
 
 ENV_PATTERN = r"env\d{2,3}"
@@ -239,12 +238,6 @@ def _scan_stream(fh: BinaryIO, source: str, first: bytes, chunk_size: int) -> li
         buf, base, pos = buf[keep:], base + keep, cut - keep
 
 
-def iter_files(root: str | os.PathLike[str]) -> Iterator[str]:
-    """Regular files under ``root`` (never following symlinks), depth first."""
-    for path, _size in _sized_files(root):
-        yield path
-
-
 def _sized_files(root: str | os.PathLike[str]) -> Iterator[tuple[str, int]]:
     stack = [os.fspath(root)]
     while stack:
@@ -313,14 +306,3 @@ def _scan_parallel(files: list[tuple[str, int]], workers: int) -> tuple[list[Tok
     hits = [h for part, _ in results for h in part]
     hits.sort(key=lambda h: (order[h.source], h.offset))
     return hits, [e for _, part in results for e in part]
-
-
-def scan_paths(paths: Iterable[str | os.PathLike[str]]) -> list[TokenHit]:
-    """Scan several files or trees; a missing path raises `FileNotFoundError`."""
-    hits: list[TokenHit] = []
-    for p in paths:
-        if Path(p).is_dir():
-            hits.extend(scan_tree(p))
-        else:
-            hits.extend(scan_file(p))
-    return hits
