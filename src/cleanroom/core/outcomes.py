@@ -87,11 +87,6 @@ class Outcome:
     def valid(self) -> bool:
         return self.status is not Status.INVALID
 
-    def with_details(self, **details: Any) -> Outcome:
-        return Outcome(
-            self.status, self.score, self.reason, self.detail, {**self.details, **details}
-        )
-
     def to_json(self) -> dict[str, Any]:
         """The shape every ``--json`` output uses: outcome, score, reason, details."""
         return {
