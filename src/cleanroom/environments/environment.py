@@ -36,6 +36,11 @@ from cleanroom.environments.xinput import XInput
 
 # How long a Writer whose readiness cannot be read through AT-SPI is given to take keys.
 _SETTLE_S = 3.0
+# The accessibility bus launcher publishes its address as this root-window property.
+_ATSPI_BUS_PROPERTY = "AT_SPI_BUS"
+# A Writer window whose document has not reached the AT-SPI bus by then gets a fresh
+# reader, and at half the start time a fresh Writer (a start that lost its bus).
+_READER_RETRY_S = 8.0
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,7 @@ class DesktopEnvironment:
         self.ready_at: float | None = None
         self.borrow: Borrowed | None = None  # set by the pool for a leaky setup
         self.handed_off: list[Program] = []  # Writer starts that went to another instance
+        self.remedies: list[str] = []  # what the last start of the programs had to retry
 
     @property
     def name(self) -> str:
@@ -184,6 +190,7 @@ class DesktopEnvironment:
         names = list(self.spec.programs)
         self._prepare_private_profile()
         self.handed_off = []
+        self.remedies = []
         if self.borrow is not None and self.borrow.hands_off_writer and "writer" in names:
             # The shared-profile trap: this start reaches the donor's running Writer,
             # which opens our document on the donor's display, and then exits.
@@ -243,15 +250,48 @@ class DesktopEnvironment:
 
     def _wait_document_accessible(self, timeout_s: float) -> None:
         # Writer maps its window before it takes keys; once its document paragraph is on
-        # the accessibility bus, typed keys land in the document.
+        # the accessibility bus, typed keys land in the document. A reader that connected
+        # before the bus was up, or a Writer that started without its bus, would wait
+        # forever: each gets one fresh start on the way (no Writer restart in a container).
+        # A bus address left on the display by a bus that died before it could remove it
+        # is the usual cause; it is forgotten before Writer starts again.
         assert self.atspi is not None
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        deadline = started + timeout_s
+        remedies = [(started + _READER_RETRY_S, "a fresh reader", self.atspi.close)]
+        if self.container is None:
+            remedies.append((started + timeout_s / 2, "a fresh Writer", self._restart_writer))
+        tried = self.remedies
+        seen = "nothing"
         while time.monotonic() < deadline:
-            with contextlib.suppress(AtspiUnavailable):
-                if any(i["role"] == "paragraph" for i in self.atspi.texts()):
+            try:
+                items = self.atspi.texts()
+            except AtspiUnavailable as exc:
+                seen = f"a reader failure ({exc})"
+            else:
+                if any(i["role"] == "paragraph" for i in items):
                     return
+                seen = _what_the_bus_shows(items)
+            if remedies and time.monotonic() > remedies[0][0]:
+                _, what, remedy = remedies.pop(0)
+                tried.append(what)
+                remedy()
             time.sleep(0.1)
-        raise StartError(f"{self.name}: Writer's document never appeared on the AT-SPI bus")
+        raise StartError(
+            f"{self.name}: Writer's document never appeared on the AT-SPI bus in "
+            f"{timeout_s:g} s (tried {' and '.join(tried) or 'nothing else'}; "
+            f"the bus showed {seen})"
+        )
+
+    def _restart_writer(self) -> None:
+        assert self.session is not None and self.screen is not None
+        self._forget_accessibility_bus()
+        for program in [p for p in self.programs if p.name == "writer"]:
+            program.stop()
+            self.programs.remove(program)
+            fresh = launch("writer", self.session, self.spec.log_dir)
+            self.programs.append(fresh)
+            wait_ready([fresh], self.screen)
 
     def stop_programs(self) -> None:
         """End every program (and, through the account, anything they started)."""
@@ -277,7 +317,16 @@ class DesktopEnvironment:
         self.session.stop_bus()
         # No grace period: the home is thrown away next, so nothing needs a clean exit.
         kill_uid(self.account.uid, grace_s=0.0)
+        self._forget_accessibility_bus()
         self.session.start_bus()
+
+    def _forget_accessibility_bus(self) -> None:
+        # A bus launcher killed before it could clean up leaves its address on the
+        # display; programs that read it publish their tree to a dead bus, for good. With
+        # the address gone they ask the session bus, which starts a new one (and it
+        # publishes its own address).
+        if self.owns_display and self.screen is not None:
+            self.screen.delete_root_property(_ATSPI_BUS_PROPERTY)
 
     def restore_home(self) -> None:
         """Replace the home with a fresh copy of the template."""
@@ -368,6 +417,7 @@ class DesktopEnvironment:
             "programs": [{"name": p.name, "pid": p.pid, "alive": p.alive()} for p in self.programs],
             "borrows": self._describe_borrow(),
             "container": self.container.name if self.container else None,
+            "start_remedies": list(self.remedies),
             "problems": self.problems(),
         }
 
@@ -390,3 +440,12 @@ class DesktopEnvironment:
             self.stop_desktop()
         finally:
             self.account.remove()
+
+
+def _what_the_bus_shows(items: list[dict[str, Any]]) -> str:
+    """A short account of a reader's answer, for the error that says Writer never showed."""
+    if not items:
+        return "no text objects"
+    windows = sorted({f"{i.get('app')}/{i.get('window_role')}:{i.get('window')}" for i in items})
+    roles = sorted({str(i.get("role")) for i in items})
+    return f"{len(items)} text objects, roles {', '.join(roles)}, in {'; '.join(windows[:6])}"

@@ -76,6 +76,12 @@ class Screen:
                 )
             return out
 
+    def delete_root_property(self, name: str) -> None:
+        """Remove a property of the root window (nothing happens when it is not set)."""
+        with self._lock:
+            self._x.screen().root.delete_property(self._x.intern_atom(name))
+            self._x.sync()
+
     def close(self) -> None:
         """Close the X connections."""
         with self._lock:

@@ -6,7 +6,10 @@ import os
 import signal
 
 import pytest
+from Xlib import Xatom
+from Xlib import display as xdisplay
 
+from cleanroom.environments.environment import DesktopEnvironment
 from cleanroom.environments.errors import CanaryIsReadOnly, StaleGeneration
 from cleanroom.environments.generations import read_action_log
 from cleanroom.environments.policy import LocalHandle
@@ -40,6 +43,48 @@ def test_reset_returns_a_ready_environment_with_clean_home_and_clipboard(pool: P
     assert not (env.account.home / "Desktop" / "left-behind.txt").exists()
     assert handle.clipboard() == {"CLIPBOARD": None, "PRIMARY": None}
     assert not env.problems() and env.window_of("writer") is not None
+
+
+def _leave_a_dead_bus_address(env: DesktopEnvironment) -> None:
+    """What a bus launcher killed before it cleaned up leaves on its display."""
+    x = xdisplay.Display(env.display.name if env.display else "")
+    try:
+        atom = x.intern_atom("AT_SPI_BUS")
+        dead = f"unix:path={env.spec.runtime_dir}/at-spi/bus_dead,guid={'0' * 32}"
+        x.screen().root.change_property(atom, Xatom.STRING, 8, dead.encode())
+        x.sync()
+    finally:
+        x.close()
+
+
+def _bus_address(env: DesktopEnvironment) -> str:
+    x = xdisplay.Display(env.display.name if env.display else "")
+    try:
+        prop = x.screen().root.get_full_property(x.intern_atom("AT_SPI_BUS"), Xatom.STRING)
+        return prop.value.decode() if prop else ""
+    finally:
+        x.close()
+
+
+def test_a_dead_bus_address_on_the_display_does_not_outlive_a_reset(pool: Pool) -> None:
+    env = pool.env("env02")
+    _leave_a_dead_bus_address(env)
+    pool.reset("env02")
+    assert env.remedies == []  # forgotten by the reset itself, not rescued by a retry
+    assert "bus_dead" not in _bus_address(env)
+    assert env.window_of("writer") is not None
+
+
+def test_a_writer_that_started_against_a_dead_bus_is_started_again(pool: Pool) -> None:
+    env = pool.env("env02")
+    with pool.lock("env02"):
+        env.restart_session()
+        _leave_a_dead_bus_address(env)  # as if the old bus had died after the restart
+        env.start_programs(timeout_s=20)
+    assert env.remedies == ["a fresh reader", "a fresh Writer"]
+    assert "bus_dead" not in _bus_address(env)
+    assert env.atspi is not None
+    assert any(i["role"] == "paragraph" for i in env.atspi.texts())
 
 
 def test_a_killed_writer_is_recovered_at_a_new_generation(pool: Pool) -> None:
