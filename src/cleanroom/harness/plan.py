@@ -77,3 +77,18 @@ def assign_tasks(envs: Sequence[str], tasks: Sequence[str], batch: int) -> list[
     if not tasks:
         raise ValueError("at least one smoke task is needed")
     return [(env, tasks[(i + batch) % len(tasks)]) for i, env in enumerate(envs)]
+
+
+# SPEC §3.4: the clipboard test runs once more after every rollout that used the
+# clipboard or typed into Writer, on top of its per-window trials.
+FOLLOW_UP_TEST = "clipboard"
+FOLLOW_UP_TASKS = frozenset({"writer", "clipboard"})
+
+
+def follow_up_trials(tests: Sequence[PlannedTest], tasks_run: Iterable[str]) -> int:
+    """How many follow-up clipboard trials a batch of rollouts calls for: one after a
+    batch holding any writer or clipboard rollout (the trial reads every environment at
+    once, so one covers all of them), none when the clipboard test is not in the plan."""
+    if not any(t.name == FOLLOW_UP_TEST for t in tests):
+        return 0
+    return 1 if FOLLOW_UP_TASKS.intersection(tasks_run) else 0

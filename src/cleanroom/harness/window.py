@@ -1,11 +1,13 @@
 """One window of the harness loop, from opening it to its verdict.
 
-In order: open the window; one batch of smoke rollouts on every acting environment; the
-isolation tests due, each through the battery's `run_test`; more batches until the
-window's minutes are over; the verify server's audit as isolation rows (the rollouts a
-cross row names become invalid); the canary's sticky flag; the window's verdict from all
-its rows (`core.isolation.judge_window`), stored as its status: ``failed`` when it lost
-rows or saw a canary event, else ``closed``. The canary watcher samples throughout.
+In order: open the window; one batch of smoke rollouts on every acting environment, each
+batch that held a writer rollout followed by one more clipboard trial
+(`plan.follow_up_trials`); the isolation tests due, each through the battery's
+`run_test`; more batches until the window's minutes are over; the verify server's audit
+as isolation rows (the rollouts a cross row names become invalid); the canary's sticky
+flag; the window's verdict from all its rows (`core.isolation.judge_window`), stored as
+its status: ``failed`` when it lost rows or saw a canary event, else ``closed``. The
+canary watcher samples throughout.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import RowResult, WindowVerdict, judge_window
 from cleanroom.environments.pool import Pool
 from cleanroom.harness.audit_step import AuditResult, audit_window
-from cleanroom.harness.plan import PlannedTest, assign_tasks
+from cleanroom.harness.plan import FOLLOW_UP_TEST, PlannedTest, assign_tasks, follow_up_trials
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRecord, SmokeRunner
 from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
@@ -76,21 +78,14 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
     s.store.open_window(plan.index)
     s.progress.step(f"window {plan.index} opened", window=plan.index)
     acting = [n for n in s.pool.names if n != CANARY_ENV]
-    records = _batch(s, plan, acting, 0)
     # One trial context per window, so trial tokens never repeat a rollout id in it.
-    trials = TrialContext(s.pool, s.store, plan.index, s.run_dir, verify=s.verify)
+    trials = _Trials(s, TrialContext(s.pool, s.store, plan.index, s.run_dir, verify=s.verify))
+    records = _batch(s, plan, acting, 0, trials)
     for planned in plan.tests:
-        s.progress.step(f"isolation test {planned.name}: {planned.trials} trial(s)")
-        rows = run_test(s.battery[planned.name], trials, planned.trials)
-        found = {r: sum(1 for x in rows if x.result is r) for r in RowResult}
-        s.progress.event(
-            f"{planned.name}: {len(rows)} rows, {found[RowResult.CROSS]} cross, "
-            f"{found[RowResult.LOST]} lost"
-        )
-        _counts(s)
+        trials.run(planned.name, planned.trials)
     batch = 1
     while time.monotonic() < deadline:
-        records += _batch(s, plan, acting, batch)
+        records += _batch(s, plan, acting, batch, trials)
         batch += 1
     s.progress.step("verify server audit")
     senders = sorted({r.token.env for r in records})
@@ -126,13 +121,42 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
     )
 
 
-def _batch(s: WindowServices, plan: WindowPlan, acting: list[str], n: int) -> list[SmokeRecord]:
+class _Trials:
+    """Runs a window's isolation trials, numbering each test's trials on from the last."""
+
+    def __init__(self, s: WindowServices, ctx: TrialContext) -> None:
+        self.s = s
+        self.ctx = ctx
+        self.next: dict[str, int] = {}
+
+    def run(self, name: str, n: int, why: str = "") -> None:
+        s = self.s
+        s.progress.step(f"isolation test {name}: {n} trial(s)" + (f", {why}" if why else ""))
+        first = self.next.get(name, 0)
+        rows = run_test(s.battery[name], self.ctx, n, first=first)
+        self.next[name] = first + n
+        found = {r: sum(1 for x in rows if x.result is r) for r in RowResult}
+        s.progress.event(
+            f"{name}: {len(rows)} rows, {found[RowResult.CROSS]} cross, "
+            f"{found[RowResult.LOST]} lost"
+        )
+        _counts(s)
+
+
+def _batch(
+    s: WindowServices, plan: WindowPlan, acting: list[str], n: int, trials: _Trials
+) -> list[SmokeRecord]:
+    """One batch of smoke rollouts, then its follow-up clipboard trial if one is due."""
     if not plan.tasks:
         return []
     # Rotate by window and batch so that every environment runs every task over time.
     assignments = assign_tasks(acting, plan.tasks, plan.index - 1 + n)
     s.progress.step("smoke rollouts: " + ", ".join(f"{task} in {env}" for env, task in assignments))
-    return s.smoke.run_batch(plan.index, assignments)
+    records = s.smoke.run_batch(plan.index, assignments)
+    follow_ups = follow_up_trials(plan.tests, (r.task for r in records))
+    if follow_ups:
+        trials.run(FOLLOW_UP_TEST, follow_ups, why="the follow-up to a writer rollout")
+    return records
 
 
 def _counts(s: WindowServices) -> None:

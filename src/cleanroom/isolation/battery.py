@@ -128,14 +128,17 @@ def lost_rows(test: IsolationTest, ctx: TrialContext, trial: int, why: str) -> l
     ]
 
 
-def run_test(test: IsolationTest, ctx: TrialContext, trials: int) -> list[IsolationRow]:
-    """Run ``trials`` trials, store each trial's rows as it ends, and return them all.
+def run_test(
+    test: IsolationTest, ctx: TrialContext, trials: int, *, first: int = 0
+) -> list[IsolationRow]:
+    """Run ``trials`` trials numbered from ``first``, store each trial's rows as it ends,
+    and return them all.
 
     A trial that raises becomes lost rows for every pair, with the error in the evidence
     folder: an isolation test never fails silently and never stops the battery.
     """
     rows: list[IsolationRow] = []
-    for trial in range(trials):
+    for trial in range(first, first + trials):
         try:
             got = test.run_trial(ctx, trial)
             if not got:

@@ -59,6 +59,9 @@ def test_two_environments_and_one_window_give_a_run_the_report_reads(
         assert store.control_results() or list(run.glob("control-error-*.txt"))
         tests = {r.test for r in store.isolation_rows(1)}
         assert tests == {"canaries", "form_audit", "clipboard"}
+        # 50 x 0.1 planned clipboard trials, and one more after the batch's writer rollout.
+        clipboard = {r.trial for r in store.isolation_rows(1) if r.test == "clipboard"}
+        assert clipboard == set(range(6))
         assert store.canary_samples(1)
 
     report = _report(run)

@@ -6,7 +6,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from cleanroom.harness.plan import PlannedTest, UnknownTest, assign_tasks, plan_tests
+from cleanroom.harness.plan import (
+    PlannedTest,
+    UnknownTest,
+    assign_tasks,
+    follow_up_trials,
+    plan_tests,
+)
 from cleanroom.isolation.battery import Schedule
 
 
@@ -58,3 +64,16 @@ def test_tasks_rotate_so_every_environment_runs_every_task() -> None:
     seen = {pair for batch in range(3) for pair in assign_tasks(envs, tasks, batch)}
     assert seen == {(e, t) for e in envs for t in tasks}
     assert assign_tasks(envs, tasks, 0) == [("env01", "rename"), ("env02", "writer")]
+
+
+def test_a_batch_with_a_writer_rollout_calls_for_one_more_clipboard_trial() -> None:
+    plan = plan_tests(BATTERY)
+    assert follow_up_trials(plan, ["rename", "writer", "writer"]) == 1
+    assert follow_up_trials(plan, ["clipboard"]) == 1
+    assert follow_up_trials(plan, ["rename", "form"]) == 0
+    assert follow_up_trials(plan, []) == 0
+
+
+def test_no_follow_up_when_the_clipboard_test_is_not_in_the_plan() -> None:
+    plan = plan_tests(BATTERY, chosen=["keyboard_storm"])
+    assert follow_up_trials(plan, ["writer"]) == 0

@@ -47,6 +47,16 @@ def test_clean_trials_are_stored_for_every_pair_but_the_canary(ctx: TrialContext
     assert ctx.store.isolation_rows() == rows
 
 
+def test_later_trials_of_a_test_in_one_window_number_on_from_the_first(
+    ctx: TrialContext,
+) -> None:
+    run_test(_Probe("clean"), ctx, trials=2)
+    later = run_test(_Probe("raise"), ctx, trials=1, first=2)
+    assert {r.trial for r in later} == {2}
+    assert sorted({r.trial for r in ctx.store.isolation_rows()}) == [0, 1, 2]
+    assert (ctx.run_dir / "evidence" / "probe" / "w001-t002" / "error.txt").exists()
+
+
 def test_a_trial_that_raises_is_lost_rows_that_fail_the_window(ctx: TrialContext) -> None:
     rows = run_test(_Probe("raise"), ctx, trials=2)
     assert {r.result for r in rows} == {RowResult.LOST}
