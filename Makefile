@@ -1,5 +1,5 @@
 # The two commands a new user needs: `make demo` and `make test`. Both set up first.
-.PHONY: setup demo test lint typecheck unit bench clean
+.PHONY: setup demo test lint typecheck unit bench soak clean
 
 VENV := .venv/bin
 
@@ -13,8 +13,8 @@ test: setup lint typecheck
 	$(VENV)/pytest
 
 lint:
-	$(VENV)/ruff check src tests bench
-	$(VENV)/ruff format --check src tests bench
+	$(VENV)/ruff check src tests bench soak
+	$(VENV)/ruff format --check src tests bench soak
 
 typecheck:
 	$(VENV)/mypy
@@ -28,6 +28,10 @@ bench: setup
 	$(VENV)/python bench/verify_modes.py
 	$(VENV)/python bench/environments.py
 	$(VENV)/python bench/run_loop.py
+
+# An hour of `cleanroom soak`, checked from outside (CLEANROOM_SOAK_HOURS etc.: soak/test_soak.py).
+soak: setup
+	$(VENV)/pytest soak -p no:cacheprovider -s
 
 clean:
 	rm -rf .venv build .pytest_cache .mypy_cache .ruff_cache
