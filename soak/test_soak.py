@@ -13,8 +13,9 @@ and the number of processes each environment user runs (``soak-resources.jsonl``
 the run folder). Afterwards it checks that the run is whole: every window judged,
 every rollout finished with an outcome, invalid ones with a reason, the soak's trial
 counts used, the control stored, the report's verdict consistent with the windows,
-nothing left running, no stale action applied, and no steady growth of memory, files or
-processes. ``soak-summary.json`` in the run folder holds the figures.
+every planned test proven by a leaky setup or its fault after the windows, nothing left
+running, no stale action applied, and no steady growth of memory, files or processes.
+``soak-summary.json`` in the run folder holds the figures.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _sample(proc: subprocess.Popen[bytes], run: Path, log: Path, started: float)
         harness = _harness_resources(proc.pid)
     except (FileNotFoundError, ProcessLookupError, StopIteration):
         return  # the harness is ending
-    sample = {"t": round(time.monotonic() - started, 1), **harness,
+    sample = {"t": round(time.monotonic() - started, 1), "at": time.time(), **harness,
               "processes": _processes_by_user(users)}  # fmt: skip
     with log.open("a") as f:
         f.write(json.dumps(sample) + "\n")
@@ -172,6 +173,10 @@ def test_a_soak_runs_for_hours_and_leaves_a_whole_run() -> None:
         assert report.returncode == 0 and data["positive_control"][-1]["fired"]
     else:
         assert report.returncode == 1 and verdict["reason"]
+    # The soak ran every planned test under its leaks and faults: each must have fired.
+    proven = data["proven_by_leaky_control"]
+    summary["proven_by"] = {t: proven.get(t, []) for t in expected}
+    assert all(proven.get(t) for t in expected), summary["proven_by"]
 
     # Nothing applied at an old generation, in hours of resets (a reset's own record
     # names the generation it ended and the one it began).
@@ -185,9 +190,11 @@ def test_a_soak_runs_for_hours_and_leaves_a_whole_run() -> None:
     summary["actions"] = dict(Counter(e.outcome for e in log))
 
     # No steady growth: the last quarter's median against the first quarter's.
-    # Only samples taken while the pool ran: the start-up's growth is not a leak.
+    # Only samples taken while the windows ran: the start-up's growth is not a leak, and
+    # the leaky controls afterwards run pools of their own.
     lines = (run / "soak-resources.jsonl").read_text().splitlines()
-    samples = [s for s in map(json.loads, lines) if any(s["processes"].values())]
+    span = (windows[0].started_at, max(w.ended_at or 0.0 for w in windows))
+    samples = [s for s in map(json.loads, lines) if span[0] <= s["at"] <= span[1]]
     assert len(samples) >= 4, "too few resource samples"
     rss = _quarters([s["rss_kb"] for s in samples])
     fds = _quarters([s["fds"] for s in samples])

@@ -10,7 +10,8 @@ import typer
 
 from cleanroom.cli.shared import console as shared_console
 from cleanroom.cli.shared import new_run_folder
-from cleanroom.harness.loop import LoopConfig, run_loop
+from cleanroom.harness.controls_step import leaky_controls
+from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
 from cleanroom.harness.plan import UnknownTest
 from cleanroom.harness.report_step import print_report
 from cleanroom.rollouts.runner import TASKS
@@ -32,6 +33,10 @@ Tests = Annotated[
     ),
 ]
 OnDemand = Annotated[bool, typer.Option("--on-demand", help="Also run the on-demand tests.")]
+LEAKY_HELP = (
+    "After the windows, run every planned test under the leaky setups it names and its own"
+    " fault, so the report says which checks were proven in this run."
+)
 
 
 def _split(text: str | None) -> tuple[str, ...] | None:
@@ -40,14 +45,18 @@ def _split(text: str | None) -> tuple[str, ...] | None:
     return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
-def _go(build: Callable[[], LoopConfig]) -> None:
+def _controls_step(s: LoopServices) -> None:
+    leaky_controls(s, [p.name for p in s.plan])
+
+
+def _go(build: Callable[[], LoopConfig], *, controls: bool) -> None:
     try:
         config = build()
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     console = shared_console()
     try:
-        result = run_loop(config, console)
+        result = run_loop(config, console, after_windows=[_controls_step] if controls else [])
     except UnknownTest as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -75,6 +84,7 @@ def run(
     trials_scale: TrialsScale = 1.0,
     tests: Tests = None,
     on_demand: OnDemand = False,
+    controls: bool = typer.Option(False, "--leaky-controls/--no-leaky-controls", help=LEAKY_HELP),
 ) -> None:
     """Run windows of smoke rollouts, isolation tests and the canary; then the audit."""
     folder = new_run_folder(run_dir, "run")
@@ -88,7 +98,8 @@ def run(
             trials_scale=trials_scale,
             tests=_split(tests),
             on_demand=on_demand,
-        )
+        ),
+        controls=controls,
     )
 
 
@@ -103,6 +114,7 @@ def soak(
     trials_scale: TrialsScale = 1.0,
     tests: Tests = None,
     on_demand: OnDemand = False,
+    controls: bool = typer.Option(True, "--leaky-controls/--no-leaky-controls", help=LEAKY_HELP),
 ) -> None:
     """The harness loop for hours, with the soak trial counts."""
     folder = new_run_folder(run_dir, "soak")
@@ -119,5 +131,6 @@ def soak(
             tests=_split(tests),
             on_demand=on_demand,
             job="soak",
-        )
+        ),
+        controls=controls,
     )

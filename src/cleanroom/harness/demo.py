@@ -36,9 +36,9 @@ from cleanroom.environments.leaks import Leak
 from cleanroom.guests.local import LocalGuest
 from cleanroom.harness.audit import AUDIT_TEST, LeasedRollout
 from cleanroom.harness.audit_step import invalidate_named, read_audit
-from cleanroom.harness.loop import LoopConfig, LoopResult, LoopServices, load_battery, run_loop
+from cleanroom.harness.controls_step import leaky_controls
+from cleanroom.harness.loop import LoopConfig, LoopResult, LoopServices, run_loop
 from cleanroom.harness.report_step import print_report
-from cleanroom.isolation.controls import Cell, run_controls
 from cleanroom.reports.model import RunReport
 from cleanroom.reports.redteam_section import REDTEAM_FILE
 from cleanroom.store.rundb import LeakyControlResult, RunStore
@@ -204,28 +204,8 @@ def _osworld_rename(s: LoopServices, result: DemoResult) -> None:
 
 
 def _leaky_controls(s: LoopServices, result: DemoResult) -> None:
-    battery = load_battery()
-    tests = [battery[name] for name in LEAKY_TESTS if name in battery]
-    missing = [name for name in LEAKY_TESTS if name not in battery]
-    if missing:
-        s.progress.event(f"[red]leaky controls: no test named {', '.join(missing)}[/]")
-    kinds = ", ".join(k.value for k in LEAKY_KINDS)
-    s.progress.step(f"leaky controls: {', '.join(t.name for t in tests)} under {kinds}")
-
-    def said(cell: Cell) -> None:
-        s.progress.event(f"leaky control {cell.test} under {cell.setup}: {cell.verdict}")
-
-    matrix = run_controls(
-        s.store.run_dir,
-        s.store,
-        tests,
-        leaks=LEAKY_KINDS,
-        isolated=False,  # the window just ran every test on the isolated pool
-        faults=False,  # the deliberate-fault setups belong to the full matrix
-        pool_root=s.config.pool_root,
-        on_cell=said,
-    )
-    result.leaky = [f"{c.test} under {c.setup}: {c.verdict}" for c in matrix.cells]
+    # The deliberate-fault setups belong to the full matrix (`cleanroom isolation controls`).
+    result.leaky = leaky_controls(s, LEAKY_TESTS, leaks=LEAKY_KINDS, faults=False)
 
 
 def _redteam(s: LoopServices, result: DemoResult) -> None:

@@ -99,6 +99,7 @@ class LoopServices:
     progress: LoopProgress
     console: Console
     stopping: threading.Event
+    plan: list[PlannedTest] = field(default_factory=list)  # the tests each window runs
 
 
 Step = Callable[[LoopServices], None]
@@ -157,6 +158,7 @@ def run_loop(
         stack = ExitStack()
         try:
             services = _start(config, store, stack, progress, console, stopping)
+            services.plan = plan
             _positive_control(services)
             for step in before_windows:
                 step(services)

@@ -1,0 +1,49 @@
+"""The per-test positive controls as a step of the harness loop.
+
+Each test runs under the leaky setups it names (and, with ``faults``, under its own
+deliberate fault), on pools of their own beside the run's pool; every cell is stored in
+the run database, so the report can say which active check was proven in this run. The
+isolated setup is left out: the windows run every test on the isolated pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cleanroom.environments.leaks import Leak
+from cleanroom.harness.loop import LoopServices, load_battery
+from cleanroom.isolation.controls import Cell, run_controls
+
+
+def leaky_controls(
+    s: LoopServices,
+    names: Sequence[str],
+    *,
+    leaks: Sequence[Leak] | None = None,
+    faults: bool = True,
+) -> list[str]:
+    """Run the controls of the tests ``names`` and return one line per cell."""
+    battery = load_battery()
+    tests = [battery[name] for name in names if name in battery]
+    missing = [name for name in names if name not in battery]
+    if missing:
+        s.progress.event(f"[red]leaky controls: no test named {', '.join(missing)}[/]")
+    kinds = ", ".join(k.value for k in leaks) if leaks else "every leak each names"
+    s.progress.step(f"leaky controls: {', '.join(t.name for t in tests)} under {kinds}")
+
+    def said(cell: Cell) -> None:
+        s.progress.event(f"leaky control {cell.test} under {cell.setup}: {cell.verdict}")
+
+    matrix = run_controls(
+        s.store.run_dir,
+        s.store,
+        tests,
+        leaks=leaks,
+        isolated=False,
+        faults=faults,
+        pool_root=s.config.pool_root,
+        on_cell=said,
+    )
+    for test in matrix.unproven():
+        s.progress.event(f"[red]{test} is unproven in this run[/]")
+    return [f"{c.test} under {c.setup}: {c.verdict}" for c in matrix.cells]
