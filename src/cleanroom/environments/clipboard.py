@@ -15,11 +15,14 @@ from typing import Any
 
 from Xlib import X, Xatom
 from Xlib import display as xdisplay
-from Xlib.error import XError
+from Xlib.error import ConnectionClosedError, DisplayError, XError
 from Xlib.protocol import event as xevent
 from Xlib.protocol import request
 
 from cleanroom.environments.errors import BadAction, PoolError
+
+# What python-xlib raises when the display went away or refused us.
+_GONE = (XError, OSError, ConnectionError, ConnectionClosedError, DisplayError)
 
 SELECTIONS = ("CLIPBOARD", "PRIMARY")
 MAX_TEXT_BYTES = 64 * 1024
@@ -100,7 +103,7 @@ class ClipboardOwner:
                 with self._lock:
                     while self._x.pending_events():
                         self._handle(self._x.next_event())
-            except (XError, OSError, ConnectionError, ValueError):
+            except (*_GONE, ValueError):
                 return  # the display went away; the environment's watchdog sees that
 
     def _handle(self, ev: Any) -> None:
@@ -140,7 +143,7 @@ class ClipboardOwner:
         try:
             with self._lock:
                 self._x.close()
-        except (XError, OSError, ConnectionError):
+        except _GONE:
             pass
 
 
@@ -155,7 +158,7 @@ def read_selection(
         raise BadAction(f"unknown selection {selection!r}; use one of {', '.join(SELECTIONS)}")
     try:
         x = xdisplay.Display(display_name)
-    except (XError, OSError, ConnectionError) as exc:
+    except _GONE as exc:
         raise ClipboardUnreadable(f"cannot open {display_name}: {exc}") from exc
     try:
         sel = x.intern_atom(selection)
@@ -178,7 +181,7 @@ def read_selection(
                     return ClipboardRead(selection, text)
             select.select([x.fileno()], [], [], 0.02)
         raise ClipboardUnreadable(f"{selection} owner on {display_name} did not answer")
-    except (XError, OSError, ConnectionError) as exc:
+    except _GONE as exc:
         raise ClipboardUnreadable(f"reading {selection} on {display_name}: {exc}") from exc
     finally:
         x.close()

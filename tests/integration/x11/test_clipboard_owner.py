@@ -1,0 +1,50 @@
+"""The clipboard owner on a real Xvfb display, including the display dying under it."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cleanroom.environments.clipboard import ClipboardOwner, read_selection
+from cleanroom.environments.display import XvfbDisplay
+
+
+@pytest.fixture
+def display(tmp_path: Path) -> Iterator[XvfbDisplay]:
+    if shutil.which("Xvfb") is None:
+        pytest.fail("Xvfb is missing; run scripts/setup.sh")
+    d = XvfbDisplay.start(tmp_path / "Xauthority")
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+def test_text_set_is_read_back_by_another_client(display: XvfbDisplay) -> None:
+    owner = ClipboardOwner(display.name)
+    try:
+        owner.set("tagged env01-w001-r0001-0a1b2c3d", ("CLIPBOARD", "PRIMARY"))
+        assert read_selection(display.name, "CLIPBOARD").text == "tagged env01-w001-r0001-0a1b2c3d"
+        assert read_selection(display.name, "PRIMARY").text == "tagged env01-w001-r0001-0a1b2c3d"
+    finally:
+        owner.close()
+
+
+def test_a_display_that_dies_ends_the_owner_thread_quietly(display: XvfbDisplay) -> None:
+    failures: list[threading.ExceptHookArgs] = []
+    previous = threading.excepthook
+    threading.excepthook = failures.append
+    try:
+        owner = ClipboardOwner(display.name)
+        owner.set("about to lose its display")
+        display.stop()
+        owner._thread.join(timeout=5)
+        assert not owner._thread.is_alive()
+        owner.close()
+    finally:
+        threading.excepthook = previous
+    assert failures == [], [f"{f.exc_type.__name__}: {f.exc_value}" for f in failures]
