@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import typer
 
 from cleanroom import __version__
@@ -79,4 +81,11 @@ app.command("demo", help="Run the main job end to end on the embedded defaults."
 
 def main() -> None:
     """Entry point of the ``cleanroom`` console script."""
+    # Warnings from background parts (the watchdog's recoveries, the verify server's
+    # refusals) go to stderr with their time and source.
+    logging.basicConfig(
+        level=logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
     app()
