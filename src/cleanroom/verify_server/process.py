@@ -59,13 +59,30 @@ class VerifyServerProcess:
         ]  # fmt: skip
         with open(log, "ab") as log_fh:
             proc = subprocess.Popen(argv, stdout=log_fh, stderr=subprocess.STDOUT)
+        try:
+            return cls._await(proc, host, port_file, key_file, db_path, log, timeout_s)
+        except BaseException:
+            # Whatever stopped the wait (no port, a stop signal, Ctrl-C), the child goes too.
+            _stop(proc, 2.0)
+            raise
+
+    @classmethod
+    def _await(
+        cls,
+        proc: subprocess.Popen[bytes],
+        host: str,
+        port_file: Path,
+        key_file: Path,
+        db_path: Path,
+        log: Path,
+        timeout_s: float,
+    ) -> VerifyServerProcess:
         deadline = time.monotonic() + timeout_s
         port = None
         while port is None:
             if proc.poll() is not None:
                 raise ServerStartError(f"verify server exited with {proc.returncode}: {_tail(log)}")
             if time.monotonic() > deadline:
-                _stop(proc, 2.0)
                 raise ServerStartError(f"verify server did not start in {timeout_s}s: {_tail(log)}")
             text = port_file.read_text() if port_file.exists() else ""
             if text.strip():
@@ -85,7 +102,6 @@ class VerifyServerProcess:
             except httpx.TransportError:
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                _stop(self.proc, 2.0)
                 raise ServerStartError(f"verify server never became healthy: {_tail(self.log)}")
             time.sleep(0.02)
 
