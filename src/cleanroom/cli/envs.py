@@ -54,6 +54,8 @@ def up(
         raise typer.BadParameter(str(exc)) from exc
     if leak is not None and envs < 2:
         raise typer.BadParameter("--leaky needs at least two environments (env01, env02)")
+    if leak is not None and containers:
+        raise typer.BadParameter("leaky setups run on the host pool only, not with --containers")
     if not 1 <= envs <= 32:
         raise typer.BadParameter("--envs must be between 1 and 32")
     run_dir = run or Path("runs") / time.strftime("pool-%Y%m%d-%H%M%S")

@@ -90,6 +90,10 @@ class PoolConfig:
             object.__setattr__(self, "leak", Leak(self.leak))
             if self.envs < 2:
                 raise ValueError("a leaky setup needs at least two environments (env01, env02)")
+            if self.containers:
+                # Each leak borrows a host resource (display, home, bus, profile) that a
+                # program container cannot reach: the leak would not be the one named.
+                raise ValueError("leaky setups run on the host pool only, not with --containers")
         check_programs(self.programs)
         check_programs(self.canary_programs)
         for names in self.programs_by_env.values():

@@ -61,3 +61,8 @@ def test_a_leaky_pool_needs_two_environments() -> None:
 def test_turning_document_locks_off_keeps_the_other_settings() -> None:
     out = without_document_locks(libreoffice_settings())
     assert "UseDocumentOOoLockFile" in out and "CapitalAtStartSentence" in out
+
+
+def test_a_leaky_setup_is_refused_in_containers_mode() -> None:
+    with pytest.raises(ValueError, match="host pool only"):
+        PoolConfig(envs=2, containers=True, leak=Leak.SHARED_HOME)
