@@ -12,7 +12,8 @@ One run folder, one run database, the harness loop (`loop`) sized for a 2-core m
 4. the real OSWorld rename task's checker validated in local guests (fails at t=0,
    passes after the oracle, fails after no action), then an honest and a no-op rollout;
 5. one short window: smoke rollouts on every acting environment, every isolation test
-   at reduced trials, the audit and the canary verdict;
+   at reduced trials (observation privacy watching for 20 s, not 120 s), the audit and
+   the canary verdict;
 6. the leaky controls for a few tests (each on a pool with one protection removed);
 7. the container red-team matrix (saved as ``redteam.json`` for the report);
 8. the report: text on screen, ``report.html`` in the run folder.
@@ -39,6 +40,7 @@ from cleanroom.harness.audit_step import invalidate_named, read_audit
 from cleanroom.harness.controls_step import leaky_controls
 from cleanroom.harness.loop import LoopConfig, LoopResult, LoopServices, run_loop
 from cleanroom.harness.report_step import print_report
+from cleanroom.isolation.tests_observation_privacy import DURATION_S
 from cleanroom.reports.model import RunReport
 from cleanroom.reports.redteam_section import REDTEAM_FILE
 from cleanroom.store.rundb import LeakyControlResult, RunStore
@@ -51,6 +53,7 @@ from cleanroom.verify_server.client import Lease
 
 DEMO_ENVS = 3
 DEMO_TRIALS_SCALE = 0.1  # every test at about a tenth of its window trials, at least one
+DEMO_OBSERVATION_S = 20.0  # observation_privacy's watch (120 s in a full window)
 # Window 0 is never opened: what runs there is a control, not part of any measured window.
 CONTROL_WINDOW = 0
 PLANTED_LEAK = "planted: a token delivered through another environment's lease"
@@ -83,6 +86,7 @@ def demo_config(run_dir: Path) -> LoopConfig:
         trials_scale=DEMO_TRIALS_SCALE,
         on_demand=True,
         job="demo",
+        observation_s=DEMO_OBSERVATION_S,
     )
 
 
@@ -239,6 +243,10 @@ def _summary(result: DemoResult, console: Console, elapsed: float) -> None:
             console.print(f"[red]{loop.error}[/] (traceback in the run folder)")
         tests = ", ".join(f"{p.name} x{p.trials}" for p in loop.plan) or "none registered"
         console.print(f"Isolation tests in the window: {tests}")
+        console.print(
+            f"observation_privacy watched for {DEMO_OBSERVATION_S:g} s "
+            f"({DURATION_S:g} s in a full window)"
+        )
     console.print(f"OSWorld rename checker validation: [bold]{result.validation or 'not run'}[/]")
     audit = {True: "fired", False: "DID NOT FIRE", None: "not run"}[result.audit_control_fired]
     console.print(f"Audit control (planted leak through another lease): {audit}")

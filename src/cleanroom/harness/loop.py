@@ -36,6 +36,7 @@ from cleanroom.harness.window import WindowPlan, WindowResult, WindowServices, r
 from cleanroom.isolation.battery import TESTS, IsolationTest
 from cleanroom.isolation.canary_watch import CanaryWatcher
 from cleanroom.isolation.control import run_control
+from cleanroom.isolation.tests_observation_privacy import observing_for
 from cleanroom.reports.machine import machine_info
 from cleanroom.rollouts.runner import TASKS
 from cleanroom.store.rundb import RunStore
@@ -73,6 +74,8 @@ class LoopConfig:
     control: ControlSettings = field(default_factory=ControlSettings)
     pool_root: Path = DEFAULT_ROOT
     job: str = "run"
+    # observation_privacy's watch, when shorter than its window's 120 s (the demo's)
+    observation_s: float | None = None
 
     def __post_init__(self) -> None:
         if (self.windows is None) == (self.hours is None):
@@ -83,6 +86,8 @@ class LoopConfig:
             raise ValueError("the soak needs a positive number of hours")
         if self.window_minutes < 0:
             raise ValueError("window minutes cannot be negative")
+        if self.observation_s is not None and self.observation_s <= 0:
+            raise ValueError("the observation period must be positive")
         unknown = sorted(set(self.tasks) - set(TASKS))
         if unknown:
             raise ValueError(f"unknown smoke task(s) {', '.join(unknown)}; use {', '.join(TASKS)}")
@@ -136,6 +141,8 @@ def run_loop(
 ) -> LoopResult:
     """Run the loop into ``config.run_dir`` (created); never raises for a stop signal."""
     battery = load_battery()
+    if config.observation_s is not None:
+        battery = {n: observing_for(t, config.observation_s) for n, t in battery.items()}
     plan = plan_tests(
         battery.values(),
         soak=config.soak,

@@ -27,7 +27,11 @@ from cleanroom.environments.leaks import Leak
 from cleanroom.environments.pool import DEFAULT_ROOT, Pool, PoolConfig
 from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
 from cleanroom.isolation.faults import Fault, with_fault
-from cleanroom.isolation.tests_observation_privacy import DURATION_S, ObservationPrivacyTest
+from cleanroom.isolation.tests_observation_privacy import (
+    DURATION_S,
+    ObservationPrivacyTest,
+    observing_for,
+)
 from cleanroom.store.rundb import LeakyControlResult, RunStore
 from cleanroom.verify_server.client import VerifyClient
 from cleanroom.verify_server.process import VerifyServerProcess
@@ -73,14 +77,7 @@ def for_controls(
 ) -> IsolationTest:
     """``test`` as a control runs it: observation privacy watches for ``observation_s``
     instead of its window's period; every other test is run as registered."""
-    if isinstance(test, ObservationPrivacyTest):
-        return ObservationPrivacyTest(
-            duration_s=observation_s,
-            interval_s=test.interval_s,
-            clock_line_px=test.clock_line_px,
-            min_pixels=test.min_pixels,
-        )
-    return test
+    return observing_for(test, observation_s)
 
 
 @dataclass(frozen=True)

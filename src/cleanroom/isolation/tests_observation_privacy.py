@@ -278,3 +278,16 @@ def _png(width: int, height: int, rgb: bytes) -> bytes:
 
 
 TEST = register(ObservationPrivacyTest())
+
+
+def observing_for(test: IsolationTest, seconds: float) -> IsolationTest:
+    """``test`` with observation privacy watching for ``seconds`` instead of its window's
+    period (the controls and the demo's short window); any other test as it is."""
+    if not isinstance(test, ObservationPrivacyTest):
+        return test
+    return ObservationPrivacyTest(
+        duration_s=seconds,
+        interval_s=test.interval_s,
+        clock_line_px=test.clock_line_px,
+        min_pixels=test.min_pixels,
+    )
