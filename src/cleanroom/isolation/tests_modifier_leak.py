@@ -1,7 +1,9 @@
 """Test 4, modifier_leak: one environment holds Shift, then Ctrl, while another types a
 lowercase word; the saved documents are read from the host. Capitals mean Shift leaked;
-a word found nowhere means Ctrl leaked (Writer took the letters as shortcuts). Which
-environment holds and which types rotates from trial to trial."""
+a word found nowhere means Ctrl leaked (Writer took the letters as shortcuts), but only
+if a check string of digits the typist types after the hold did land: otherwise the
+typist's own keys went nowhere (a loaded or broken environment), which proves nothing
+and is lost. Which environment holds and which types rotates from trial to trial."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ MODIFIERS = ("shift", "ctrl")
 # leak loses the text without closing, printing or opening anything.
 SAFE_LETTERS = "bijlerud"
 WORD_LEN = 16
+CHECK_LEN = 8  # digits: they share no run with the word, so they never blur its verdict
 
 
 def rotation(envs: list[str], trial: int) -> tuple[str, str]:
@@ -45,11 +48,14 @@ def phase_rows(
     holder: str,
     typist: str,
     effects: dict[str, ModifierEffect | None],
+    keys_landed: bool = True,
 ) -> list[IsolationRow]:
     """Rows for one phase from where the typed word showed up in each saved document.
 
     ``effects`` maps every acting environment to what its document shows (None: the
     typist's document was not saved, so nothing it shows can be trusted).
+    ``keys_landed`` says whether the check typed after the hold reached the typist's
+    document: a missing word is a Ctrl leak only when the typist could type at all.
     """
 
     def row(src: str, dst: str, result: RowResult, detail: str = "") -> IsolationRow:
@@ -67,8 +73,12 @@ def phase_rows(
         rows.append(row(holder, typist, RowResult.LOST, "the typist's document was not saved"))
     elif effects.get(typist) is ModifierEffect.EXACT:
         rows.append(row(holder, typist, RowResult.CLEAN))
-    elif not elsewhere and modifier == "ctrl":
+    elif not elsewhere and modifier == "ctrl" and keys_landed:
         rows.append(row(holder, typist, RowResult.CROSS, "Ctrl leaked: the word is nowhere"))
+    elif not elsewhere and modifier == "ctrl":
+        rows.append(
+            row(holder, typist, RowResult.LOST, "the typist's keys landed nowhere, check included")
+        )
     elif not elsewhere:
         rows.append(row(holder, typist, RowResult.LOST, "the word is nowhere, with Shift held"))
     return rows
@@ -106,6 +116,7 @@ class ModifierLeakTest(IsolationTest):
         hold, typ = LocalHandle(ctx.pool, holder), LocalHandle(ctx.pool, typist)
         paths = {e: document_path(ctx.pool, e) for e in envs}
         word = "".join(secrets.choice(SAFE_LETTERS) for _ in range(WORD_LEN))
+        check = "".join(secrets.choice("0123456789") for _ in range(CHECK_LEN))
         clear_document(typ)
         time.sleep(0.3)
         before = {e: modified_ns(p) for e, p in paths.items()}
@@ -120,6 +131,7 @@ class ModifierLeakTest(IsolationTest):
             hold.key_up(modifier)
             _release_everything(ctx, holder)
         time.sleep(0.3)
+        typ.type_text(" " + check)  # with nothing held: proof the typist's keys land
         typ.hotkey("ctrl+s")
         saved = read_saved(paths[typist], before[typist])
         texts: dict[str, str | None] = {typist: saved}
@@ -130,11 +142,16 @@ class ModifierLeakTest(IsolationTest):
         effects = {e: modifier_effect(word, t) if t is not None else None for e, t in texts.items()}
         if saved is None:
             effects[typist] = None
-        rows = phase_rows(self.name, trial, ctx.window, modifier, holder, typist, effects)
+        keys_landed = saved is not None and check in saved
+        rows = phase_rows(
+            self.name, trial, ctx.window, modifier, holder, typist, effects, keys_landed
+        )
         evidence = {
             "holder": holder,
             "typist": typist,
             "word": word,
+            "check": check,
+            "keys_landed": keys_landed,
             "typed_at": typed_at,
             "hold_s": self.hold_s,
             "saved_texts": texts,

@@ -157,8 +157,8 @@ def test_the_holder_and_typist_rotate() -> None:
     ]
 
 
-def _phase(modifier: str, effects: dict[str, E | None]) -> set[RowResult]:
-    rows = phase_rows("modifier_leak", 0, 1, modifier, "env01", "env02", effects)
+def _phase(modifier: str, effects: dict[str, E | None], landed: bool = True) -> set[RowResult]:
+    rows = phase_rows("modifier_leak", 0, 1, modifier, "env01", "env02", effects, landed)
     return {r.result for r in rows}
 
 
@@ -172,6 +172,11 @@ def test_capitals_anywhere_are_cross() -> None:
 
 def test_a_missing_word_while_ctrl_is_held_is_cross() -> None:
     assert _phase("ctrl", {"env01": E.MISSING, "env02": E.MISSING}) == {RowResult.CROSS}
+
+
+def test_a_missing_word_is_lost_not_cross_when_the_typists_own_check_did_not_land() -> None:
+    # A loaded or broken environment drops keys with nothing held: that proves no leak.
+    assert _phase("ctrl", {"env01": E.MISSING, "env02": E.MISSING}, False) == {RowResult.LOST}
 
 
 def test_a_missing_word_while_shift_is_held_is_lost() -> None:
