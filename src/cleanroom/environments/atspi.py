@@ -117,6 +117,10 @@ class AtspiReader:
         a = self.request("focused")
         return FocusedText(a["app"], a["role"], a["name"], a["text"], a["document_text"])
 
+    def has_paragraph(self) -> bool:
+        """Whether a showing paragraph is on the bus (a cheap readiness probe)."""
+        return bool(self.request("has_paragraph")["found"])
+
     def texts(self) -> list[dict[str, Any]]:
         """Every showing text-bearing object: app, role, name, text."""
         items: list[dict[str, Any]] = self.request("texts")["items"]

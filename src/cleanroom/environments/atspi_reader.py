@@ -8,6 +8,7 @@ stdin and answers one JSON line on stdout:
                            "text": ..., "document_text": ...}
     {"op": "texts"}    -> {"ok": true, "items": [{"app", "pid", "window", "window_role",
                                                    "role", "name", "text"}, ...]}
+    {"op": "has_paragraph"} -> {"ok": true, "found": bool}  (stops at the first one)
     {"op": "ping"}     -> {"ok": true}
 
 ``pid`` is the process that published the item's application; ``window`` and
@@ -165,6 +166,28 @@ def _pid(app: Any) -> int | None:
         return None
 
 
+def _find_paragraph(obj: Any, depth: int = 0) -> bool:
+    """Whether a showing paragraph sits under obj; stops at the first one."""
+    if depth > _MAX_DEPTH:
+        return False
+    try:
+        role = obj.get_role()
+    except Exception:
+        return False
+    if role in _PRUNE:
+        return False
+    states = _states(obj)
+    if states is None or (depth > 1 and not states.contains(_S.SHOWING)):
+        return False
+    if role == _R.PARAGRAPH:
+        return True
+    return any(_find_paragraph(child, depth + 1) for child in _children(obj))
+
+
+def has_paragraph() -> dict[str, Any]:
+    return {"ok": True, "found": any(_find_paragraph(app) for app in _apps())}
+
+
 def texts() -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for app in _apps():
@@ -174,7 +197,12 @@ def texts() -> dict[str, Any]:
 
 
 def main() -> None:
-    handlers: dict[str, Any] = {"focused": focused, "texts": texts, "ping": lambda: {"ok": True}}
+    handlers: dict[str, Any] = {
+        "focused": focused,
+        "texts": texts,
+        "has_paragraph": has_paragraph,
+        "ping": lambda: {"ok": True},
+    }
     for line in sys.stdin:
         try:
             request = json.loads(line)

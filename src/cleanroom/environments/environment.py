@@ -262,21 +262,19 @@ class DesktopEnvironment:
         if self.container is None:
             remedies.append((started + timeout_s / 2, "a fresh Writer", self._restart_writer))
         tried = self.remedies
-        seen = "nothing"
         while time.monotonic() < deadline:
-            try:
-                items = self.atspi.texts()
-            except AtspiUnavailable as exc:
-                seen = f"a reader failure ({exc})"
-            else:
-                if any(i["role"] == "paragraph" for i in items):
+            with contextlib.suppress(AtspiUnavailable):
+                if self.atspi.has_paragraph():
                     return
-                seen = _what_the_bus_shows(items)
             if remedies and time.monotonic() > remedies[0][0]:
                 _, what, remedy = remedies.pop(0)
                 tried.append(what)
                 remedy()
             time.sleep(0.1)
+        try:
+            seen = _what_the_bus_shows(self.atspi.texts())
+        except AtspiUnavailable as exc:
+            seen = f"a reader failure ({exc})"
         raise StartError(
             f"{self.name}: Writer's document never appeared on the AT-SPI bus in "
             f"{timeout_s:g} s (tried {' and '.join(tried) or 'nothing else'}; "
