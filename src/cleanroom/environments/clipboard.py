@@ -97,18 +97,22 @@ class ClipboardOwner:
         fd = self._x.fileno()
         while not self._stop.is_set():
             try:
-                ready, _, _ = select.select([fd], [], [], 0.05)
-                if not ready:
-                    continue
+                # Events can already sit in python-xlib's queue (read while `set` or
+                # `clear` waited for a reply), where select() does not see them.
                 with self._lock:
                     while self._x.pending_events():
                         self._handle(self._x.next_event())
+                select.select([fd], [], [], 0.05)
             except (*_GONE, ValueError):
                 return  # the display went away; the environment's watchdog sees that
 
     def _handle(self, ev: Any) -> None:
         if ev.type == X.SelectionClear:
-            self._texts.pop(ev.atom, None)
+            # A notice can be older than our latest `set` of the same selection (our own
+            # `clear`, or a program that took it before we took it back): only a
+            # selection that another window owns now is really lost.
+            if self._x.get_selection_owner(ev.atom) != self._win:
+                self._texts.pop(ev.atom, None)
         elif ev.type == X.SelectionRequest:
             self._answer(ev)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,3 +49,20 @@ def test_a_display_that_dies_ends_the_owner_thread_quietly(display: XvfbDisplay)
     finally:
         threading.excepthook = previous
     assert failures == [], [f"{f.exc_type.__name__}: {f.exc_value}" for f in failures]
+
+
+def test_text_set_right_after_a_clear_is_served(display: XvfbDisplay) -> None:
+    # A reset clears the selections; the owner's own clear notices reach it late, and
+    # must not wipe what it was asked to serve since.
+    owner = ClipboardOwner(display.name)
+    try:
+        for i in range(3):
+            owner.set(f"first {i}", ("CLIPBOARD", "PRIMARY"))
+            assert read_selection(display.name, "CLIPBOARD").text == f"first {i}"
+            owner.clear()
+            time.sleep(0.5)
+            owner.set(f"second {i}", ("CLIPBOARD", "PRIMARY"))
+            assert read_selection(display.name, "CLIPBOARD").text == f"second {i}"
+            assert read_selection(display.name, "PRIMARY").text == f"second {i}"
+    finally:
+        owner.close()
