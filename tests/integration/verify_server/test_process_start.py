@@ -23,11 +23,11 @@ def test_a_stop_signal_during_the_start_takes_the_child_with_it(
         started.append(proc)
         return proc
 
-    def interrupted(_s: float) -> None:
+    def interrupted(*_args: Any) -> VerifyServerProcess:
         raise KeyboardInterrupt  # what the harness's SIGINT handler raises mid-wait
 
     monkeypatch.setattr(server_process.subprocess, "Popen", recording_popen)
-    monkeypatch.setattr(server_process.time, "sleep", interrupted)
+    monkeypatch.setattr(VerifyServerProcess, "_await", interrupted)
     with pytest.raises(KeyboardInterrupt):
         VerifyServerProcess.start(tmp_path / "server")
     [child] = started
