@@ -15,13 +15,13 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Callable
 from typing import ClassVar
 
 from cleanroom.core.detectors import dialog_rows, dialog_typing_row
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.leaks import Leak
 from cleanroom.environments.policy import LocalHandle
+from cleanroom.environments.pool import wait_until
 from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext, register
 from cleanroom.isolation.dialog_views import DialogViews, Look
 from cleanroom.isolation.writer_steps import clear_document
@@ -38,15 +38,6 @@ class DialogNotShown(RuntimeError):
     """Save As did not close in time (or one was open before the trial pressed it)."""
 
 
-def _wait(check: Callable[[], bool], timeout_s: float, poll_s: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(poll_s)
-    return check()
-
-
 def open_save_as(ctx: TrialContext, views: DialogViews, opener: str) -> Look:
     """Press Ctrl+Shift+S in the opener's Writer and look where the dialog appeared.
 
@@ -57,7 +48,7 @@ def open_save_as(ctx: TrialContext, views: DialogViews, opener: str) -> Look:
     handle = LocalHandle(ctx.pool, opener)
     handle.focus(program="writer")
     handle.hotkey("ctrl+shift+s")
-    _wait(views.any_save_window, DIALOG_TIMEOUT_S)
+    wait_until(views.any_save_window, DIALOG_TIMEOUT_S, poll_s=0.2)
     looks: list[Look] = []
 
     def settled() -> bool:
@@ -67,7 +58,7 @@ def open_save_as(ctx: TrialContext, views: DialogViews, opener: str) -> Look:
         foreign = bool(owners - {opener})
         return look.own_field(opener) is not None or (foreign and len(looks) > 1)
 
-    _wait(settled, TREE_TIMEOUT_S, poll_s=0.5)
+    wait_until(settled, TREE_TIMEOUT_S, poll_s=0.5)
     return looks[-1]
 
 
@@ -84,7 +75,7 @@ def close_save_as(ctx: TrialContext, views: DialogViews, opener: str) -> None:
             if wins and env != opener:
                 LocalHandle(ctx.pool, env).hotkey("escape")
                 time.sleep(0.5)
-    if not _wait(lambda: not views.any_save_window(), DIALOG_TIMEOUT_S):
+    if not wait_until(lambda: not views.any_save_window(), DIALOG_TIMEOUT_S, poll_s=0.2):
         raise DialogNotShown("Save As never closed")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,13 +55,3 @@ class SmokeTask(ABC):
 
 def noop_policy(ctx: RolloutContext) -> None:
     """A policy that does nothing: every task must fail under it."""
-
-
-def wait_for(check: Callable[[], bool], timeout_s: float, poll_s: float = 0.1) -> bool:
-    """Poll until ``check`` is true or time runs out; return the last answer."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(poll_s)
-    return check()

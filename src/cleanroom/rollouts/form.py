@@ -10,7 +10,8 @@ from __future__ import annotations
 import time
 
 from cleanroom.core.outcomes import Outcome, Reason
-from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask, wait_for
+from cleanroom.environments.pool import wait_until
+from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask
 from cleanroom.verify_server.client import Lease, VerifierUnavailable, VerifyClient
 
 
@@ -29,7 +30,7 @@ class FormTask(SmokeTask):
             raise RolloutSetupError(f"no lease: {exc.detail}") from exc
         ctx.state["lease"] = lease
         ctx.open_url(ctx.env, lease.form_url)
-        page_up = wait_for(
+        page_up = wait_until(
             lambda: any("submit your token" in w["title"].lower() for w in ctx.handle.windows()),
             15.0,
             0.2,

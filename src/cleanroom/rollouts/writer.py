@@ -6,8 +6,9 @@ import time
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.environments.odt import OdtError, odt_text
+from cleanroom.environments.pool import wait_until
 from cleanroom.environments.template import DOCUMENT
-from cleanroom.rollouts.base import RolloutContext, SmokeTask, wait_for
+from cleanroom.rollouts.base import RolloutContext, SmokeTask
 
 SAVE_TIMEOUT_S = 8.0
 
@@ -42,7 +43,7 @@ class WriterTask(SmokeTask):
                 return False
             return expected in seen["text"]
 
-        if wait_for(saved, SAVE_TIMEOUT_S, 0.2):
+        if wait_until(saved, SAVE_TIMEOUT_S, 0.2):
             return Outcome.success(document=str(path))
         if "text" in seen:
             return Outcome.failure(document=str(path), text=seen["text"][:500])
