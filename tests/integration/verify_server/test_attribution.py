@@ -63,7 +63,8 @@ def test_verify_form_succeeds_only_with_the_rollouts_own_token(
 ) -> None:
     lease = new_lease()
     assert client.verify_form(lease).status == "failure"
-    http.post(f"/v1/form/{lease.lease_id}", data={"token": lease.token[:-1] + "0"})
+    wrong_last = "1" if lease.token.endswith("0") else "0"
+    http.post(f"/v1/form/{lease.lease_id}", data={"token": lease.token[:-1] + wrong_last})
     assert client.verify_form(lease).status == "failure"
     http.post(f"/v1/form/{lease.lease_id}", data={"token": lease.token})
     outcome = client.verify_form(lease)

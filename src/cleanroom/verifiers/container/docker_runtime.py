@@ -41,6 +41,11 @@ OUTPUT_CAP_BYTES = 256 * 1024
 BUILD_LOG_SHOWN = 4000
 _POLL_S = 0.05
 _INSPECT_EVERY_S = 0.25
+# After the daemon says a command exited, its output may still be on its way (seen on a
+# loaded machine); wait this long for the stream to end before deciding that a child
+# left behind holds it open.
+_DRAIN_AFTER_EXIT_S = 3.0
+_READ_ATTEMPTS = 3
 _READ_TIMEOUT_S = 10.0
 
 # Reads one file as uid 0 the way a program in the container would see it (following
@@ -370,7 +375,7 @@ class DockerRuntime:
                 next_inspect = now + _INSPECT_EVERY_S
                 # The command exited but a child it left behind keeps the stream open.
                 if not self._exec_running(exec_id):
-                    reader.join(_POLL_S)
+                    reader.join(_DRAIN_AFTER_EXIT_S)
                     break
         if sink.error is not None and not isinstance(sink.error, requests.RequestException):
             raise RuntimeUnavailable(f"reading output of {argv[0]}: {sink.error}")
@@ -402,7 +407,20 @@ class DockerRuntime:
         )
 
     def read_file(self, container: str, path: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:
-        """Observe a file inside a container as uid 0, following links as a program would."""
+        """Observe a file inside a container as uid 0, following links as a program would.
+
+        A read that returns fewer bytes than the file's size (the output lost on its way,
+        or the file changing under the reader) is tried again; if it stays short the
+        daemon's word cannot be trusted and `RuntimeUnavailable` says so.
+        """
+        short = ""
+        for _ in range(_READ_ATTEMPTS):
+            observed, short = self._read_once(container, path, cap)
+            if not short:
+                return observed
+        raise RuntimeUnavailable(f"reading {path}: {short} in {_READ_ATTEMPTS} attempts")
+
+    def _read_once(self, container: str, path: str, cap: int) -> tuple[RewardFile, str]:
         result = self.exec(
             container,
             ["sh", "-c", _READ_SCRIPT, "read", path, str(cap + 1)],
@@ -412,24 +430,28 @@ class DockerRuntime:
             cap=cap + 4096,
         )
         if result.timed_out:
-            return RewardFile(
-                path, FileKind.OTHER, note=f"reading it took over {_READ_TIMEOUT_S} s"
-            )
+            note = f"reading it took over {_READ_TIMEOUT_S} s"
+            return RewardFile(path, FileKind.OTHER, note=note), ""
         if result.exit_code == 3:
-            return RewardFile.missing(path)
+            return RewardFile.missing(path), ""
         if result.exit_code == 4:
-            return RewardFile(
-                path, FileKind.OTHER, note=result.stderr.decode(errors="replace").strip()
-            )
+            note = result.stderr.decode(errors="replace").strip()
+            return RewardFile(path, FileKind.OTHER, note=note), ""
         if result.exit_code != 0:
             raise RuntimeUnavailable(
                 f"reading {path} exited {result.exit_code}: {result.output[-500:]!r}"
             )
         size = _int_or_none(result.stderr.decode(errors="replace").strip())
         data = result.stdout
-        if len(data) > cap or (size is not None and size > cap):
-            return RewardFile(path, FileKind.OVERSIZE, data[:cap], size or len(data))
-        return RewardFile(path, FileKind.REGULAR, data, size)
+        if size is None:
+            return RewardFile(path, FileKind.REGULAR, data), "no size came back"
+        if len(data) < min(size, cap + 1):
+            return RewardFile(path, FileKind.REGULAR, data), (
+                f"{len(data)} bytes came back of {size}"
+            )
+        if len(data) > cap or size > cap:
+            return RewardFile(path, FileKind.OVERSIZE, data[:cap], max(size, len(data))), ""
+        return RewardFile(path, FileKind.REGULAR, data, size), ""
 
 
 def labels_from_env() -> dict[str, str]:
