@@ -16,6 +16,9 @@ from enum import StrEnum
 
 # The canary's test name; defined here because a canary event fails its window.
 CANARY_TEST = "canaries"
+# Never opened as a window: rows and rollouts there belong to a control, not to any
+# measured window.
+CONTROL_WINDOW = 0
 
 
 class RowResult(StrEnum):

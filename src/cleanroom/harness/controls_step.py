@@ -4,6 +4,9 @@ Each test runs under the leaky setups it names (and, with ``faults``, under its 
 deliberate fault), on pools of their own beside the run's pool; every cell is stored in
 the run database, so the report can say which active check was proven in this run. The
 isolated setup is left out: the windows run every test on the isolated pool.
+
+The canary's control runs first, on the run's own pool: a leak planted in env00 after the
+windows, which the canary's sampling and rule must see (`isolation.canary_control`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Sequence
 
 from cleanroom.environments.leaks import Leak
 from cleanroom.harness.loop import LoopServices, load_battery
+from cleanroom.isolation.canary_control import run_canary_control
 from cleanroom.isolation.controls import Cell, run_controls
 
 
@@ -21,8 +25,11 @@ def leaky_controls(
     *,
     leaks: Sequence[Leak] | None = None,
     faults: bool = True,
+    canary: bool = True,
 ) -> list[str]:
-    """Run the controls of the tests ``names`` and return one line per cell."""
+    """Run the controls of the tests ``names`` (and, with ``canary``, the canary's own)
+    and return one line per cell."""
+    lines = canary_control(s) if canary else []
     battery = load_battery()
     tests = [battery[name] for name in names if name in battery]
     missing = [name for name in names if name not in battery]
@@ -46,4 +53,17 @@ def leaky_controls(
     )
     for test in matrix.unproven():
         s.progress.event(f"[red]{test} is unproven in this run[/]")
-    return [f"{c.test} under {c.setup}: {c.verdict}" for c in matrix.cells]
+    return lines + [f"{c.test} under {c.setup}: {c.verdict}" for c in matrix.cells]
+
+
+def canary_control(s: LoopServices) -> list[str]:
+    """Plant leaks in the run's canary, store each cell, and return one line per cell."""
+    s.progress.step("the canary's control: leaks planted in env00 after the windows")
+    lines = []
+    for cell in run_canary_control(s.pool):
+        s.store.add_leaky_control(cell)
+        verdict = "fired" if cell.fired else "did not fire"
+        colour = "green" if cell.fired else "red"
+        s.progress.event(f"canary control, {cell.leak}: [{colour}]{verdict}[/] ({cell.detail})")
+        lines.append(f"{cell.test} under {cell.leak}: {verdict}")
+    return lines

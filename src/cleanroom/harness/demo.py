@@ -31,6 +31,7 @@ from pathlib import Path
 import httpx
 from rich.console import Console
 
+from cleanroom.core.isolation import CONTROL_WINDOW
 from cleanroom.core.outcomes import Outcome
 from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.environments.leaks import Leak
@@ -54,8 +55,6 @@ from cleanroom.verify_server.client import Lease
 DEMO_ENVS = 3
 DEMO_TRIALS_SCALE = 0.1  # every test at about a tenth of its window trials, at least one
 DEMO_OBSERVATION_S = 20.0  # observation_privacy's watch (120 s in a full window)
-# Window 0 is never opened: what runs there is a control, not part of any measured window.
-CONTROL_WINDOW = 0
 PLANTED_LEAK = "planted: a token delivered through another environment's lease"
 RENAME_ORACLE = "mv ~/Desktop/todo_list_Jan_1 ~/Desktop/todo_list_Jan_2"
 # A few tests under the leaks they name, one pool per leak: what fits in a few minutes.

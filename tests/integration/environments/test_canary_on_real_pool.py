@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.environments.policy import LocalHandle
 from cleanroom.environments.pool import Pool
+from cleanroom.isolation.canary_control import PLANTS, Plant, run_canary_control
 from cleanroom.isolation.canary_watch import CanaryWatcher, apply_canary
 from cleanroom.store.rundb import RunStore
 
@@ -53,3 +55,27 @@ def test_a_quiet_canary_window_invalidates_nothing(pool: Pool, tmp_path) -> None
         applied = apply_canary(store, 1)
     assert not applied.verdict.flagged and applied.invalidated == 0
     assert all(s.ok for s in watcher.samples)
+
+
+def test_the_canary_control_sees_each_planted_leak_and_names_its_source(pool: Pool) -> None:
+    cells = run_canary_control(pool, source_env="env02")
+    assert [c.leak for c in cells] == [p.leak for p in PLANTS]
+    for cell in cells:
+        assert cell.test == "canaries"
+        assert cell.fired, cell.detail
+        assert cell.cross >= 1 and "env02" in cell.detail
+    clipboard = json.dumps(LocalHandle(pool, "env00").clipboard())
+    assert "leaked" not in clipboard  # the clipboard plant was undone
+
+
+def test_the_canary_control_does_not_fire_when_nothing_reaches_the_canary(pool: Pool) -> None:
+    # The detector's negative case: a plant that lands somewhere else (env01's clipboard)
+    # must leave the canary unchanged, so the control reports that it did not fire.
+    def elsewhere(p: Pool, text: str) -> None:
+        p.env("env01").clipboard.set(text)
+
+    missed = Plant("planted: env01's clipboard (not the canary)", elsewhere, lambda p: None)
+    [cell] = run_canary_control(pool, see_within_s=2.0, plants=[missed])
+    pool.env("env01").clear_clipboard()
+    assert not cell.fired
+    assert cell.cross == 0 and "no change seen" in cell.detail

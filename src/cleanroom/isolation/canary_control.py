@@ -1,0 +1,129 @@
+"""The canary's own positive control: a change planted in env00 must be seen.
+
+After the windows (never inside one, so no measured window is touched), the harness
+plants in the canary what a leak would bring there: keystrokes typed into its Writer, as
+keys delivered to the wrong display would arrive, and a clipboard string. Each plant
+carries a token of another environment. The watcher's own sampling and the canary rule
+(`core.canary.judge_canary`) must report the change and attribute it to that environment;
+each plant is one leaky-control cell of the canary test, so the report can say the
+canary was proven in this run. The clipboard is cleared again afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from cleanroom.core.canary import CANARY_ENV, CANARY_TEST, CanarySample, judge_canary
+from cleanroom.core.isolation import CONTROL_WINDOW, RowResult, Window
+from cleanroom.core.tokens import RolloutId, Token, mint
+from cleanroom.environments.errors import PoolError
+from cleanroom.environments.policy import LocalHandle
+from cleanroom.environments.pool import Pool
+from cleanroom.isolation.canary_watch import take_sample
+from cleanroom.store.rundb import LeakyControlResult
+
+SEE_WITHIN_S = 10.0
+_POLL_S = 0.25
+
+
+@dataclass(frozen=True)
+class Plant:
+    """One way a leak reaches the canary, and how the harness wires it in."""
+
+    leak: str
+    apply: Callable[[Pool, str], None]
+    undo: Callable[[Pool], None]
+
+
+def _type_into_writer(pool: Pool, text: str) -> None:
+    env = pool.env(CANARY_ENV)
+    if env.input is None or env.screen is None:
+        raise PoolError(f"{CANARY_ENV} has no input connection")
+    with pool.lock(CANARY_ENV):
+        writers = [w for w in env.screen.windows() if w.wm_class == "libreoffice-writer"]
+        if not writers:
+            raise PoolError(f"{CANARY_ENV} shows no Writer window")
+        env.input.focus(writers[-1].id)
+        env.input.type_text(f" {text} ")
+
+
+def _set_clipboard(pool: Pool, text: str) -> None:
+    env = pool.env(CANARY_ENV)
+    if env.clipboard is None:
+        raise PoolError(f"{CANARY_ENV} has no clipboard owner")
+    with pool.lock(CANARY_ENV):
+        env.clipboard.set(text)
+
+
+def _nothing(pool: Pool) -> None:
+    return None
+
+
+def _clear_clipboard(pool: Pool) -> None:
+    with pool.lock(CANARY_ENV):
+        pool.env(CANARY_ENV).clear_clipboard()
+
+
+PLANTS = (
+    Plant("planted: keystrokes typed into env00's Writer", _type_into_writer, _nothing),
+    Plant("planted: env00's clipboard set", _set_clipboard, _clear_clipboard),
+)
+
+
+def run_canary_control(
+    pool: Pool,
+    *,
+    source_env: str = "env01",
+    see_within_s: float = SEE_WITHIN_S,
+    plants: Sequence[Plant] = PLANTS,
+) -> list[LeakyControlResult]:
+    """Plant each leak in env00 in turn and judge what the canary's samples say."""
+    handle = LocalHandle(pool, CANARY_ENV)
+    results = []
+    for seq, plant in enumerate(plants, start=1):
+        token = mint(RolloutId(source_env, CONTROL_WINDOW, 900 + seq))
+        try:
+            results.append(_one(handle, pool, plant, token, see_within_s))
+        finally:
+            with contextlib.suppress(PoolError):  # the cell already says what went wrong
+                plant.undo(pool)
+    return results
+
+
+def _one(
+    handle: LocalHandle, pool: Pool, plant: Plant, token: Token, see_within_s: float
+) -> LeakyControlResult:
+    before = take_sample(handle, None)
+    if not before.ok:
+        return _cell(plant, False, 0, 0, f"env00 could not be read before: {before.detail}")
+    started = time.time()
+    try:
+        plant.apply(pool, f"leaked {token}")
+    except PoolError as exc:
+        return _cell(plant, False, 0, 0, f"the plant could not be wired in: {exc}")
+    samples: list[CanarySample] = []
+    deadline = time.monotonic() + see_within_s
+    while time.monotonic() < deadline:
+        sample = take_sample(handle, None)
+        samples.append(sample)
+        if sample.ok and sample.state != before.state:
+            break
+        time.sleep(_POLL_S)
+    window = Window(CONTROL_WINDOW, started, time.time())
+    verdict, rows = judge_canary(window, samples, before)
+    cross = [r for r in rows if r.result is RowResult.CROSS]
+    fired = any(token.rollout.env in r.from_env.split(",") for r in cross)
+    if fired:
+        detail = f"{'; '.join(verdict.changes)}, attributed to {token.rollout.env}"
+    elif cross:
+        detail = f"a change was seen but not attributed to {token.rollout.env}"
+    else:
+        detail = f"no change seen in {len(samples)} sample(s) over {see_within_s:g} s"
+    return _cell(plant, fired, len(rows), len(cross), detail)
+
+
+def _cell(plant: Plant, fired: bool, rows: int, cross: int, detail: str) -> LeakyControlResult:
+    return LeakyControlResult(CANARY_TEST, plant.leak, fired, rows, cross, detail)
