@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import statistics
 import tempfile
 import time
@@ -22,8 +21,8 @@ from cleanroom.environments.display import XvfbDisplay
 from cleanroom.environments.pool import Pool, PoolConfig
 from cleanroom.environments.processes import pids_of_uid
 from cleanroom.environments.screen import Screen
+from results_md import write_section
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 SECTION = "## Desktop environments"
 
 
@@ -157,13 +156,6 @@ def render(
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    pattern = re.compile(rf"{re.escape(SECTION)}\n.*?(?=\n## |\Z)", re.S)
-    new = pattern.sub(text.rstrip("\n"), old) if SECTION in old else old.rstrip() + "\n\n" + text
-    RESULTS.write_text(new if new.endswith("\n") else new + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1,2,4")
@@ -180,7 +172,7 @@ def main() -> None:
     }
     text = render(base, by_mode, "python bench/environments.py", (load_before, os.getloadavg()[0]))
     print(text)
-    write_section(text)
+    write_section(SECTION, text)
 
 
 if __name__ == "__main__":

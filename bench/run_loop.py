@@ -20,7 +20,6 @@ import argparse
 import os
 import platform
 import pwd
-import re
 import sys
 import tempfile
 import threading
@@ -32,8 +31,8 @@ from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
+from results_md import write_section
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 SECTION = "## Harness loop"
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -207,13 +206,6 @@ def render(rows: dict[int, dict[str, float]], command: str, scale: float) -> str
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    pattern = re.compile(rf"{re.escape(SECTION)}\n.*?(?=\n## |\Z)", re.S)
-    new = pattern.sub(text.rstrip("\n"), old) if SECTION in old else old.rstrip() + "\n\n" + text
-    RESULTS.write_text(new if new.endswith("\n") else new + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="3,4", help="environment counts to measure")
@@ -239,7 +231,7 @@ def main() -> None:
     )
     text = render(rows, command, args.trials_scale)
     print(text)
-    write_section(text)
+    write_section(SECTION, text)
 
 
 if __name__ == "__main__":

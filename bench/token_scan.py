@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from cleanroom.core.tokens import RolloutId, mint, scan_tree
+from results_md import write_section
 
 HERE = Path(__file__).resolve().parent
 RG_PATTERN = r"env[0-9]{2,3}-w[0-9]{3,6}-r[0-9]{4,8}-[0-9a-f]{8}"
@@ -178,19 +179,7 @@ def main() -> None:
             )
             + f"\nAim: at least 0.50 of ripgrep's speed. Measured: **{ratio:.2f}**.\n"
         )
-        write_section(HERE / "RESULTS.md", "## Token scan", section)
-
-
-def write_section(path: Path, heading: str, section: str) -> None:
-    """Replace one ``## `` section of the results file, keeping the others."""
-    text = path.read_text() if path.exists() else "# Benchmark results\n\n"
-    start = text.find(heading)
-    if start == -1:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(heading))
-        text = text[:start] + section + (text[end + 1 :] if end != -1 else "")
-    path.write_text(text)
+        write_section("## Token scan", section)
 
 
 if __name__ == "__main__":

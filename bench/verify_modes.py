@@ -27,10 +27,10 @@ from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.task import load_task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
+from results_md import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "examples" / "tasks" / "fix-median"
-RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Container verify phase"
 AIM_S = 0.5
 MODES = (Mode.SHARED, Mode.CLEARED, Mode.SEALED)
@@ -71,7 +71,7 @@ def main() -> int:
     text = report(verify_times, teardown_times, args.trials, docker_version(runtime))
     print(text)
     if not args.no_write:
-        write_section(text)
+        write_section(SECTION, text)
     return 0
 
 
@@ -125,22 +125,6 @@ def machine() -> str:
 def docker_version(runtime: DockerRuntime) -> str:
     info = runtime.api.version()
     return f"{info.get('Version', '?')} (API {info.get('ApiVersion', '?')})"
-
-
-def write_section(text: str) -> None:
-    """Replace this benchmark's section of RESULTS.md (or append it), leaving others alone."""
-    current = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    lines = current.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
-    if start is None:
-        updated = current.rstrip("\n") + "\n\n" + text
-    else:
-        end = next(
-            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
-        )
-        tail = "".join(lines[end:])
-        updated = "".join(lines[:start]) + text + ("\n" + tail if tail else "")
-    RESULTS.write_text(updated.rstrip("\n") + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -33,11 +33,11 @@ import httpx
 from cleanroom.core.tokens import mint
 from cleanroom.store.submissions import LeaseRecord, NewSubmission, SubmissionStore
 from cleanroom.verify_server.process import VerifyServerProcess
+from results_md import write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent / "verify_server"
 OUT = ROOT / "bench" / "out" / "verify_server"
-RESULTS_MD = ROOT / "bench" / "RESULTS.md"
 COMMAND = ".venv/bin/python bench/verify_server_load.py"
 
 
@@ -266,17 +266,6 @@ Median ratio to baseline: {audit["median_ratio"]:.2f} (target: audit under 50 ms
 """
 
 
-def write_section(section: str, path: Path = RESULTS_MD) -> None:
-    """Replace (or add) the ``## Verify server`` section, leaving other sections alone."""
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    pattern = re.compile(r"^## Verify server\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section + "\n", text, count=1)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text.rstrip("\n") + "\n")
-
-
 def main() -> int:
     """Run both benchmarks, print the figures and record them."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -300,7 +289,7 @@ def main() -> int:
     section = markdown(results)
     print(section)
     if not args.no_write:
-        write_section(section)
+        write_section("## Verify server", section)
     return 0
 
 
