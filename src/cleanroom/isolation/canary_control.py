@@ -113,11 +113,12 @@ def _one(
             break
         time.sleep(_POLL_S)
     window = Window(CONTROL_WINDOW, started, time.time())
-    verdict, rows = judge_canary(window, samples, before)
+    _, rows = judge_canary(window, samples, before)
     cross = [r for r in rows if r.result is RowResult.CROSS]
     fired = any(token.rollout.env in r.from_env.split(",") for r in cross)
     if fired:
-        detail = f"{'; '.join(verdict.changes)}, attributed to {token.rollout.env}"
+        seen = "; ".join(dict.fromkeys(r.detail for r in cross))
+        detail = f"{seen} changed, attributed to {token.rollout.env}"
     elif cross:
         detail = f"a change was seen but not attributed to {token.rollout.env}"
     else:
