@@ -40,13 +40,13 @@ class Plant:
 
 def _type_into_writer(pool: Pool, text: str) -> None:
     env = pool.env(CANARY_ENV)
-    if env.input is None or env.screen is None:
+    if env.input is None:
         raise PoolError(f"{CANARY_ENV} has no input connection")
     with pool.lock(CANARY_ENV):
-        writers = [w for w in env.screen.windows() if w.wm_class == "libreoffice-writer"]
-        if not writers:
+        writer = env.window_of("writer")
+        if writer is None:
             raise PoolError(f"{CANARY_ENV} shows no Writer window")
-        env.input.focus(writers[-1].id)
+        env.input.focus(writer.id)
         env.input.type_text(f" {text} ")
 
 
