@@ -6,13 +6,14 @@ number only next to a positive control that fired.
 """
 
 from cleanroom.core.isolation import IsolationRow, RowResult, Window, judge_window
-from cleanroom.core.outcomes import Outcome, Reason, Status, from_exit_code
+from cleanroom.core.outcomes import Cause, Outcome, Reason, Status, from_exit_code
 from cleanroom.core.publish import ControlResult, Publication, Refusal, publish
 from cleanroom.core.tokens import RolloutId, Token, TokenHit, mint, parse, scan_bytes, scan_tree
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Cause",
     "ControlResult",
     "IsolationRow",
     "Outcome",

@@ -1,8 +1,13 @@
 """Outcomes: the one place that decides what a verifier's result means.
 
 A rollout ends as `success`, `failure` (valid: the task was not done) or `invalid` with
-a reason. Invalid rollouts are excluded from training data and never counted as
-failures: an infrastructure fault is never blamed on the agent.
+a reason. Every reason says who caused it:
+
+- the infrastructure (Docker, a display, the verify server, the harness, the task's own
+  verifier): the rollout is `invalid`, excluded from training data, never a 0;
+- the agent (tampering with the verifier's places, breaking its own work dir): the rollout
+  is a `failure` scored 0 that keeps its reason, so an agent can never turn a 0 into an
+  exclusion, and every attempt at forging stays visible.
 """
 
 from __future__ import annotations
@@ -19,22 +24,42 @@ class Status(StrEnum):
     INVALID = "invalid"
 
 
+class Cause(StrEnum):
+    """Who caused an outcome's reason."""
+
+    INFRASTRUCTURE = "infrastructure"
+    AGENT = "agent"
+
+
 class Reason(StrEnum):
-    """Why a rollout is invalid."""
+    """Why a rollout is invalid (the infrastructure's fault) or failed by its own act."""
 
     VERIFIER_UNAVAILABLE = "verifier_unavailable"  # the verifier could not be reached or started
     CHECKER_ERROR = "checker_error"  # a getter or metric could not run
     VERIFIER_TIMEOUT = "verifier_timeout"  # the verifier ran past its limit
-    BAD_REWARD = "bad_reward"  # the reward was not a finite number in [0, 1]
-    TAMPER = "tamper"  # the agent wrote where only the verifier may
+    BAD_REWARD = "bad_reward"  # the verifier's reward was not a finite number in [0, 1]
     ISOLATION = "isolation"  # the rollout's window saw a contamination event
     ENVIRONMENT_ERROR = "environment_error"  # the environment could not be built or set up
     INTERRUPTED = "interrupted"  # the harness died before the rollout finished
+    HARNESS_ERROR = "harness_error"  # cleanroom's own code raised: a bug, with its traceback
+    # Caused by the agent: scored 0, never excluded.
+    TAMPER = "tamper"  # the agent wrote into the verifier's own places (tests, reward)
+    WORKSPACE_BROKEN = "workspace_broken"  # the work dir is gone, not a folder, or unreadable
+    WORKSPACE_TOO_LARGE = "workspace_too_large"  # the state to verify is over its size cap
+
+    @property
+    def cause(self) -> Cause:
+        """Who caused this reason: the agent's are scored 0, the rest are invalid."""
+        return Cause.AGENT if self in _AGENT_REASONS else Cause.INFRASTRUCTURE
+
+
+_AGENT_REASONS = frozenset({Reason.TAMPER, Reason.WORKSPACE_BROKEN, Reason.WORKSPACE_TOO_LARGE})
 
 
 EXIT_SUCCESS = 0
 EXIT_FAILURE = 1
 EXIT_INVALID = 2
+EXIT_AGENT_FAULT = 3  # a failure scored 0 because of what the agent did (tamper, ...)
 
 
 @dataclass(frozen=True)
@@ -51,11 +76,17 @@ class Outcome:
         if self.status is Status.INVALID:
             if self.reason is None or self.score is not None:
                 raise ValueError("an invalid outcome has a reason and no score")
-        else:
-            if self.reason is not None:
-                raise ValueError("only invalid outcomes carry a reason")
-            if self.score is None or not math.isfinite(self.score) or not 0 <= self.score <= 1:
-                raise ValueError(f"a valid outcome has a score in [0, 1], got {self.score!r}")
+            if self.reason.cause is not Cause.INFRASTRUCTURE:
+                raise ValueError(f"{self.reason} is the agent's doing: a failure, not invalid")
+            return
+        if self.score is None or not math.isfinite(self.score) or not 0 <= self.score <= 1:
+            raise ValueError(f"a valid outcome has a score in [0, 1], got {self.score!r}")
+        if self.reason is not None and (
+            self.status is not Status.FAILURE
+            or self.reason.cause is not Cause.AGENT
+            or self.score != 0.0
+        ):
+            raise ValueError("only a failure scored 0 by the agent's own act carries a reason")
 
     @classmethod
     def success(cls, score: float = 1.0, **details: Any) -> Outcome:
@@ -70,6 +101,11 @@ class Outcome:
         return cls(Status.INVALID, None, Reason(reason), detail, details)
 
     @classmethod
+    def agent_fault(cls, reason: Reason | str, detail: str = "", **details: Any) -> Outcome:
+        """A failure scored 0 because of what the agent did; the reason stays visible."""
+        return cls(Status.FAILURE, 0.0, Reason(reason), detail, details)
+
+    @classmethod
     def from_score(cls, score: float, *, pass_at: float = 1.0, **details: Any) -> Outcome:
         """A valid score: success at or above ``pass_at``, failure below, the score kept."""
         if score >= pass_at:
@@ -78,7 +114,10 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        """0 success, 1 failure, 2 invalid: what every cleanroom command exits with."""
+        """What every cleanroom command exits with: 0 success, 1 failure, 2 invalid (the
+        infrastructure's fault), 3 a failure caused by the agent's own act."""
+        if self.caused_by is Cause.AGENT:
+            return EXIT_AGENT_FAULT
         return {Status.SUCCESS: EXIT_SUCCESS, Status.FAILURE: EXIT_FAILURE}.get(
             self.status, EXIT_INVALID
         )
@@ -87,12 +126,19 @@ class Outcome:
     def valid(self) -> bool:
         return self.status is not Status.INVALID
 
+    @property
+    def caused_by(self) -> Cause | None:
+        """Who caused the reason, or None when there is none."""
+        return self.reason.cause if self.reason is not None else None
+
     def to_json(self) -> dict[str, Any]:
-        """The shape every ``--json`` output uses: outcome, score, reason, details."""
+        """The shape every ``--json`` output uses: outcome, score, reason, who caused it,
+        details."""
         return {
             "outcome": self.status.value,
             "score": self.score,
             "reason": self.reason.value if self.reason else None,
+            "caused_by": self.caused_by.value if self.caused_by else None,
             "detail": self.detail,
             "details": self.details,
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,23 @@ def test_a_symlinked_folder_is_refused(tmp_path: Path) -> None:
 def test_only_a_single_file_name_is_accepted(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError):
         read_capped(tmp_path, name, SHOWN)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
+def test_a_device_node_is_reported_and_never_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    os.mknod(tmp_path / "reward.txt", 0o666 | stat.S_IFCHR, os.makedev(1, 5))  # /dev/zero
+    opened: list[str] = []
+    real_open = os.open
+
+    def watching_open(path: object, *args: object, **kwargs: object) -> int:
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", watching_open)
+
+    seen = read_capped(tmp_path, "reward.txt", "/logs/verifier/reward.txt")
+
+    assert (seen.kind, seen.note) == (FileKind.OTHER, "character device")
+    assert "reward.txt" not in opened

@@ -1,12 +1,15 @@
-"""Tamper classification: writes that could steer the verifier, and only those."""
+"""The agent phase's diff as evidence: tamper is a write into the verifier's own places,
+everything else outside the state is listed as unseen, and nothing else is judged."""
 
 from __future__ import annotations
 
 import pytest
 
-from cleanroom.verifiers.container.tamper import Change, ChangeKind, classify, is_protected
+from cleanroom.verifiers.container.tamper import Change, ChangeKind, classify, under
 
 A, C, D = ChangeKind.ADDED, ChangeKind.MODIFIED, ChangeKind.DELETED
+PLACES = ("/tests", "/logs/verifier")
+STATE = ["/app"]
 
 
 def changes(*entries: str) -> list[Change]:
@@ -15,91 +18,83 @@ def changes(*entries: str) -> list[Change]:
 
 
 @pytest.mark.parametrize(
-    "path",
-    [
-        "/usr/local/bin/pytest",
-        "/usr/local/bin/python3",
-        "/usr/local/bin/curl",
-        "/usr/local/bin/bash",
-        "/usr/bin/bash",
-        "/bin/sh",
-        "/lib/x86_64-linux-gnu/libc.so.6",
-        "/etc/ld.so.preload",
-        "/etc/python3.11/sitecustomize.py",
-        "/usr/local/lib/python3.11/dist-packages/zz_hook.pth",
-        "/app/.venv/lib/python3.11/site-packages/_pytest/main.py",
-        "/root/.local/lib/python3.11/site-packages/usercustomize.py",
-        "/opt/tools/sitecustomize.py",
-        "/tests/conftest.py",
-        "/logs/verifier/reward.txt",
-        "/conftest.py",
-        "/pytest.ini",
-        "/etc/passwd",
-        "/root/.curlrc",
-    ],
+    "entry",
+    ["A /tests/conftest.py", "C /tests/test.sh", "D /tests/test_median.py", "A /logs/verifier/x"],
 )
-def test_writes_the_verifier_would_execute_or_read_are_protected(path: str) -> None:
-    assert is_protected(path)
+def test_a_write_into_the_verifiers_places_is_tamper(entry: str) -> None:
+    report = classify(changes(entry), verifier_places=PLACES, state_paths=STATE)
+
+    assert report.tampered
+    assert report.paths == [entry]
 
 
 @pytest.mark.parametrize(
-    "path",
+    "entry",
     [
-        "/app/stats.py",
-        "/app/conftest.py",
-        "/app/out/summary.csv",
-        "/tmp/x",
-        "/var/tmp/forged/reward.txt",
-        "/etc/nginx/nginx.conf",
-        "/root/.bash_history",
-        "/usrlocal",
-        "/testsuite/x",
+        "A /usr/local/bin/pytest",
+        "C /etc/nsswitch.conf",
+        "A /etc/ld.so.preload",
+        "C /opt/engine/start.sh",
+        "A /usr/bin/greet",
+        "A /testsuite/x",
     ],
 )
-def test_the_agents_own_work_is_not_protected(path: str) -> None:
-    assert not is_protected(path)
+def test_a_write_outside_the_state_is_unseen_not_tamper(entry: str) -> None:
+    report = classify(changes(entry), verifier_places=PLACES, state_paths=STATE)
+
+    assert not report.tampered
+    assert report.unseen_shown == [entry]
 
 
-def test_a_trojan_on_path_is_tamper_and_listed() -> None:
+def test_the_agents_state_is_neither_tamper_nor_unseen() -> None:
     report = classify(
-        changes("C /usr", "C /usr/local", "C /usr/local/bin", "A /usr/local/bin/pytest")
+        changes("A /app/.venv/lib/python3.11/site-packages/pip/__init__.py", "C /app/stats.py"),
+        verifier_places=PLACES,
+        state_paths=STATE,
+    )
+
+    assert not report.tampered
+    assert report.unseen == ()
+
+
+def test_a_planted_reward_seen_from_the_host_is_tamper() -> None:
+    report = classify(
+        [], verifier_places=PLACES, state_paths=STATE, planted=["/logs/verifier/reward.txt"]
     )
 
     assert report.tampered
-    assert report.paths == ["A /usr/local/bin/pytest"]
+    assert report.paths == ["planted /logs/verifier/reward.txt"]
 
 
-def test_folders_copied_up_on_the_way_to_a_workspace_change_are_not_tamper() -> None:
-    report = classify(changes("C /usr", "C /usr/share", "A /app", "C /app/stats.py"))
-
-    assert report.paths == ["C /usr/share"]  # a change of its own: no deeper entry explains it
-    clean = classify(changes("C /app", "C /app/stats.py", "A /tmp/notes"))
-    assert not clean.tampered
-
-
-def test_deleting_a_tool_is_tamper() -> None:
-    report = classify(changes("C /usr", "C /usr/bin", "D /usr/bin/pytest"))
-
-    assert report.paths == ["D /usr/bin/pytest"]
-
-
-def test_what_the_harness_changed_before_the_agent_started_is_not_tamper() -> None:
-    harness = changes("A /logs")
-
-    report = classify(changes("A /logs", "C /app/stats.py"), baseline=harness)
-
-    assert not report.tampered
-    assert report.considered == 1
-
-
-def test_a_tree_the_task_vouches_for_is_not_tamper() -> None:
+def test_a_folder_copied_up_on_the_way_to_a_deeper_change_is_not_a_change_of_its_own() -> None:
     report = classify(
-        changes("A /app/.venv", "A /app/.venv/lib/python3.11/site-packages/requests/__init__.py"),
-        allow=["/app/.venv"],
+        changes("C /tests", "A /tests/conftest.py", "C /usr", "A /usr/x"),
+        verifier_places=PLACES,
+        state_paths=STATE,
+    )
+
+    assert report.paths == ["A /tests/conftest.py"]
+    assert [str(c) for c in report.unseen] == ["A /usr/x"]
+
+
+def test_what_the_harness_changed_before_the_agent_started_is_not_counted() -> None:
+    baseline = changes("A /tests")
+
+    report = classify(
+        changes("A /tests"), verifier_places=PLACES, state_paths=STATE, baseline=baseline
     )
 
     assert not report.tampered
 
 
-def test_docker_api_kind_codes_map_to_kinds() -> None:
-    assert [ChangeKind.from_docker(code) for code in (0, 1, 2)] == [C, A, D]
+@pytest.mark.parametrize(
+    ("path", "tree", "inside"),
+    [
+        ("/app", "/app", True),
+        ("/app/x", "/app", True),
+        ("/apple", "/app", False),
+        ("/anything", "/", True),
+    ],
+)
+def test_under_is_by_path_component(path: str, tree: str, inside: bool) -> None:
+    assert under(path, tree) is inside

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from cleanroom.core.outcomes import Reason, Status
+from cleanroom.core.outcomes import Cause, Reason, Status
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.reward import FileKind, RewardFile
-from cleanroom.verifiers.container.tamper import Change, ChangeKind, classify
-from cleanroom.verifiers.container.verdict import Evidence, decide
+from cleanroom.verifiers.container.tamper import Change, ChangeKind, TamperReport, classify
+from cleanroom.verifiers.container.verdict import AgentFault, Evidence, decide
+
+PLACES = ("/tests", "/logs/verifier")
 
 TXT = "/logs/verifier/reward.txt"
 JSON = "/logs/verifier/reward.json"
@@ -57,24 +59,39 @@ def test_a_junk_reward_is_invalid_with_the_offending_bytes() -> None:
     assert outcome.details["reward_bytes"] == "inf\\n"
 
 
-def test_tamper_beats_a_perfect_reward() -> None:
+def test_tamper_beats_a_perfect_reward_and_scores_zero() -> None:
     ev = ran(b"1")
-    ev.tamper = classify([Change("/usr/local/bin/pytest", ChangeKind.ADDED)])
+    ev.tamper = classify(
+        [Change("/tests/conftest.py", ChangeKind.ADDED)],
+        verifier_places=PLACES,
+        state_paths=["/app"],
+    )
 
     outcome = decide(ev)
 
-    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.TAMPER)
-    assert outcome.details["tamper"] == ["A /usr/local/bin/pytest"]
+    assert (outcome.status, outcome.score, outcome.reason) == (Status.FAILURE, 0.0, Reason.TAMPER)
+    assert outcome.details["tamper"] == ["A /tests/conftest.py"]
 
 
-def test_a_clean_diff_is_recorded_and_does_not_change_the_score() -> None:
+def test_changes_outside_the_state_are_listed_as_unseen_and_do_not_change_the_score() -> None:
     ev = ran(b"1")
-    ev.tamper = classify([Change("/app/stats.py", ChangeKind.MODIFIED)])
+    ev.tamper = classify(
+        [
+            Change("/app/stats.py", ChangeKind.MODIFIED),
+            Change("/usr/local/bin/pytest", ChangeKind.ADDED),
+        ],
+        verifier_places=PLACES,
+        state_paths=["/app"],
+    )
 
     outcome = decide(ev)
 
     assert outcome.status is Status.SUCCESS
     assert outcome.details["tamper"] == []
+    assert outcome.details["unseen_by_verifier"] == {
+        "count": 1,
+        "first": ["A /usr/local/bin/pytest"],
+    }
 
 
 def test_a_verifier_that_could_not_run_is_unavailable_never_zero() -> None:
@@ -89,14 +106,35 @@ def test_a_verifier_that_could_not_run_is_unavailable_never_zero() -> None:
     )
 
 
-def test_a_reward_that_could_not_be_cleared_fails_loudly() -> None:
+def test_a_reward_the_agent_made_unclearable_is_its_zero_not_an_exclusion() -> None:
     ev = ran(b"1", mode=Mode.CLEARED)
-    ev.clear_failure = "rm exited 1: Is a directory"
+    ev.agent_fault = AgentFault(Reason.TAMPER, "the reward could not be cleared: Is a directory")
 
     outcome = decide(ev)
 
-    assert outcome.reason is Reason.VERIFIER_UNAVAILABLE
-    assert "could not be cleared" in outcome.detail
+    assert (outcome.status, outcome.score, outcome.reason) == (Status.FAILURE, 0.0, Reason.TAMPER)
+    assert outcome.caused_by is Cause.AGENT
+    assert outcome.exit_code == 3
+
+
+def test_proof_of_tampering_stands_even_when_the_daemon_fails_afterwards() -> None:
+    ev = Evidence(Mode.SEALED, unavailable="the daemon went away")
+    ev.tamper = TamperReport((), ("/logs/verifier/reward.txt",))
+
+    outcome = decide(ev)
+
+    assert (outcome.status, outcome.reason) == (Status.FAILURE, Reason.TAMPER)
+
+
+def test_a_bug_of_cleanrooms_own_is_invalid_with_its_traceback() -> None:
+    ev = ran(b"1")
+    ev.harness_error = "Traceback ...\nZeroDivisionError"
+
+    outcome = decide(ev)
+
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.HARNESS_ERROR)
+    assert outcome.caused_by is Cause.INFRASTRUCTURE
+    assert "ZeroDivisionError" in outcome.details["traceback"]
 
 
 def test_a_failed_setup_command_is_an_environment_error() -> None:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from cleanroom.core.outcomes import Outcome, Reason, Status, from_exit_code
+from cleanroom.core.outcomes import Cause, Outcome, Reason, Status, from_exit_code
 
 
 def test_exit_code_zero_is_success() -> None:
@@ -28,10 +28,40 @@ def test_any_other_exit_code_is_invalid_never_a_zero(code: int | None) -> None:
     assert outcome.score is None
 
 
-def test_outcomes_exit_with_zero_one_two() -> None:
+def test_outcomes_exit_with_zero_one_two_and_three_for_the_agents_own_failure() -> None:
     assert [
-        o.exit_code for o in (Outcome.success(), Outcome.failure(), Outcome.invalid(Reason.TAMPER))
-    ] == [0, 1, 2]
+        o.exit_code
+        for o in (
+            Outcome.success(),
+            Outcome.failure(),
+            Outcome.invalid(Reason.VERIFIER_UNAVAILABLE),
+            Outcome.agent_fault(Reason.TAMPER),
+        )
+    ] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("reason", [r for r in Reason if r.cause is Cause.AGENT])
+def test_what_the_agent_caused_is_a_scored_zero_never_invalid(reason: Reason) -> None:
+    outcome = Outcome.agent_fault(reason, "why")
+
+    assert (outcome.status, outcome.score, outcome.valid) == (Status.FAILURE, 0.0, True)
+    assert outcome.caused_by is Cause.AGENT
+    with pytest.raises(ValueError):
+        Outcome.invalid(reason)
+
+
+@pytest.mark.parametrize("reason", [r for r in Reason if r.cause is Cause.INFRASTRUCTURE])
+def test_what_the_infrastructure_caused_is_invalid_never_a_score(reason: Reason) -> None:
+    assert Outcome.invalid(reason).caused_by is Cause.INFRASTRUCTURE
+    with pytest.raises(ValueError):
+        Outcome(Status.FAILURE, 0.0, reason)
+
+
+def test_an_agent_reason_never_rides_on_a_success_or_a_partial_score() -> None:
+    with pytest.raises(ValueError):
+        Outcome(Status.SUCCESS, 1.0, Reason.TAMPER)
+    with pytest.raises(ValueError):
+        Outcome(Status.FAILURE, 0.5, Reason.TAMPER)
 
 
 def test_an_invalid_outcome_cannot_carry_a_score() -> None:
@@ -62,6 +92,7 @@ def test_json_shape_names_outcome_score_reason_and_details() -> None:
         "outcome": "invalid",
         "score": None,
         "reason": "verifier_unavailable",
+        "caused_by": "infrastructure",
         "detail": "refused",
         "details": {"url": "http://x"},
     }

@@ -13,22 +13,24 @@ import contextlib
 import hashlib
 import io
 import os
+import posixpath
 import re
 import tarfile
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import docker
 import docker.errors
 import requests
 
-from cleanroom.verifiers.container import overlay
+from cleanroom.verifiers.container import overlay, state_archive
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
-from cleanroom.verifiers.container.tamper import Change, ChangeKind
+from cleanroom.verifiers.container.tamper import Change, ChangeKind, Diff
 from cleanroom.verifiers.container.task import Task
 
 LABEL = "cleanroom.verify"
@@ -60,6 +62,16 @@ exec head -c "$cap" -- "$p"
 """
 
 
+# Removes each state path, then makes each parent folder: ``clear PATH... -- PARENT...``.
+_CLEAR_STATE_SCRIPT = r"""
+making=0
+for p in "$@"; do
+  if [ "$p" = "--" ]; then making=1; continue; fi
+  if [ "$making" = 1 ]; then mkdir -p -- "$p"; else rm -rf -- "$p"; fi
+done
+"""
+
+
 class RuntimeUnavailable(Exception):
     """The Docker daemon could not be reached or refused a call; says which call."""
 
@@ -71,6 +83,36 @@ class ImageBuildFailed(Exception):
         self.tag = tag
         self.log = log
         super().__init__(f"image {tag} did not build")
+
+
+class StateTooLarge(Exception):
+    """A state path's archive is over its size cap (the agent's doing)."""
+
+    def __init__(self, path: str, cap: int) -> None:
+        self.path = path
+        self.cap = cap
+        super().__init__(f"{path} is over the {cap // (1 << 20)} MiB cap on state to verify")
+
+
+@dataclass
+class StateCopy:
+    """One state path taken from the agent's container: its kind, and its checked archive.
+
+    ``kind`` is what the agent left at the path: ``directory``, ``file``, ``symlink``,
+    ``missing`` or ``other``. ``archive`` (a tar whose top member is the path's own name)
+    is None when the path is missing.
+    """
+
+    path: str
+    kind: str
+    archive: IO[bytes] | None = None
+    size: int = 0
+    dropped: list[str] = field(default_factory=list)
+    too_long: str = ""
+
+    def close(self) -> None:
+        if self.archive is not None:
+            self.archive.close()
 
 
 @dataclass(frozen=True)
@@ -182,6 +224,12 @@ class DockerRuntime:
             self._build(task, tag)
             return tag, True
 
+    def image_workdir(self, image: str) -> str | None:
+        """The image's own working folder (its Dockerfile's last ``WORKDIR``), if any."""
+        with _docker_call(f"inspecting image {image}"):
+            config = self.api.inspect_image(image).get("Config") or {}
+        return config.get("WorkingDir") or None
+
     def _build(self, task: Task, tag: str) -> None:
         try:
             self.client.images.build(
@@ -212,14 +260,20 @@ class DockerRuntime:
     # Containers ---------------------------------------------------------------------
 
     def start_agent_container(
-        self, image: str, limits: Limits, workdir: str | None, name_hint: str
+        self,
+        image: str,
+        limits: Limits,
+        workdir: str | None,
+        name_hint: str,
+        binds: Mapping[Path, str] | None = None,
     ) -> str:
         """Start the task container idle, no network unless asked, ``/logs`` a tmpfs.
 
         ``/logs`` is a tmpfs the agent can write (as in Harbor, where it is a shared
-        folder): the naive modes need the planted files to be there, and a tmpfs is never
-        part of a snapshot, so nothing the agent leaves in it reaches sealed mode.
+        folder): the naive modes need the planted files to be there. ``binds`` puts host
+        folders inside it (sealed mode watches the reward folder from the host).
         """
+        volumes = {str(h): {"bind": d, "mode": "rw"} for h, d in (binds or {}).items()}
         with _docker_call(f"starting a container from {image}"):
             container = self.client.containers.run(
                 image,
@@ -227,6 +281,7 @@ class DockerRuntime:
                 detach=True,
                 network_mode="bridge" if limits.network else "none",
                 tmpfs={"/logs": LOGS_TMPFS},
+                volumes=volumes,
                 working_dir=workdir or "",
                 labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": name_hint},
                 **limits.host_config(),
@@ -240,20 +295,27 @@ class DockerRuntime:
         workdir: str | None,
         binds: Mapping[Path, str],
         join_network_of: str | None,
+        read_only: Sequence[str] = (),
     ) -> str:
-        """Start a fresh idle container from a snapshot with host folders bound in.
+        """Start a fresh idle verifier container from the pristine task image.
 
-        No network, unless ``join_network_of`` names a container whose network
-        namespace (and so its localhost) this one joins.
+        Host folders are bound in (``read_only`` names those bound read-only). No network,
+        unless ``join_network_of`` names a container whose network namespace (and so its
+        localhost) this one joins. It cannot make device nodes.
         """
         network = f"container:{join_network_of}" if join_network_of else "none"
+        volumes = {
+            str(host): {"bind": dest, "mode": "ro" if dest in read_only else "rw"}
+            for host, dest in binds.items()
+        }
         with _docker_call(f"starting a verifier container from {image}"):
             container = self.client.containers.run(
                 image,
                 list(KEEPALIVE),
                 detach=True,
                 network_mode=network,
-                volumes={str(host): {"bind": dest, "mode": "rw"} for host, dest in binds.items()},
+                volumes=volumes,
+                cap_drop=["MKNOD"],
                 working_dir=workdir or "",
                 labels={**self.labels, "cleanroom.role": "verifier"},
                 **limits.host_config(),
@@ -282,17 +344,97 @@ class DockerRuntime:
             )
         return str(result["Id"])
 
-    def changes(self, container: str) -> tuple[list[Change], str]:
-        """The container's filesystem diff and how it was read (``overlay`` or ``api``)."""
+    def changes(self, container: str) -> Diff:
+        """The container's filesystem diff and how it was read (``overlay`` or ``api``).
+
+        The diff is evidence, never a gate: when neither the writable layer nor the API
+        can list it (the daemon's own walk fails on trees deeper than PATH_MAX), the
+        result is empty, with ``source`` ``unreadable`` and the reason.
+        """
         with _docker_call(f"inspecting {container[:12]}"):
             graph = self.api.inspect_container(container).get("GraphDriver") or {}
         try:
-            return overlay.changes_from_graph_driver(graph), "overlay"
-        except overlay.OverlayUnreadable:
-            pass
-        with _docker_call(f"diffing {container[:12]}"):
-            raw = self.api.diff(container) or []
-        return [Change(d["Path"], ChangeKind.from_docker(d["Kind"])) for d in raw], "api"
+            return overlay.changes_from_graph_driver(graph)
+        except overlay.OverlayUnreadable as exc:
+            unreadable = str(exc)
+        try:
+            with _docker_call(f"diffing {container[:12]}"):
+                raw = self.api.diff(container) or []
+        except RuntimeUnavailable as exc:
+            return Diff([], "unreadable", f"{unreadable}; {exc}"[:500])
+        return Diff([Change(d["Path"], ChangeKind.from_docker(d["Kind"])) for d in raw], "api")
+
+    def ping(self) -> bool:
+        """Whether the daemon answers at all."""
+        try:
+            return bool(self.client.ping())
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            return False
+
+    # State carried from the agent's container to the verifier's -----------------------
+
+    def export_state(self, container: str, path: str, cap: int) -> StateCopy:
+        """Take ``path`` from a (paused) container as a checked tar archive.
+
+        Raises `StateTooLarge` past ``cap`` bytes; device nodes and sockets are dropped
+        and listed; a name over PATH_MAX is reported in ``too_long``.
+        """
+        with _docker_call(f"archiving {path} in {container[:12]}"):
+            try:
+                chunks, info = self.api.get_archive(container, path)
+            except docker.errors.NotFound:
+                return StateCopy(path, "missing")
+            kind = _kind_of_mode(int(info.get("mode", 0)))
+            spooled: IO[bytes] = tempfile.TemporaryFile(prefix="cleanroom-state-")  # noqa: SIM115
+            try:
+                size = state_archive.copy_capped(chunks, spooled, cap)
+            except BaseException:
+                spooled.close()
+                raise
+        if size is None:
+            spooled.close()
+            raise StateTooLarge(path, cap)
+        copy = StateCopy(path, kind, spooled, size)
+        try:
+            found = state_archive.scan(state_archive.rewind(spooled))
+            copy.too_long = found.too_long
+            copy.dropped = found.dropped[: state_archive.SHOWN]
+            if found.dropped:
+                filtered: IO[bytes] = tempfile.TemporaryFile(prefix="cleanroom-state-")  # noqa: SIM115
+                state_archive.without_dropped(state_archive.rewind(spooled), filtered)
+                spooled.close()
+                copy.archive = filtered
+        except state_archive.StateArchiveError as exc:
+            copy.close()
+            raise RuntimeUnavailable(f"archiving {path}: {exc}") from exc
+        return copy
+
+    def install_state(self, container: str, copies: Sequence[StateCopy]) -> None:
+        """Replace each state path in the verifier's container by the agent's version.
+
+        What the pristine image holds at a state path is removed first, so the verifier
+        sees the agent's state exactly (a file the agent deleted stays deleted).
+        """
+        if not copies:
+            return
+        paths = [c.path for c in copies]
+        parents = sorted({posixpath.dirname(p) or "/" for p in paths})
+        cleared = self.exec(
+            container,
+            ["sh", "-c", _CLEAR_STATE_SCRIPT, "clear", *paths, "--", *parents],
+            user="0",
+            workdir="/",
+        )
+        if cleared.exit_code != 0:
+            raise RuntimeUnavailable(f"clearing state paths {paths}: {cleared.output[-300:]!r}")
+        for copy in copies:
+            if copy.archive is None:
+                continue
+            parent = posixpath.dirname(copy.path) or "/"
+            copy.archive.seek(0)
+            with _docker_call(f"installing {copy.path} in {container[:12]}"):
+                if not self.api.put_archive(container, parent, copy.archive):
+                    raise RuntimeUnavailable(f"installing {copy.path} was refused")
 
     def kill(self, container: str) -> None:
         """SIGKILL every process in the container; a container already stopped is fine."""
@@ -452,6 +594,17 @@ class DockerRuntime:
         if len(data) > cap or size > cap:
             return RewardFile(path, FileKind.OVERSIZE, data[:cap], max(size, len(data))), ""
         return RewardFile(path, FileKind.REGULAR, data, size), ""
+
+
+def _kind_of_mode(mode: int) -> str:
+    # Go's os.FileMode bits, as the archive endpoint reports them.
+    if mode & (1 << 31):
+        return "directory"
+    if mode & (1 << 27):
+        return "symlink"
+    if mode & ((1 << 26) | (1 << 25) | (1 << 24) | (1 << 21)):
+        return "other"  # device, named pipe, socket, char device
+    return "file"
 
 
 def labels_from_env() -> dict[str, str]:

@@ -1,9 +1,10 @@
 """Read what the verifier left in its host folder without trusting any of it.
 
-Every file is opened relative to the folder's own descriptor with ``O_NOFOLLOW`` (a link
-is reported, never followed out of the folder) and ``O_NONBLOCK`` (a FIFO is reported,
-never waited on), checked to be a regular file with ``fstat``, and read only up to the
-cap (a huge or sparse file costs one small read).
+Every file is looked at with ``lstat`` relative to the folder's own descriptor before
+anything is opened: a link, FIFO, socket or device node is reported and never opened (a
+device opened by root on the host can act). A regular file is then opened with
+``O_NOFOLLOW | O_NONBLOCK``, checked with ``fstat`` to be the very file that was looked
+at, and read only up to the cap (a huge or sparse file costs one small read).
 """
 
 from __future__ import annotations
@@ -37,25 +38,35 @@ def read_capped(folder: Path, name: str, shown_as: str, cap: int = REWARD_CAP_BY
 
 
 def _observe(dir_fd: int, name: str, shown_as: str, cap: int) -> RewardFile:
+    # Look before opening: opening a device node as root can have effects of its own, so
+    # only what is a regular file when looked at is ever opened.
+    try:
+        seen = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return RewardFile.missing(shown_as)
+    if stat.S_ISLNK(seen.st_mode):
+        target = ""
+        with contextlib.suppress(OSError):
+            target = os.readlink(name, dir_fd=dir_fd)
+        return RewardFile(shown_as, FileKind.SYMLINK, note=target)
+    if not stat.S_ISREG(seen.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(seen.st_mode), "special file")
+        return RewardFile(shown_as, FileKind.OTHER, size=seen.st_size, note=kind)
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
     try:
         fd = os.open(name, flags, dir_fd=dir_fd)
     except FileNotFoundError:
         return RewardFile.missing(shown_as)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            target = ""
-            with contextlib.suppress(OSError):
-                target = os.readlink(name, dir_fd=dir_fd)
-            return RewardFile(shown_as, FileKind.SYMLINK, note=target)
-        if exc.errno == errno.ENXIO:  # a socket, or a FIFO opened write-side
-            return RewardFile(shown_as, FileKind.OTHER, note="socket or fifo")
+        if exc.errno in (errno.ELOOP, errno.ENXIO):
+            return RewardFile(shown_as, FileKind.OTHER, note="replaced while it was read")
         raise
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "special file")
-            return RewardFile(shown_as, FileKind.OTHER, size=info.st_size, note=kind)
+        if (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino) or not stat.S_ISREG(
+            info.st_mode
+        ):
+            return RewardFile(shown_as, FileKind.OTHER, note="replaced while it was read")
         data = os.read(fd, cap + 1)
         if info.st_size > cap or len(data) > cap:
             return RewardFile(shown_as, FileKind.OVERSIZE, data[:cap], max(info.st_size, len(data)))

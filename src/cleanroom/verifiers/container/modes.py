@@ -6,15 +6,17 @@
 - ``cleared``: ``shared`` plus the reviewed fix: after the setup commands and right before
   test.sh, the reward file(s) alone are removed as uid 0 from ``/``, failing loudly.
   Known limit: a process the agent left running can still write the reward.
-- ``sealed`` (default): the agent container is frozen, its diff classified for tampering
-  and snapshotted; test.sh runs in a fresh container from the snapshot with a fresh
-  ``/tests``, a fresh host folder for the reward, no network (or only the agent
-  container's localhost for ``live_processes`` tasks), and the reward is read on the host.
-  Known limit: code that test.sh itself chooses to run from the agent's workspace (the
-  module under test, imported by pytest) runs with the verifier's rights and could write
-  the reward directly; sealed removes every route around test.sh, not trust in what
-  test.sh executes. For ``live_processes`` tasks the agent's processes keep running
-  (in their own container, sharing only the network namespace).
+- ``sealed`` (default): the agent container is frozen and its state paths (the work dir
+  and what ``[verifier] state`` names) are taken out of it; test.sh runs in a fresh
+  container from the *pristine* task image with that state installed, a fresh ``/tests``,
+  a fresh host folder for the reward, no network (or only the agent container's
+  localhost for ``live_processes`` tasks), and the reward is read on the host. The
+  verifier's toolchain (loader, libc and its NSS modules, shells, interpreters and their
+  start-up files, the test runner and its plugins, setup scripts) is the image's own, so
+  nothing the agent wrote outside its state runs; inside its state, Python finds nothing
+  of the agent's ahead of the image's own modules. Known limit: code that test.sh itself
+  chooses to run from the agent's state (the module under test, a program the task
+  declares as state) runs with the verifier's rights.
 """
 
 from __future__ import annotations
@@ -40,10 +42,7 @@ class ModePlan:
 
     in_agent_container: bool  # test.sh runs in the live agent container
     clears_reward: bool  # the reward files are removed as uid 0 right before test.sh
-    freezes_agent: bool  # the agent container is paused and snapshotted
-    checks_tamper: bool  # the agent phase's diff is classified for protected writes
-    fresh_tests: bool  # /tests is created fresh rather than merged into what is there
-    reward_on_host: bool  # the reward is read from a host folder only the verifier had
+    freezes_agent: bool  # frozen; test.sh runs on the pristine image with the agent's state
 
     @property
     def positive_control(self) -> bool:
@@ -52,9 +51,9 @@ class ModePlan:
 
 
 _PLANS = {
-    Mode.SHARED: ModePlan(True, False, False, False, False, False),
-    Mode.CLEARED: ModePlan(True, True, False, False, False, False),
-    Mode.SEALED: ModePlan(False, False, True, True, True, True),
+    Mode.SHARED: ModePlan(True, False, False),
+    Mode.CLEARED: ModePlan(True, True, False),
+    Mode.SEALED: ModePlan(False, False, True),
 }
 
 

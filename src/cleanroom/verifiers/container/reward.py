@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import reprlib
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -123,17 +124,23 @@ def _parse_json(data: bytes, source: str) -> Reward:
         )
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadReward(source, f"is not valid JSON ({exc})", data) from exc
+    except RecursionError as exc:
+        raise BadReward(source, "is nested too deeply to be a reward", data) from exc
     if not isinstance(value, dict):
         raise BadReward(source, 'must be a JSON object like {"reward": 1.0}', data)
     if "reward" not in value:
         raise BadReward(source, 'has no "reward" key', data)
-    extras: dict[str, float] = {}
+    numbers: dict[str, float] = {}
     for key, item in value.items():
         if isinstance(item, bool) or not isinstance(item, int | float):
-            raise BadReward(source, f"{key!r} must be a number, got {item!r}", data)
-        if key != "reward":
-            extras[key] = float(item)
-    return Reward(_in_unit_interval(float(value["reward"]), source, data), source, extras)
+            shown = reprlib.repr(item)
+            raise BadReward(source, f"{reprlib.repr(key)} must be a number, got {shown}", data)
+        try:
+            numbers[key] = float(item)
+        except OverflowError as exc:  # an integer too large for a float
+            raise BadReward(source, f"{reprlib.repr(key)} is too large a number", data) from exc
+    score = numbers.pop("reward")
+    return Reward(_in_unit_interval(score, source, data), source, numbers)
 
 
 def _in_unit_interval(score: float, source: str, data: bytes) -> float:

@@ -1,23 +1,30 @@
-"""Tamper classification: which of the agent's filesystem writes could steer the verifier.
+"""What the agent's filesystem changes mean to a sealed verification.
 
-In sealed mode test.sh runs in a snapshot of what the agent left, so anything the agent
-changed in the toolchain the verifier executes (interpreters, shells, ``pytest``,
-``curl``, the dynamic loader, Python's start-up hooks, pytest configuration above
-``/tests``) runs with the verifier's authority. Those writes make the rollout `invalid`
-(`tamper`). Writes to the agent's own workspace are the work being graded and are not
-classified.
+Sealed verification does not trust a list of forbidden paths: its verifier runs on the
+pristine task image and sees the agent's state only at the task's state paths (the work
+dir, and what ``[verifier] state`` names), so a change anywhere else cannot reach it. The
+diff of the agent phase is therefore evidence, in two parts:
+
+- **tamper**: the agent wrote into the verifier's own places: the tests folder or the
+  reward folder (a planted reward, a FIFO, a read-only folder). Such a write cannot steer
+  a sealed verifier either, but it is an attempt at forging: the rollout is scored 0 with
+  reason ``tamper`` (the agent's doing, never an exclusion) and the paths are listed;
+- **unseen**: every other change outside the state paths, which the verifier did not see
+  (an honest ``apt-get install`` of a tool the agent needed, or a trojaned ``pytest``
+  that no verifier process ran). Listed so that a task author can tell which state a
+  verifier would need to declare.
 
 A ``C`` entry that is the parent of another entry is the copy-up of a folder on the way
-to a deeper change (overlayfs copies every parent up), not a change of its own; every
-other entry counts, including deletions and metadata-only changes.
+to a deeper change (overlayfs copies every parent up), not a change of its own.
 """
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
+
+SHOWN_PATHS = 20
 
 
 class ChangeKind(StrEnum):
@@ -44,104 +51,70 @@ class Change:
         return f"{self.kind.value} {self.path}"
 
 
-# The toolchain and everything the verifier's programs read before the task's code runs.
-PROTECTED_TREES: tuple[str, ...] = (
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/tests",
-    "/logs",
-    "/etc/ld.so.preload",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/ld.so.cache",
-    "/etc/alternatives",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/etc/sudoers",
-    "/etc/sudoers.d",
-    "/etc/environment",
-    "/etc/profile",
-    "/etc/profile.d",
-    "/etc/bash.bashrc",
-    "/root/.local",
-    "/root/.curlrc",
-    # pytest walks up from /tests for configuration and conftest.py files.
-    "/conftest.py",
-    "/pytest.ini",
-    "/pyproject.toml",
-    "/tox.ini",
-    "/setup.cfg",
-)
-# Python's start-up hooks wherever they are, and any installed package or .pth file.
-PROTECTED_PATTERNS: tuple[str, ...] = (
-    "/etc/python3*",
-    "/etc/python3*/*",
-    "*/site-packages",
-    "*/site-packages/*",
-    "*/dist-packages",
-    "*/dist-packages/*",
-    "*/sitecustomize.py",
-    "*/usercustomize.py",
-)
+@dataclass(frozen=True)
+class Diff:
+    """A container's filesystem diff, how it was read, and what it could not list."""
+
+    changes: list[Change]
+    source: str
+    incomplete: str = ""
 
 
 @dataclass(frozen=True)
 class TamperReport:
-    """The writes that count as tampering, and how many changes were looked at."""
+    """The agent's writes into the verifier's places, and the changes the verifier never saw."""
 
     protected: tuple[Change, ...]
-    considered: int
+    planted: tuple[str, ...]
+    unseen: tuple[Change, ...] = field(default=())
+    considered: int = 0
 
     @property
     def tampered(self) -> bool:
-        return bool(self.protected)
+        return bool(self.protected or self.planted)
 
     @property
     def paths(self) -> list[str]:
-        """``"A /usr/local/bin/pytest"``-style lines, sorted, for details and reports."""
-        return [str(c) for c in self.protected]
+        """``"A /tests/conftest.py"``-style lines and planted files, for details and reports."""
+        return [str(c) for c in self.protected] + [f"planted {p}" for p in self.planted]
+
+    @property
+    def unseen_shown(self) -> list[str]:
+        """The first unseen changes, for details (the count is kept separately)."""
+        return [str(c) for c in self.unseen[:SHOWN_PATHS]]
 
 
 def classify(
     changes: Iterable[Change],
     *,
+    verifier_places: Sequence[str],
+    state_paths: Sequence[str],
+    planted: Iterable[str] = (),
     baseline: Iterable[Change] = (),
-    allow: Iterable[str] = (),
 ) -> TamperReport:
-    """Classify the agent phase's changes.
+    """Sort the agent phase's changes into tamper, seen state and unseen changes.
 
-    ``baseline`` is what the harness itself changed before the agent started (mount
-    points it created); ``allow`` lists trees the task author vouches the agent may
-    write (``[verifier] tamper_allow``).
+    ``verifier_places`` are the trees only the verifier may write (``/tests``, the reward
+    folder); ``planted`` lists what the agent left in the reward folder, which is watched
+    outside the diff; ``baseline`` is what the harness changed before the agent started.
     """
     before = set(baseline)
-    allowed = tuple(allow)
     entries = sorted(set(changes) - before)
     parents = {_parent(c.path) for c in entries}
-    counted = [
+    counted = [c for c in entries if not (c.kind is ChangeKind.MODIFIED and c.path in parents)]
+    protected = tuple(c for c in counted if any(under(c.path, t) for t in verifier_places))
+    unseen = tuple(
         c
-        for c in entries
-        if not (c.kind is ChangeKind.MODIFIED and c.path in parents)
-        and not any(_under(c.path, tree) for tree in allowed)
-    ]
-    return TamperReport(tuple(c for c in counted if is_protected(c.path)), len(counted))
+        for c in counted
+        if c not in protected and not any(under(c.path, s) for s in state_paths)
+    )
+    return TamperReport(protected, tuple(sorted(planted)), unseen, len(counted))
 
 
-def is_protected(path: str) -> bool:
-    """Whether a write at ``path`` could change what the verifier executes."""
-    if any(_under(path, tree) for tree in PROTECTED_TREES):
+def under(path: str, tree: str) -> bool:
+    """Whether ``path`` is ``tree`` or inside it."""
+    if tree == "/":
         return True
-    return any(fnmatch.fnmatchcase(path, pattern) for pattern in PROTECTED_PATTERNS)
-
-
-def _under(path: str, tree: str) -> bool:
     return path == tree or path.startswith(tree.rstrip("/") + "/")
 
 

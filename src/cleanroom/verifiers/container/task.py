@@ -82,7 +82,12 @@ class VerifierConfig(_Section):
     result_paths: list[str] = Field(default_factory=list)
     setup_commands: list[str] = Field(default_factory=list)
     live_processes: bool = False
-    tamper_allow: list[str] = Field(default_factory=list)
+    # Sealed mode: paths besides the work dir whose agent version the verifier sees (an
+    # installed program under test, a config file under /etc). Everything else it sees
+    # comes from the pristine image. Naming a folder the verifier's own tools search
+    # (a PATH folder, site-packages) hands that search to the agent: name files instead.
+    state: list[str] = Field(default_factory=list)
+    state_cap_mb: int = Field(default=1024, gt=0)
 
     @field_validator("reward_path")
     @classmethod
@@ -92,10 +97,20 @@ class VerifierConfig(_Section):
             raise ValueError("reward_path must be inside a folder (sealed mounts that folder)")
         return path
 
-    @field_validator("result_paths", "tamper_allow")
+    @field_validator("result_paths")
     @classmethod
     def _paths_are_absolute(cls, values: list[str]) -> list[str]:
         return [_absolute(v, "path") for v in values]
+
+    @field_validator("state")
+    @classmethod
+    def _state_is_the_agents_not_the_verifiers(cls, values: list[str]) -> list[str]:
+        paths = [_absolute(v, "state path") for v in values]
+        for path in paths:
+            if path == "/" or path == "/tests" or path.startswith(("/tests/", "/logs")):
+                raise ValueError(f"state path {path!r} would hand the verifier's own places "
+                                 "(/, /tests, /logs) to the agent")
+        return paths
 
     @field_validator("user")
     @classmethod

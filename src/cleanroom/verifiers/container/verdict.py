@@ -1,12 +1,15 @@
 """The one place that turns what a verification run observed into an `Outcome`.
 
-Every path ends in an explicit outcome: a fault of the harness or of Docker is `invalid`
-with the reason that names it, never a silent 0. The order of the checks is the order of
-trust: an image that never built, then tampering (the verifier's own tools may lie), then
-a verifier that could not run or be prepared, then one that ran out of time, and only
-then the reward, which is parsed strictly. A missing reward is a valid 0 (a test script
-that writes the reward only on success is the common case); a partial reward with a
-non-zero exit is graded by that reward.
+Every path ends in an explicit outcome. A fault of the harness, of Docker or of the
+task's own verifier is `invalid` with the reason that names it, never a silent 0; what
+the agent did (tampering with the verifier's places, breaking its work dir) is a failure
+scored 0 with its reason, never an exclusion. The order of the checks is the order of
+trust: an image that never built (nothing ran), then the agent's own acts (proof of them
+stands whatever fails later, so an agent cannot hide behind a fault it provoked), then a
+verifier that could not run or be prepared, then one that ran out of time, and only then
+the reward, which is parsed strictly. A missing reward is a valid 0 (a test script that
+writes the reward only on success is the common case); a partial reward with a non-zero
+exit is graded by that reward.
 """
 
 from __future__ import annotations
@@ -20,6 +23,14 @@ from cleanroom.verifiers.container.reward import BadReward, RewardFile, parse_re
 from cleanroom.verifiers.container.tamper import TamperReport
 
 
+@dataclass(frozen=True)
+class AgentFault:
+    """Something the agent did that makes its rollout a 0 whatever test.sh would say."""
+
+    reason: Reason
+    detail: str
+
+
 @dataclass
 class Evidence:
     """What one verification run saw, filled in step by step by the orchestrator."""
@@ -28,7 +39,8 @@ class Evidence:
     environment_error: str | None = None
     build_log: str | None = None
     unavailable: str | None = None
-    clear_failure: str | None = None
+    harness_error: str | None = None
+    agent_fault: AgentFault | None = None
     setup_failure: str | None = None
     tamper: TamperReport | None = None
     timed_out: str | None = None
@@ -43,19 +55,26 @@ def decide(ev: Evidence) -> Outcome:
     details: dict[str, Any] = {**ev.details, "mode": ev.mode.value}
     if ev.tamper is not None:
         details["tamper"] = ev.tamper.paths
+        details["unseen_by_verifier"] = {
+            "count": len(ev.tamper.unseen),
+            "first": ev.tamper.unseen_shown,
+        }
     if ev.environment_error is not None:
         if ev.build_log:
             details["build_log"] = ev.build_log
         return Outcome.invalid(Reason.ENVIRONMENT_ERROR, ev.environment_error, **details)
     if ev.tamper is not None and ev.tamper.tampered:
-        n = len(ev.tamper.protected)
-        why = f"the agent wrote {n} protected path(s) the verifier would have trusted"
-        return Outcome.invalid(Reason.TAMPER, why, **details)
+        n = len(ev.tamper.paths)
+        why = f"the agent wrote {n} time(s) into the verifier's own places (tests, reward)"
+        return Outcome.agent_fault(Reason.TAMPER, why, **details)
+    if ev.agent_fault is not None:
+        return Outcome.agent_fault(ev.agent_fault.reason, ev.agent_fault.detail, **details)
+    if ev.harness_error is not None:
+        details["traceback"] = ev.harness_error
+        why = "cleanroom itself failed while verifying (a bug; the traceback is in details)"
+        return Outcome.invalid(Reason.HARNESS_ERROR, why, **details)
     if ev.unavailable is not None:
         return Outcome.invalid(Reason.VERIFIER_UNAVAILABLE, ev.unavailable, **details)
-    if ev.clear_failure is not None:
-        why = f"the reward could not be cleared before test.sh: {ev.clear_failure}"
-        return Outcome.invalid(Reason.VERIFIER_UNAVAILABLE, why, **details)
     if ev.setup_failure is not None:
         return Outcome.invalid(Reason.ENVIRONMENT_ERROR, ev.setup_failure, **details)
     if ev.timed_out is not None:

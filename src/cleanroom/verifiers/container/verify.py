@@ -2,39 +2,50 @@
 
 This module only sequences effects (through `DockerRuntime` and the host reader) and
 records what it saw in an `Evidence`; `verdict.decide` alone turns that into the outcome.
+Whatever goes wrong on the way, including a bug of cleanroom's own, ends as an outcome
+with a reason, never as a traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import posixpath
 import shutil
+import stat
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cleanroom.core.outcomes import Outcome
+from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.verifiers.container.docker_runtime import (
     DockerRuntime,
     ExecResult,
     ImageBuildFailed,
     Limits,
     RuntimeUnavailable,
+    StateCopy,
+    StateTooLarge,
 )
 from cleanroom.verifiers.container.host_files import read_capped
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
 from cleanroom.verifiers.container.reward import FileKind, RewardFile
-from cleanroom.verifiers.container.tamper import Change, classify
+from cleanroom.verifiers.container.tamper import Change, classify, under
 from cleanroom.verifiers.container.task import Task, TaskError, load_task
-from cleanroom.verifiers.container.verdict import Evidence, decide
+from cleanroom.verifiers.container.verdict import AgentFault, Evidence, decide
 
 TAIL_CHARS = 2000
 RESULT_CAP_BYTES = 1 << 20
 TEST_SCRIPT = "/tests/test.sh"
+TESTS_DIR = "/tests"
+# Where the sealed verifier finds cleanroom's Python start-up hook (bound read-only).
+PYTHON_GUARD_DIR = "/run/cleanroom/python"
+_PYTHON_GUARD_SOURCE = Path(__file__).with_name("python_guard")
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,9 @@ def verify_path(
     except TaskError as exc:
         ev.environment_error = str(exc)
         return decide(ev)
+    except Exception as exc:  # a task file no parser expected: still an outcome
+        ev.environment_error = f"the task folder could not be read: {exc!r}"
+        return decide(ev)
     try:
         runtime = connect()
     except RuntimeUnavailable as exc:
@@ -98,8 +112,12 @@ def verify_task(
     run = _Rollout(task, agent, runtime, options)
     try:
         return run.execute()
+    except Exception as exc:  # a bug of cleanroom's own: still an outcome, with its trace
+        run.ev.harness_error = "".join(traceback.format_exception(exc))[-TAIL_CHARS:]
+        return decide(run.ev)
     finally:
-        run.teardown()
+        with contextlib.suppress(Exception):
+            run.teardown()
 
 
 class _Rollout:
@@ -120,8 +138,8 @@ class _Rollout:
         if task.warnings:
             self.ev.details["task_warnings"] = [str(w) for w in task.warnings]
         self.containers: list[str] = []
-        self.snapshot: str | None = None
         self.workspace: Path | None = None
+        self.agent_reward_dir: Path | None = None
         self.background: list[threading.Thread] = []
         self.baseline: list[Change] = []
 
@@ -141,7 +159,7 @@ class _Rollout:
             if self.plan.in_agent_container:
                 self._verify_in_place(agent_ctr)
             else:
-                self._verify_sealed(agent_ctr)
+                self._verify_sealed(agent_ctr, image)
             self.timings["verify_s"] = time.monotonic() - verify_start
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
@@ -153,7 +171,6 @@ class _Rollout:
         if self.options.keep:
             self.ev.details["kept"] = {
                 "containers": self.containers,
-                "snapshot": self.snapshot,
                 "workspace": str(self.workspace) if self.workspace else None,
             }
         return decide(self.ev)
@@ -166,10 +183,22 @@ class _Rollout:
             self.ev.build_log = exc.log
             return None
         self.ev.details.update(image=image, image_built=built)
+        if self.workdir is None:
+            self.workdir = self.rt.image_workdir(image)
         return image
 
     def _start_agent_container(self, image: str) -> str:
-        ctr = self.rt.start_agent_container(image, self.limits, self.workdir, self.task.name)
+        binds: dict[Path, str] = {}
+        if self.plan.freezes_agent:
+            # The agent's own reward folder is a host folder, watched from the host: what
+            # the agent leaves there is an attempt at forging, found without an exec.
+            self.agent_reward_dir = self._workspace() / "agent-verifier"
+            self.agent_reward_dir.mkdir()
+            self.agent_reward_dir.chmod(0o777)
+            binds[self.agent_reward_dir] = self.vcfg.reward_dir
+        ctr = self.rt.start_agent_container(
+            image, self.limits, self.workdir, self.task.name, binds
+        )
         self.containers.append(ctr)
         # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
         # same so that the attacks they control for are real.
@@ -179,8 +208,8 @@ class _Rollout:
         )
         if made.exit_code != 0:
             raise RuntimeUnavailable(f"preparing {dirs} failed: {_tail(made.output)}")
-        if self.plan.checks_tamper:
-            self.baseline, _ = self.rt.changes(ctr)
+        if self.plan.freezes_agent:
+            self.baseline = self.rt.changes(ctr).changes
         return ctr
 
     def _agent_phase(self, ctr: str) -> None:
@@ -215,7 +244,15 @@ class _Rollout:
     # shared and cleared: in the live agent container ---------------------------------
 
     def _verify_in_place(self, ctr: str) -> None:
-        self.rt.put_dir(ctr, self.task.tests_dir, "/tests")
+        if self.workdir:
+            there = self.rt.exec(ctr, ["test", "-d", self.workdir], user="0", workdir="/")
+            if there.exit_code != 0:
+                self.ev.agent_fault = AgentFault(
+                    Reason.WORKSPACE_BROKEN,
+                    f"the work dir {self.workdir} is not a folder after the agent phase",
+                )
+                return
+        self.rt.put_dir(ctr, self.task.tests_dir, TESTS_DIR)
         deadline = time.monotonic() + self.vcfg.timeout_sec
         if not self._setup(ctr, deadline):
             return
@@ -224,7 +261,13 @@ class _Rollout:
                 ctr, ["rm", "-f", "--", *self.vcfg.reward_paths], user="0", workdir="/"
             )
             if cleared.exit_code != 0:
-                self.ev.clear_failure = f"rm exited {cleared.exit_code}: {_tail(cleared.output)}"
+                # The harness made the reward folder; only the agent can have made its
+                # reward unremovable (a directory, an immutable file, a read-only mount).
+                self.ev.agent_fault = AgentFault(
+                    Reason.TAMPER,
+                    f"the reward could not be cleared before test.sh: rm exited "
+                    f"{cleared.exit_code}: {_tail(cleared.output, 500)}",
+                )
                 return
         if not self._run_test(ctr, deadline):
             return
@@ -238,30 +281,53 @@ class _Rollout:
             return RewardFile.missing(self.vcfg.reward_path)  # JSON wins; text is not read
         return self.rt.read_file(ctr, self.vcfg.reward_path)
 
-    # sealed: a fresh container from a frozen snapshot --------------------------------
+    # sealed: the pristine image, with the agent's state at the state paths ------------
 
-    def _verify_sealed(self, agent_ctr: str) -> None:
-        with self._timed("snapshot_s"):
-            changes = self._freeze_and_snapshot(agent_ctr)
+    def _verify_sealed(self, agent_ctr: str, image: str) -> None:
+        state_paths = self._state_paths(image)
+        self.ev.details["state_paths"] = state_paths
+        copies: list[StateCopy] = []
+        try:
+            with self._timed("freeze_s"):
+                self.rt.pause(agent_ctr)
+                diff = self.rt.changes(agent_ctr)
+                planted = self._planted()
+                copies = self._export_state(agent_ctr, state_paths)
+            self.ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
+            if diff.incomplete:
+                self.ev.details["diff"]["incomplete"] = diff.incomplete
+            if self.vcfg.live_processes:
+                self.rt.unpause(agent_ctr)  # honest work lives in its processes
+            else:
+                self._in_background(lambda: self.rt.remove(agent_ctr))
+            self.ev.tamper = classify(
+                diff.changes,
+                verifier_places=(TESTS_DIR, self.vcfg.reward_dir),
+                state_paths=state_paths,
+                planted=planted,
+                baseline=self.baseline,
+            )
+            if self.ev.tamper.tampered or self.ev.agent_fault is not None:
+                return
+            self._verify_on_pristine(agent_ctr, image, copies)
+        finally:
+            for copy in copies:
+                copy.close()
+
+    def _verify_on_pristine(self, agent_ctr: str, image: str, copies: list[StateCopy]) -> None:
+        tests, reward_dir, guard = self._fresh_folders()
         live = self.vcfg.live_processes
-        if live:
-            self.rt.unpause(agent_ctr)  # honest work lives in its processes
-        else:
-            self._in_background(lambda: self.rt.remove(agent_ctr))
-        self.ev.tamper = classify(changes, baseline=self.baseline, allow=self.vcfg.tamper_allow)
-        if self.ev.tamper.tampered:
-            return
-        assert self.snapshot is not None
-        tests, reward_dir = self._fresh_folders()
         with self._timed("start_s"):
             vctr = self.rt.start_verifier_container(
-                self.snapshot,
+                image,
                 self.limits,
-                self.workdir,
-                {tests: "/tests", reward_dir: self.vcfg.reward_dir},
+                "/",
+                {tests: TESTS_DIR, reward_dir: self.vcfg.reward_dir, guard: PYTHON_GUARD_DIR},
                 join_network_of=agent_ctr if live else None,
+                read_only=(PYTHON_GUARD_DIR,),
             )
             self.containers.append(vctr)
+            self.rt.install_state(vctr, copies)
         deadline = time.monotonic() + self.vcfg.timeout_sec
         if not self._setup(vctr, deadline) or not self._run_test(vctr, deadline):
             self.rt.kill(vctr)
@@ -274,23 +340,75 @@ class _Rollout:
             self.ev.json_file = read_capped(reward_dir, posixpath.basename(json_path), json_path)
             self.ev.text_file = read_capped(reward_dir, posixpath.basename(text_path), text_path)
 
-    def _freeze_and_snapshot(self, agent_ctr: str) -> list[Change]:
-        self.rt.pause(agent_ctr)
-        changes, source = self.rt.changes(agent_ctr)
-        self.snapshot = self.rt.commit(agent_ctr)
-        self.ev.details["diff"] = {"source": source, "entries": len(changes)}
-        return changes
+    def _state_paths(self, image: str) -> list[str]:
+        """The work dir and the declared state, outermost first, none inside another."""
+        declared = [self.workdir] if self.workdir and self.workdir != "/" else []
+        declared += self.vcfg.state
+        kept: list[str] = []
+        for path in sorted(set(declared), key=lambda p: (p.count("/"), p)):
+            if not any(under(path, outer) for outer in kept):
+                kept.append(path)
+        return kept
 
-    def _fresh_folders(self) -> tuple[Path, Path]:
-        self.workspace = Path(tempfile.mkdtemp(prefix="cleanroom-verify-"))
-        tests = self.workspace / "tests"
+    def _planted(self) -> list[str]:
+        """What the agent left in (or did to) its reward folder, seen from the host."""
+        folder = self.agent_reward_dir
+        if folder is None:
+            return []
+        found: list[str] = []
+        mode = stat.S_IMODE(os.lstat(folder).st_mode)
+        if mode != 0o777:
+            found.append(f"{self.vcfg.reward_dir} (its mode changed to {mode:04o})")
+        with os.scandir(folder) as entries:
+            for entry in sorted(entries, key=lambda e: e.name)[:20]:
+                found.append(posixpath.join(self.vcfg.reward_dir, entry.name))
+        return found
+
+    def _export_state(self, ctr: str, state_paths: list[str]) -> list[StateCopy]:
+        copies: list[StateCopy] = []
+        cap = self.vcfg.state_cap_mb << 20
+        for path in state_paths:
+            try:
+                copy = self.rt.export_state(ctr, path, cap)
+            except StateTooLarge as exc:
+                self.ev.agent_fault = AgentFault(Reason.WORKSPACE_TOO_LARGE, str(exc))
+                break
+            copies.append(copy)
+            if copy.dropped:
+                self.ev.details.setdefault("state_dropped", []).extend(copy.dropped)
+            if copy.too_long:
+                self.ev.agent_fault = AgentFault(
+                    Reason.WORKSPACE_BROKEN,
+                    f"{path} holds a path longer than PATH_MAX: {copy.too_long}",
+                )
+                break
+            if path == self.workdir and copy.kind != "directory":
+                self.ev.agent_fault = AgentFault(
+                    Reason.WORKSPACE_BROKEN,
+                    f"the work dir {path} is {_a(copy.kind)} after the agent phase, "
+                    "not a folder",
+                )
+                break
+        return copies
+
+    def _workspace(self) -> Path:
+        if self.workspace is None:
+            self.workspace = Path(tempfile.mkdtemp(prefix="cleanroom-verify-"))
+        return self.workspace
+
+    def _fresh_folders(self) -> tuple[Path, Path, Path]:
+        workspace = self._workspace()
+        tests = workspace / "tests"
         shutil.copytree(self.task.tests_dir, tests, symlinks=False)
         tests.chmod(0o755)
-        reward_dir = self.workspace / "verifier"
+        reward_dir = workspace / "verifier"
         reward_dir.mkdir()
         # The verifier may run as any uid; nothing but its own container mounts this.
         reward_dir.chmod(0o777)
-        return tests, reward_dir
+        guard = workspace / "python"
+        shutil.copytree(_PYTHON_GUARD_SOURCE, guard, ignore=shutil.ignore_patterns("__pycache__"))
+        guard.chmod(0o755)
+        return tests, reward_dir, guard
 
     # Steps shared by every mode ------------------------------------------------------
 
@@ -324,10 +442,23 @@ class _Rollout:
             ctr,
             argv,
             user=self.vcfg.user,
-            env=self.vcfg.env,
+            env=self._verifier_env(),
             workdir=self.workdir,
             timeout=max(0.0, deadline - time.monotonic()),
         )
+
+    def _verifier_env(self) -> dict[str, str]:
+        if not self.plan.freezes_agent:
+            return dict(self.vcfg.env)
+        # Python finds nothing of the agent's ahead of what the image provides (see
+        # python_guard/sitecustomize.py), and reads no user site of anyone's.
+        own = self.vcfg.env.get("PYTHONPATH")
+        return {
+            **self.vcfg.env,
+            "PYTHONSAFEPATH": "1",
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONPATH": f"{PYTHON_GUARD_DIR}:{own}" if own else PYTHON_GUARD_DIR,
+        }
 
     def _over_time(self, what: str) -> str:
         return f"{what} was still running at the verifier's {self.vcfg.timeout_sec:g} s limit"
@@ -376,10 +507,12 @@ class _Rollout:
         with contextlib.suppress(RuntimeUnavailable):
             for ctr in self.containers:
                 self.rt.remove(ctr)
-            if self.snapshot is not None:
-                self.rt.remove_image(self.snapshot)
         if self.workspace is not None:
             shutil.rmtree(self.workspace, ignore_errors=True)
+
+
+def _a(kind: str) -> str:
+    return {"missing": "missing", "other": "a special file"}.get(kind, f"a {kind}")
 
 
 def _tail(data: bytes, chars: int = TAIL_CHARS) -> str:
