@@ -13,6 +13,7 @@ import contextlib
 import errno
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
@@ -24,6 +25,20 @@ _KINDS = {
     stat.S_IFBLK: "block device",
     stat.S_IFSOCK: "socket",
 }
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove a folder the agent may have filled (trees past PATH_MAX, device nodes).
+
+    ``rm -rf`` walks by descriptors without recursion limits, unlinks without opening,
+    and stays on this file system.
+    """
+    subprocess.run(
+        ["rm", "-rf", "--one-file-system", "--", str(folder)],
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def read_capped(folder: Path, name: str, shown_as: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:

@@ -32,10 +32,10 @@ from cleanroom.verifiers.container.docker_runtime import (
     StateCopy,
     StateTooLarge,
 )
-from cleanroom.verifiers.container.host_files import read_capped
+from cleanroom.verifiers.container.host_files import read_capped, remove_tree
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
 from cleanroom.verifiers.container.reward import FileKind, RewardFile
-from cleanroom.verifiers.container.tamper import Change, classify, under
+from cleanroom.verifiers.container.tamper import Change, ChangeKind, classify, under
 from cleanroom.verifiers.container.task import Task, TaskError, load_task
 from cleanroom.verifiers.container.verdict import AgentFault, Evidence, decide
 
@@ -209,7 +209,11 @@ class _Rollout:
         if made.exit_code != 0:
             raise RuntimeUnavailable(f"preparing {dirs} failed: {_tail(made.output)}")
         if self.plan.freezes_agent:
-            self.baseline = self.rt.changes(ctr).changes
+            # The reward folder is a bind mount: Docker makes its mount point in the
+            # container's own layer whenever it copies files in (the solution), so it is
+            # the harness's change, not the agent's.
+            mount_point = Change(self.vcfg.reward_dir, ChangeKind.ADDED)
+            self.baseline = [*self.rt.changes(ctr).changes, mount_point]
         return ctr
 
     def _agent_phase(self, ctr: str) -> None:
@@ -302,7 +306,8 @@ class _Rollout:
                 self._in_background(lambda: self.rt.remove(agent_ctr))
             self.ev.tamper = classify(
                 diff.changes,
-                verifier_places=(TESTS_DIR, self.vcfg.reward_dir),
+                # The reward folder is watched from the host (`_planted`), not in the diff.
+                verifier_places=(TESTS_DIR,),
                 state_paths=state_paths,
                 planted=planted,
                 baseline=self.baseline,
@@ -508,7 +513,7 @@ class _Rollout:
             for ctr in self.containers:
                 self.rt.remove(ctr)
         if self.workspace is not None:
-            shutil.rmtree(self.workspace, ignore_errors=True)
+            remove_tree(self.workspace)
 
 
 def _a(kind: str) -> str:
