@@ -8,8 +8,11 @@ and mode must show:
 - no-op: a valid 0 in every mode, or "fooled" would mean nothing;
 - attack under the positive-control mode (``shared``): the attack's control must fire,
   otherwise the row is "attack not demonstrated", never a pass;
-- attack under any other mode: held (invalid, or no more than the truth) or fooled; a
-  ``cleared`` cell fooled by an attack beyond its promise is marked as such, not hidden.
+- attack under any other mode: held (a valid score no more than the truth; in ``cleared``
+  also invalid) or fooled; a ``cleared`` cell fooled by an attack beyond its promise is
+  marked as such, not hidden. Under ``sealed`` an invalid cell is not held but escaped:
+  invalid rollouts are excluded from training, so an attack that makes itself invalid
+  has escaped its 0.
 
 This module is pure: it never runs anything, so the verdict is unit-tested on made-up
 cells and a stored matrix can be re-judged.
@@ -106,6 +109,7 @@ class Verdict(StrEnum):
     NOT_DEMONSTRATED = "attack not demonstrated"
     HELD = "held"
     FOOLED = "fooled"
+    ESCAPED = "escaped its 0 (invalid)"
     BEYOND_PROMISE = "fooled (beyond its promise)"
     MISSING = "not run"
 
@@ -224,7 +228,9 @@ class Matrix:
                 if _fired(row.attack, cell, truth)
                 else Verdict.NOT_DEMONSTRATED
             )
-        if not cell.valid or (cell.score is not None and cell.score <= truth):
+        if not cell.valid:
+            return Verdict.ESCAPED if mode is Mode.SEALED else Verdict.HELD
+        if cell.score is not None and cell.score <= truth:
             return Verdict.HELD
         if mode is Mode.CLEARED and row.attack.cleared is not ClearedExpectation.HOLDS:
             return Verdict.BEYOND_PROMISE
@@ -256,7 +262,9 @@ class Matrix:
         return Summary(
             attacks=len(attacks),
             not_demonstrated=not_demo,
-            sealed_fooled=where(attacks, sealed, Verdict.FOOLED, Verdict.MISSING),
+            sealed_fooled=where(
+                attacks, sealed, Verdict.FOOLED, Verdict.ESCAPED, Verdict.MISSING
+            ),
             honest_cells=len(honest) * len(self.modes),
             honest_blocked=where(honest, self.modes, Verdict.HONEST_BLOCKED, Verdict.MISSING),
             noop_cells=len(noops) * len(self.modes),

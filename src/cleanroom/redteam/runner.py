@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from cleanroom.redteam.assets import assets_for
 from cleanroom.redteam.catalogue import Attack
 from cleanroom.redteam.matrix import Cell, Matrix, Row, RowKind
 from cleanroom.verifiers.container.docker_runtime import (
@@ -74,7 +75,7 @@ def plan_for(tasks: Sequence[Task], attacks: Sequence[Attack]) -> list[Row]:
 def agent_for(row: Row) -> AgentSpec:
     """What runs as the agent for a row."""
     if row.attack is not None:
-        return AgentSpec.script(row.attack.script, row.attack.id)
+        return AgentSpec.script(row.attack.script, row.attack.id, assets_for(row.attack))
     return AgentSpec.solution() if row.kind is RowKind.HONEST else AgentSpec.noop()
 
 

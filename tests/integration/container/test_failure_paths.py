@@ -71,14 +71,15 @@ def test_a_dead_daemon_makes_the_rollout_unavailable_not_a_failure(
     assert "nonexistent" in outcome.detail
 
 
-def test_cleared_fails_loudly_when_the_reward_cannot_be_removed(
+def test_a_reward_the_agent_made_unremovable_in_cleared_is_its_zero(
     runtime: DockerRuntime, example: Callable[[str], Task]
 ) -> None:
     unremovable = AgentSpec.command("mkdir -p /logs/verifier/reward.txt/keep")
 
     outcome = verify_task(example("fix-median"), unremovable, runtime, VerifyOptions(Mode.CLEARED))
 
-    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.VERIFIER_UNAVAILABLE)
+    assert (outcome.status, outcome.score, outcome.reason) == (Status.FAILURE, 0.0, Reason.TAMPER)
+    assert outcome.exit_code == 3
     assert "could not be cleared" in outcome.detail
 
 
@@ -96,12 +97,40 @@ def test_sealed_reads_whatever_the_verifier_left_safely_on_the_host(
     assert outcome.details["timings"]["read_s"] < 5
 
 
-def test_a_protected_write_in_sealed_is_tamper_with_the_path_list(
+def test_a_write_into_the_tests_folder_in_sealed_is_tamper_scored_zero(
     runtime: DockerRuntime, example: Callable[[str], Task]
 ) -> None:
     agent = AgentSpec.command("touch /etc/ld.so.preload && mkdir -p /tests && touch /tests/x")
 
     outcome = verify_task(example("fix-median"), agent, runtime, VerifyOptions(Mode.SEALED))
 
-    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.TAMPER)
-    assert outcome.details["tamper"] == ["A /etc/ld.so.preload", "A /tests", "A /tests/x"]
+    assert (outcome.status, outcome.score, outcome.reason) == (Status.FAILURE, 0.0, Reason.TAMPER)
+    assert outcome.details["tamper"] == ["A /tests", "A /tests/x"]
+    assert "A /etc/ld.so.preload" in outcome.details["unseen_by_verifier"]["first"]
+
+
+def test_a_change_outside_the_state_never_reaches_the_sealed_verifier(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    # The solution, plus a preload library list naming a library that does not exist:
+    # were it seen, every program of the verifier would print an error at start.
+    task = example("fix-median")
+    solve = (task.solution_dir / "solve.sh").read_text()
+    agent = AgentSpec.script(solve + "\necho /nonexistent.so > /etc/ld.so.preload\n", "preload")
+
+    outcome = verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0)
+    assert "nonexistent" not in outcome.details["test_output_tail"]
+
+
+def test_a_work_dir_replaced_by_a_file_is_the_agents_zero_not_an_exclusion(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    agent = AgentSpec.command("cd / && rm -rf /app && echo x > /app")
+
+    for mode in (Mode.CLEARED, Mode.SEALED):
+        outcome = verify_task(example("fix-median"), agent, runtime, VerifyOptions(mode))
+
+        assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0), mode
+        assert outcome.reason is Reason.WORKSPACE_BROKEN, mode

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from cleanroom.core.outcomes import Status
+from cleanroom.core.outcomes import Reason, Status
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.task import Task
@@ -43,9 +43,7 @@ def test_a_wrong_answer_scores_zero(
     assert outcome.details["test_exit_code"] == 1
 
 
-@pytest.mark.parametrize(
-    ("mode", "score"), [(Mode.SHARED, 1.0), (Mode.CLEARED, 0.0), (Mode.SEALED, 0.0)]
-)
+@pytest.mark.parametrize(("mode", "score"), [(Mode.SHARED, 1.0), (Mode.CLEARED, 0.0)])
 def test_a_wrong_answer_with_a_planted_reward_scores_zero_except_in_shared(
     mode: Mode, score: float, runtime: DockerRuntime, example: Callable[[str], Task]
 ) -> None:
@@ -56,3 +54,14 @@ def test_a_wrong_answer_with_a_planted_reward_scores_zero_except_in_shared(
     assert outcome.valid
     assert outcome.score == score
     assert outcome.details["test_exit_code"] == 1
+
+
+def test_a_planted_reward_in_sealed_is_seen_as_tamper_and_scored_zero(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    planted = AgentSpec.command(PLANT)
+
+    outcome = verify_task(example("fix-median"), planted, runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.score, outcome.reason) == (Status.FAILURE, 0.0, Reason.TAMPER)
+    assert outcome.details["tamper"] == ["planted /logs/verifier/reward.txt"]

@@ -27,14 +27,14 @@ def test_the_host_side_diff_agrees_with_docker_diff(
         assert runtime.exec(ctr, ["sh", "-c", CHANGES], user="0").exit_code == 0
         runtime.pause(ctr)
 
-        fast, source = runtime.changes(ctr)
+        diff = runtime.changes(ctr)
         api = [Change(d["Path"], ChangeKind.from_docker(d["Kind"])) for d in runtime.api.diff(ctr)]
     finally:
         runtime.remove(ctr)
 
-    assert source == "overlay"
-    assert set(fast) == set(api)
-    assert Change("/usr/bin/pytest", ChangeKind.DELETED) in fast
+    assert diff.source == "overlay"
+    assert set(diff.changes) == set(api)
+    assert Change("/usr/bin/pytest", ChangeKind.DELETED) in diff.changes
 
 
 def test_an_unchanged_environment_reuses_its_image(

@@ -43,6 +43,7 @@ TAIL_CHARS = 2000
 RESULT_CAP_BYTES = 1 << 20
 TEST_SCRIPT = "/tests/test.sh"
 TESTS_DIR = "/tests"
+AGENT_FILES_DIR = "/tmp/cleanroom-attack"
 # Where the sealed verifier finds cleanroom's Python start-up hook (bound read-only).
 PYTHON_GUARD_DIR = "/run/cleanroom/python"
 _PYTHON_GUARD_SOURCE = Path(__file__).with_name("python_guard")
@@ -55,6 +56,8 @@ class AgentSpec:
     kind: str
     text: str = ""
     label: str = ""
+    # Files handed to a script in `AGENT_FILES_DIR` before it runs (an attack's payload).
+    files: tuple[tuple[str, bytes], ...] = ()
 
     @classmethod
     def solution(cls) -> AgentSpec:
@@ -69,8 +72,10 @@ class AgentSpec:
         return cls("command", command, label=f"agent: {command}")
 
     @classmethod
-    def script(cls, text: str, label: str) -> AgentSpec:
-        return cls("script", text, label=label)
+    def script(
+        cls, text: str, label: str, files: tuple[tuple[str, bytes], ...] = ()
+    ) -> AgentSpec:
+        return cls("script", text, label=label, files=files)
 
 
 @dataclass(frozen=True)
@@ -243,12 +248,20 @@ class _Rollout:
                 raise RuntimeUnavailable(f"{self.task.name} has no solution/solve.sh")
             self.rt.put_dir(ctr, self.task.solution_dir, "/solution")
             return ["bash", "/solution/solve.sh"]
+        if self.agent.files:
+            folder = self._workspace() / "agent-files"
+            folder.mkdir()
+            for name, data in self.agent.files:
+                (folder / name).write_bytes(data)
+            self.rt.put_dir(ctr, folder, AGENT_FILES_DIR)
         return ["bash", "-c", self.agent.text]
 
     # shared and cleared: in the live agent container ---------------------------------
 
     def _verify_in_place(self, ctr: str) -> None:
-        if self.workdir:
+        # ``shared`` is the naive baseline and does what such harnesses do: a work dir the
+        # agent broke makes test.sh fail to start (invalid: the hole this check closes).
+        if self.workdir and self.plan.clears_reward:
             there = self.rt.exec(ctr, ["test", "-d", self.workdir], user="0", workdir="/")
             if there.exit_code != 0:
                 self.ev.agent_fault = AgentFault(
