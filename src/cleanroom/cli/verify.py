@@ -33,7 +33,8 @@ def verify(
         False, "--keep", help="Keep the containers, snapshot and host folders for inspection."
     ),
 ) -> None:
-    """Verify a container task; exit 0 success, 1 failure, 2 invalid."""
+    """Verify a container task; exit 0 success, 1 failure, 2 invalid (the infrastructure's
+    fault, excluded), 3 a failure scored 0 for the agent's own act (tamper, ...)."""
     chosen = [flag for flag, on in (("--solution", solution), ("--noop", noop)) if on]
     if agent is not None:
         chosen.append("--agent")
@@ -56,12 +57,13 @@ def verify(
 
 
 def outcome_json(outcome: Outcome, mode: Mode) -> dict[str, Any]:
-    """``{"outcome", "score", "reason", "mode", "detail", "details"}`` for one verification."""
+    """``{"outcome", "score", "reason", "caused_by", "mode", "detail", "details"}``."""
     data = outcome.to_json()
     return {
         "outcome": data["outcome"],
         "score": data["score"],
         "reason": data["reason"],
+        "caused_by": data["caused_by"],
         "mode": mode.value,
         "detail": data["detail"],
         "details": data["details"],
@@ -73,7 +75,9 @@ def _print_human(payload: dict[str, Any]) -> None:
     details = payload["details"]
     head = f"[{_STYLE[payload['outcome']]}]{payload['outcome']}[/]"
     score = "" if payload["score"] is None else f" score {payload['score']:g}"
-    reason = f" ({payload['reason']})" if payload["reason"] else ""
+    reason = f" ({payload['reason']}, caused by the {payload['caused_by']})" if payload[
+        "reason"
+    ] else ""
     console.print(f"{head}{score}{reason}  mode {payload['mode']}  task {details.get('task')}")
     if payload["detail"]:
         console.print(f"  {payload['detail']}", markup=False)
@@ -82,6 +86,13 @@ def _print_human(payload: dict[str, Any]) -> None:
             console.print(f"  {key}: {details[key]}", markup=False)
     for line in details.get("tamper", [])[:20]:
         console.print(f"  tamper: {line}", markup=False)
+    unseen = details.get("unseen_by_verifier") or {}
+    if unseen.get("count"):
+        first = ", ".join(unseen["first"][:5])
+        console.print(
+            f"  {unseen['count']} change(s) outside the state the verifier saw: {first}",
+            markup=False,
+        )
     for warning in details.get("task_warnings", []):
         console.print(f"  warning: {warning}", markup=False)
     if "build_log" in details:

@@ -26,6 +26,7 @@ _COLOURS: dict[Verdict, tuple[str, str]] = {
     Verdict.VACUOUS: ("#f9d0d0", "#7a1010"),
     Verdict.NOT_DEMONSTRATED: ("#f9d0d0", "#7a1010"),
     Verdict.FOOLED: ("#f9d0d0", "#7a1010"),
+    Verdict.ESCAPED: ("#f9d0d0", "#7a1010"),
     Verdict.MISSING: ("#eeeeee", "#555555"),
 }
 

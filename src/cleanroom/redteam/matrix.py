@@ -83,9 +83,11 @@ class Cell:
 
     @property
     def short(self) -> str:
-        """``1``, ``0.33`` or ``invalid: tamper``."""
+        """``1``, ``0.33``, ``0 (tamper)`` (the agent's own act) or ``invalid: bad_reward``."""
         if not self.valid:
             return f"invalid: {self.reason}"
+        if self.reason:
+            return f"{self.score:g} ({self.reason})"
         return f"{self.score:g}"
 
     def to_json(self) -> dict[str, Any]:

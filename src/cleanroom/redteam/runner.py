@@ -27,7 +27,14 @@ from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verif
 ALL_MODES: tuple[Mode, ...] = (Mode.SHARED, Mode.CLEARED, Mode.SEALED)
 # src/cleanroom/redteam/runner.py -> the repository root holds examples/tasks.
 EXAMPLE_TASKS = Path(__file__).resolve().parents[3] / "examples" / "tasks"
-EXAMPLE_TASK_NAMES = ("fix-median", "csv-report", "http-sum", "engine-handoff")
+EXAMPLE_TASK_NAMES = (
+    "fix-median",
+    "csv-report",
+    "http-sum",
+    "engine-handoff",
+    "install-tool",
+    "venv-tool",
+)
 
 OnCell = Callable[[Row, Mode, Cell], None]
 

@@ -18,6 +18,7 @@ STYLES: dict[Verdict, str] = {
     Verdict.VACUOUS: "bold red",
     Verdict.NOT_DEMONSTRATED: "bold red",
     Verdict.FOOLED: "bold red",
+    Verdict.ESCAPED: "bold red",
     Verdict.MISSING: "dim",
 }
 

@@ -40,7 +40,7 @@ def test_the_solution_succeeds_with_the_json_shape(runtime: DockerRuntime) -> No
 
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert list(data)[:5] == ["outcome", "score", "reason", "mode", "detail"]
+    assert list(data)[:6] == ["outcome", "score", "reason", "caused_by", "mode", "detail"]
     assert (data["outcome"], data["score"], data["mode"]) == ("success", 1.0, "sealed")
     details = data["details"]
     assert details["reward_source"] == "/logs/verifier/reward.txt"

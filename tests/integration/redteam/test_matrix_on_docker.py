@@ -44,10 +44,14 @@ def test_cleared_holds_within_its_promise(attack: Attack, matrix: Matrix) -> Non
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.id)
-def test_sealed_gives_zero_or_invalid(attack: Attack, matrix: Matrix) -> None:
+def test_sealed_scores_every_attack_zero_and_none_escapes_as_invalid(
+    attack: Attack, matrix: Matrix
+) -> None:
     row = row_of(attack)
 
     assert matrix.judge(row, Mode.SEALED) is Verdict.HELD, explain(matrix, row, Mode.SEALED)
+    cell = matrix.get(row, Mode.SEALED)
+    assert cell is not None and cell.valid and cell.score == 0.0
 
 
 @pytest.mark.parametrize("mode", list(Mode))
@@ -72,12 +76,22 @@ def test_the_background_writer_fools_cleared_as_documented(matrix: Matrix) -> No
     assert matrix.judge(row, Mode.CLEARED) is Verdict.BEYOND_PROMISE
 
 
-def test_toolchain_attacks_are_caught_as_tamper_in_sealed(matrix: Matrix) -> None:
-    trojans = [a for a in ATTACKS if a.cleared is ClearedExpectation.NOT_CLAIMED]
+def test_toolchain_attacks_are_seen_in_sealed_as_tamper_or_unseen_changes(
+    matrix: Matrix,
+) -> None:
+    # workdir-shadow writes only into the work dir: state the verifier sees, so it leaves
+    # no trace outside it; what defeats it is Python's search order, not the diff.
+    trojans = [
+        a
+        for a in ATTACKS
+        if a.cleared is ClearedExpectation.NOT_CLAIMED and a.id != "workdir-shadow"
+    ]
 
-    reasons = {a.id: getattr(matrix.get(row_of(a), Mode.SEALED), "reason", None) for a in trojans}
-
-    assert set(reasons.values()) == {"tamper"}, reasons
+    for attack in trojans:
+        cell = matrix.get(row_of(attack), Mode.SEALED)
+        assert cell is not None, attack.id
+        unseen = cell.details.get("unseen_by_verifier", {}).get("count", 0)
+        assert cell.reason == "tamper" or unseen > 0, (attack.id, cell)
 
 
 def test_the_verdict_passes(matrix: Matrix) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from cleanroom.redteam.runner import EXAMPLE_TASK_NAMES
 from cleanroom.verifiers.container.task import (
     DEFAULT_REWARD_PATH,
     TaskConfigError,
@@ -141,7 +142,7 @@ def test_a_folder_without_tests_is_not_a_task(tmp_path: Path) -> None:
         load_task(tmp_path)
 
 
-@pytest.mark.parametrize("name", ["fix-median", "csv-report", "http-sum", "engine-handoff"])
+@pytest.mark.parametrize("name", EXAMPLE_TASK_NAMES)
 def test_every_example_task_loads_cleanly(name: str) -> None:
     task = load_task(EXAMPLES / name)
 

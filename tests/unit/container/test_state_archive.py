@@ -1,0 +1,88 @@
+"""The agent's state on its way to the verifier: devices dropped, names past PATH_MAX found."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+import pytest
+
+from cleanroom.verifiers.container.state_archive import (
+    PATH_MAX,
+    StateArchiveError,
+    copy_capped,
+    scan,
+    without_dropped,
+)
+
+
+def archive(*members: tarfile.TarInfo, data: bytes = b"x") -> io.BytesIO:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for member in members:
+            if member.isreg():
+                member.size = len(data)
+                tar.addfile(member, io.BytesIO(data))
+            else:
+                tar.addfile(member)
+    buf.seek(0)
+    return buf
+
+
+def entry(name: str, kind: bytes = tarfile.REGTYPE, **attrs: object) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    for key, value in attrs.items():
+        setattr(info, key, value)
+    return info
+
+
+def names(buf: io.BytesIO) -> list[str]:
+    buf.seek(0)
+    with tarfile.open(fileobj=buf, mode="r") as tar:
+        return tar.getnames()
+
+
+def test_device_nodes_are_listed_and_left_out_everything_else_passes() -> None:
+    src = archive(
+        entry("app", tarfile.DIRTYPE),
+        entry("app/stats.py"),
+        entry("app/zero", tarfile.CHRTYPE, devmajor=1, devminor=5),
+        entry("app/disk", tarfile.BLKTYPE, devmajor=8, devminor=0),
+        entry("app/pipe", tarfile.FIFOTYPE),
+        entry("app/py", tarfile.SYMTYPE, linkname="/usr/bin/python3"),
+    )
+
+    found = scan(src)
+    out = io.BytesIO()
+    src.seek(0)
+    without_dropped(src, out)
+
+    assert found.dropped == ["app/zero", "app/disk"]
+    assert names(out) == ["app", "app/stats.py", "app/pipe", "app/py"]
+
+
+def test_a_name_longer_than_path_max_is_found() -> None:
+    deep = "app/" + "d/" * (PATH_MAX // 2) + "leaf"
+
+    found = scan(archive(entry("app", tarfile.DIRTYPE), entry(deep)))
+
+    assert found.too_long.startswith("app/d/d/")
+
+
+def test_an_ordinary_tree_has_nothing_to_drop_or_refuse() -> None:
+    found = scan(archive(entry("app", tarfile.DIRTYPE), entry("app/a.txt")))
+
+    assert (found.members, found.dropped, found.too_long) == (2, [], "")
+
+
+def test_bytes_that_are_not_a_tar_stream_are_an_error_not_a_crash() -> None:
+    with pytest.raises(StateArchiveError):
+        scan(io.BytesIO(b"\x00" * 100 + b"garbage" * 200))
+
+
+def test_a_copy_past_its_cap_stops_and_says_so() -> None:
+    out = io.BytesIO()
+
+    assert copy_capped([b"a" * 10, b"b" * 10], out, 15) is None
+    assert copy_capped([b"a" * 10], io.BytesIO(), 15) == 10
