@@ -75,9 +75,9 @@ def _print_human(payload: dict[str, Any]) -> None:
     details = payload["details"]
     head = f"[{_STYLE[payload['outcome']]}]{payload['outcome']}[/]"
     score = "" if payload["score"] is None else f" score {payload['score']:g}"
-    reason = f" ({payload['reason']}, caused by the {payload['caused_by']})" if payload[
-        "reason"
-    ] else ""
+    reason = (
+        f" ({payload['reason']}, caused by the {payload['caused_by']})" if payload["reason"] else ""
+    )
     console.print(f"{head}{score}{reason}  mode {payload['mode']}  task {details.get('task')}")
     if payload["detail"]:
         console.print(f"  {payload['detail']}", markup=False)

@@ -264,9 +264,7 @@ class Matrix:
         return Summary(
             attacks=len(attacks),
             not_demonstrated=not_demo,
-            sealed_fooled=where(
-                attacks, sealed, Verdict.FOOLED, Verdict.ESCAPED, Verdict.MISSING
-            ),
+            sealed_fooled=where(attacks, sealed, Verdict.FOOLED, Verdict.ESCAPED, Verdict.MISSING),
             honest_cells=len(honest) * len(self.modes),
             honest_blocked=where(honest, self.modes, Verdict.HONEST_BLOCKED, Verdict.MISSING),
             noop_cells=len(noops) * len(self.modes),

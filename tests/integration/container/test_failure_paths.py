@@ -134,3 +134,42 @@ def test_a_work_dir_replaced_by_a_file_is_the_agents_zero_not_an_exclusion(
 
         assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0), mode
         assert outcome.reason is Reason.WORKSPACE_BROKEN, mode
+
+
+def test_a_huge_sparse_file_in_the_work_dir_is_the_agents_zero_and_costs_no_disk(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    agent = AgentSpec.command("truncate -s 100G /app/sparse.bin")
+
+    outcome = verify_task(example("fix-median"), agent, runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
+    assert outcome.reason is Reason.WORKSPACE_TOO_LARGE
+    assert outcome.details["timings"]["total_s"] < 30
+
+
+def test_a_work_dir_deeper_than_path_max_is_the_agents_zero_never_a_crash(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    deep = "cd /app && for i in $(seq 1500); do mkdir deep && cd deep; done && touch leaf"
+
+    outcome = verify_task(
+        example("fix-median"), AgentSpec.command(deep), runtime, VerifyOptions(Mode.SEALED)
+    )
+
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
+    assert outcome.reason is Reason.WORKSPACE_BROKEN
+    assert "PATH_MAX" in outcome.detail
+
+
+def test_a_device_node_in_the_work_dir_never_reaches_the_verifier(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    task = example("fix-median")
+    solve = (task.solution_dir / "solve.sh").read_text()
+    agent = AgentSpec.script(solve + "\nmknod /app/zero c 1 5\n", "device")
+
+    outcome = verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0)
+    assert outcome.details["state_dropped"] == ["app/zero"]

@@ -89,7 +89,9 @@ def test_the_sticky_flag_invalidates_rollouts_that_ended_after_the_event(store: 
         store.start_rollout(t, task="writer", started_at=0.0)
     store.finish_rollout(early.rollout_id, Outcome.success(), ended_at=10.0)
     store.finish_rollout(late.rollout_id, Outcome.success(), ended_at=30.0)
-    store.finish_rollout(flagged.rollout_id, Outcome.invalid(Reason.VERIFIER_TIMEOUT), ended_at=40.0)
+    store.finish_rollout(
+        flagged.rollout_id, Outcome.invalid(Reason.VERIFIER_TIMEOUT), ended_at=40.0
+    )
 
     changed = store.invalidate_rollouts(1, after=20.0, reason=Reason.ISOLATION, detail="canary")
 

@@ -72,7 +72,9 @@ def walk_layer(upper: str, lowers: list[str]) -> Diff:
                 changes.append(Change(path, ChangeKind.DELETED))
                 continue
             in_lower = any(_exists_below(lfd, path) for lfd in lower_fds)
-            changes.append(Change(path, ChangeKind.MODIFIED if in_lower else ChangeKind.ADDED))
+            kind = ChangeKind.MODIFIED if in_lower else ChangeKind.ADDED
+            size = info.st_size if stat.S_ISREG(info.st_mode) else 0
+            changes.append(Change(path, kind, size))
             if not stat.S_ISDIR(info.st_mode):
                 continue
             if len(stack) > MAX_DEPTH:

@@ -42,10 +42,12 @@ class ChangeKind(StrEnum):
 
 @dataclass(frozen=True, order=True)
 class Change:
-    """One entry of a container's filesystem diff."""
+    """One entry of a container's filesystem diff (``size``: a file's apparent size, when
+    the diff was read from the layer itself)."""
 
     path: str
     kind: ChangeKind
+    size: int = field(default=0, compare=False)
 
     def __str__(self) -> str:
         return f"{self.kind.value} {self.path}"
@@ -58,6 +60,11 @@ class Diff:
     changes: list[Change]
     source: str
     incomplete: str = ""
+
+
+def bytes_under(changes: Iterable[Change], tree: str) -> int:
+    """The apparent bytes the changes add or rewrite inside ``tree``."""
+    return sum(c.size for c in changes if under(c.path, tree))
 
 
 @dataclass(frozen=True)
@@ -104,9 +111,7 @@ def classify(
     counted = [c for c in entries if not (c.kind is ChangeKind.MODIFIED and c.path in parents)]
     protected = tuple(c for c in counted if any(under(c.path, t) for t in verifier_places))
     unseen = tuple(
-        c
-        for c in counted
-        if c not in protected and not any(under(c.path, s) for s in state_paths)
+        c for c in counted if c not in protected and not any(under(c.path, s) for s in state_paths)
     )
     return TamperReport(protected, tuple(sorted(planted)), unseen, len(counted))
 

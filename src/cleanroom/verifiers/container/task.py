@@ -108,8 +108,10 @@ class VerifierConfig(_Section):
         paths = [_absolute(v, "state path") for v in values]
         for path in paths:
             if path == "/" or path == "/tests" or path.startswith(("/tests/", "/logs")):
-                raise ValueError(f"state path {path!r} would hand the verifier's own places "
-                                 "(/, /tests, /logs) to the agent")
+                raise ValueError(
+                    f"state path {path!r} would hand the verifier's own places "
+                    "(/, /tests, /logs) to the agent"
+                )
         return paths
 
     @field_validator("user")

@@ -35,7 +35,13 @@ from cleanroom.verifiers.container.docker_runtime import (
 from cleanroom.verifiers.container.host_files import read_capped, remove_tree
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
 from cleanroom.verifiers.container.reward import FileKind, RewardFile
-from cleanroom.verifiers.container.tamper import Change, ChangeKind, classify, under
+from cleanroom.verifiers.container.tamper import (
+    Change,
+    ChangeKind,
+    bytes_under,
+    classify,
+    under,
+)
 from cleanroom.verifiers.container.task import Task, TaskError, load_task
 from cleanroom.verifiers.container.verdict import AgentFault, Evidence, decide
 
@@ -72,9 +78,7 @@ class AgentSpec:
         return cls("command", command, label=f"agent: {command}")
 
     @classmethod
-    def script(
-        cls, text: str, label: str, files: tuple[tuple[str, bytes], ...] = ()
-    ) -> AgentSpec:
+    def script(cls, text: str, label: str, files: tuple[tuple[str, bytes], ...] = ()) -> AgentSpec:
         return cls("script", text, label=label, files=files)
 
 
@@ -201,9 +205,7 @@ class _Rollout:
             self.agent_reward_dir.mkdir()
             self.agent_reward_dir.chmod(0o777)
             binds[self.agent_reward_dir] = self.vcfg.reward_dir
-        ctr = self.rt.start_agent_container(
-            image, self.limits, self.workdir, self.task.name, binds
-        )
+        ctr = self.rt.start_agent_container(image, self.limits, self.workdir, self.task.name, binds)
         self.containers.append(ctr)
         # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
         # same so that the attacks they control for are real.
@@ -309,7 +311,7 @@ class _Rollout:
                 self.rt.pause(agent_ctr)
                 diff = self.rt.changes(agent_ctr)
                 planted = self._planted()
-                copies = self._export_state(agent_ctr, state_paths)
+                copies = self._export_state(agent_ctr, state_paths, diff.changes)
             self.ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
             if diff.incomplete:
                 self.ev.details["diff"]["incomplete"] = diff.incomplete
@@ -382,10 +384,22 @@ class _Rollout:
                 found.append(posixpath.join(self.vcfg.reward_dir, entry.name))
         return found
 
-    def _export_state(self, ctr: str, state_paths: list[str]) -> list[StateCopy]:
+    def _export_state(
+        self, ctr: str, state_paths: list[str], changes: list[Change]
+    ) -> list[StateCopy]:
         copies: list[StateCopy] = []
         cap = self.vcfg.state_cap_mb << 20
         for path in state_paths:
+            # The diff knows the apparent sizes: a 100 GiB sparse file is refused here,
+            # before a byte of it is archived (the archive is capped as well).
+            written = bytes_under(changes, path)
+            if written > cap:
+                self.ev.agent_fault = AgentFault(
+                    Reason.WORKSPACE_TOO_LARGE,
+                    f"the agent wrote {written >> 20} MiB into {path}, over the "
+                    f"{self.vcfg.state_cap_mb} MiB cap on state to verify",
+                )
+                break
             try:
                 copy = self.rt.export_state(ctr, path, cap)
             except StateTooLarge as exc:
@@ -397,14 +411,13 @@ class _Rollout:
             if copy.too_long:
                 self.ev.agent_fault = AgentFault(
                     Reason.WORKSPACE_BROKEN,
-                    f"{path} holds a path longer than PATH_MAX: {copy.too_long}",
+                    f"{path} holds a path within a file name of PATH_MAX: {copy.too_long}",
                 )
                 break
             if path == self.workdir and copy.kind != "directory":
                 self.ev.agent_fault = AgentFault(
                     Reason.WORKSPACE_BROKEN,
-                    f"the work dir {path} is {_a(copy.kind)} after the agent phase, "
-                    "not a folder",
+                    f"the work dir {path} is {_a(copy.kind)} after the agent phase, not a folder",
                 )
                 break
         return copies
