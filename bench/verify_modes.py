@@ -1,4 +1,4 @@
-"""Time of the verify phase per trial in each mode, on the same small pytest task.
+"""Time of the verify phase per trial in each mode, on a small work dir and on a venv.
 
     .venv/bin/python bench/verify_modes.py [--trials 12] [--no-write]
 
@@ -6,9 +6,11 @@ One run measures every mode, trials interleaved (shared, cleared, sealed, shared
 so that drift on a shared machine hits all three alike. The verify phase is from the end
 of the agent phase to the decided outcome: for shared and cleared, copying the tests,
 running test.sh and reading the reward in the agent container; for sealed, freezing the
-agent container, reading its diff, committing the snapshot, starting the verifier
-container, running test.sh and reading the reward on the host. Removing containers and
-the snapshot afterwards is reported separately as teardown. The figures are written to
+agent container, reading its diff, archiving its state paths, starting the verifier
+container from the pristine image, installing the state, running test.sh and reading the
+reward on the host. Removing containers afterwards is reported separately as teardown.
+Two tasks: ``fix-median`` (a one-file work dir) and ``venv-tool`` (a venv of about 2,000
+files in the work dir, the state sealed mode carries over). The figures are written to
 the ``## Container verify phase`` section of bench/RESULTS.md.
 """
 
@@ -30,9 +32,9 @@ from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verif
 from results_md import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
-TASK = ROOT / "examples" / "tasks" / "fix-median"
+TASKS = ("fix-median", "venv-tool")
 SECTION = "## Container verify phase"
-AIM_S = 0.5
+AIM_S = 0.251  # sealed's overhead before it ran on the pristine image (its commit design)
 MODES = (Mode.SHARED, Mode.CLEARED, Mode.SEALED)
 
 
@@ -46,53 +48,67 @@ def main() -> int:
 
     labels = {"cleanroom.bench": "1", "cleanroom.session": uuid.uuid4().hex[:12]}
     runtime = DockerRuntime.connect(labels)
-    task = load_task(TASK)
-    runtime.image_for(task)
-    verify_times: dict[Mode, list[float]] = {m: [] for m in MODES}
-    teardown_times: dict[Mode, list[float]] = {m: [] for m in MODES}
+    sections = []
     try:
-        for mode in MODES:  # one untimed warm-up per mode
-            verify_task(task, AgentSpec.solution(), runtime, VerifyOptions(mode))
-        for trial in range(args.trials):
-            for mode in MODES:
-                started = time.monotonic()
-                outcome = verify_task(task, AgentSpec.solution(), runtime, VerifyOptions(mode))
-                elapsed = time.monotonic() - started
-                if outcome.score != 1.0:
-                    print(f"trial {trial} {mode}: unexpected outcome {outcome}", file=sys.stderr)
-                    return 1
-                timings = outcome.details["timings"]
-                verify_times[mode].append(timings["verify_s"])
-                teardown_times[mode].append(elapsed - timings["total_s"])
-            print(f"trial {trial + 1}/{args.trials} done", file=sys.stderr)
+        for name in TASKS:
+            measured = measure(runtime, name, args.trials)
+            if measured is None:
+                return 1
+            sections.append(table(name, *measured))
     finally:
         runtime.remove_labelled(labels)
 
-    text = report(verify_times, teardown_times, args.trials, docker_version(runtime))
+    text = "\n".join(
+        [
+            SECTION,
+            "",
+            f"Command: `.venv/bin/python bench/verify_modes.py --trials {args.trials}` "
+            f"({datetime.now(UTC):%Y-%m-%d}, {machine()}, Docker {docker_version(runtime)}).",
+            "",
+            f"Each task with its solution; {args.trials} trials per mode, interleaved, after one "
+            "warm-up each. Verify phase = end of the agent phase to the decided outcome; "
+            "teardown (removing containers) is separate.",
+            "",
+            *sections,
+        ]
+    )
     print(text)
     if not args.no_write:
         write_section(SECTION, text)
     return 0
 
 
-def report(
-    verify_times: dict[Mode, list[float]],
-    teardown_times: dict[Mode, list[float]],
-    trials: int,
-    docker: str,
-) -> str:
-    """The Markdown section: command, date, machine, table, and sealed's overhead."""
+Times = dict[Mode, list[float]]
+
+
+def measure(runtime: DockerRuntime, name: str, trials: int) -> tuple[Times, Times] | None:
+    """Verify and teardown times per mode for one task, or None on a wrong outcome."""
+    task = load_task(ROOT / "examples" / "tasks" / name)
+    runtime.image_for(task)
+    verify_times: Times = {m: [] for m in MODES}
+    teardown_times: Times = {m: [] for m in MODES}
+    for mode in MODES:  # one untimed warm-up per mode
+        verify_task(task, AgentSpec.solution(), runtime, VerifyOptions(mode))
+    for trial in range(trials):
+        for mode in MODES:
+            started = time.monotonic()
+            outcome = verify_task(task, AgentSpec.solution(), runtime, VerifyOptions(mode))
+            elapsed = time.monotonic() - started
+            if outcome.score != 1.0:
+                print(f"{name} trial {trial} {mode}: unexpected {outcome}", file=sys.stderr)
+                return None
+            timings = outcome.details["timings"]
+            verify_times[mode].append(timings["verify_s"])
+            teardown_times[mode].append(elapsed - timings["total_s"])
+        print(f"{name}: trial {trial + 1}/{trials} done", file=sys.stderr)
+    return verify_times, teardown_times
+
+
+def table(name: str, verify_times: Times, teardown_times: Times) -> str:
+    """One task's Markdown table and sealed's overhead over shared."""
     med = {m: statistics.median(v) for m, v in verify_times.items()}
     lines = [
-        SECTION,
-        "",
-        f"Command: `.venv/bin/python bench/verify_modes.py --trials {trials}` "
-        f"({datetime.now(UTC):%Y-%m-%d}, {machine()}, Docker {docker}).",
-        "",
-        f"Task: `examples/tasks/fix-median` with its solution (4 pytest tests); {trials} "
-        "trials per mode, interleaved, after one warm-up each. Verify phase = end of the "
-        "agent phase to the decided outcome; teardown (removing containers and the "
-        "snapshot) is separate.",
+        f"`examples/tasks/{name}`:",
         "",
         "| mode | median s | p25–p75 s | min–max s | teardown median s |",
         "|---|---|---|---|---|",
@@ -106,11 +122,11 @@ def report(
         )
     overhead = med[Mode.SEALED] - med[Mode.SHARED]
     ratio = med[Mode.SEALED] / med[Mode.SHARED]
-    verdict = "met" if overhead < AIM_S else "NOT met"
+    verdict = "met" if overhead <= AIM_S else "NOT met"
     lines += [
         "",
-        f"Sealed over shared, same run: **+{overhead:.3f} s per trial** (median), "
-        f"ratio **{ratio:.2f}×**. Aim: under {AIM_S} s — {verdict}.",
+        f"Sealed over shared, same run: **{overhead:+.3f} s per trial** (median), ratio "
+        f"**{ratio:.2f}×**. Aim: no more than the commit design's +{AIM_S} s — {verdict}.",
         "",
     ]
     return "\n".join(lines)

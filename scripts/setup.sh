@@ -13,7 +13,8 @@ DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 # System packages: the container runtime, the desktop stack (Xvfb, LibreOffice with the
 # GTK3 backend that AT-SPI can read, Chromium, a terminal, D-Bus and the AT-SPI bus),
-# the tools the benchmarks compare against, and what the base image is built with.
+# the tools the benchmarks compare against, what the base image is built with, and the C
+# compiler that builds the red team's native attack payloads.
 PACKAGES=(
   docker.io iptables busybox-static debootstrap
   xvfb xauth x11-utils xterm
@@ -21,6 +22,7 @@ PACKAGES=(
   chromium
   dbus dbus-x11 at-spi2-core python3-pyatspi python3-gi gir1.2-atspi-2.0
   python3-venv sudo procps ripgrep wrk ca-certificates
+  gcc libc6-dev
 )
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }

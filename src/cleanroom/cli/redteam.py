@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cleanroom.redteam import html_report
+from cleanroom.redteam.assets import AssetBuildFailed, assets_for
 from cleanroom.redteam.catalogue import ATTACKS, by_id
 from cleanroom.redteam.matrix import Cell, Matrix, Row
 from cleanroom.redteam.runner import (
@@ -58,8 +59,10 @@ def redteam(
                 if not attack_ids or any(a.target == t.name for a in attacks)
             ]
             rows = plan_rows(tasks, attacks, targeted=True)
+        for attack in attacks:
+            assets_for(attack)  # compiled now, so a missing compiler is said up front
         runtime = DockerRuntime.connect()
-    except (TaskError, NoTasks, KeyError, RuntimeUnavailable) as exc:
+    except (TaskError, NoTasks, KeyError, RuntimeUnavailable, AssetBuildFailed) as exc:
         err.print(f"redteam: {exc}", markup=False)
         raise typer.Exit(2) from exc
     matrix = _run(tasks, rows, modes, runtime, jobs, err)
@@ -106,7 +109,7 @@ def _print_verdict(matrix: Matrix, console: Console) -> None:
     console.print(summary.line(), style=style, markup=False)
     problems = {
         "attack not demonstrated (its control did not fire)": summary.not_demonstrated,
-        "sealed fooled": summary.sealed_fooled,
+        "sealed fooled, or made invalid (an escaped 0)": summary.sealed_fooled,
         "honest solution blocked": summary.honest_blocked,
         "no-op did not score 0": summary.noop_wrong,
         "cleared fooled where it should hold": summary.cleared_fooled,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from cleanroom.core.outcomes import Reason, Status
+from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.task import Task
@@ -21,7 +21,16 @@ pytestmark = pytest.mark.docker
 
 SLOW_TEST = "#!/bin/bash\nsleep 30\necho 1 > /logs/verifier/reward.txt\n"
 SHORT_LIMIT = '[verifier]\ntimeout_sec = 1\n[environment]\nworkdir = "/app"\n'
+
+
 # Rewards the verifier itself leaves in sealed mode, read on the host.
+def solved_then(task: Task, extra: str, runtime: DockerRuntime) -> Outcome:
+    """Sealed verification of an agent that runs the task's solution, then ``extra``."""
+    solve = (task.solution_dir / "solve.sh").read_text()
+    agent = AgentSpec.script(f"{solve}\n{extra}\n", "solution, then more")
+    return verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))
+
+
 HOSTILE_REWARDS = {
     "nan": ("printf 'nan\\n' > /logs/verifier/reward.txt", "not one plain decimal number"),
     "symlink": ("ln -s /etc/hostname /logs/verifier/reward.txt", "symbolic link"),
@@ -114,11 +123,9 @@ def test_a_change_outside_the_state_never_reaches_the_sealed_verifier(
 ) -> None:
     # The solution, plus a preload library list naming a library that does not exist:
     # were it seen, every program of the verifier would print an error at start.
-    task = example("fix-median")
-    solve = (task.solution_dir / "solve.sh").read_text()
-    agent = AgentSpec.script(solve + "\necho /nonexistent.so > /etc/ld.so.preload\n", "preload")
-
-    outcome = verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))
+    outcome = solved_then(
+        example("fix-median"), "echo /nonexistent.so > /etc/ld.so.preload", runtime
+    )
 
     assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0)
     assert "nonexistent" not in outcome.details["test_output_tail"]
@@ -165,11 +172,39 @@ def test_a_work_dir_deeper_than_path_max_is_the_agents_zero_never_a_crash(
 def test_a_device_node_in_the_work_dir_never_reaches_the_verifier(
     runtime: DockerRuntime, example: Callable[[str], Task]
 ) -> None:
-    task = example("fix-median")
-    solve = (task.solution_dir / "solve.sh").read_text()
-    agent = AgentSpec.script(solve + "\nmknod /app/zero c 1 5\n", "device")
+    outcome = solved_then(example("fix-median"), "mknod /app/zero c 1 5", runtime)
+
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0)
+    assert outcome.details["state_dropped"] == ["app/zero"]
+
+
+def test_the_sealed_verifier_cannot_make_device_nodes(
+    runtime: DockerRuntime, variant: Callable[..., Task]
+) -> None:
+    test_sh = (
+        "#!/bin/bash\n"
+        "if mknod /tmp/zero c 1 5 2>/dev/null; then echo 1; else echo 0; fi"
+        " > /logs/verifier/reward.txt\n"
+    )
+    task = variant("fix-median", {"tests/test.sh": test_sh}, folder="mknod")
+
+    outcome = verify_task(task, AgentSpec.noop(), runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
+
+
+def test_a_top_level_folder_the_agent_created_is_state_the_verifier_sees(
+    runtime: DockerRuntime, variant: Callable[..., Task]
+) -> None:
+    test_sh = (
+        "#!/bin/bash\n"
+        'if [ "$(cat /output/answer.txt)" = 42 ]; then echo 1; else echo 0; fi'
+        " > /logs/verifier/reward.txt\n"
+    )
+    task = variant("fix-median", {"tests/test.sh": test_sh}, folder="output")
+    agent = AgentSpec.command("mkdir -p /output && echo 42 > /output/answer.txt")
 
     outcome = verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))
 
     assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0)
-    assert outcome.details["state_dropped"] == ["app/zero"]
+    assert "/output" in outcome.details["state_paths"]

@@ -303,13 +303,13 @@ class _Rollout:
     # sealed: the pristine image, with the agent's state at the state paths ------------
 
     def _verify_sealed(self, agent_ctr: str, image: str) -> None:
-        state_paths = self._state_paths(image)
-        self.ev.details["state_paths"] = state_paths
         copies: list[StateCopy] = []
         try:
             with self._timed("freeze_s"):
                 self.rt.pause(agent_ctr)
                 diff = self.rt.changes(agent_ctr)
+                state_paths = self._state_paths(diff.changes)
+                self.ev.details["state_paths"] = state_paths
                 planted = self._planted()
                 copies = self._export_state(agent_ctr, state_paths, diff.changes)
             self.ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
@@ -360,10 +360,26 @@ class _Rollout:
             self.ev.json_file = read_capped(reward_dir, posixpath.basename(json_path), json_path)
             self.ev.text_file = read_capped(reward_dir, posixpath.basename(text_path), text_path)
 
-    def _state_paths(self, image: str) -> list[str]:
-        """The work dir and the declared state, outermost first, none inside another."""
+    def _state_paths(self, changes: list[Change]) -> list[str]:
+        """The work dir, the declared state, and top-level folders the agent created,
+        outermost first, none inside another.
+
+        A top-level folder the pristine image does not have (``/output``) is state by
+        default: no tool of the verifier's searches a folder that did not exist, so only
+        a test that names it looks there.
+        """
         declared = [self.workdir] if self.workdir and self.workdir != "/" else []
         declared += self.vcfg.state
+        before = set(self.baseline)
+        created = {c.path for c in changes if c.kind is ChangeKind.ADDED and c not in before}
+        harness_made = {TESTS_DIR, "/solution", "/logs"}
+        declared += [
+            path
+            for path in created
+            if path.count("/") == 1
+            and path not in harness_made
+            and any(other.startswith(path + "/") for other in created)
+        ]
         kept: list[str] = []
         for path in sorted(set(declared), key=lambda p: (p.count("/"), p)):
             if not any(under(path, outer) for outer in kept):
