@@ -30,7 +30,7 @@ def verify(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as one JSON object."),
     keep: bool = typer.Option(
-        False, "--keep", help="Keep the containers, snapshot and host folders for inspection."
+        False, "--keep", help="Keep the containers and host folders for inspection."
     ),
 ) -> None:
     """Verify a container task; exit 0 success, 1 failure, 2 invalid (the infrastructure's

@@ -85,9 +85,10 @@ def render(matrix: Matrix, *, title: str = "Container verifier red-team matrix")
         "<dt>cleared</dt><dd>shared, with only the reward files removed as uid 0 right "
         "before test.sh. Known limit: a process the agent left running can still write "
         "the reward.</dd>"
-        "<dt>sealed</dt><dd>the agent container frozen and snapshotted, its diff checked "
-        "for writes to the verifier's toolchain; test.sh in a fresh container from the "
-        "snapshot with a fresh /tests and a fresh host folder for the reward.</dd></dl>",
+        "<dt>sealed</dt><dd>the agent container frozen; its state paths (the work dir and "
+        "the declared state) carried into a fresh container of the pristine task image, "
+        "with a fresh /tests and a fresh host folder for the reward, so the verifier's "
+        "toolchain is the image's own.</dd></dl>",
         "<h2>Details</h2>",
         *(_row_details(matrix, row) for row in matrix.rows),
         "<h2>Matrix as data</h2><details><summary>JSON</summary><pre>",

@@ -36,7 +36,6 @@ from cleanroom.verifiers.container.task import Task
 LABEL = "cleanroom.verify"
 LABELS_ENV = "CLEANROOM_LABELS"  # extra labels, "key=value,key=value", for a whole process
 IMAGE_REPOSITORY = "cleanroom-task"
-SNAPSHOT_REPOSITORY = "cleanroom-snapshot"
 KEEPALIVE = ("sleep", "infinity")
 LOGS_TMPFS = "rw,size=64m,mode=0777"
 OUTPUT_CAP_BYTES = 256 * 1024
@@ -106,7 +105,6 @@ class StateCopy:
     path: str
     kind: str
     archive: IO[bytes] | None = None
-    size: int = 0
     dropped: list[str] = field(default_factory=list)
     too_long: str = ""
 
@@ -253,7 +251,7 @@ class DockerRuntime:
             ) from exc
 
     def remove_image(self, image: str) -> None:
-        """Remove an image (a snapshot); missing is fine."""
+        """Remove an image; missing is fine."""
         with _docker_call(f"removing image {image}"), contextlib.suppress(docker.errors.NotFound):
             self.api.remove_image(image, force=True)
 
@@ -332,18 +330,6 @@ class DockerRuntime:
         with _docker_call(f"unpausing {container[:12]}"):
             self.api.unpause(container)
 
-    def commit(self, container: str) -> str:
-        """Snapshot the container's filesystem as an image (the caller has paused it)."""
-        with _docker_call(f"committing {container[:12]}"):
-            result = self.api.commit(
-                container,
-                repository=SNAPSHOT_REPOSITORY,
-                tag=container[:12],
-                conf={"Labels": {**self.labels, "cleanroom.role": "snapshot"}},
-                pause=False,
-            )
-        return str(result["Id"])
-
     def changes(self, container: str) -> Diff:
         """The container's filesystem diff and how it was read (``overlay`` or ``api``).
 
@@ -363,13 +349,6 @@ class DockerRuntime:
         except RuntimeUnavailable as exc:
             return Diff([], "unreadable", f"{unreadable}; {exc}"[:500])
         return Diff([Change(d["Path"], ChangeKind.from_docker(d["Kind"])) for d in raw], "api")
-
-    def ping(self) -> bool:
-        """Whether the daemon answers at all."""
-        try:
-            return bool(self.client.ping())
-        except (docker.errors.DockerException, requests.exceptions.RequestException):
-            return False
 
     # State carried from the agent's container to the verifier's -----------------------
 
@@ -394,7 +373,7 @@ class DockerRuntime:
         if size is None:
             spooled.close()
             raise StateTooLarge(path, cap)
-        copy = StateCopy(path, kind, spooled, size)
+        copy = StateCopy(path, kind, spooled)
         try:
             found = state_archive.scan(state_archive.rewind(spooled))
             copy.too_long = found.too_long

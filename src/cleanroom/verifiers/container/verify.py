@@ -47,8 +47,8 @@ from cleanroom.verifiers.container.verdict import AgentFault, Evidence, decide
 
 TAIL_CHARS = 2000
 RESULT_CAP_BYTES = 1 << 20
-TEST_SCRIPT = "/tests/test.sh"
 TESTS_DIR = "/tests"
+TEST_SCRIPT = f"{TESTS_DIR}/test.sh"
 AGENT_FILES_DIR = "/tmp/cleanroom-attack"
 # Where the sealed verifier finds cleanroom's Python start-up hook (bound read-only).
 PYTHON_GUARD_DIR = "/run/cleanroom/python"
@@ -84,7 +84,7 @@ class AgentSpec:
 
 @dataclass(frozen=True)
 class VerifyOptions:
-    """How to verify: the mode, and whether to keep containers, snapshot and files."""
+    """How to verify: the mode, and whether to keep containers and host folders."""
 
     mode: Mode = DEFAULT_MODE
     keep: bool = False
