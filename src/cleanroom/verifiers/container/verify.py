@@ -18,6 +18,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -303,51 +304,62 @@ class _Rollout:
     # sealed: the pristine image, with the agent's state at the state paths ------------
 
     def _verify_sealed(self, agent_ctr: str, image: str) -> None:
-        copies: list[StateCopy] = []
-        try:
-            with self._timed("freeze_s"):
-                self.rt.pause(agent_ctr)
-                diff = self.rt.changes(agent_ctr)
-                state_paths = self._state_paths(diff.changes)
-                self.ev.details["state_paths"] = state_paths
-                planted = self._planted()
-                copies = self._export_state(agent_ctr, state_paths, diff.changes)
-            self.ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
-            if diff.incomplete:
-                self.ev.details["diff"]["incomplete"] = diff.incomplete
-            if self.vcfg.live_processes:
-                self.rt.unpause(agent_ctr)  # honest work lives in its processes
-            else:
-                self._in_background(lambda: self.rt.remove(agent_ctr))
-            self.ev.tamper = classify(
-                diff.changes,
-                # The reward folder is watched from the host (`_planted`), not in the diff.
-                verifier_places=(TESTS_DIR,),
-                state_paths=state_paths,
-                planted=planted,
-                baseline=self.baseline,
-            )
-            if self.ev.tamper.tampered or self.ev.agent_fault is not None:
-                return
-            self._verify_on_pristine(agent_ctr, image, copies)
-        finally:
-            for copy in copies:
-                copy.close()
-
-    def _verify_on_pristine(self, agent_ctr: str, image: str, copies: list[StateCopy]) -> None:
         tests, reward_dir, guard = self._fresh_folders()
-        live = self.vcfg.live_processes
+        copies: list[StateCopy] = []
+        # The verifier's container depends on nothing the agent left, so it starts while
+        # the agent's is frozen and read: the two waits on the daemon overlap.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            starting = pool.submit(self._start_verifier, agent_ctr, image, tests, reward_dir, guard)
+            try:
+                with self._timed("freeze_s"):
+                    self.rt.pause(agent_ctr)
+                    diff = self.rt.changes(agent_ctr)
+                    state_paths = self._state_paths(diff.changes)
+                    self.ev.details["state_paths"] = state_paths
+                    planted = self._planted()
+                    copies = self._export_state(agent_ctr, state_paths, diff.changes)
+                self.ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
+                if diff.incomplete:
+                    self.ev.details["diff"]["incomplete"] = diff.incomplete
+                if self.vcfg.live_processes:
+                    self.rt.unpause(agent_ctr)  # honest work lives in its processes
+                else:
+                    self._in_background(lambda: self.rt.remove(agent_ctr))
+                self.ev.tamper = classify(
+                    diff.changes,
+                    # The reward folder is watched from the host (`_planted`), not in the diff.
+                    verifier_places=(TESTS_DIR,),
+                    state_paths=state_paths,
+                    planted=planted,
+                    baseline=self.baseline,
+                )
+                if self.ev.tamper.tampered or self.ev.agent_fault is not None:
+                    return
+                vctr = starting.result()
+                with self._timed("install_s"):
+                    self.rt.install_state(vctr, copies)
+            finally:
+                for copy in copies:
+                    copy.close()
+        self._verify_on_pristine(vctr, reward_dir)
+
+    def _start_verifier(
+        self, agent_ctr: str, image: str, tests: Path, reward_dir: Path, guard: Path
+    ) -> str:
+        """A fresh idle container of the pristine image, its folders bound in."""
         with self._timed("start_s"):
             vctr = self.rt.start_verifier_container(
                 image,
                 self.limits,
                 "/",
                 {tests: TESTS_DIR, reward_dir: self.vcfg.reward_dir, guard: PYTHON_GUARD_DIR},
-                join_network_of=agent_ctr if live else None,
+                join_network_of=agent_ctr if self.vcfg.live_processes else None,
                 read_only=(PYTHON_GUARD_DIR,),
             )
-            self.containers.append(vctr)
-            self.rt.install_state(vctr, copies)
+        self.containers.append(vctr)
+        return vctr
+
+    def _verify_on_pristine(self, vctr: str, reward_dir: Path) -> None:
         deadline = time.monotonic() + self.vcfg.timeout_sec
         if not self._setup(vctr, deadline) or not self._run_test(vctr, deadline):
             self.rt.kill(vctr)
