@@ -148,3 +148,24 @@ def test_every_example_task_loads_cleanly(name: str) -> None:
 
     assert task.warnings == ()
     assert (task.solution_dir / "solve.sh").is_file()
+
+
+@pytest.mark.parametrize("path", ["/", "/tests", "/tests/x", "/logs", "/logs/verifier"])
+def test_state_cannot_hand_the_verifiers_own_places_to_the_agent(path: str) -> None:
+    with pytest.raises(TaskConfigError, match="verifier's own places") as caught:
+        parse_task_toml(f'[verifier]\nstate = ["{path}"]\n', HERE)
+
+    assert caught.value.line == 2
+
+
+def test_declared_state_is_kept_as_absolute_paths() -> None:
+    config, _ = parse_task_toml('[verifier]\nstate = ["/etc/greet", "/usr/bin/greet"]\n', HERE)
+
+    assert config.verifier.state == ["/etc/greet", "/usr/bin/greet"]
+    assert config.verifier.state_cap_mb == 1024
+
+
+def test_a_state_path_that_only_begins_like_a_verifier_place_is_allowed() -> None:
+    config, _ = parse_task_toml('[verifier]\nstate = ["/logstash", "/testsuite"]\n', HERE)
+
+    assert config.verifier.state == ["/logstash", "/testsuite"]

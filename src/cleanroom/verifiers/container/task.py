@@ -107,7 +107,7 @@ class VerifierConfig(_Section):
     def _state_is_the_agents_not_the_verifiers(cls, values: list[str]) -> list[str]:
         paths = [_absolute(v, "state path") for v in values]
         for path in paths:
-            if path == "/" or path == "/tests" or path.startswith(("/tests/", "/logs")):
+            if path == "/" or any(path == t or path.startswith(t + "/") for t in _VERIFIERS):
                 raise ValueError(
                     f"state path {path!r} would hand the verifier's own places "
                     "(/, /tests, /logs) to the agent"
@@ -207,6 +207,7 @@ class Task:
         return (self.root / "instruction.md").read_text(encoding="utf-8")
 
 
+_VERIFIERS = ("/tests", "/logs")  # the verifier's own places, never the agent's state
 _REQUIRED = ("task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh")
 
 
