@@ -208,3 +208,17 @@ def test_a_top_level_folder_the_agent_created_is_state_the_verifier_sees(
 
     assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0)
     assert "/output" in outcome.details["state_paths"]
+
+
+def test_odd_but_legal_entries_in_the_work_dir_are_carried_to_the_verifier(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    odd = (
+        "ln /etc/passwd /app/hardlink; ln -s /app /app/loop; mkfifo /app/pipe; "
+        "printf x > \"/app/$(printf 'bad\\xff\\x01name')\"; "
+        "mkdir -p /app/locked && touch /app/locked/f && chmod 000 /app/locked"
+    )
+
+    outcome = solved_then(example("fix-median"), odd, runtime)
+
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome.detail

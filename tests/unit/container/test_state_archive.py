@@ -86,3 +86,20 @@ def test_a_copy_past_its_cap_stops_and_says_so() -> None:
 
     assert copy_capped([b"a" * 10, b"b" * 10], out, 15) is None
     assert copy_capped([b"a" * 10], io.BytesIO(), 15) == 10
+
+
+def test_a_name_that_is_not_utf8_is_scanned_and_carried_like_any_other() -> None:
+    odd = b"app/bad\xff\x01name".decode("utf-8", "surrogateescape")
+    src = archive(
+        entry("app", tarfile.DIRTYPE),
+        entry(odd),
+        entry("app/zero", tarfile.CHRTYPE, devmajor=1, devminor=5),
+    )
+
+    found = scan(src)
+    out = io.BytesIO()
+    src.seek(0)
+    without_dropped(src, out)
+
+    assert (found.dropped, found.too_long) == (["app/zero"], "")
+    assert names(out) == ["app", odd]

@@ -355,8 +355,10 @@ class DockerRuntime:
     def export_state(self, container: str, path: str, cap: int) -> StateCopy:
         """Take ``path`` from a (paused) container as a checked tar archive.
 
-        Raises `StateTooLarge` past ``cap`` bytes; device nodes and sockets are dropped
-        and listed; a name over PATH_MAX is reported in ``too_long``.
+        Raises `StateTooLarge` past ``cap`` bytes, and `StateArchiveError` when what
+        arrived cannot be read as an archive (a transport failure is `RuntimeUnavailable`
+        instead); device nodes and sockets are dropped and listed; a name near PATH_MAX
+        is reported in ``too_long``.
         """
         with _docker_call(f"archiving {path} in {container[:12]}"):
             try:
@@ -383,9 +385,9 @@ class DockerRuntime:
                 state_archive.without_dropped(state_archive.rewind(spooled), filtered)
                 spooled.close()
                 copy.archive = filtered
-        except state_archive.StateArchiveError as exc:
+        except state_archive.StateArchiveError:
             copy.close()
-            raise RuntimeUnavailable(f"archiving {path}: {exc}") from exc
+            raise
         return copy
 
     def install_state(self, container: str, copies: Sequence[StateCopy]) -> None:

@@ -29,7 +29,7 @@ SHOWN = 20
 
 
 class StateArchiveError(Exception):
-    """The archive is not a tar stream the daemon could have made."""
+    """The archive of what the agent left could not be read: its content is the cause."""
 
 
 @dataclass
@@ -50,7 +50,9 @@ def scan(archive: IO[bytes]) -> StateScan:
                 found.members += 1
                 if _dropped(member):
                     found.dropped.append(member.name)
-                if not found.too_long and len(member.name.encode()) >= LONGEST_NAME:
+                # Names are bytes on disk: one that is not UTF-8 is still a name.
+                raw_name = member.name.encode("utf-8", "surrogateescape")
+                if not found.too_long and len(raw_name) >= LONGEST_NAME:
                     found.too_long = member.name[:120] + "..."
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise StateArchiveError(f"the state archive is unreadable: {exc}") from exc

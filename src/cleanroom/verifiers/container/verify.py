@@ -36,6 +36,7 @@ from cleanroom.verifiers.container.docker_runtime import (
 from cleanroom.verifiers.container.host_files import read_capped, remove_tree
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
 from cleanroom.verifiers.container.reward import FileKind, RewardFile
+from cleanroom.verifiers.container.state_archive import StateArchiveError
 from cleanroom.verifiers.container.tamper import (
     Change,
     ChangeKind,
@@ -432,6 +433,11 @@ class _Rollout:
                 copy = self.rt.export_state(ctr, path, cap)
             except StateTooLarge as exc:
                 self.ev.agent_fault = AgentFault(Reason.WORKSPACE_TOO_LARGE, str(exc))
+                break
+            except StateArchiveError as exc:
+                # The archive arrived whole (a broken transfer is RuntimeUnavailable), so
+                # what cannot be read in it is what the agent put there.
+                self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, f"{path}: {exc}")
                 break
             copies.append(copy)
             if copy.dropped:
