@@ -31,6 +31,13 @@ def solved_then(task: Task, extra: str, runtime: DockerRuntime) -> Outcome:
     return verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))
 
 
+def rewards_one_if(condition: str) -> str:
+    """A test.sh that writes 1 when the shell ``condition`` holds, else 0."""
+    return (
+        f"#!/bin/bash\nif {condition}; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+    )
+
+
 HOSTILE_REWARDS = {
     "nan": ("printf 'nan\\n' > /logs/verifier/reward.txt", "not one plain decimal number"),
     "symlink": ("ln -s /etc/hostname /logs/verifier/reward.txt", "symbolic link"),
@@ -181,11 +188,7 @@ def test_a_device_node_in_the_work_dir_never_reaches_the_verifier(
 def test_the_sealed_verifier_cannot_make_device_nodes(
     runtime: DockerRuntime, variant: Callable[..., Task]
 ) -> None:
-    test_sh = (
-        "#!/bin/bash\n"
-        "if mknod /tmp/zero c 1 5 2>/dev/null; then echo 1; else echo 0; fi"
-        " > /logs/verifier/reward.txt\n"
-    )
+    test_sh = rewards_one_if("mknod /tmp/zero c 1 5 2>/dev/null")
     task = variant("fix-median", {"tests/test.sh": test_sh}, folder="mknod")
 
     outcome = verify_task(task, AgentSpec.noop(), runtime, VerifyOptions(Mode.SEALED))
@@ -196,11 +199,7 @@ def test_the_sealed_verifier_cannot_make_device_nodes(
 def test_a_top_level_folder_the_agent_created_is_state_the_verifier_sees(
     runtime: DockerRuntime, variant: Callable[..., Task]
 ) -> None:
-    test_sh = (
-        "#!/bin/bash\n"
-        'if [ "$(cat /output/answer.txt)" = 42 ]; then echo 1; else echo 0; fi'
-        " > /logs/verifier/reward.txt\n"
-    )
+    test_sh = rewards_one_if('[ "$(cat /output/answer.txt)" = 42 ]')
     task = variant("fix-median", {"tests/test.sh": test_sh}, folder="output")
     agent = AgentSpec.command("mkdir -p /output && echo 42 > /output/answer.txt")
 
