@@ -125,6 +125,9 @@ def _serve(args: argparse.Namespace) -> int:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+        # Listening before "ready" is written: a client that reads the state file may
+        # connect at once (the kernel queues it until the server accepts).
+        sock.listen(128)
         server: Any = None
 
         def shutdown() -> None:
