@@ -63,10 +63,20 @@ class Account:
         return cls(user, entry.pw_uid, entry.pw_gid, home)
 
     def restore_home(self, template: Path) -> None:
-        """Replace the home with a fresh copy of ``template``, owned by the user, mode 0700."""
-        if self.home.exists():
-            shutil.rmtree(self.home)
-        shutil.copytree(template, self.home, symlinks=True)
+        """Make the home a fresh copy of ``template``, owned by the user, mode 0700.
+
+        The folder itself is kept and only its contents replaced: the environment's
+        sandbox has it mounted, and a mount follows the folder, not its path.
+        """
+        if self.home.is_dir() and not self.home.is_symlink():
+            children = [str(child) for child in self.home.iterdir()]
+            if children:  # rm, not rmtree: a tree deeper than Python's recursion is fine
+                subprocess.run(["rm", "-rf", "--", *children], check=True, capture_output=True)
+        else:
+            if self.home.is_symlink() or self.home.exists():
+                self.home.unlink()
+            self.home.mkdir(parents=True)
+        shutil.copytree(template, self.home, symlinks=True, dirs_exist_ok=True)
         chown_tree(self.home, self.uid, self.gid)
         self.home.chmod(0o700)
 

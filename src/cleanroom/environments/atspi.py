@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.environments.errors import PoolError
+from cleanroom.environments.session import Session
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 READER_SOURCE = Path(__file__).with_name("atspi_reader.py")
@@ -56,10 +57,8 @@ class FocusedText:
 class AtspiReader:
     """One reader process; requests are serialised; a dead reader is restarted once."""
 
-    def __init__(self, environ: dict[str, str], uid: int | None, gid: int | None) -> None:
-        self._environ = environ
-        self._uid = uid
-        self._gid = gid
+    def __init__(self, session: Session) -> None:
+        self._session = session
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
 
@@ -67,20 +66,13 @@ class AtspiReader:
         if not os.path.exists(SYSTEM_PYTHON):
             raise AtspiUnavailable(f"{SYSTEM_PYTHON} is missing; install python3-pyatspi")
         source = READER_SOURCE.read_text()
-        kwargs: dict[str, Any] = {}
-        if self._uid is not None and self._uid != os.geteuid():
-            kwargs.update(user=self._uid, group=self._gid, extra_groups=[])
-        return subprocess.Popen(
+        return self._session.spawn(
             [SYSTEM_PYTHON, "-c", source],
-            env={**self._environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            env={**self._session.environ(), "PYTHONDONTWRITEBYTECODE": "1"},
             cwd="/",
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
             text=True,
-            bufsize=1,
-            start_new_session=True,
-            **kwargs,
         )
 
     def request(self, op: str, timeout_s: float = _TIMEOUT_S) -> dict[str, Any]:

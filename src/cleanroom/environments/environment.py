@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from cleanroom.environments.accounts import Account, chown_tree
 from cleanroom.environments.atspi import AtspiReader, AtspiUnavailable, FocusedText
@@ -21,6 +22,7 @@ from cleanroom.environments.display import ScreenSize, XvfbDisplay
 from cleanroom.environments.errors import BadAction, StartError
 from cleanroom.environments.processes import kill_uid
 from cleanroom.environments.program_container import ContainerPlan, ProgramContainer
+from cleanroom.environments.sandbox import Sandbox, SandboxLayout
 from cleanroom.environments.programs import (
     Program,
     ProgramProcess,
@@ -55,6 +57,11 @@ class EnvSpec:
     programs: tuple[str, ...]
     screen: ScreenSize = field(default_factory=ScreenSize)
     container: ContainerPlan | None = None  # run the programs in a container of their own
+    # Everything of the account runs in a sandbox of its own (see `sandbox`); only a
+    # leaky setup turns it off, to show what the channels check finds on an open host.
+    sandboxed: bool = True
+    # A leaky setup's host folder that replaces the sandbox's private /tmp.
+    shared_tmp: Path | None = None
 
 
 @dataclass
@@ -156,11 +163,12 @@ class DesktopEnvironment:
             )
         self.display = display
         session.display = display.name
+        session.sandbox = self._start_sandbox()
         session.start_bus()
         self.input = XInput(display.name)
         self.clipboard = ClipboardOwner(display.name)
         self.screen = Screen(display.name)
-        self.atspi = AtspiReader(session.environ(), self.account.uid, self.account.gid)
+        self.atspi = AtspiReader(session)
 
     def stop_desktop(self) -> None:
         """End programs, every process of the account, the connections and the display."""
@@ -172,6 +180,7 @@ class DesktopEnvironment:
         self.input = self.clipboard = self.screen = self.atspi = None
         if self.session is not None:
             self.session.stop_bus()
+        self._stop_sandbox()
         kill_uid(self.account.uid)  # the AT-SPI bus and anything the programs left behind
         if self.display is not None:
             if self.owns_display:
@@ -313,10 +322,31 @@ class DesktopEnvironment:
         if self.session is None:
             raise StartError(f"{self.name}: the desktop is not running")
         self.session.stop_bus()
+        self._stop_sandbox()
         # No grace period: the home is thrown away next, so nothing needs a clean exit.
         kill_uid(self.account.uid, grace_s=0.0)
         self._forget_accessibility_bus()
+        self.session.sandbox = self._start_sandbox()
         self.session.start_bus()
+
+    def _start_sandbox(self) -> Sandbox | None:
+        # A fresh one for every session: nothing of a generation's /tmp, IPC objects or
+        # loopback services is left for the next.
+        assert self.session is not None and self.display is not None
+        if not self.spec.sandboxed:
+            return None
+        layout = SandboxLayout(
+            writable=tuple(dict.fromkeys((self.account.home, self.session.runtime_dir))),
+            hidden=tuple(dict.fromkeys((self.spec.home.parent, self.spec.runtime_dir.parent))),
+            display_number=self.display.number,
+            shared_tmp=self.spec.shared_tmp,
+        )
+        return Sandbox.start(self.name, layout, self.spec.log_dir / "sandbox.log")
+
+    def _stop_sandbox(self) -> None:
+        if self.session is not None and self.session.sandbox is not None:
+            self.session.sandbox.stop()
+            self.session.sandbox = None
 
     def _forget_accessibility_bus(self) -> None:
         # A bus launcher killed before it could clean up leaves its address on the
@@ -343,6 +373,9 @@ class DesktopEnvironment:
             raise StartError(f"{self.name} runs no browser")
         if not url.startswith(("http://", "https://", "about:")):
             raise BadAction(f"only http(s) and about: URLs can be opened, got {url!r}")
+        port = loopback_port(url)
+        if port is not None and self.session.sandbox is not None:
+            self.session.sandbox.forward_port(port)
         if self.container is not None:
             helper: ProgramProcess = self.container.launch_url("browser", url)
         else:
@@ -359,6 +392,10 @@ class DesktopEnvironment:
             out.append("display is dead")
         if self.session is None or not self.session.bus_alive():
             out.append("session bus is dead")
+        if self.spec.sandboxed and self.session is not None:
+            sandbox = self.session.sandbox
+            if sandbox is None or not sandbox.alive():
+                out.append("sandbox is dead")
         out.extend(f"{p.name} (pid {p.pid}) is dead" for p in self.programs if not p.alive())
         return out
 
@@ -390,6 +427,9 @@ class DesktopEnvironment:
                 return match[-1] if match else None
         return None
 
+    def _sandbox(self) -> Sandbox | None:
+        return self.session.sandbox if self.session is not None else None
+
     def _screen(self) -> Screen:
         if self.screen is None:
             raise StartError(f"{self.name}: the desktop is not running")
@@ -415,6 +455,7 @@ class DesktopEnvironment:
             "programs": [{"name": p.name, "pid": p.pid, "alive": p.alive()} for p in self.programs],
             "borrows": self._describe_borrow(),
             "container": self.container.name if self.container else None,
+            "sandbox": sandbox.describe() if (sandbox := self._sandbox()) else None,
             "start_remedies": list(self.remedies),
             "problems": self.problems(),
         }
@@ -438,6 +479,17 @@ class DesktopEnvironment:
             self.stop_desktop()
         finally:
             self.account.remove()
+
+
+def loopback_port(url: str) -> int | None:
+    """The port of an http(s) URL on the host's loopback (None for any other URL)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or parts.hostname not in ("127.0.0.1", "localhost"):
+        return None
+    try:
+        return parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
 
 
 def _what_the_bus_shows(items: list[dict[str, Any]]) -> str:

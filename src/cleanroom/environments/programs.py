@@ -178,18 +178,7 @@ def _spawn(name: str, argv: list[str], session: Session, log_dir: Path) -> subpr
     log_dir.mkdir(parents=True, exist_ok=True)
     with open(log_dir / f"{name}.log", "ab") as log:
         try:
-            return subprocess.Popen(
-                argv,
-                env=session.environ(),
-                cwd=str(session.account.home),
-                user=session.account.uid,
-                group=session.account.gid,
-                extra_groups=[],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
+            return session.spawn(argv, stdout=log, stderr=log)
         except OSError as exc:
             raise StartError(f"cannot start {name}: {exc}") from exc
 

@@ -15,9 +15,11 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from cleanroom.environments.accounts import Account
 from cleanroom.environments.errors import StartError
+from cleanroom.environments.sandbox import Sandbox, spawn_as
 from cleanroom.environments.template import BROWSER_PROFILE, LIBREOFFICE_PROFILE
 
 _BUS_TIMEOUT_S = 10.0
@@ -36,6 +38,7 @@ class Session:
         self.bus_path = runtime_dir / "bus"
         self.dbus: subprocess.Popen[bytes] | None = None
         self.host: Session | None = None  # the session whose runtime folder and bus we joined
+        self.sandbox: Sandbox | None = None  # where everything of the session runs
         self.libreoffice_profile = account.home / LIBREOFFICE_PROFILE
         self.browser_profile = account.home / BROWSER_PROFILE
 
@@ -85,7 +88,7 @@ class Session:
         os.chown(self.xauthority, self.account.uid, self.account.gid)
         if self.host is not None:
             return  # the joined session's bus serves us
-        self.dbus = subprocess.Popen(
+        self.dbus = self.spawn(
             [
                 "dbus-daemon",
                 "--session",
@@ -93,15 +96,7 @@ class Session:
                 "--nofork",
                 "--nopidfile",
             ],
-            env=self.environ(),
             cwd="/",
-            user=self.account.uid,
-            group=self.account.gid,
-            extra_groups=[],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
         )
         deadline = time.monotonic() + _BUS_TIMEOUT_S
         while not self.bus_path.exists():
@@ -110,6 +105,32 @@ class Session:
             if time.monotonic() > deadline:
                 raise StartError(f"dbus-daemon for {self.account.user} did not start")
             time.sleep(0.01)
+
+    def spawn(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | Path | None = None,
+        env: dict[str, str] | None = None,
+        stdin: Any = subprocess.DEVNULL,
+        stdout: Any = subprocess.DEVNULL,
+        stderr: Any = subprocess.DEVNULL,
+        text: bool = False,
+    ) -> subprocess.Popen[Any]:
+        """Start ``argv`` as the account, in the session's sandbox, with its environment
+        (``env`` replaces it), in its own process group; cwd defaults to the home."""
+        return spawn_as(
+            argv,
+            uid=self.account.uid,
+            gid=self.account.gid,
+            sandbox=self.sandbox,
+            cwd=cwd or self.account.home,
+            env=env if env is not None else self.environ(),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            text=text,
+        )
 
     def bus_alive(self) -> bool:
         """Whether the D-Bus daemon still runs."""
