@@ -16,10 +16,11 @@ from pathlib import Path
 
 from cleanroom.environments.errors import StartError
 
-# The OSWorld VM user's password: task setup steps pipe it into sudo.
-CLIENT_PASSWORD = "password"
-# Setup steps of OSWorld tasks call ``sudo -S mkdir``; an environment user may run only that
-# as root, so sudo cannot be used to read another environment's home.
+# No environment user has a password (each account is locked), so ``su`` to another
+# environment's user cannot succeed; OSWorld's ``echo password | sudo -S`` still works,
+# because the sudo rule below asks for none.
+# Setup steps of OSWorld tasks call ``sudo -S mkdir``; an environment user may run only
+# that as root, and in its sandbox root can write nowhere but the environment's own places.
 _SUDO_COMMANDS = "/usr/bin/mkdir, /bin/mkdir"
 
 
@@ -52,9 +53,9 @@ class Account:
             raise StartError(f"a user named {user} already exists; refusing to reuse it")
         _run(["useradd", "-M", "-U", "-d", str(home), "-s", "/bin/bash", user])
         try:
-            _run(["chpasswd"], stdin=f"{user}:{CLIENT_PASSWORD}\n")
+            _run(["usermod", "--lock", user])
             sudoers = _sudoers_file(user)
-            sudoers.write_text(f"{user} ALL=(root) {_SUDO_COMMANDS}\n")
+            sudoers.write_text(f"{user} ALL=(root) NOPASSWD: {_SUDO_COMMANDS}\n")
             sudoers.chmod(0o440)
         except BaseException:
             subprocess.run(["userdel", user], capture_output=True, check=False)

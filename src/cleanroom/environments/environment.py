@@ -22,7 +22,6 @@ from cleanroom.environments.display import ScreenSize, XvfbDisplay
 from cleanroom.environments.errors import BadAction, StartError
 from cleanroom.environments.processes import kill_uid
 from cleanroom.environments.program_container import ContainerPlan, ProgramContainer
-from cleanroom.environments.sandbox import Sandbox, SandboxLayout
 from cleanroom.environments.programs import (
     Program,
     ProgramProcess,
@@ -30,6 +29,7 @@ from cleanroom.environments.programs import (
     launch_url,
     wait_ready,
 )
+from cleanroom.environments.sandbox import Sandbox, SandboxLayout
 from cleanroom.environments.screen import Screen, WindowInfo
 from cleanroom.environments.session import Session
 from cleanroom.environments.template import LIBREOFFICE_PROFILE, without_document_locks

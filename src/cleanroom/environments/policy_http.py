@@ -2,13 +2,19 @@
 
 Routes (JSON unless noted; ``generation`` is required on every environment route):
 
-    GET  /v1/envs                                   names and generations
-    GET  /v1/envs/{env}/{screenshot|windows|focused_text|state}?generation=N
-    POST /v1/envs/{env}/act    {"generation": N, "action": {...}}
-    POST /v1/envs/{env}/reset  {"generation": N}            harness key
-    GET  /v1/admin/status                                   harness key
-    POST /v1/admin/open_url    {"env": ..., "url": ...}     harness key
-    POST /v1/admin/shutdown                                 harness key
+    GET  /v1/envs                                   names and generations    harness key
+    GET  /v1/envs/{env}/{screenshot|windows|focused_text|state}?generation=N  env key
+    POST /v1/envs/{env}/act    {"generation": N, "action": {...}}            env key
+    POST /v1/envs/{env}/reset  {"generation": N}                             harness key
+    GET  /v1/admin/status                                                    harness key
+    POST /v1/admin/open_url    {"env": ..., "url": ...}                      harness key
+    POST /v1/admin/shutdown                                                  harness key
+
+Every route needs a key (``Authorization: Bearer ...``). The harness key opens all of
+them; an environment's key (`env_key`, derived from the harness key) opens only that
+environment's observe and act routes, so a policy given it can reach no other
+environment. Environments themselves cannot reach the API at all: it listens on the
+host's loopback, outside every sandbox.
 
 A stale generation is 409 (and a line in the action log), the canary 403, an unknown
 environment 404, a malformed request 400, a missing or wrong key 401, a pool failure 503.
@@ -16,6 +22,7 @@ environment 404, a malformed request 400, a missing or wrong key 401, a pool fai
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 from collections.abc import Callable
@@ -87,18 +94,31 @@ async def _body(request: Request) -> dict[str, Any]:
     return data
 
 
+def env_key(key: str, env: str) -> str:
+    """The key that opens only ``env``'s observe and act routes (derived, never stored)."""
+    return hmac.new(key.encode(), f"policy:{env}".encode(), hashlib.sha256).hexdigest()
+
+
 def build_app(pool: Pool, key: str, on_shutdown: Callable[[], None]) -> Starlette:
     """The HTTP app over one pool, guarded by the harness ``key`` where it matters."""
 
-    def authorised(request: Request) -> bool:
-        given = request.headers.get(KEY_HEADER, "")
-        return hmac.compare_digest(given.encode(), f"Bearer {key}".encode())
+    def authorised(request: Request, env: str | None = None) -> bool:
+        given = request.headers.get(KEY_HEADER, "").encode()
+        if hmac.compare_digest(given, f"Bearer {key}".encode()):
+            return True
+        return env is not None and hmac.compare_digest(
+            given, f"Bearer {env_key(key, env)}".encode()
+        )
 
     async def envs(request: Request) -> Response:
+        if not authorised(request):
+            return _error(401, "unauthorised")
         return JSONResponse({"envs": pool.book.snapshot()})
 
     async def observe(request: Request) -> Response:
         name, what = request.path_params["env"], request.path_params["what"]
+        if not authorised(request, name):
+            return _error(401, "unauthorised")
         try:
             if what not in OBSERVATIONS:
                 raise BadAction(f"unknown observation {what!r}")
@@ -112,6 +132,8 @@ def build_app(pool: Pool, key: str, on_shutdown: Callable[[], None]) -> Starlett
 
     async def act(request: Request) -> Response:
         name = request.path_params["env"]
+        if not authorised(request, name):
+            return _error(401, "unauthorised")
         try:
             body = await _body(request)
             generation = _generation(body.get("generation"))
@@ -201,7 +223,8 @@ def _raise_for(response: httpx.Response) -> None:
 
 
 class PoolClient:
-    """HTTP access to a running pool; the key is needed only for reset and admin routes."""
+    """HTTP access to a running pool with the harness key, or with one environment's key
+    (then only that environment's observe and act routes answer)."""
 
     def __init__(self, base_url: str, key: str | None = None, timeout_s: float = 60.0) -> None:
         headers = {KEY_HEADER: f"Bearer {key}"} if key else {}

@@ -57,6 +57,7 @@ from cleanroom.environments.template import (
     build_template,
     warm_libreoffice_profile,
 )
+from cleanroom.store.folders import private_folder
 from cleanroom.store.rundb import RunStore
 
 DEFAULT_ROOT = Path("/var/lib/cleanroom/pools")
@@ -159,7 +160,7 @@ class Pool:
 
     def start(self) -> None:
         """Create every environment and return when all are ready; on failure undo all."""
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(self.run_dir)
         # Recorded before anything exists, so a pool whose owner dies can be removed later.
         write_record(self._record())
         (self.root / "homes").mkdir(parents=True, mode=0o755)

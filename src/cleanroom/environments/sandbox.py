@@ -238,9 +238,7 @@ def spawn_as(
     if text:
         common["bufsize"] = 1
     if sandbox is None:
-        return subprocess.Popen(
-            argv, cwd=str(cwd), user=uid, group=gid, extra_groups=[], **common
-        )
+        return subprocess.Popen(argv, cwd=str(cwd), user=uid, group=gid, extra_groups=[], **common)
     return subprocess.Popen(sandbox.command(argv, uid, gid, cwd), cwd="/", **common)
 
 

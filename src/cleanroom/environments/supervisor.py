@@ -35,6 +35,7 @@ from cleanroom.environments.leaky import parse_leak
 from cleanroom.environments.pool import DEFAULT_ROOT, Pool, PoolConfig
 from cleanroom.environments.processes import alive, kill_pids
 from cleanroom.environments.watchdog import Watchdog
+from cleanroom.store.folders import private_folder
 from cleanroom.store.rundb import DB_NAME, RunStore
 
 STATE_FILE = "pool.json"
@@ -84,8 +85,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from cleanroom.environments.policy_http import build_app
 
-    run_dir = Path(args.run).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = private_folder(Path(args.run).resolve())
     logging.basicConfig(
         filename=run_dir / LOG_FILE,
         level=logging.INFO,
@@ -209,8 +209,7 @@ class PoolProcess:
     ) -> PoolProcess:
         """Start a detached supervisor and return once its pool is ready; with ``leak``,
         a leaky pool (one protection removed between env01 and env02 on purpose)."""
-        run_dir = run_dir.resolve()
-        run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir = private_folder(run_dir.resolve())
         (run_dir / STATE_FILE).unlink(missing_ok=True)
         argv = [
             sys.executable, "-m", "cleanroom.environments.supervisor",

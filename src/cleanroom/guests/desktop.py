@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from cleanroom.environments.errors import StartError
+from cleanroom.environments.sandbox import enter_described
 from cleanroom.guests.base import GuestError
 from cleanroom.guests.local import LocalGuest
 
@@ -63,6 +65,21 @@ class DesktopGuest(LocalGuest):
         kwargs, account = super()._popen_kwargs(user)
         kwargs["env"] = {**kwargs["env"], **self._session}
         return kwargs, account
+
+    def _wrap(self, argv: list[str], kwargs: dict[str, Any], account: Any) -> list[str]:
+        sandbox = self.details.get("sandbox")
+        if not sandbox:
+            return argv
+        # The command runs where the environment's programs run: in its sandbox, which
+        # `nsenter` and `setpriv` enter as root and leave as the user.
+        cwd = kwargs.pop("cwd")
+        for key in ("user", "group", "extra_groups"):
+            kwargs.pop(key, None)
+        kwargs["cwd"] = "/"
+        try:
+            return enter_described(sandbox, argv, account.pw_uid, account.pw_gid, cwd)
+        except StartError as exc:
+            raise GuestError(f"{self.env_name}: {exc}") from exc
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -130,14 +130,21 @@ class LocalGuest(Guest):
             )
         return kwargs, account
 
+    def _wrap(
+        self, argv: list[str], kwargs: dict[str, Any], account: pwd.struct_passwd
+    ) -> list[str]:
+        """The argv to start for ``argv`` (a subclass may wrap it, adjusting ``kwargs``)."""
+        return argv
+
     def _start(
         self, command: Command, shell: bool, user: str | None, **extra: Any
     ) -> subprocess.Popen[bytes]:
         if not os.path.isdir(self._home):
             raise GuestError(f"the guest home {self._home} no longer exists")
-        kwargs, _ = self._popen_kwargs(user)
+        kwargs, account = self._popen_kwargs(user)
         try:
-            return subprocess.Popen(to_argv(command, shell=shell), **kwargs, **extra)
+            argv = self._wrap(to_argv(command, shell=shell), kwargs, account)
+            return subprocess.Popen(argv, **kwargs, **extra)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             raise CommandNotStarted(command, exc.strerror or str(exc)) from exc
         except ValueError as exc:  # shlex could not split, or an empty argv

@@ -7,6 +7,7 @@ The verify server, which attributes the submission by the lease, decides the out
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from cleanroom.core.outcomes import Outcome, Reason
@@ -46,6 +47,14 @@ class FormTask(SmokeTask):
         h.type_text(str(ctx.token))
         h.hotkey("Return")
         time.sleep(1.0)  # the browser posts the form
+
+    def teardown(self, ctx: RolloutContext) -> None:
+        # The lease ends with its rollout: a page left open, or another environment that
+        # learned the lease's URL, can store nothing more under this rollout's name.
+        lease: Lease | None = ctx.state.get("lease")
+        if lease is not None:
+            with contextlib.suppress(VerifierUnavailable):
+                self.verify_client.close_lease(lease.lease_id)
 
     def verify(self, ctx: RolloutContext) -> Outcome:
         lease: Lease | None = ctx.state.get("lease")

@@ -31,6 +31,7 @@ from cleanroom.core.isolation import IsolationRow, RowResult, Window
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.publish import NOT_CLAIMED, ControlResult
 from cleanroom.core.tokens import RolloutId, Token
+from cleanroom.store.folders import private_folder
 from cleanroom.store.migrations import MIGRATIONS
 
 DB_NAME = "run.sqlite"
@@ -128,7 +129,7 @@ class RunStore:
         path = Path(run_dir)
         if (path / DB_NAME).exists():
             raise RunStoreError(f"{path} already holds a run; open it instead")
-        path.mkdir(parents=True, exist_ok=True)
+        private_folder(path)
         store = cls._connect(path, owner=True)
         with store._tx() as c:
             c.execute(

@@ -219,6 +219,14 @@ class SubmissionStore:
             ),
         )
 
+    def close_lease(self, lease_id: str, now: float) -> LeaseRecord | None:
+        """End a lease at ``now`` (never later than it would have ended); None if unknown."""
+        self._conn.execute(
+            "UPDATE leases SET expires_at = MIN(expires_at, ?) WHERE lease_id = ?",
+            (now, lease_id),
+        )
+        return self.lease(lease_id)
+
     def lease(self, lease_id: str) -> LeaseRecord | None:
         """The lease with this id, or None if there is none."""
         row = self._conn.execute(_SELECT_LEASE, (lease_id,)).fetchone()

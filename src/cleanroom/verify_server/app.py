@@ -117,6 +117,11 @@ class _Handlers:
             }
         )
 
+    async def close_lease(self, request: Request) -> Response:
+        self._require_key(request)
+        lease = self.leases.close(request.path_params["lease_id"])
+        return JSONResponse({"lease_id": lease.lease_id, "expires_at": iso_time(lease.expires_at)})
+
     async def frames(self, request: Request) -> Response:
         lease, _ = self.leases.open(request.path_params["lease_id"])
         if request.method != "POST":
@@ -129,6 +134,7 @@ class _Handlers:
         return JSONResponse({"lease_id": lease.lease_id, "frames": total})
 
     async def frames_count(self, request: Request) -> Response:
+        self._require_key(request)
         lease = self.leases.get(request.path_params["lease_id"])
         return JSONResponse(
             {"lease_id": lease.lease_id, "frames": self.store.frames(lease.lease_id)}
@@ -181,6 +187,7 @@ def create_app(
         Route("/v1/healthz", h.healthz, methods=["GET"]),
         Route("/v1/leases", h.create_lease, methods=["POST"]),
         Route("/v1/leases/{lease_id}/submissions", h.lease_submissions, methods=["GET"]),
+        Route("/v1/leases/{lease_id}/close", h.close_lease, methods=["POST"]),
         Route("/v1/form/{lease_id}", form, methods=["GET", "POST"]),
         Route("/v1/frames/{lease_id}", h.frames, methods=["GET", "POST"]),
         Route("/v1/frames/{lease_id}/count", h.frames_count, methods=["GET"]),

@@ -180,6 +180,10 @@ class VerifyClient:
         except (KeyError, TypeError) as exc:
             raise VerifierUnavailable(f"lease response is missing {exc}") from exc
 
+    def close_lease(self, lease_id: str) -> None:
+        """End a lease now (the rollout it was for is over): nothing more is stored through it."""
+        self._request("POST", f"/v1/leases/{lease_id}/close")
+
     def submissions(self, lease_id: str) -> list[Submission]:
         """The submissions stored through one lease, oldest first."""
         data = self._request("GET", f"/v1/leases/{lease_id}/submissions")

@@ -36,8 +36,9 @@ PAGE_HEADERS: list[tuple[bytes, bytes]] = [
     (b"referrer-policy", b"no-referrer"),
 ]
 _FORM_HEADERS = [*PAGE_HEADERS, (b"content-security-policy", pages.FORM_CSP.encode())]
-# Leases never change once written and this process is their only writer, so a lease
-# read once can be served from memory; only leases that exist are ever cached.
+# A lease changes only when it is closed, through `LeaseLookup.close`, and this process is
+# its only writer, so a lease read once can be served from memory; only leases that
+# exist are ever cached.
 _LEASE_CACHE_MAX = 65_536
 
 
@@ -59,6 +60,14 @@ class LeaseLookup:
             if len(self._cache) >= _LEASE_CACHE_MAX:
                 self._cache.clear()
             self._cache[lease_id] = lease
+        return lease
+
+    def close(self, lease_id: str) -> LeaseRecord:
+        """End a lease now: its form and frame routes refuse from here on."""
+        lease = self.store.close_lease(lease_id, self.clock())
+        if lease is None:
+            raise LeaseNotFound(f"no lease {lease_id!r}")
+        self._cache[lease_id] = lease
         return lease
 
     def open(self, lease_id: str) -> tuple[LeaseRecord, float]:

@@ -12,6 +12,7 @@ from types import TracebackType
 
 import httpx
 
+from cleanroom.store.folders import private_folder
 from cleanroom.verify_server.client import VerifyClient
 
 
@@ -47,8 +48,7 @@ class VerifyServerProcess:
     ) -> VerifyServerProcess:
         """Start a server keeping its database, key, port file and log in ``workdir``;
         return once it answers its health check."""
-        work = Path(workdir)
-        work.mkdir(parents=True, exist_ok=True)
+        work = private_folder(workdir)
         db_path = Path(db) if db is not None else work / "verify.sqlite3"
         key_file, port_file, log = work / "verify.key", work / "verify.port", work / "verify.log"
         port_file.unlink(missing_ok=True)

@@ -181,6 +181,29 @@ def test_unknown_lease_or_path_is_404(
     check()
 
 
+def test_a_closed_lease_stores_nothing_more_and_only_the_harness_can_close_one(
+    http: httpx.Client,
+    key_headers: dict[str, str],
+    new_lease: Callable[..., Lease],
+    nothing_stored: Callable[[], Callable[[], None]],
+) -> None:
+    lease = new_lease(ttl_s=600)
+    assert_json_error(http.post(f"/v1/leases/{lease.lease_id}/close"), 401)
+    assert http.get(f"/v1/form/{lease.lease_id}").status_code == 200  # still open
+    closed = http.post(f"/v1/leases/{lease.lease_id}/close", headers=key_headers)
+    assert closed.status_code == 200
+    check = nothing_stored()
+    response = http.post(
+        f"/v1/form/{lease.lease_id}", content=b"token=" + lease.token.encode(), headers=FORM
+    )
+    assert_json_error(response, 410)
+    check()
+    again = http.post(f"/v1/leases/{lease.lease_id}/close", headers=key_headers)
+    assert again.json()["expires_at"] == closed.json()["expires_at"]  # never reopened
+    missing = http.post("/v1/leases/no-such-lease/close", headers=key_headers)
+    assert_json_error(missing, 404)
+
+
 def test_expired_lease_is_410_for_form_and_frames_but_still_readable_by_the_harness(
     http: httpx.Client,
     key_headers: dict[str, str],
@@ -360,12 +383,13 @@ def test_wrong_method_is_405(
 
 
 def test_frames_report_adds_to_the_count(
-    http: httpx.Client, new_lease: Callable[..., Lease]
+    http: httpx.Client, key_headers: dict[str, str], new_lease: Callable[..., Lease]
 ) -> None:
     lease = new_lease()
     for delta in (3, 4):
         assert http.post(f"/v1/frames/{lease.lease_id}", json={"frames": delta}).status_code == 200
-    count = http.get(f"/v1/frames/{lease.lease_id}/count").json()
+    assert_json_error(http.get(f"/v1/frames/{lease.lease_id}/count"), 401)
+    count = http.get(f"/v1/frames/{lease.lease_id}/count", headers=key_headers).json()
     assert count == {"lease_id": lease.lease_id, "frames": 7}
 
 
