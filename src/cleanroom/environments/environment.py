@@ -7,7 +7,9 @@ policies: the pool decides when to act, reset or recover; this object does it.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -382,6 +384,42 @@ class DesktopEnvironment:
             helper = launch_url("browser", self.session, self.spec.log_dir, url)
         with contextlib.suppress(subprocess.TimeoutExpired):
             helper.wait(timeout=15)  # the helper hands the URL to the running browser
+
+    # -- commands inside the environment -------------------------------------------------
+
+    @property
+    def python(self) -> str:
+        """The environment's own Python (the host's in a sandbox, the image's in a container)."""
+        return "python3" if self.container is not None else "/usr/bin/python3"
+
+    def start_inside(self, argv: list[str], log_name: str) -> tuple[ProgramProcess, Path]:
+        """Start ``argv`` where the environment's programs run (its sandbox or container),
+        as its user, with its output in a log file of its own; return it and the file."""
+        if self.session is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        log = self.spec.log_dir / f"{log_name}.log"
+        log.unlink(missing_ok=True)
+        if self.container is not None:
+            return self.container.exec(log_name, argv), log
+        with open(log, "ab") as out:
+            return self.session.spawn(argv, stdout=out, stderr=out), log
+
+    def run_inside(self, argv: list[str], timeout_s: float = 60.0) -> tuple[int, str]:
+        """Run ``argv`` where the environment's programs run, as its user; its exit code
+        and output (`subprocess.TimeoutExpired` after ``timeout_s``)."""
+        if self.session is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        if self.container is not None:
+            return self.container.run(argv, timeout_s)
+        proc = self.session.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            out, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+        return proc.returncode, out.decode(errors="replace")
 
     # -- health --------------------------------------------------------------------------
 

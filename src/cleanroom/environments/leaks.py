@@ -17,6 +17,7 @@ class Leak(StrEnum):
     SHARED_RUNTIME_DIR = "shared-runtime-dir"  # one XDG_RUNTIME_DIR: one AT-SPI bus
     SHARED_HOME = "shared-home"  # one Unix home (work tree and preferences)
     SHARED_CLIPBOARD = "shared-clipboard"  # one clipboard owner serving both displays
+    OPEN_HOST = "open-host"  # no sandboxes: one IPC, PID, network and /tmp for both
 
     @property
     def description(self) -> str:
@@ -29,4 +30,8 @@ _DESCRIPTIONS = {
     Leak.SHARED_RUNTIME_DIR: "two environments share one XDG_RUNTIME_DIR and so one AT-SPI bus",
     Leak.SHARED_HOME: "two environments share one home folder",
     Leak.SHARED_CLIPBOARD: "one clipboard owner serves both environments' displays",
+    Leak.OPEN_HOST: (
+        "two environments run without sandboxes (the host's IPC, processes, loopback, "
+        "/tmp and file system, sudo mkdir anywhere) and the run folder is readable"
+    ),
 }

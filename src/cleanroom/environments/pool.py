@@ -48,7 +48,7 @@ from cleanroom.environments.errors import (
 )
 from cleanroom.environments.generations import ACTION_LOG, ActionLog, GenerationBook
 from cleanroom.environments.leaks import Leak
-from cleanroom.environments.leaky import DONOR, TAKER, sharing_for
+from cleanroom.environments.leaky import DONOR, TAKER, Sharing, donor_gives, sharing_for
 from cleanroom.environments.pool_record import PoolRecord, remove_record, write_record
 from cleanroom.environments.program_container import plan_for
 from cleanroom.environments.programs import DEFAULT_PROGRAMS, check_programs
@@ -147,6 +147,7 @@ class Pool:
         return self.root / "template"
 
     def _spec(self, name: str) -> EnvSpec:
+        gives = donor_gives(self.config.leak) if name in (DONOR, TAKER) else Sharing()
         return EnvSpec(
             name=name,
             user=f"cr{self.pool_id}{name}",
@@ -156,6 +157,8 @@ class Pool:
             programs=self.config.programs_for(name),
             screen=self.config.screen,
             container=plan_for(self.pool_id, name, self.image) if self.image else None,
+            sandboxed=not gives.unsandboxed,
+            shared_tmp=self.root / "shared-tmp" if gives.shared_tmp else None,
         )
 
     def start(self) -> None:
@@ -165,6 +168,12 @@ class Pool:
         write_record(self._record())
         (self.root / "homes").mkdir(parents=True, mode=0o755)
         (self.root / "run").mkdir(parents=True, mode=0o755)
+        if donor_gives(self.config.leak).shared_tmp:
+            shared_tmp = self.root / "shared-tmp"
+            shared_tmp.mkdir(mode=0o1777)
+            shared_tmp.chmod(0o1777)
+        if donor_gives(self.config.leak).unsandboxed:
+            self.run_dir.chmod(0o755)  # the open host also let anyone read the run folder
         self.root.chmod(0o755)
         try:
             if self.config.containers:

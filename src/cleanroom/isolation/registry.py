@@ -7,6 +7,7 @@ one) wherever the whole battery is needed.
 from __future__ import annotations
 
 from cleanroom.isolation import (  # noqa: F401  (imported for their registration)
+    tests_channels,
     tests_clipboard,
     tests_crash_blast_radius,
     tests_dialog_steal,

@@ -1,0 +1,140 @@
+"""The channels check's rows, from what its probes planted and collected (pure).
+
+Every environment plants its own token in every channel class and then collects from
+all of them (see `isolation.channel_probe`). A token of environment S collected by
+environment R (S != R) in class C is a ``cross`` row S -> R for C. A class is proven for
+R only when R collected its *own* token there (the collector can see that class);
+otherwise, or when the probe could not test it, the rows into R for that class are
+``lost``. Reaching the harness (its ports, its run folder) is a row between the
+environment and ``harness``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.core.tokens import scan_text
+
+NAME = "channels"
+HARNESS = "harness"
+# Each class is proven for a receiver by finding its own token there.
+CLASSES = ("ipc", "files", "network", "processes", "privilege")
+REACH_CLASSES = ("control_plane", "harness_files")
+
+
+@dataclass(frozen=True)
+class PlantReport:
+    """What one environment's plant step said (None fields: the step never answered)."""
+
+    env: str
+    planted: Mapping[str, Any] = field(default_factory=dict)
+    reached: Sequence[Mapping[str, Any]] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class CollectReport:
+    """What one environment's collect step found and which classes it could test."""
+
+    env: str
+    found: Sequence[Mapping[str, Any]] = ()
+    tested: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+def _sources(item: Mapping[str, Any], envs: Sequence[str]) -> set[str]:
+    """The environments one found item came from."""
+    out = {hit.token.env for hit in scan_text(str(item.get("text", "")))}
+    index = item.get("key_index")
+    if isinstance(index, int) and 0 <= index < len(envs):
+        out.add(envs[index])
+    return out
+
+
+def channel_rows(
+    trial: int,
+    window: int,
+    envs: Sequence[str],
+    plants: Mapping[str, PlantReport],
+    collects: Mapping[str, CollectReport],
+) -> list[IsolationRow]:
+    """Rows for every class, every ordered pair of ``envs``, and each env and the harness."""
+    rows: list[IsolationRow] = []
+
+    def row(cls: str, src: str, dst: str, result: RowResult, why: str) -> None:
+        rows.append(IsolationRow(NAME, trial, src, dst, result, window, f"{cls}: {why}"[:500]))
+
+    for receiver in envs:
+        report = collects.get(receiver)
+        crossed: dict[tuple[str, str], str] = {}
+        own: set[str] = set()
+        for item in report.found if report else ():
+            cls = str(item.get("class"))
+            for src in _sources(item, envs):
+                if src == receiver:
+                    own.add(cls)
+                elif src in envs:
+                    crossed.setdefault((cls, src), str(item.get("where", "?")))
+        for cls in CLASSES:
+            why_lost = _unproven(cls, receiver, report, plants.get(receiver), own)
+            for sender in envs:
+                if sender == receiver:
+                    continue
+                if (cls, sender) in crossed:
+                    row(
+                        cls, sender, receiver, RowResult.CROSS, f"found at {crossed[(cls, sender)]}"
+                    )
+                elif why_lost is None and _planted(cls, plants.get(sender)):
+                    row(cls, sender, receiver, RowResult.CLEAN, "nothing found")
+                else:
+                    why = why_lost or f"{sender} could not plant its token"
+                    row(cls, sender, receiver, RowResult.LOST, why)
+    for env in envs:
+        plant = plants.get(env)
+        reached = (
+            {str(r.get("class")): str(r.get("where", "?")) for r in plant.reached} if plant else {}
+        )
+        for cls in REACH_CLASSES:
+            src, dst = (env, HARNESS) if cls == "control_plane" else (HARNESS, env)
+            if plant is None or plant.error:
+                row(
+                    cls,
+                    src,
+                    dst,
+                    RowResult.LOST,
+                    f"{env}'s probe did not run: {plant.error if plant else 'no answer'}",
+                )
+            elif cls in reached:
+                row(cls, src, dst, RowResult.CROSS, f"reached {reached[cls]}")
+            else:
+                row(cls, src, dst, RowResult.CLEAN, "refused")
+    return rows
+
+
+def _planted(cls: str, plant: PlantReport | None) -> bool:
+    if plant is None or plant.error:
+        return False
+    return plant.planted.get(cls) is True
+
+
+def _unproven(
+    cls: str,
+    receiver: str,
+    report: CollectReport | None,
+    plant: PlantReport | None,
+    own: set[str],
+) -> str | None:
+    """Why rows into ``receiver`` for ``cls`` cannot be judged (None: they can)."""
+    if report is None or report.error:
+        return f"{receiver}'s collect did not run: {report.error if report else 'no answer'}"
+    tested = report.tested.get(cls)
+    if tested is not True:
+        return f"{receiver} could not test it: {tested or 'not tried'}"
+    if cls not in own:
+        if plant is None or plant.planted.get(cls) is not True:
+            return f"{receiver} could not plant its own token, so its collect is unproven"
+        return f"{receiver} did not find its own token, so its collect is blind here"
+    return None

@@ -1,0 +1,414 @@
+"""The channels check's probe: run inside an environment, as its user, in its session.
+
+Standard library only (it runs under the environment's own ``python3 -I``, which cannot
+import cleanroom). Two modes, each given one JSON argument (see `channels.ProbeConfig`):
+
+``plant``  puts the environment's token everywhere another environment could pick it
+           up: System V shared memory and message queues, a POSIX shared memory file,
+           a file in every folder it can write outside its own places, TCP and UDP on
+           127.0.0.1 and ::1, an abstract and a path Unix socket, its own command line
+           and environment, a folder made through every privilege route (``sudo -n
+           mkdir``, ``su`` with the old shared password) in every other environment's
+           home; it also tries to reach the harness (the pool's and the verify server's
+           ports, the run folder). It prints one JSON line, then serves its sockets
+           until it is ended.
+``collect`` looks for tokens in every one of those places and prints one JSON line.
+
+Every class reports whether it could be tested; a class that could not is ``lost``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import pty
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+PREFIX = "cleanroom-probe-"
+SHM_KEY_BASE = 0x43520000
+IPC_CREAT, IPC_NOWAIT, IPC_RMID = 0o1000, 0o4000, 0
+MSG_COPY = 0o40000
+MAX_WALK_DIRS = 20_000
+MAX_PLANT_DIRS = 64
+OLD_SHARED_PASSWORD = b"password"
+SKIP_TREES = ("/proc", "/sys", "/dev/pts")
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+
+
+def _own_places(cfg: dict) -> list[str]:
+    return [p for p in (cfg.get("home"), cfg.get("runtime_dir")) if p]
+
+
+def _under(path: str, roots: list[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def writable_dirs(cfg: dict) -> list[str]:
+    """Folders this user can write outside its own places (a bounded walk of /)."""
+    own = _own_places(cfg)
+    found, seen = [], 0
+    stack = ["/"]
+    while stack and seen < MAX_WALK_DIRS:
+        top = stack.pop()
+        seen += 1
+        if _under(top, list(SKIP_TREES)) or _under(top, own):
+            continue
+        if top != "/" and os.access(top, os.W_OK | os.X_OK):
+            found.append(top)
+        try:
+            with os.scandir(top) as entries:
+                for e in entries:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return found
+
+
+# -- plant ------------------------------------------------------------------------------
+
+
+def _serve_tcp(family: int, host: str, port: int, token: bytes) -> socket.socket:
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, port))
+    s.listen(16)
+    return s
+
+
+def _serve_forever(listeners: list[socket.socket], udp: list[socket.socket], token: bytes) -> None:
+    while True:
+        ready, _, _ = select.select(listeners + udp, [], [], 1.0)
+        for s in ready:
+            try:
+                if s in udp:
+                    _, addr = s.recvfrom(64)
+                    s.sendto(token, addr)
+                else:
+                    conn, _ = s.accept()
+                    conn.sendall(token)
+                    conn.close()
+            except OSError:
+                continue
+
+
+def _sysv_plant(index: int, token: bytes) -> dict:
+    key = SHM_KEY_BASE + index
+    out = {}
+    shmid = _libc.shmget(key, 4096, IPC_CREAT | 0o666)
+    if shmid >= 0:
+        addr = _libc.shmat(shmid, None, 0)
+        if addr not in (None, ctypes.c_void_p(-1).value):
+            ctypes.memmove(addr, token, len(token))
+            _libc.shmdt(ctypes.c_void_p(addr))
+            out["shm"] = shmid
+    msqid = _libc.msgget(key, IPC_CREAT | 0o666)
+    if msqid >= 0:
+        buf = ctypes.create_string_buffer(8 + len(token))
+        ctypes.memmove(ctypes.addressof(buf), (1).to_bytes(8, "little"), 8)
+        ctypes.memmove(ctypes.addressof(buf) + 8, token, len(token))
+        if _libc.msgsnd(msqid, buf, len(token), IPC_NOWAIT) == 0:
+            out["msg"] = msqid
+    return out
+
+
+def _su_mkdir(user: str, path: str) -> bool:
+    """Try ``su`` to another user with the old shared password; True if it worked."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvp("su", ["su", "-s", "/bin/sh", "-c", f"mkdir -p '{path}'", user])
+    deadline = time.monotonic() + 4
+    sent = False
+    try:
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([fd], [], [], 0.2)
+            if r:
+                try:
+                    data = os.read(fd, 1024)
+                except OSError:
+                    break
+                if not sent and b"assword" in data:
+                    os.write(fd, OLD_SHARED_PASSWORD + b"\n")
+                    sent = True
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        os.close(fd)
+    return os.path.isdir(path)
+
+
+def plant(cfg: dict) -> None:
+    me, token = cfg["me"], cfg["token"]
+    tok = token.encode()
+    index = cfg["envs"].index(me)
+    port = cfg["port_base"] + index
+    planted: dict[str, object] = {}
+    network_errors: list[str] = []
+    reached: list[dict] = []
+    cleanup: list = []
+
+    ipc = _sysv_plant(index, tok)
+    planted["ipc"] = bool(ipc.get("shm") is not None and ipc.get("msg") is not None) or (
+        f"shmget/msgget failed: errno {ctypes.get_errno()}"
+    )
+    if "shm" in ipc:
+        cleanup.append(lambda: _libc.shmctl(ipc["shm"], IPC_RMID, None))
+    if "msg" in ipc:
+        cleanup.append(lambda: _libc.msgctl(ipc["msg"], IPC_RMID, None))
+
+    files, dirs = [], writable_dirs(cfg)
+    for folder in dirs[:MAX_PLANT_DIRS]:
+        path = os.path.join(folder, f"{PREFIX}{token}")
+        try:
+            with open(path, "w") as fh:
+                fh.write(token)
+            os.chmod(path, 0o644)
+            files.append(path)
+        except OSError:
+            continue
+
+    def remove_files() -> None:
+        for path in files:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+    cleanup.append(remove_files)
+    planted["files"] = bool(files) or "no folder outside its own places was writable"
+    planted["files_where"] = files
+
+    listeners, udp = [], []
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        try:
+            listeners.append(_serve_tcp(family, host, port, tok))
+            u = socket.socket(family, socket.SOCK_DGRAM)
+            u.bind((host, port))
+            udp.append(u)
+        except OSError as exc:
+            network_errors.append(f"{host}: {exc}")
+    for name in ("\0" + PREFIX + me, os.path.join(cfg.get("tmp", "/tmp"), PREFIX + me + ".sock")):
+        try:
+            u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            if not name.startswith("\0") and os.path.exists(name):
+                os.unlink(name)
+            u.bind(name)
+            if not name.startswith("\0"):
+                os.chmod(name, 0o777)
+            u.listen(16)
+            listeners.append(u)
+        except OSError as exc:
+            network_errors.append(f"unix {name!r}: {exc}")
+    planted["network"] = bool(listeners) or "nothing could listen"
+    planted["network_errors"] = network_errors
+
+    made = []
+    try:  # the collector's own proof that it sees what lands in a home
+        os.mkdir(os.path.join(cfg["home"], f"{PREFIX}{token}-self"))
+        made.append(("self", me))
+    except OSError:
+        pass
+    for other, home in cfg["homes"].items():
+        if other == me:
+            continue
+        target = os.path.join(home, f"{PREFIX}{token}")
+        r = subprocess.run(
+            ["sudo", "-n", "mkdir", target], capture_output=True, timeout=10, check=False
+        )
+        if r.returncode == 0:
+            made.append(("sudo", other))
+        user = cfg["users"].get(other)
+        if user and _su_mkdir(user, target + "-su"):
+            made.append(("su", other))
+    planted["privilege"] = bool(made) or "not even its own home took a folder"
+    planted["privilege_made"] = made
+
+    for port_name, p in cfg.get("control_ports", {}).items():
+        try:
+            with socket.create_connection(("127.0.0.1", p), timeout=2):
+                reached.append({"class": "control_plane", "where": f"{port_name} 127.0.0.1:{p}"})
+        except OSError:
+            pass
+    run_folder = cfg.get("run_folder")
+    if run_folder:
+        try:
+            names = os.listdir(run_folder)
+            reached.append({"class": "harness_files", "where": f"{run_folder}: {len(names)} names"})
+        except OSError:
+            pass
+
+    os.environ["CLEANROOM_PROBE_TOKEN"] = token
+    planted["processes"] = True  # this process's command line carries the token
+    print(json.dumps({"planted": planted, "reached": reached}), flush=True)
+
+    def end(*_: object) -> None:
+        for undo in cleanup:
+            with contextlib.suppress(Exception):  # best effort on the way out
+                undo()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, end)
+    signal.signal(signal.SIGINT, end)
+    threading.Timer(float(cfg.get("hold_s", 120)), end).start()
+    _serve_forever(listeners, udp, tok)
+
+
+# -- collect ----------------------------------------------------------------------------
+
+
+def _read_at_most(path: str, limit: int = 4096) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("latin-1")
+    except OSError:
+        return ""
+
+
+def _sysv_collect(found: list, tested: dict) -> None:
+    for kind, table in (("shm", "/proc/sysvipc/shm"), ("msg", "/proc/sysvipc/msg")):
+        try:
+            with open(table) as fh:
+                lines = fh.read().splitlines()[1:]
+        except OSError as exc:
+            tested["ipc"] = f"cannot list {table}: {exc}"
+            return
+        for line in lines:
+            fields = line.split()
+            key, ident = int(fields[0]), int(fields[1])
+            where = f"{kind} key {key:#x}"
+            if SHM_KEY_BASE <= key < SHM_KEY_BASE + 4096:
+                found.append({"class": "ipc", "where": where, "key_index": key - SHM_KEY_BASE})
+            if kind == "shm":
+                addr = _libc.shmat(ident, None, 0o10000)  # SHM_RDONLY
+                if addr not in (None, ctypes.c_void_p(-1).value):
+                    text = ctypes.string_at(addr, 256).split(b"\0")[0].decode("latin-1")
+                    _libc.shmdt(ctypes.c_void_p(addr))
+                    if text:
+                        found.append({"class": "ipc", "where": where, "text": text})
+            else:
+                buf = ctypes.create_string_buffer(8 + 512)
+                n = _libc.msgrcv(ident, buf, 512, 0, IPC_NOWAIT | MSG_COPY)
+                if n > 0:
+                    text = buf.raw[8 : 8 + n].decode("latin-1")
+                    found.append({"class": "ipc", "where": where, "text": text})
+    tested.setdefault("ipc", True)
+
+
+def _add(found: list, cls: str, where: str, text: str | bytes) -> None:
+    if isinstance(text, bytes):
+        text = text.decode("latin-1")
+    found.append({"class": cls, "where": where, "text": text})
+
+
+def collect(cfg: dict) -> None:
+    me = cfg["me"]
+    found: list[dict] = []
+    tested: dict[str, object] = {}
+    _sysv_collect(found, tested)
+
+    dirs = writable_dirs(cfg)
+    for folder in [*dirs, *[d for d in ("/tmp", "/var/tmp", "/dev/shm") if d not in dirs]]:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(PREFIX):
+                path = os.path.join(folder, name)
+                found.append({"class": "files", "where": path, "text": name})
+                found.append({"class": "files", "where": path, "text": _read_at_most(path)})
+    tested["files"] = True
+    home = cfg.get("home")
+    if home:
+        try:
+            for name in os.listdir(home):
+                if name.startswith(PREFIX):
+                    found.append(
+                        {"class": "privilege", "where": os.path.join(home, name), "text": name}
+                    )
+            tested["privilege"] = True
+        except OSError as exc:
+            tested["privilege"] = f"cannot list the home: {exc}"
+
+    for other in cfg["envs"]:
+        port = cfg["port_base"] + cfg["envs"].index(other)
+        for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+            try:
+                with socket.socket(family, socket.SOCK_STREAM) as s:
+                    s.settimeout(1.0)
+                    s.connect((host, port))
+                    found.append(
+                        {
+                            "class": "network",
+                            "where": f"tcp {host}:{port}",
+                            "text": s.recv(256).decode("latin-1"),
+                        }
+                    )
+            except OSError:
+                pass
+            try:
+                with socket.socket(family, socket.SOCK_DGRAM) as s:
+                    s.settimeout(0.5)
+                    s.sendto(b"?", (host, port))
+                    found.append(
+                        {
+                            "class": "network",
+                            "where": f"udp {host}:{port}",
+                            "text": s.recv(256).decode("latin-1"),
+                        }
+                    )
+            except OSError:
+                pass
+        for name in ("\0" + PREFIX + other, os.path.join("/tmp", PREFIX + other + ".sock")):
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.settimeout(1.0)
+                    s.connect(name)
+                    found.append(
+                        {
+                            "class": "network",
+                            "where": f"unix {name!r}",
+                            "text": s.recv(256).decode("latin-1"),
+                        }
+                    )
+            except OSError:
+                pass
+    tested["network"] = True
+
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        for part in ("cmdline", "environ"):
+            text = _read_at_most(f"/proc/{entry}/{part}", 65536)
+            if PREFIX in text or "CLEANROOM_PROBE_TOKEN" in text:
+                found.append(
+                    {
+                        "class": "processes",
+                        "where": f"/proc/{entry}/{part}",
+                        "text": text.replace("\0", " "),
+                    }
+                )
+    tested["processes"] = True
+
+    print(json.dumps({"me": me, "found": found, "tested": tested}), flush=True)
+
+
+if __name__ == "__main__":
+    mode, config = sys.argv[1], json.loads(sys.argv[2])
+    {"plant": plant, "collect": collect}[mode](config)

@@ -1,0 +1,95 @@
+"""The channels check's rows: a token of another environment found is cross; a class the
+collector could not see its own token in is lost, never clean."""
+
+from __future__ import annotations
+
+from cleanroom.core.channels import CLASSES, CollectReport, PlantReport, channel_rows
+from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.core.tokens import RolloutId, mint
+
+ENVS = ["env00", "env01", "env02"]
+TOKENS = {e: str(mint(RolloutId(e, 1, 50_000 + i))) for i, e in enumerate(ENVS)}
+ALL_PLANTED = {cls: True for cls in CLASSES}
+
+
+def _own_finds(env: str) -> list[dict[str, object]]:
+    return [{"class": cls, "where": "own", "text": TOKENS[env]} for cls in CLASSES]
+
+
+def _collect(env: str, extra: list[dict[str, object]] | None = None) -> CollectReport:
+    return CollectReport(env, [*_own_finds(env), *(extra or [])], dict.fromkeys(CLASSES, True))
+
+
+def _plants() -> dict[str, PlantReport]:
+    return {e: PlantReport(e, ALL_PLANTED) for e in ENVS}
+
+
+def _result(rows: list[IsolationRow], cls: str, src: str, dst: str) -> RowResult:
+    (row,) = [
+        r for r in rows if r.detail.startswith(f"{cls}:") and (r.from_env, r.to_env) == (src, dst)
+    ]
+    return row.result
+
+
+def test_nothing_foreign_found_is_clean_for_every_class_and_pair() -> None:
+    rows = channel_rows(0, 1, ENVS, _plants(), {e: _collect(e) for e in ENVS})
+    assert {r.result for r in rows} == {RowResult.CLEAN}
+    assert len(rows) == len(CLASSES) * 6 + 2 * 3  # every ordered pair, and the harness rows
+
+
+def test_a_token_of_env01_found_in_env02s_shared_memory_is_cross_from_env01() -> None:
+    leak = {"class": "ipc", "where": "shm key 0x43520001", "text": TOKENS["env01"]}
+    collects = {e: _collect(e) for e in ENVS} | {"env02": _collect("env02", [leak])}
+    rows = channel_rows(0, 1, ENVS, _plants(), collects)
+    assert _result(rows, "ipc", "env01", "env02") is RowResult.CROSS
+    assert _result(rows, "ipc", "env02", "env01") is RowResult.CLEAN
+    assert _result(rows, "files", "env01", "env02") is RowResult.CLEAN
+
+
+def test_a_visible_ipc_key_names_its_sender_even_when_unreadable() -> None:
+    leak = {"class": "ipc", "where": "msg key 0x43520002", "key_index": 2}
+    collects = {e: _collect(e) for e in ENVS} | {"env01": _collect("env01", [leak])}
+    rows = channel_rows(0, 1, ENVS, _plants(), collects)
+    assert _result(rows, "ipc", "env02", "env01") is RowResult.CROSS
+
+
+def test_a_collector_that_did_not_see_its_own_token_is_lost_not_clean() -> None:
+    blind = CollectReport(
+        "env02",
+        [f for f in _own_finds("env02") if f["class"] != "network"],
+        dict.fromkeys(CLASSES, True),
+    )
+    collects = {e: _collect(e) for e in ENVS} | {"env02": blind}
+    rows = channel_rows(0, 1, ENVS, _plants(), collects)
+    assert _result(rows, "network", "env01", "env02") is RowResult.LOST
+    assert _result(rows, "network", "env02", "env01") is RowResult.CLEAN
+
+
+def test_a_class_the_sender_could_not_plant_is_lost_and_a_missing_report_loses_everything() -> None:
+    plants = _plants() | {"env01": PlantReport("env01", ALL_PLANTED | {"files": "nowhere"})}
+    collects = {e: _collect(e) for e in ENVS if e != "env00"}
+    rows = channel_rows(0, 1, ENVS, plants, collects)
+    assert _result(rows, "files", "env01", "env02") is RowResult.LOST
+    into_canary = [r for r in rows if r.to_env == "env00" and r.from_env != "harness"]
+    assert into_canary and all(r.result is RowResult.LOST for r in into_canary)
+
+
+def test_reaching_the_harness_is_cross_in_the_direction_of_the_flow() -> None:
+    reached = [
+        {"class": "control_plane", "where": "pool 127.0.0.1:5000"},
+        {"class": "harness_files", "where": "/runs/x"},
+    ]
+    plants = _plants() | {"env01": PlantReport("env01", ALL_PLANTED, reached)}
+    rows = channel_rows(0, 1, ENVS, plants, {e: _collect(e) for e in ENVS})
+    cross = {(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS}
+    assert cross == {("env01", "harness"), ("harness", "env01")}
+
+
+def test_an_environment_whose_probe_never_answered_has_lost_harness_rows() -> None:
+    plants = _plants() | {"env02": PlantReport("env02", error="no answer within 90 s")}
+    rows = channel_rows(0, 1, ENVS, plants, {e: _collect(e) for e in ENVS})
+    harness = [
+        r for r in rows if "harness" in (r.from_env, r.to_env) and "env02" in (r.from_env, r.to_env)
+    ]
+    assert harness and all(r.result is RowResult.LOST for r in harness)
+    assert _result(rows, "ipc", "env02", "env01") is RowResult.LOST
