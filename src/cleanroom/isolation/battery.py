@@ -88,7 +88,7 @@ class TrialContext:
 
 
 class IsolationTest(ABC):
-    """One of the eleven isolation tests (tests 1 and 6 are the control and the canary)."""
+    """One of the isolation tests (tests 1 and 6 are the control and the canary)."""
 
     name: ClassVar[str]
     number: ClassVar[int]

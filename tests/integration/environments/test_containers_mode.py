@@ -12,11 +12,15 @@ from typing import Any
 
 import pytest
 
+from cleanroom.core.isolation import RowResult
 from cleanroom.environments.desktop_image import DockerUnavailable, docker_client
 from cleanroom.environments.policy import LocalHandle
 from cleanroom.environments.pool import Pool, PoolConfig, wait_until
 from cleanroom.environments.program_container import POOL_LABEL, NoNetworkInContainer
 from cleanroom.environments.watchdog import Watchdog
+from cleanroom.isolation.battery import TrialContext, run_test
+from cleanroom.isolation.tests_channels import ChannelsTest
+from cleanroom.store.rundb import RunStore
 
 from .conftest import require_desktop_stack
 
@@ -210,3 +214,18 @@ def test_down_leaves_no_container_and_no_user_behind(tmp_path: Path) -> None:
         assert not pool.root.exists()
     finally:
         client.close()
+
+
+def test_the_channels_check_is_clean_and_proven_between_containers(
+    contained: Pool, tmp_path: Path
+) -> None:
+    store = RunStore.create(tmp_path / "run")
+    try:
+        rows = run_test(ChannelsTest(), TrialContext(contained, store, 1, tmp_path / "run"), 1)
+    finally:
+        store.close()
+    assert rows and all(r.result is RowResult.CLEAN for r in rows), [
+        f"{r.from_env}->{r.to_env} {r.result.value} {r.detail}"
+        for r in rows
+        if r.result is not RowResult.CLEAN
+    ]

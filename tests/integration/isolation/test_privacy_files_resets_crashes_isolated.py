@@ -20,6 +20,7 @@ from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.pool import Pool, PoolConfig
 from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
 from cleanroom.isolation.faults import Fault, with_fault
+from cleanroom.isolation.tests_channels import ChannelsTest
 from cleanroom.isolation.tests_crash_blast_radius import CrashBlastRadiusTest
 from cleanroom.isolation.tests_files_and_prefs import FilesAndPrefsTest
 from cleanroom.isolation.tests_observation_privacy import ObservationPrivacyTest
@@ -126,3 +127,10 @@ def test_crash_blast_radius_fires_when_the_kill_also_hits_a_bystander(ctx: Trial
     got = _results(rows)
     assert got[(0, "env01", "env02")].startswith("cross"), got
     assert got[(0, "env01", "env00")].startswith("clean"), got
+
+
+def test_channels_is_clean_and_proven_when_every_environment_has_its_own_sandbox(
+    ctx: TrialContext,
+) -> None:
+    # Clean, not lost: every collector saw its own token in every class.
+    _assert_all_clean(ChannelsTest(), ctx, trials=1)

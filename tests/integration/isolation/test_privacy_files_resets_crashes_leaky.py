@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from cleanroom.core.channels import CLASSES
 from cleanroom.core.isolation import RowResult
 from cleanroom.environments.leaks import Leak
 from cleanroom.environments.pool import Pool, PoolConfig
 from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
+from cleanroom.isolation.tests_channels import ChannelsTest
 from cleanroom.isolation.tests_crash_blast_radius import CrashBlastRadiusTest
 from cleanroom.isolation.tests_files_and_prefs import FilesAndPrefsTest
 from cleanroom.isolation.tests_observation_privacy import ObservationPrivacyTest
@@ -34,6 +36,7 @@ PROGRAMS = {
     Leak.SHARED_RUNTIME_DIR: ("terminal",),
     Leak.SHARED_HOME: ("writer", "terminal"),
     Leak.SHARED_CLIPBOARD: ("writer", "terminal"),
+    Leak.OPEN_HOST: ("terminal",),
 }
 # Cut down for the suite; in this order the crash, which disturbs the pool most, is last.
 TESTS: list[IsolationTest] = [
@@ -41,6 +44,7 @@ TESTS: list[IsolationTest] = [
     FilesAndPrefsTest(),
     ResetDuringWriteTest(),
     CrashBlastRadiusTest(phase_s=1.0),
+    ChannelsTest(),
 ]
 
 
@@ -98,11 +102,28 @@ def test_every_test_naming_a_leak_reports_cross_under_it(leaky: TrialContext) ->
         rows = run_test(test, leaky, trials=1)
         crossed = {(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS}
         # The leak is between env01 and env02: that is where the cross must be, in
-        # either direction, and never towards the canary, which shares nothing.
-        if not crossed & {("env01", "env02"), ("env02", "env01")} or any(
-            dst == "env00" for _, dst in crossed
+        # either direction, and never towards the canary, which shares nothing (except
+        # on the open host, where root through sudo reaches every home).
+        towards_canary = any(dst == "env00" for _, dst in crossed)
+        if not crossed & {("env01", "env02"), ("env02", "env01")} or (
+            towards_canary and leak is not Leak.OPEN_HOST
         ):
             silent[test.name] = [
                 f"{r.from_env}->{r.to_env} {r.result.value} {r.detail}" for r in rows
             ]
     assert not silent, silent
+
+
+@pytest.mark.parametrize("leaky", [Leak.OPEN_HOST], ids=["open-host"], indirect=True)
+def test_on_the_open_host_every_channel_class_fires_between_env01_and_env02(
+    leaky: TrialContext,
+) -> None:
+    rows = run_test(ChannelsTest(), leaky, trials=1)
+    crossed = {
+        r.detail.split(":")[0]
+        for r in rows
+        if r.result is RowResult.CROSS and {r.from_env, r.to_env} == {"env01", "env02"}
+    }
+    reached = {r.detail.split(":")[0] for r in rows if r.result is RowResult.CROSS}
+    assert crossed == set(CLASSES), [r for r in rows if r.result is not RowResult.CLEAN]
+    assert {"control_plane", "harness_files"} <= reached
