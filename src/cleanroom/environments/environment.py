@@ -62,8 +62,6 @@ class EnvSpec:
     # Everything of the account runs in a sandbox of its own (see `sandbox`); only a
     # leaky setup turns it off, to show what the channels check finds on an open host.
     sandboxed: bool = True
-    # A leaky setup's host folder that replaces the sandbox's private /tmp.
-    shared_tmp: Path | None = None
 
 
 @dataclass
@@ -341,7 +339,6 @@ class DesktopEnvironment:
             writable=tuple(dict.fromkeys((self.account.home, self.session.runtime_dir))),
             hidden=tuple(dict.fromkeys((self.spec.home.parent, self.spec.runtime_dir.parent))),
             display_number=self.display.number,
-            shared_tmp=self.spec.shared_tmp,
         )
         return Sandbox.start(self.name, layout, self.spec.log_dir / "sandbox.log")
 

@@ -33,9 +33,6 @@ class Sharing:
     clipboard_bridge: bool = False  # one owner serves both displays' selections
     # Both donor and taker (and only they) run without sandboxes, as the host was before.
     unsandboxed: bool = False
-    # Both donor and taker see one host folder as /tmp (Writer's single-instance pipe
-    # lives there, so a shared profile hands a document over only through it).
-    shared_tmp: bool = False
 
     @property
     def any(self) -> bool:
@@ -49,14 +46,14 @@ class Sharing:
                 self.profile,
                 self.clipboard_bridge,
                 self.unsandboxed,
-                self.shared_tmp,
             )
         )
 
 
 _PLANS: dict[Leak, Sharing] = {
     Leak.SHARED_DISPLAY: Sharing(display=True),
-    Leak.SHARED_PROFILE: Sharing(account=True, profile=True, shared_tmp=True),
+    # Writer's single-instance handoff needs both in one sandbox: none for either.
+    Leak.SHARED_PROFILE: Sharing(account=True, profile=True, unsandboxed=True),
     Leak.SHARED_RUNTIME_DIR: Sharing(account=True, runtime_dir=True),
     Leak.SHARED_HOME: Sharing(account=True, home=True),
     Leak.SHARED_CLIPBOARD: Sharing(clipboard_bridge=True),
@@ -73,9 +70,9 @@ def sharing_for(leak: Leak | None, env: str) -> Sharing:
 
 def donor_gives(leak: Leak | None) -> Sharing:
     """What the donor itself must give up under ``leak`` for the taker to share it (its
-    sandbox, its private /tmp); nothing that concerns only the taker."""
+    sandbox); nothing that concerns only the taker."""
     plan = _PLANS[Leak(leak)] if leak is not None else Sharing()
-    return Sharing(unsandboxed=plan.unsandboxed, shared_tmp=plan.shared_tmp)
+    return Sharing(unsandboxed=plan.unsandboxed)
 
 
 def parse_leak(text: str | None) -> Leak | None:

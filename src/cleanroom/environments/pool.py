@@ -158,7 +158,6 @@ class Pool:
             screen=self.config.screen,
             container=plan_for(self.pool_id, name, self.image) if self.image else None,
             sandboxed=not gives.unsandboxed,
-            shared_tmp=self.root / "shared-tmp" if gives.shared_tmp else None,
         )
 
     def start(self) -> None:
@@ -168,11 +167,7 @@ class Pool:
         write_record(self._record())
         (self.root / "homes").mkdir(parents=True, mode=0o755)
         (self.root / "run").mkdir(parents=True, mode=0o755)
-        if donor_gives(self.config.leak).shared_tmp:
-            shared_tmp = self.root / "shared-tmp"
-            shared_tmp.mkdir(mode=0o1777)
-            shared_tmp.chmod(0o1777)
-        if donor_gives(self.config.leak).unsandboxed:
+        if self.config.leak is Leak.OPEN_HOST:
             self.run_dir.chmod(0o755)  # the open host also let anyone read the run folder
         self.root.chmod(0o755)
         try:

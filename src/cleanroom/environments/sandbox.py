@@ -64,15 +64,13 @@ class SandboxLayout:
     ``writable`` are the environment's own folders (home, runtime folder), kept at their
     paths and writable; ``hidden`` are the folders that hold every environment's such
     folders (the pool's homes and runtime folders), replaced by an empty one first so
-    that only the environment's own are there. ``shared_tmp``, for a leaky setup only, is
-    a host folder mounted as ``/tmp`` instead of a private one.
+    that only the environment's own are there.
     """
 
     writable: tuple[Path, ...]
     hidden: tuple[Path, ...]
     display_number: int | None
     private_tmp: tuple[Path, ...] = PRIVATE_TMP
-    shared_tmp: Path | None = None
     stage: Path = STAGE
 
 
@@ -95,11 +93,7 @@ def mount_plan(layout: SandboxLayout) -> list[list[str]]:
         x_socket = str(X_SOCKET_DIR / f"X{layout.display_number}")
         steps.append(["bind", x_socket, f"{stage}/x11"])
     steps += [["readonly", "/"], ["writable", "/proc"]]
-    for p in layout.private_tmp:
-        if layout.shared_tmp is not None and p == Path("/tmp"):
-            steps += [["bind", str(layout.shared_tmp), "/tmp"], ["writable", "/tmp"]]
-        else:
-            steps.append(["tmpfs", str(p), "1777"])
+    steps += [["tmpfs", str(p), "1777"] for p in layout.private_tmp]
     steps.append(["devpts"])
     steps += [["tmpfs", str(p), "0755"] for p in layout.hidden]
     for source, staged in kept:

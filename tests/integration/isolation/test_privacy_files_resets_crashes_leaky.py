@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
 
 pytestmark = pytest.mark.slow
+OPEN_RUNS = Path("/var/lib/cleanroom/test-open-runs")
 
 PROGRAMS = {
     Leak.SHARED_DISPLAY: ("browser", "terminal"),
@@ -80,6 +82,10 @@ def leaky(
     if missing:
         pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
     run_dir: Path = tmp_path_factory.mktemp(leak.value)
+    if leak is Leak.OPEN_HOST:
+        # The open host kept its run folders where anyone could walk to them.
+        OPEN_RUNS.mkdir(parents=True, mode=0o755, exist_ok=True)
+        run_dir = Path(tempfile.mkdtemp(prefix="open-host-", dir=OPEN_RUNS))
     store = RunStore.create(run_dir)
     config = PoolConfig(envs=2, programs=PROGRAMS[leak], canary_programs=(), leak=leak)
     pool = Pool(config, run_dir, store)
@@ -91,6 +97,8 @@ def leaky(
         pool.stop()
         client.close()
         store.close()
+        if OPEN_RUNS in run_dir.parents:
+            shutil.rmtree(run_dir, ignore_errors=True)
 
 
 @pytest.mark.parametrize("leaky", list(Leak), ids=[k.value for k in Leak], indirect=True)

@@ -47,13 +47,6 @@ def test_only_the_environments_own_display_socket_is_put_in_the_private_tmp() ->
     assert plan[-1] == ["detach", str(LAYOUT.stage)]
 
 
-def test_a_leaky_shared_tmp_replaces_the_private_one() -> None:
-    layout = SandboxLayout(LAYOUT.writable, LAYOUT.hidden, 123, shared_tmp=ROOT / "shared-tmp")
-    plan = mount_plan(layout)
-    assert ["tmpfs", "/tmp", "1777"] not in plan
-    assert ["bind", str(ROOT / "shared-tmp"), "/tmp"] in plan
-
-
 def test_a_stage_inside_a_covered_folder_is_refused() -> None:
     with pytest.raises(ValueError, match="stage"):
         mount_plan(SandboxLayout(LAYOUT.writable, (ROOT,), 1, stage=ROOT / "stage"))
