@@ -54,7 +54,8 @@ _PLANS: dict[Leak, Sharing] = {
     Leak.SHARED_DISPLAY: Sharing(display=True),
     # Writer's single-instance handoff needs both in one sandbox: none for either.
     Leak.SHARED_PROFILE: Sharing(account=True, profile=True, unsandboxed=True),
-    Leak.SHARED_RUNTIME_DIR: Sharing(account=True, runtime_dir=True),
+    # One session bus is one sandbox's: what it starts runs there. None for either.
+    Leak.SHARED_RUNTIME_DIR: Sharing(account=True, runtime_dir=True, unsandboxed=True),
     Leak.SHARED_HOME: Sharing(account=True, home=True),
     Leak.SHARED_CLIPBOARD: Sharing(clipboard_bridge=True),
     Leak.OPEN_HOST: Sharing(unsandboxed=True),

@@ -87,3 +87,22 @@ def process_tree(pid: int) -> list[int]:
         tree.append(current)
         todo.extend(children.get(current, []))
     return tree
+
+
+def pid_namespace(pid: int) -> int | None:
+    """The inode of ``pid``'s PID namespace (None if the process is gone)."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def namespace_pids(pid: int) -> list[int]:
+    """``pid`` as each PID namespace it lives in numbers it, outermost (the host's) first."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return [int(n) for n in line.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return []

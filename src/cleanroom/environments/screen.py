@@ -91,6 +91,24 @@ class Screen:
             self._x.close()
 
 
+def client_pid(x: xdisplay.Display, window_id: int) -> int | None:
+    """The host pid of the client that made a window, as the X server knows it (X-Resource).
+
+    Not the window's ``_NET_WM_PID``: a program in a sandbox or a container writes its pid
+    as its own namespace numbers it, and any client may write any number there.
+    """
+    from Xlib.ext import res
+
+    try:
+        reply = x.res_query_client_ids([{"client": window_id, "mask": res.LocalClientPIDMask}])
+    except (XError, AttributeError):
+        return None
+    for client in reply.ids:
+        if client.spec.mask == res.LocalClientPIDMask and client.value:
+            return int(client.value[0])
+    return None
+
+
 def _title(x: xdisplay.Display, w: Any) -> str:
     net = w.get_full_property(x.intern_atom("_NET_WM_NAME"), x.intern_atom("UTF8_STRING"))
     if net is not None and net.value:

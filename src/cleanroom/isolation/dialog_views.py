@@ -1,10 +1,12 @@
 """Where a Save As dialog shows, and whose it is: dialog_steal's look at every environment.
 
-A look reads each environment's display (its top-level windows and the pid each window
-names) and its AT-SPI tree (its text items, with the top-level window and the process of
-each). A dialog's owner is the environment whose program the dialog's process descends
-from; so a dialog on a display that two environments share, or in a tree that shows
-another environment's programs, is still attributed to the program that opened it.
+A look reads each environment's display (its top-level windows and, from the X server,
+the host pid of the client that made each) and its AT-SPI tree (its text items, with the
+top-level window and the process of each, as the PID namespace of the tree's bus numbers
+it: a sandbox's own numbers). A dialog's owner is the environment whose program the
+dialog's process descends from; so a dialog on a display that two environments share,
+or in a tree that shows another environment's programs, is still attributed to the
+program that opened it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from Xlib.error import XError
 from cleanroom.core.detectors import DialogSighting
 from cleanroom.environments.atspi import AtspiUnavailable
 from cleanroom.environments.pool import Pool
-from cleanroom.environments.processes import process_tree
+from cleanroom.environments.processes import namespace_pids, pid_namespace, process_tree
+from cleanroom.environments.screen import client_pid
 
 SAVE_WORD = "save"  # GTK's file chooser is titled "Save" (LibreOffice: "Save As")
 DIALOG_ROLES = ("file chooser", "dialog")
@@ -36,14 +39,13 @@ class SaveWindow:
     display: str
     id: int
     title: str
-    pid: int | None  # what the window's _NET_WM_PID says
+    pid: int | None  # the host pid of the client that made it (from the X server)
 
 
 def save_windows(display_name: str) -> list[SaveWindow]:
     """The Save windows a display shows right now."""
     x = xdisplay.Display(display_name)
     try:
-        pid_atom = x.intern_atom("_NET_WM_PID")
         out = []
         for w in x.screen().root.query_tree().children:
             try:
@@ -53,11 +55,9 @@ def save_windows(display_name: str) -> list[SaveWindow]:
                 title = title.decode("latin-1") if isinstance(title, bytes) else (title or "")
                 if SAVE_WORD not in title.lower():
                     continue
-                prop = w.get_full_property(pid_atom, X.AnyPropertyType)
             except XError:
                 continue  # the window went away while we looked
-            pid = int(prop.value[0]) if prop is not None and len(prop.value) else None
-            out.append(SaveWindow(display_name, w.id, title, pid))
+            out.append(SaveWindow(display_name, w.id, title, client_pid(x, w.id)))
         return out
     finally:
         x.close()
@@ -78,9 +78,16 @@ class Look:
     at: float
     windows: dict[str, list[SaveWindow]]  # by environment: the Save windows on its display
     trees: dict[str, list[dict[str, Any]] | None]  # by environment; None: unreadable
-    owner_of_pid: dict[int, str]
+    owner_of_pid: dict[int, str]  # host pids
     display_of: dict[str, str]
     errors: dict[str, str] = field(default_factory=dict)
+    # By environment: the owner of each pid as that environment's AT-SPI tree numbers it.
+    tree_owners: dict[str, dict[int, str]] = field(default_factory=dict)
+
+    def item_owner(self, env: str, item: dict[str, Any]) -> str | None:
+        """The environment whose program published an item of ``env``'s tree."""
+        pid = item.get("pid")
+        return self.tree_owners.get(env, {}).get(pid) if isinstance(pid, int) else None
 
     def window_owner(self, w: SaveWindow) -> str | None:
         """The window's process's environment; else the display's, if only one has it."""
@@ -97,8 +104,7 @@ class Look:
         for env, items in self.trees.items():
             for item in items or []:
                 if is_save_dialog(item):
-                    pid = item.get("pid")
-                    out.add(DialogSighting(env, "atspi", self.owner_of_pid.get(pid or -1)))
+                    out.add(DialogSighting(env, "atspi", self.item_owner(env, item)))
         return sorted(out, key=lambda s: (s.seen_in, s.via, str(s.owner)))
 
     def own_field(self, env: str) -> str | None:
@@ -106,9 +112,7 @@ class Look:
         fields = [
             str(i.get("text") or "")
             for i in self.trees.get(env) or []
-            if is_save_dialog(i)
-            and i.get("role") in FIELD_ROLES
-            and self.owner_of_pid.get(i.get("pid") or -1) == env
+            if is_save_dialog(i) and i.get("role") in FIELD_ROLES and self.item_owner(env, i) == env
         ]
         return "\n".join(sorted(fields)) if fields else None
 
@@ -144,6 +148,37 @@ class DialogViews:
             for program in self.pool.env(name).programs:
                 owners.update(dict.fromkeys(process_tree(program.pid), name))
         return owners
+
+    def tree_owners(self) -> dict[str, dict[int, str]]:
+        """For each environment's AT-SPI tree, every program process by the pid the tree
+        gives it: the tree's bus runs in its session's sandbox, whose PID namespace numbers
+        the processes it can see (those of the same sandbox); without a sandbox, host pids.
+        """
+        out: dict[str, dict[int, str]] = {}
+        for env in self.envs:
+            seen_from = self._bus_namespace(env)
+            owners: dict[int, str] = {}
+            for name in self.pool.names:
+                if self._bus_namespace(name) != seen_from:
+                    continue  # invisible from that namespace
+                depth = 0 if seen_from[1] is None else 1
+                for program in self.pool.env(name).programs:
+                    for pid in process_tree(program.pid):
+                        numbers = namespace_pids(pid)
+                        if len(numbers) > depth:
+                            owners[numbers[depth]] = name
+            out[env] = owners
+        return out
+
+    def _bus_namespace(self, env: str) -> tuple[str, int | None]:
+        """Whose sandbox runs ``env``'s session bus, and that sandbox's PID namespace."""
+        session = self.pool.env(env).session
+        if session is not None and session.host is not None:
+            session = session.host
+        sandbox = session.sandbox if session is not None else None
+        if sandbox is None:
+            return ("host", None)
+        return (sandbox.name, pid_namespace(sandbox.init_pid))
 
     def display_of(self) -> dict[str, str]:
         """Each environment's display name."""
@@ -189,4 +224,5 @@ class DialogViews:
             self.owner_of_pid(),
             self.display_of(),
             errors,
+            self.tree_owners(),
         )

@@ -1,0 +1,183 @@
+"""From inside env01, as its user and where its programs run, each route to env02, the
+canary and the harness that an open host had is closed: in plain mode (the sandbox) and
+in containers mode.
+
+The eight routes: su to another environment's user; sudo mkdir anywhere; one System V
+IPC namespace; one loopback; a readable run folder; the control plane on the host's
+loopback; shared temporary folders; process listings.
+"""
+
+from __future__ import annotations
+
+import shlex
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cleanroom.environments.environment import DesktopEnvironment
+from cleanroom.environments.pool import Pool, PoolConfig
+from cleanroom.environments.processes import kill_pids, process_tree
+
+from .conftest import require_desktop_stack
+from .test_containers_mode import require_docker
+
+MARK = "cleanroom-route-marker"
+PORT = 47_990
+
+
+@pytest.fixture(scope="module", params=["plain", "containers"])
+def pool(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Pool]:
+    require_desktop_stack()
+    containers = request.param == "containers"
+    if containers:
+        require_docker().close()
+    run_dir = tmp_path_factory.mktemp(f"routes-{request.param}")
+    p = Pool(PoolConfig(envs=2, programs=("terminal",), containers=containers), run_dir)
+    p.start()
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+def _sh(env: DesktopEnvironment, script: str, timeout_s: float = 30.0) -> tuple[int, str]:
+    return env.run_inside(["sh", "-c", script], timeout_s)
+
+
+def _py(env: DesktopEnvironment, code: str) -> tuple[int, str]:
+    return env.run_inside([env.python, "-I", "-c", code], 30.0)
+
+
+def test_su_to_another_environments_user_fails(pool: Pool) -> None:
+    env01, env02 = pool.env("env01"), pool.env("env02")
+    target = env02.account.home / MARK
+    code = f"""
+import os, pty, select, time
+pid, fd = pty.fork()
+if pid == 0:
+    try:
+        os.execvp("su", ["su", "-c", "touch {target}", "{env02.account.user}"])
+    finally:
+        os._exit(127)
+end = time.monotonic() + 5
+while time.monotonic() < end:
+    r, _, _ = select.select([fd], [], [], 0.2)
+    if r:
+        try:
+            if b"assword" in os.read(fd, 512):
+                os.write(fd, b"password\\n")
+        except OSError:
+            break
+    if os.waitpid(pid, os.WNOHANG)[0]:
+        break
+"""
+    _py(env01, code)
+    assert not target.exists()
+    shadow = {
+        line.split(":")[0]: line.split(":")[1]
+        for line in Path("/etc/shadow").read_text().splitlines()
+    }
+    assert shadow[env02.account.user].startswith("!"), "the account has a usable password"
+
+
+def test_sudo_mkdir_reaches_neither_another_home_nor_the_system(pool: Pool) -> None:
+    env01 = pool.env("env01")
+    targets = [
+        pool.env("env02").account.home / MARK,
+        pool.env("env00").account.home / MARK,
+        Path("/etc") / MARK,
+    ]
+    for target in targets:
+        _sh(env01, f"sudo -n mkdir -p {shlex.quote(str(target))}")
+        assert not target.exists(), target
+    # The route a task's setup needs still works where it belongs (plain mode has sudo).
+    if env01.container is None:
+        own = env01.account.home / "Desktop" / MARK
+        code, out = _sh(env01, f"echo password | sudo -S mkdir -p {shlex.quote(str(own))}")
+        assert code == 0 and own.is_dir(), out
+
+
+def test_system_v_ipc_objects_are_not_shared(pool: Pool) -> None:
+    make = (
+        "import ctypes; libc = ctypes.CDLL(None);"
+        "print(libc.shmget(0x4352FFEE, 4096, 0o1666), libc.msgget(0x4352FFEE, 0o1666))"
+    )
+    code, out = _py(pool.env("env02"), make)
+    assert code == 0 and "-1" not in out.split(), out
+    for reader in ("env01", "env00"):
+        code, listing = _sh(pool.env(reader), "cat /proc/sysvipc/shm /proc/sysvipc/msg")
+        assert code == 0 and str(0x4352FFEE) not in listing, (reader, listing)
+
+
+def test_a_loopback_server_in_one_environment_is_unreachable_from_another(pool: Pool) -> None:
+    env02 = pool.env("env02")
+    server, _ = env02.start_inside(
+        [env02.python, "-I", "-m", "http.server", str(PORT), "--bind", "127.0.0.1"], "route-server"
+    )
+    try:
+        probe = (
+            "import socket, time\n"
+            "for _ in range(50):\n"
+            "    try:\n"
+            f"        socket.create_connection(('127.0.0.1', {PORT}), timeout=1).close()\n"
+            "        print('reached'); break\n"
+            "    except OSError:\n"
+            "        time.sleep(0.1)\n"
+            "else:\n"
+            "    print('refused')\n"
+        )
+        assert _py(env02, probe)[1].strip() == "reached"  # the server is up
+        assert _py(pool.env("env01"), probe)[1].strip() == "refused"
+        assert _py(pool.env("env00"), probe)[1].strip() == "refused"
+    finally:
+        kill_pids(process_tree(server.pid), grace_s=0.5)
+
+
+def test_the_run_folder_and_host_loopback_services_are_out_of_reach(pool: Pool) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    accepted: list[object] = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()
+    try:
+        env01 = pool.env("env01")
+        code, out = _sh(env01, f"ls {shlex.quote(str(pool.run_dir))}")
+        assert code != 0, out
+        reach = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)"
+        code, out = _py(env01, reach)
+        assert code != 0 and not accepted, out
+    finally:
+        listener.close()
+    assert pool.run_dir.stat().st_mode & 0o077 == 0
+
+
+def test_temporary_folders_are_private(pool: Pool) -> None:
+    env02 = pool.env("env02")
+    folders = ("/tmp", "/var/tmp", "/dev/shm")
+    write = " && ".join(f"echo {MARK} > {d}/{MARK}" for d in folders)
+    code, out = _sh(env02, write)
+    assert code == 0, out
+    for reader in ("env01", "env00"):
+        code, listing = _sh(pool.env(reader), f"ls -a {' '.join(folders)}")
+        assert MARK not in listing, (reader, listing)
+    for d in folders:
+        assert not (Path(d) / MARK).exists(), f"{d} on the host holds env02's file"
+
+
+def test_process_listings_show_only_the_environments_own(pool: Pool) -> None:
+    env02 = pool.env("env02")
+    sleeper, _ = env02.start_inside(
+        [env02.python, "-I", "-c", "import time; time.sleep(120)", MARK], "route-sleeper"
+    )
+    try:
+        _, mine = _sh(env02, "cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
+        assert MARK in mine
+        for reader in ("env01", "env00"):
+            _, theirs = _sh(pool.env(reader), "cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
+            assert MARK not in theirs, reader
+    finally:
+        kill_pids(process_tree(sleeper.pid), grace_s=0.2)
