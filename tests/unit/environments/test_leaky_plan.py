@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cleanroom.environments.leaks import Leak
-from cleanroom.environments.leaky import Sharing, parse_leak, sharing_for
+from cleanroom.environments.leaky import Sharing, donor_gives, parse_leak, sharing_for
 from cleanroom.environments.pool import PoolConfig
 from cleanroom.environments.template import libreoffice_settings, without_document_locks
 
@@ -66,3 +66,10 @@ def test_turning_document_locks_off_keeps_the_other_settings() -> None:
 def test_a_leaky_setup_is_refused_in_containers_mode() -> None:
     with pytest.raises(ValueError, match="host pool only"):
         PoolConfig(envs=2, containers=True, leak=Leak.SHARED_HOME)
+
+
+def test_only_leaks_that_share_a_session_or_the_host_take_the_sandboxes_away() -> None:
+    unsandboxed = {leak for leak in Leak if donor_gives(leak).unsandboxed}
+    assert unsandboxed == {Leak.OPEN_HOST, Leak.SHARED_PROFILE, Leak.SHARED_RUNTIME_DIR}
+    assert not donor_gives(None).any
+    assert sharing_for(Leak.OPEN_HOST, "env02") == Sharing(unsandboxed=True)
