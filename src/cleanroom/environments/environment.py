@@ -373,8 +373,10 @@ class DesktopEnvironment:
         if not url.startswith(("http://", "https://", "about:")):
             raise BadAction(f"only http(s) and about: URLs can be opened, got {url!r}")
         port = loopback_port(url)
-        if port is not None and self.session.sandbox is not None:
-            self.session.sandbox.forward_port(port)
+        # The page's port, and only it, is forwarded to where the browser runs.
+        where = self.container or self.session.sandbox
+        if port is not None and where is not None:
+            where.forward_port(port)
         if self.container is not None:
             helper: ProgramProcess = self.container.launch_url("browser", url)
         else:

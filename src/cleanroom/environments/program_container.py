@@ -1,6 +1,8 @@
 """One environment's programs in a Docker container of their own (the pool's containers mode).
 
-The container has no network (only ``lo``) and sees, of the host, only what its
+The container has no network (only its own ``lo``; a page the harness serves on the
+host's loopback is reached through a forwarder for that one port, made in the
+container's network namespace) and sees, of the host, only what its
 environment owns: its display's socket file, its home, and its session runtime folder
 (which holds its X cookie, its D-Bus socket and the AT-SPI bus socket that D-Bus starts
 there, so the host's AT-SPI reader still sees what the programs show). Everything in it
@@ -26,9 +28,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import SplitResult, urlsplit
 
 from cleanroom.environments.desktop_image import DockerUnavailable, docker_client
 from cleanroom.environments.errors import BadAction, StartError
+from cleanroom.environments.port_forward import PortForwarder
 from cleanroom.environments.processes import alive, kill_pids, process_tree, start_time
 from cleanroom.environments.programs import PROGRAM_KINDS, Program, ProgramKind
 from cleanroom.environments.session import Session
@@ -134,6 +138,18 @@ class ProgramContainer:
         self.container = container
         self.session = session
         self.log_dir = log_dir
+        self.forwarders: dict[int, PortForwarder] = {}
+
+    def forward_port(self, port: int) -> None:
+        """Make the host's 127.0.0.1:``port`` reachable at the same address in the
+        container's own network namespace (once), and nothing else of the host."""
+        if port in self.forwarders:
+            return
+        self.container.reload()
+        pid = int(self.container.attrs.get("State", {}).get("Pid") or 0)
+        if pid <= 0:
+            raise StartError(f"{self.name} is not running")
+        self.forwarders[port] = PortForwarder(Path(f"/proc/{pid}/ns/net"), port)
 
     @property
     def id(self) -> str:
@@ -204,11 +220,16 @@ class ProgramContainer:
 
     def launch_url(self, name: str, url: str) -> ExecProcess:
         """Run the program again with a URL inside the container (a running instance there
-        takes it over and the helper exits). Only URLs that need no network can be opened."""
-        if not url.startswith("about:"):
+        takes it over and the helper exits). Only URLs that need no network can be opened:
+        ``about:`` pages, and the host's loopback pages once their port is forwarded."""
+        parts = urlsplit(url)
+        forwarded = parts.hostname in ("127.0.0.1", "localhost") and any(
+            port in self.forwarders for port in _port_of(parts)
+        )
+        if not (url.startswith("about:") or forwarded):
             raise NoNetworkInContainer(
                 f"{self.name} has no network, so its browser cannot load {url}; "
-                "pages served by the harness need a pool without --containers"
+                "only the harness's own pages on 127.0.0.1 are forwarded into it"
             )
         kind: ProgramKind = PROGRAM_KINDS[name]
         argv = [a for a in kind.argv(self.session) if a != "about:blank"]
@@ -258,10 +279,21 @@ class ProgramContainer:
         """Kill the container and everything in it, and delete it."""
         import docker.errors
 
+        for forwarder in self.forwarders.values():
+            forwarder.close()
+        self.forwarders.clear()
+
         with contextlib.suppress(docker.errors.NotFound):
             self.container.remove(force=True)
         with contextlib.suppress(Exception):
             self.client.close()
+
+
+def _port_of(parts: SplitResult) -> list[int]:
+    try:
+        return [parts.port or (443 if parts.scheme == "https" else 80)]
+    except ValueError:
+        return []
 
 
 def _exec_pid(api: Any, exec_id: str, what: str) -> int:

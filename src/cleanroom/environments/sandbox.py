@@ -182,6 +182,10 @@ class Sandbox:
         if self.alive():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.init_pid, signal.SIGKILL)
+        # unshare returns once its child, the sandbox's pid 1, has ended, which happens
+        # only after the kernel has ended every other process of the sandbox.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
         _end(self.proc)
 
 

@@ -3,9 +3,12 @@ of their own that has no network and can reach only its own display."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import pwd
+import secrets
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -152,7 +155,36 @@ def test_a_contained_browser_opens_local_pages_and_refuses_network_ones(
     contained.open_url("env01", "about:blank#contained")
     assert contained.env("env01").window_of("browser") is not None
     with pytest.raises(NoNetworkInContainer):
-        contained.open_url("env01", "http://127.0.0.1:9/form")
+        contained.open_url("env01", "http://example.com/")
+
+
+def test_a_page_the_harness_serves_on_loopback_reaches_a_contained_browser(
+    contained: Pool,
+) -> None:
+    title = f"harness-page-{secrets.token_hex(4)}"
+    body = f"<html><head><title>{title}</title></head><body>ok</body></html>".encode()
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        contained.open_url("env01", f"http://127.0.0.1:{server.server_port}/")
+        env = contained.env("env01")
+        assert wait_until(lambda: any(title in w.title for w in env.windows()), 20.0, poll_s=0.2), [
+            w.title for w in env.windows()
+        ]
+    finally:
+        server.shutdown()  # handler threads are daemons: an idle preconnect cannot hold it
+        server.server_close()
 
 
 def test_reset_gives_a_ready_environment_in_a_fresh_container_at_a_higher_generation(

@@ -75,8 +75,8 @@ def test_other_homes_are_not_there_and_only_the_sandboxs_processes_are(sandbox: 
 
 def test_a_forwarded_port_reaches_the_host_server_and_nothing_else_does(sandbox: Boxed) -> None:
     box, homes, account = sandbox
-    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
-    other = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
     for s in (server, other):
         threading.Thread(target=s.serve_forever, daemon=True).start()
     try:
@@ -90,7 +90,8 @@ def test_a_forwarded_port_reaches_the_host_server_and_nothing_else_does(sandbox:
         code, out = _run(box, account, f"python3 -I -c '{FETCH}' {other_url}", homes / "mine")
         assert code != 0, out
     finally:
-        server.shutdown()
+        server.shutdown()  # handler threads are daemons: an idle preconnect cannot hold it
+        server.server_close()
         other.shutdown()
 
 
