@@ -52,7 +52,8 @@ def test_the_demo_runs_every_piece_and_records_every_outcome(
         assert honest.outcome.status is Status.SUCCESS
         leaky = {(c.test, c.leak): c for c in store.leaky_controls()}
         assert any(t == AUDIT_TEST and c.fired for (t, _), c in leaky.items())
-        assert {"clipboard", "files_and_prefs"} <= {t for t, _ in leaky}
+        assert {"clipboard", "files_and_prefs", "channels"} <= {t for t, _ in leaky}
+        assert leaky["channels", "open-host"].fired
         canary_cells = [c for (t, _), c in leaky.items() if t == "canaries"]
         assert len(canary_cells) == 2 and all(c.fired for c in canary_cells), canary_cells
 
