@@ -52,16 +52,37 @@ def _under(path: str, roots: list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
+def writable_mounts() -> list[str]:
+    """Mount points this process sees mounted read-write (a folder on a read-only mount
+    cannot take a file, whatever its mode says)."""
+    points = []
+    try:
+        with open("/proc/self/mountinfo") as info:
+            for line in info:
+                fields = line.split()
+                point = fields[4].encode().decode("unicode_escape")
+                if "rw" in fields[5].split(","):
+                    points.append(point)
+    except OSError:
+        return ["/"]
+    return points
+
+
 def writable_dirs(cfg: dict) -> list[str]:
-    """Folders this user can write outside its own places (a bounded walk of /)."""
+    """Folders this user can write outside its own places: a bounded walk of every
+    read-write mount."""
     own = _own_places(cfg)
-    found, seen = [], 0
-    stack = ["/"]
+    skip = [*SKIP_TREES, *own]
+    found: list[str] = []
+    seen = 0
+    stack = sorted(set(writable_mounts()), reverse=True)
+    visited: set[str] = set()
     while stack and seen < MAX_WALK_DIRS:
         top = stack.pop()
-        seen += 1
-        if _under(top, list(SKIP_TREES)) or _under(top, own):
+        if top in visited or _under(top, skip):
             continue
+        visited.add(top)
+        seen += 1
         if top != "/" and os.access(top, os.W_OK | os.X_OK):
             found.append(top)
         try:
@@ -227,9 +248,8 @@ def plant(cfg: dict) -> None:
         made.append(("self", me))
     except OSError:
         pass
-    for other, home in cfg["homes"].items():
-        if other == me:
-            continue
+
+    def through_privilege(other: str, home: str) -> None:
         target = os.path.join(home, f"{PREFIX}{token}")
         try:
             r = subprocess.run(
@@ -242,6 +262,17 @@ def plant(cfg: dict) -> None:
         user = cfg["users"].get(other)
         if user and _su_mkdir(user, target + "-su"):
             made.append(("su", other))
+
+    # In parallel: a refused su waits out its failure delay.
+    tries = [
+        threading.Thread(target=through_privilege, args=(other, home))
+        for other, home in cfg["homes"].items()
+        if other != me
+    ]
+    for t in tries:
+        t.start()
+    for t in tries:
+        t.join()
     planted["privilege"] = bool(made) or "not even its own home took a folder"
     planted["privilege_made"] = made
 
@@ -371,7 +402,8 @@ def collect(cfg: dict) -> None:
             try:
                 with socket.socket(family, socket.SOCK_DGRAM) as s:
                     s.settimeout(0.5)
-                    s.sendto(b"?", (host, port))
+                    s.connect((host, port))  # connected: nobody there is refused at once
+                    s.send(b"?")
                     found.append(
                         {
                             "class": "network",
