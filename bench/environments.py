@@ -93,6 +93,9 @@ def measure(n: int, resets: int, shots: int, containers: bool = False) -> dict[s
             total = sum(_rss_mb(p) for p in pids)
             if env.display is not None:
                 total += _rss_mb(env.display.pid)
+            sandbox = env.session.sandbox if env.session is not None else None
+            if sandbox is not None:  # its first process and the unshare that waits for it
+                total += _rss_mb(sandbox.init_pid) + _rss_mb(sandbox.proc.pid)
             mem.append(total)
     finally:
         pool.stop()
@@ -118,13 +121,16 @@ def render(
         f"Command: `{command}` ({time.strftime('%Y-%m-%d')}, {platform.machine()}, "
         f"{len(__import__('os').sched_getaffinity(0))} cores, Linux {platform.release()}). "
         "Each environment runs Writer, xterm and Chromium as its own user on its own "
-        "1280x800 Xvfb; the canary runs Writer. Screenshot = capture + PNG encode through "
+        "1280x800 Xvfb, in a sandbox of its own (IPC, PID, network, mount and UTS "
+        "namespaces; a reset ends it and makes a new one); the canary runs Writer. "
+        "Screenshot = capture + PNG encode through "
         "the pool's observation path, round-robin over the environments.",
         "",
         f"Baseline (same run): bare Xvfb start {base['start'] * 1000:.0f} ms; bare-display "
         f"screenshot median {base['shot_med'] * 1000:.1f} ms, "
         f"p95 {base['shot_p95'] * 1000:.1f} ms. Memory is the summed RSS of the environment's "
-        "processes and its Xvfb; shared pages (Chromium's especially) count once per process, "
+        "processes, its Xvfb and its sandbox's first process; shared pages (Chromium's "
+        "especially) count once per process, "
         "so it is an upper bound. In `containers` mode each environment's programs run in a "
         "container of their own (no network, only their own X socket, home and runtime "
         "folder); a reset removes the container and starts a fresh one. The 1-minute load "

@@ -172,6 +172,7 @@ class DesktopEnvironment:
 
     def stop_desktop(self) -> None:
         """End programs, every process of the account, the connections and the display."""
+        self._stop_sandbox()  # every process in it at once (see `restart_session`)
         self.stop_programs()
         for closer in (self.input, self.clipboard, self.screen, self.atspi):
             if closer is not None:
@@ -180,8 +181,7 @@ class DesktopEnvironment:
         self.input = self.clipboard = self.screen = self.atspi = None
         if self.session is not None:
             self.session.stop_bus()
-        self._stop_sandbox()
-        kill_uid(self.account.uid)  # the AT-SPI bus and anything the programs left behind
+        kill_uid(self.account.uid)  # anything left outside a sandbox (a leaky setup's)
         if self.display is not None:
             if self.owns_display:
                 self.display.stop()
@@ -318,11 +318,13 @@ class DesktopEnvironment:
 
         The display stays: it belongs to the harness, not to the account.
         """
-        self.stop_programs()
         if self.session is None:
             raise StartError(f"{self.name}: the desktop is not running")
-        self.session.stop_bus()
+        # The sandbox first: its end takes every process in it at once, where ending the
+        # programs one by one first leaves their orphans to die slowly with the sandbox.
         self._stop_sandbox()
+        self.stop_programs()
+        self.session.stop_bus()
         # No grace period: the home is thrown away next, so nothing needs a clean exit.
         kill_uid(self.account.uid, grace_s=0.0)
         self._forget_accessibility_bus()

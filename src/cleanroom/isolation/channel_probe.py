@@ -9,8 +9,9 @@ import cleanroom). Two modes, each given one JSON argument (see `channels.ProbeC
            127.0.0.1 and ::1, an abstract and a path Unix socket, its own command line
            and environment, a folder made through every privilege route (``sudo -n
            mkdir``, ``su`` with the old shared password) in every other environment's
-           home; it also tries to reach the harness (the pool's and the verify server's
-           ports, the run folder). It prints one JSON line, then serves its sockets
+           home; it also tries to reach the harness (a listener on the host's
+           loopback, the pool's port, the verify server's keyed routes without a key,
+           the run folder). It prints one JSON line, then serves its sockets
            until it is ended.
 ``collect`` looks for tokens in every one of those places and prints one JSON line.
 
@@ -179,6 +180,22 @@ def _su_mkdir(user: str, path: str) -> bool:
     return os.path.isdir(path)
 
 
+def _control_plane(port: int, keyed_path: str | None) -> str | None:
+    """What reaching a harness port showed (None: nothing). With ``keyed_path`` the port
+    may be reached (the verify server's pages are forwarded in on purpose) but a route
+    that needs the harness key must refuse a request without one."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            if keyed_path is None:
+                return f"127.0.0.1:{port} accepted a connection"
+            s.settimeout(5)
+            s.sendall(f"GET {keyed_path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".encode())
+            status = s.recv(64).split(b"\r\n")[0].decode("latin-1")
+    except OSError:
+        return None
+    return None if " 401 " in f"{status} " else f"{keyed_path} without a key: {status!r}"
+
+
 def plant(cfg: dict) -> None:
     me, token = cfg["me"], cfg["token"]
     tok = token.encode()
@@ -276,12 +293,10 @@ def plant(cfg: dict) -> None:
     planted["privilege"] = bool(made) or "not even its own home took a folder"
     planted["privilege_made"] = made
 
-    for port_name, p in cfg.get("control_ports", {}).items():
-        try:
-            with socket.create_connection(("127.0.0.1", p), timeout=2):
-                reached.append({"class": "control_plane", "where": f"{port_name} 127.0.0.1:{p}"})
-        except OSError:
-            pass
+    for port_name, spec in cfg.get("control_ports", {}).items():
+        found = _control_plane(int(spec["port"]), spec.get("keyed_path"))
+        if found:
+            reached.append({"class": "control_plane", "where": f"{port_name} {found}"})
     run_folder = cfg.get("run_folder")
     if run_folder:
         try:
@@ -353,6 +368,20 @@ def _add(found: list, cls: str, where: str, text: str | bytes) -> None:
     found.append({"class": cls, "where": where, "text": text})
 
 
+def _ask(found: list, family: int, kind: int, address: tuple | str, where: str) -> None:
+    """Connect to a probe's socket and keep what it answers (a datagram socket asks first;
+    connected, so that nobody there is refused at once)."""
+    try:
+        with socket.socket(family, kind) as s:
+            s.settimeout(1.0 if kind == socket.SOCK_STREAM else 0.5)
+            s.connect(address)
+            if kind == socket.SOCK_DGRAM:
+                s.send(b"?")
+            _add(found, "network", where, s.recv(256))
+    except OSError:
+        pass
+
+
 def collect(cfg: dict) -> None:
     me = cfg["me"]
     found: list[dict] = []
@@ -386,47 +415,10 @@ def collect(cfg: dict) -> None:
     for other in cfg["envs"]:
         port = cfg["port_base"] + cfg["envs"].index(other)
         for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
-            try:
-                with socket.socket(family, socket.SOCK_STREAM) as s:
-                    s.settimeout(1.0)
-                    s.connect((host, port))
-                    found.append(
-                        {
-                            "class": "network",
-                            "where": f"tcp {host}:{port}",
-                            "text": s.recv(256).decode("latin-1"),
-                        }
-                    )
-            except OSError:
-                pass
-            try:
-                with socket.socket(family, socket.SOCK_DGRAM) as s:
-                    s.settimeout(0.5)
-                    s.connect((host, port))  # connected: nobody there is refused at once
-                    s.send(b"?")
-                    found.append(
-                        {
-                            "class": "network",
-                            "where": f"udp {host}:{port}",
-                            "text": s.recv(256).decode("latin-1"),
-                        }
-                    )
-            except OSError:
-                pass
+            _ask(found, family, socket.SOCK_STREAM, (host, port), f"tcp {host}:{port}")
+            _ask(found, family, socket.SOCK_DGRAM, (host, port), f"udp {host}:{port}")
         for name in ("\0" + PREFIX + other, os.path.join("/tmp", PREFIX + other + ".sock")):
-            try:
-                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                    s.settimeout(1.0)
-                    s.connect(name)
-                    found.append(
-                        {
-                            "class": "network",
-                            "where": f"unix {name!r}",
-                            "text": s.recv(256).decode("latin-1"),
-                        }
-                    )
-            except OSError:
-                pass
+            _ask(found, socket.AF_UNIX, socket.SOCK_STREAM, name, f"unix {name!r}")
     tested["network"] = True
 
     for entry in os.listdir("/proc"):

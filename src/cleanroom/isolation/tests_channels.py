@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -55,7 +57,9 @@ class ChannelsTest(IsolationTest):
         names = pool.names
         envs = {n: pool.env(n) for n in names}
         tokens = {n: ctx.mint(n) for n in names}
+        sentinel = _Sentinel()  # a harness service on the host's loopback, like the pool API
         base = _base_config(ctx, envs)
+        base["control_ports"]["harness-loopback"] = {"port": sentinel.port}
         plants: dict[str, PlantReport] = {}
         running: list[ProgramProcess] = []
         try:
@@ -75,6 +79,7 @@ class ChannelsTest(IsolationTest):
         finally:
             for proc in running:
                 _end(proc)
+            sentinel.close()
         ctx.write_evidence(
             NAME,
             trial,
@@ -88,14 +93,40 @@ class ChannelsTest(IsolationTest):
         return channel_rows(trial, ctx.window, names, plants, collects)
 
 
+class _Sentinel:
+    """A listener on the host's 127.0.0.1 for the length of a trial: a stand-in for every
+    harness service there (the pool's API among them), which no environment may reach."""
+
+    def __init__(self) -> None:
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._sock.getsockname()[1]
+        threading.Thread(target=self._accept, name="channels-sentinel", daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            conn.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
+
+
 def _base_config(ctx: TrialContext, envs: dict[str, DesktopEnvironment]) -> dict[str, Any]:
-    control: dict[str, int] = {}
+    # The pool's API is never to be reached from an environment; the verify server is
+    # (its pages are forwarded in), but its keyed routes must refuse a caller with no key.
+    control: dict[str, dict[str, Any]] = {}
     with contextlib.suppress(OSError, ValueError, KeyError):
-        control["pool"] = int(json.loads((ctx.run_dir / "pool.json").read_text())["port"])
+        pool_port = int(json.loads((ctx.run_dir / "pool.json").read_text())["port"])
+        control["pool"] = {"port": pool_port}
     if ctx.verify is not None:
         port = urlsplit(ctx.verify.base_url).port
         if port:
-            control["verify"] = port
+            control["verify"] = {"port": port, "keyed_path": "/v1/audit?window=0"}
     return {
         "envs": list(envs),
         "users": {n: e.account.user for n, e in envs.items()},
