@@ -4,7 +4,8 @@ Standard library only (it runs under the environment's own ``python3 -I``, which
 import cleanroom). Two modes, each given one JSON argument (see `channels.ProbeConfig`):
 
 ``plant``  puts the environment's token everywhere another environment could pick it
-           up: System V shared memory and message queues, a POSIX shared memory file,
+           up: System V shared memory, message queues and semaphores, a POSIX message
+           queue, a POSIX shared memory file,
            a file in every folder it can write outside its own places, TCP and UDP on
            127.0.0.1 and ::1, an abstract and a path Unix socket, its own command line
            and environment, a folder made through every privilege route (``sudo -n
@@ -37,6 +38,9 @@ PREFIX = "cleanroom-probe-"
 SHM_KEY_BASE = 0x43520000
 IPC_CREAT, IPC_NOWAIT, IPC_RMID = 0o1000, 0o4000, 0
 MSG_COPY = 0o40000
+O_CREAT = 0o100
+# Every kind of IPC object one environment could share with another.
+IPC_KINDS = ("shm", "msg", "sem", "mqueue")
 MAX_WALK_DIRS = 20_000
 MAX_PLANT_DIRS = 64
 OLD_SHARED_PASSWORD = b"password"
@@ -143,7 +147,17 @@ def _sysv_plant(index: int, token: bytes) -> dict:
         ctypes.memmove(ctypes.addressof(buf) + 8, token, len(token))
         if _libc.msgsnd(msqid, buf, len(token), IPC_NOWAIT) == 0:
             out["msg"] = msqid
+    semid = _libc.semget(key, 1, IPC_CREAT | 0o666)
+    if semid >= 0:
+        out["sem"] = semid
+    mq = _libc.mq_open(_mq_name(index).encode(), O_CREAT | os.O_RDWR, 0o666, None)
+    if mq >= 0:
+        out["mqueue"] = mq
     return out
+
+
+def _mq_name(index: int) -> str:
+    return f"/{PREFIX}{index}"
 
 
 def _su_mkdir(user: str, path: str) -> bool:
@@ -207,13 +221,16 @@ def plant(cfg: dict) -> None:
     cleanup: list = []
 
     ipc = _sysv_plant(index, tok)
-    planted["ipc"] = bool(ipc.get("shm") is not None and ipc.get("msg") is not None) or (
-        f"shmget/msgget failed: errno {ctypes.get_errno()}"
-    )
+    missing = [kind for kind in IPC_KINDS if kind not in ipc]
+    planted["ipc"] = not missing or f"could not make {', '.join(missing)}"
     if "shm" in ipc:
         cleanup.append(lambda: _libc.shmctl(ipc["shm"], IPC_RMID, None))
     if "msg" in ipc:
         cleanup.append(lambda: _libc.msgctl(ipc["msg"], IPC_RMID, None))
+    if "sem" in ipc:
+        cleanup.append(lambda: _libc.semctl(ipc["sem"], 0, IPC_RMID))
+    if "mqueue" in ipc:
+        cleanup.append(lambda: _libc.mq_unlink(_mq_name(index).encode()))
 
     files, dirs = [], writable_dirs(cfg)
     for folder in dirs[:MAX_PLANT_DIRS]:
@@ -332,8 +349,17 @@ def _read_at_most(path: str, limit: int = 4096) -> str:
         return ""
 
 
-def _sysv_collect(found: list, tested: dict) -> None:
-    for kind, table in (("shm", "/proc/sysvipc/shm"), ("msg", "/proc/sysvipc/msg")):
+def _sysv_collect(cfg: dict, found: list, tested: dict) -> None:
+    """Every IPC object of a probe this namespace shows; ``ipc`` is tested only if the
+    collector saw its own object of every kind."""
+    mine = cfg["envs"].index(cfg["me"])
+    own: set[str] = set()
+    tables = (
+        ("shm", "/proc/sysvipc/shm"),
+        ("msg", "/proc/sysvipc/msg"),
+        ("sem", "/proc/sysvipc/sem"),
+    )
+    for kind, table in tables:
         try:
             with open(table) as fh:
                 lines = fh.read().splitlines()[1:]
@@ -343,23 +369,33 @@ def _sysv_collect(found: list, tested: dict) -> None:
         for line in lines:
             fields = line.split()
             key, ident = int(fields[0]), int(fields[1])
+            if not SHM_KEY_BASE <= key < SHM_KEY_BASE + 4096:
+                continue
             where = f"{kind} key {key:#x}"
-            if SHM_KEY_BASE <= key < SHM_KEY_BASE + 4096:
-                found.append({"class": "ipc", "where": where, "key_index": key - SHM_KEY_BASE})
+            if key - SHM_KEY_BASE == mine:
+                own.add(kind)
+            found.append({"class": "ipc", "where": where, "key_index": key - SHM_KEY_BASE})
             if kind == "shm":
                 addr = _libc.shmat(ident, None, 0o10000)  # SHM_RDONLY
                 if addr not in (None, ctypes.c_void_p(-1).value):
                     text = ctypes.string_at(addr, 256).split(b"\0")[0].decode("latin-1")
                     _libc.shmdt(ctypes.c_void_p(addr))
-                    if text:
-                        found.append({"class": "ipc", "where": where, "text": text})
-            else:
+                    _add(found, "ipc", where, text)
+            elif kind == "msg":
                 buf = ctypes.create_string_buffer(8 + 512)
                 n = _libc.msgrcv(ident, buf, 512, 0, IPC_NOWAIT | MSG_COPY)
                 if n > 0:
-                    text = buf.raw[8 : 8 + n].decode("latin-1")
-                    found.append({"class": "ipc", "where": where, "text": text})
-    tested.setdefault("ipc", True)
+                    _add(found, "ipc", where, buf.raw[8 : 8 + n])
+    for index in range(len(cfg["envs"])):
+        mq = _libc.mq_open(_mq_name(index).encode(), os.O_RDONLY)
+        if mq >= 0:
+            _libc.mq_close(mq)
+            if index == mine:
+                own.add("mqueue")
+            where = f"mqueue {_mq_name(index)}"
+            found.append({"class": "ipc", "where": where, "key_index": index})
+    blind = [kind for kind in IPC_KINDS if kind not in own]
+    tested["ipc"] = not blind or f"did not see its own {', '.join(blind)}"
 
 
 def _add(found: list, cls: str, where: str, text: str | bytes) -> None:
@@ -386,7 +422,7 @@ def collect(cfg: dict) -> None:
     me = cfg["me"]
     found: list[dict] = []
     tested: dict[str, object] = {}
-    _sysv_collect(found, tested)
+    _sysv_collect(cfg, found, tested)
 
     dirs = writable_dirs(cfg)
     for folder in [*dirs, *[d for d in ("/tmp", "/var/tmp", "/dev/shm") if d not in dirs]]:
