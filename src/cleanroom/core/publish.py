@@ -77,14 +77,17 @@ def publish(
     controls = list(controls)
     if not controls:
         return Refusal("the positive control has not run, so a zero would say nothing")
-    fired = [c for c in controls if c.fired]
-    if not fired:
-        last = controls[-1]
+    # The latest control decides: one that fired earlier says nothing about detectors
+    # that a later control found blind.
+    last = controls[-1]
+    if not last.fired:
+        earlier = sum(1 for c in controls[:-1] if c.fired)
+        since = f" (although {earlier} earlier run(s) of it fired)" if earlier else ""
         return Refusal(
             "the positive control did not fire (typing "
             f"{last.typing_cross} of {last.typing_trials}, clipboard "
-            f"{last.clipboard_cross} of {last.clipboard_trials}): the detectors are not shown "
-            "to see a leak, so no number is printed"
+            f"{last.clipboard_cross} of {last.clipboard_trials}){since}: the detectors are "
+            "not shown to see a leak, so no number is printed"
         )
     failures = {v.window: v.failure for v in judge_windows(rows) if v.failure}
     for window, status in (unfinished or {}).items():
@@ -97,7 +100,7 @@ def publish(
         return Refusal("no isolation rows were recorded")
     if not env_hours > 0:
         return Refusal("no environment-hours were observed")
-    control = fired[-1]
+    control = last
     events = sum(1 for r in rows if r.result is RowResult.CROSS)
     checks = trials_per_test(rows)
     text = (

@@ -67,3 +67,18 @@ def test_an_interrupted_window_refuses_the_number() -> None:
     assert isinstance(result, Refusal)
     assert result.failed_windows == [1]
     assert "interrupted before its checks ended" in result.reason
+
+
+def test_a_later_control_that_did_not_fire_refuses_even_after_one_that_fired() -> None:
+    blind = ControlResult(typing_cross=0, typing_trials=10, clipboard_cross=0, clipboard_trials=10)
+    result = publish(CLEAN, env_hours=3.0, controls=[FIRED, blind])
+    assert isinstance(result, Refusal)
+    assert "did not fire" in result.reason and "1 earlier run(s) of it fired" in result.reason
+
+
+def test_the_latest_control_is_the_one_printed_beside_the_number() -> None:
+    blind = ControlResult(typing_cross=0, typing_trials=10, clipboard_cross=0, clipboard_trials=10)
+    later = ControlResult(typing_cross=3, typing_trials=3, clipboard_cross=20, clipboard_trials=20)
+    result = publish(CLEAN, env_hours=3.0, controls=[FIRED, blind, later])
+    assert isinstance(result, Publication)
+    assert result.control == later and "23 of 23" in result.text
