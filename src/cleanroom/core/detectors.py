@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from cleanroom.core.isolation import IsolationRow, RowResult
-from cleanroom.core.tokens import TokenHit
+from cleanroom.core.tokens import TokenHit, scan_text
 
 
 def foreign_letter_runs(text: str, foreign_alphabet: str) -> int:
@@ -53,6 +53,9 @@ class Delivery:
     observed: str | None  # None: the check could not read it
 
 
+BLIND = "its own text was not found in what was read back"
+
+
 def delivery_rows(
     test: str,
     trial: int,
@@ -63,7 +66,8 @@ def delivery_rows(
     """Rows for a trial in which every environment typed or set its own tokened text.
 
     For each receiving environment: a ``lost`` row if it could not be read; a ``cross``
-    row from every other environment whose token was found in what it holds; otherwise
+    row from every other environment whose token was found in what it holds; ``lost``
+    (`BLIND`) from every other one if none of its own tokens was read back; otherwise
     one ``clean`` row per other environment checked. ``hits_by_env`` holds the tokens
     found in each environment's readback.
     """
@@ -77,11 +81,18 @@ def delivery_rows(
                 if src != d.env
             )
             continue
-        found_from = {h.env for h in hits_by_env.get(d.env, [])} - {d.env}
+        held = hits_by_env.get(d.env, [])
+        found_from = {h.env for h in held} - {d.env}
+        # A readback that lacks every token this environment was given did not see its
+        # own signal: it cannot show that nothing else arrived either.
+        own = {str(h.token) for h in scan_text(d.expected)}
+        blind = bool(own) and not own & {str(h.token) for h in held}
         for src in envs:
             if src == d.env:
                 continue
-            if src in found_from:
+            if blind and src not in found_from:
+                rows.append(IsolationRow(test, trial, src, d.env, RowResult.LOST, window, BLIND))
+            elif src in found_from:
                 rows.append(
                     IsolationRow(
                         test,

@@ -9,7 +9,7 @@ from dataclasses import replace
 from functools import partial
 from typing import ClassVar
 
-from cleanroom.core.detectors import Delivery, delivery_rows, interleaved_senders
+from cleanroom.core.detectors import BLIND, Delivery, delivery_rows, interleaved_senders
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.tokens import Token, scan_text
 from cleanroom.environments.leaks import Leak
@@ -87,7 +87,7 @@ class KeyboardStormTest(IsolationTest):
                 "typed_at": typed[e].value,
                 "document": str(paths[e]),
                 "saved_text": text,
-                "own_tokens_found": len({h.token for h in found} & own),
+                "own_tokens_found": len({str(h.token) for h in found} & own),
                 "foreign_tokens": sorted({h.token for h in found if h.env != e}),
                 "problem": problem,
             }
@@ -107,7 +107,8 @@ class KeyboardStormTest(IsolationTest):
         rows = delivery_rows(self.name, trial, ctx.window, deliveries, hits)
         return [
             replace(r, result=RowResult.CROSS, detail="keystrokes of the sender mixed in")
-            if r.result is RowResult.CLEAN and r.from_env in mixed.get(r.to_env, [])
+            if (r.result is RowResult.CLEAN or r.detail == BLIND)
+            and r.from_env in mixed.get(r.to_env, [])
             else r
             for r in rows
         ]

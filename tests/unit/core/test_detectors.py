@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cleanroom.core.detectors import (
+    BLIND,
     Bystander,
     Delivery,
     ScreenSample,
@@ -76,6 +77,23 @@ def test_delivery_rows_are_all_clean_when_everyone_holds_only_their_own() -> Non
     observed: dict[str, str | None] = {"env01": TOK1, "env02": TOK2, "env03": TOK3}
     rows = delivery_rows("clipboard", 4, 1, _deliveries(observed), _hits(observed))
     assert {r.result for r in rows} == {RowResult.CLEAN}
+
+
+def test_an_empty_readback_is_blind_so_its_rows_are_lost_not_clean() -> None:
+    # A saved document that came back empty saw nothing, its own typing included.
+    observed: dict[str, str | None] = {"env01": TOK1, "env02": "", "env03": TOK3}
+    rows = delivery_rows("keyboard_storm", 0, 1, _deliveries(observed), _hits(observed))
+    into_env02 = {r.result for r in rows if r.to_env == "env02"}
+    assert into_env02 == {RowResult.LOST}
+    assert all(r.detail == BLIND for r in rows if r.to_env == "env02")
+
+
+def test_a_blind_readback_that_holds_a_foreign_token_is_still_cross() -> None:
+    observed: dict[str, str | None] = {"env01": TOK1, "env02": TOK3, "env03": TOK3}
+    rows = delivery_rows("clipboard", 0, 1, _deliveries(observed), _hits(observed))
+    results = {(r.from_env, r.to_env): r.result for r in rows}
+    assert results["env03", "env02"] is RowResult.CROSS
+    assert results["env01", "env02"] is RowResult.LOST
 
 
 def test_delivery_rows_are_lost_when_a_readback_failed() -> None:
