@@ -15,13 +15,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from cleanroom.environments.accounts import Account, chown_tree
 from cleanroom.environments.atspi import AtspiReader, AtspiUnavailable, FocusedText
 from cleanroom.environments.clipboard import ClipboardOwner, ClipboardRead, read_selection
 from cleanroom.environments.display import ScreenSize, XvfbDisplay
 from cleanroom.environments.errors import BadAction, StartError
+from cleanroom.environments.port_forward import loopback_port
 from cleanroom.environments.processes import kill_uid
 from cleanroom.environments.program_container import ContainerPlan, ProgramContainer
 from cleanroom.environments.programs import (
@@ -518,17 +518,6 @@ class DesktopEnvironment:
             self.stop_desktop()
         finally:
             self.account.remove()
-
-
-def loopback_port(url: str) -> int | None:
-    """The port of an http(s) URL on the host's loopback (None for any other URL)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or parts.hostname not in ("127.0.0.1", "localhost"):
-        return None
-    try:
-        return parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        return None
 
 
 def _what_the_bus_shows(items: list[dict[str, Any]]) -> str:

@@ -20,6 +20,7 @@ import selectors
 import socket
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from cleanroom.environments.errors import StartError
 
@@ -27,6 +28,17 @@ CLONE_NEWNET = 0x40000000
 MAX_CONNECTIONS = 64  # per forwarded port; more are closed at once
 _CHUNK = 65536
 _IDLE_TIMEOUT_S = 300.0
+
+
+def loopback_port(url: str) -> int | None:
+    """The port of an http(s) URL on the host's loopback (None for any other URL)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or parts.hostname not in ("127.0.0.1", "localhost"):
+        return None
+    try:
+        return parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
 
 
 def _socket_in(netns: Path, port: int) -> socket.socket:
@@ -138,3 +150,28 @@ class PortForwarder:
         with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
+
+
+class ForwardedPorts:
+    """The ports forwarded into one network namespace, each once, all closed together."""
+
+    def __init__(self) -> None:
+        self._by_port: dict[int, PortForwarder] = {}
+
+    def __contains__(self, port: object) -> bool:
+        return port in self._by_port
+
+    def ports(self) -> list[int]:
+        """The forwarded ports, in order."""
+        return sorted(self._by_port)
+
+    def add(self, netns: Path, port: int) -> None:
+        """Forward ``port`` into ``netns`` unless it already is."""
+        if port not in self._by_port:
+            self._by_port[port] = PortForwarder(netns, port)
+
+    def close(self) -> None:
+        """Stop every forwarder."""
+        for forwarder in self._by_port.values():
+            forwarder.close()
+        self._by_port.clear()

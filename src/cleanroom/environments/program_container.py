@@ -28,11 +28,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import SplitResult, urlsplit
 
 from cleanroom.environments.desktop_image import DockerUnavailable, docker_client
 from cleanroom.environments.errors import BadAction, StartError
-from cleanroom.environments.port_forward import PortForwarder
+from cleanroom.environments.port_forward import ForwardedPorts, loopback_port
 from cleanroom.environments.processes import alive, kill_pids, process_tree, start_time
 from cleanroom.environments.programs import PROGRAM_KINDS, Program, ProgramKind
 from cleanroom.environments.session import Session
@@ -138,18 +137,18 @@ class ProgramContainer:
         self.container = container
         self.session = session
         self.log_dir = log_dir
-        self.forwarders: dict[int, PortForwarder] = {}
+        self.forwarded = ForwardedPorts()
 
     def forward_port(self, port: int) -> None:
         """Make the host's 127.0.0.1:``port`` reachable at the same address in the
         container's own network namespace (once), and nothing else of the host."""
-        if port in self.forwarders:
+        if port in self.forwarded:
             return
         self.container.reload()
         pid = int(self.container.attrs.get("State", {}).get("Pid") or 0)
         if pid <= 0:
             raise StartError(f"{self.name} is not running")
-        self.forwarders[port] = PortForwarder(Path(f"/proc/{pid}/ns/net"), port)
+        self.forwarded.add(Path(f"/proc/{pid}/ns/net"), port)
 
     @property
     def id(self) -> str:
@@ -222,11 +221,7 @@ class ProgramContainer:
         """Run the program again with a URL inside the container (a running instance there
         takes it over and the helper exits). Only URLs that need no network can be opened:
         ``about:`` pages, and the host's loopback pages once their port is forwarded."""
-        parts = urlsplit(url)
-        forwarded = parts.hostname in ("127.0.0.1", "localhost") and any(
-            port in self.forwarders for port in _port_of(parts)
-        )
-        if not (url.startswith("about:") or forwarded):
+        if not (url.startswith("about:") or loopback_port(url) in self.forwarded):
             raise NoNetworkInContainer(
                 f"{self.name} has no network, so its browser cannot load {url}; "
                 "only the harness's own pages on 127.0.0.1 are forwarded into it"
@@ -279,21 +274,12 @@ class ProgramContainer:
         """Kill the container and everything in it, and delete it."""
         import docker.errors
 
-        for forwarder in self.forwarders.values():
-            forwarder.close()
-        self.forwarders.clear()
+        self.forwarded.close()
 
         with contextlib.suppress(docker.errors.NotFound):
             self.container.remove(force=True)
         with contextlib.suppress(Exception):
             self.client.close()
-
-
-def _port_of(parts: SplitResult) -> list[int]:
-    try:
-        return [parts.port or (443 if parts.scheme == "https" else 80)]
-    except ValueError:
-        return []
 
 
 def _exec_pid(api: Any, exec_id: str, what: str) -> int:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cleanroom.environments.errors import StartError
-from cleanroom.environments.port_forward import PortForwarder
+from cleanroom.environments.port_forward import ForwardedPorts
 from cleanroom.environments.processes import alive, start_time
 
 INIT_SOURCE = Path(__file__).with_name("sandbox_init.py")
@@ -112,7 +112,7 @@ class Sandbox:
         self.proc = proc  # the unshare process, parent of the sandbox's pid 1
         self.init_pid = init_pid
         self.init_start = start_time(init_pid)
-        self.forwarders: dict[int, PortForwarder] = {}
+        self.forwarded = ForwardedPorts()
 
     @classmethod
     def start(cls, name: str, layout: SandboxLayout, log: Path) -> Sandbox:
@@ -161,9 +161,7 @@ class Sandbox:
 
     def forward_port(self, port: int) -> None:
         """Make the host's 127.0.0.1:``port`` reachable at the same address inside (once)."""
-        if port not in self.forwarders:
-            netns = Path(f"/proc/{self.init_pid}/ns/net")
-            self.forwarders[port] = PortForwarder(netns, port)
+        self.forwarded.add(Path(f"/proc/{self.init_pid}/ns/net"), port)
 
     def describe(self) -> dict[str, Any]:
         """What `status` shows, and what a separate process needs to enter the sandbox."""
@@ -171,14 +169,12 @@ class Sandbox:
             "pid": self.init_pid,
             "start_time": self.init_start,
             "namespaces": list(NAMESPACES),
-            "forwarded_ports": sorted(self.forwarders),
+            "forwarded_ports": self.forwarded.ports(),
         }
 
     def stop(self) -> None:
         """End the sandbox's first process: the kernel ends every process in it."""
-        for forwarder in self.forwarders.values():
-            forwarder.close()
-        self.forwarders.clear()
+        self.forwarded.close()
         if self.alive():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.init_pid, signal.SIGKILL)

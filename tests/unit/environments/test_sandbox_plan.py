@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.environments.environment import loopback_port
 from cleanroom.environments.policy_http import env_key
+from cleanroom.environments.port_forward import loopback_port
 from cleanroom.environments.sandbox import SandboxLayout, entry_command, mount_plan
 
 ROOT = Path("/var/lib/cleanroom/pools/abc123")
