@@ -34,8 +34,9 @@ Tests = Annotated[
 ]
 OnDemand = Annotated[bool, typer.Option("--on-demand", help="Also run the on-demand tests.")]
 LEAKY_HELP = (
-    "After the windows, run every planned test under the leaky setups it names and its own"
-    " fault, so the report says which checks were proven in this run."
+    "After the windows, prove every planned check in this run: each test under a leaky"
+    " setup or fault it must detect, the canary's, the audit's and the sweep's planted leaks."
+    " Without them no check is proven, so the isolation number is refused."
 )
 
 
@@ -49,14 +50,15 @@ def _controls_step(s: LoopServices) -> None:
     leaky_controls(s, [p.name for p in s.plan])
 
 
-def _go(build: Callable[[], LoopConfig], *, controls: bool) -> None:
+def _go(build: Callable[[], LoopConfig]) -> None:
     try:
         config = build()
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     console = shared_console()
     try:
-        result = run_loop(config, console, after_windows=[_controls_step] if controls else [])
+        steps = [_controls_step] if config.leaky_controls else []
+        result = run_loop(config, console, after_windows=steps)
     except UnknownTest as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -84,7 +86,7 @@ def run(
     trials_scale: TrialsScale = 1.0,
     tests: Tests = None,
     on_demand: OnDemand = False,
-    controls: bool = typer.Option(False, "--leaky-controls/--no-leaky-controls", help=LEAKY_HELP),
+    controls: bool = typer.Option(True, "--leaky-controls/--no-leaky-controls", help=LEAKY_HELP),
 ) -> None:
     """Run windows of smoke rollouts, isolation tests and the canary; then the audit."""
     folder = new_run_folder(run_dir, "run")
@@ -98,8 +100,8 @@ def run(
             trials_scale=trials_scale,
             tests=_split(tests),
             on_demand=on_demand,
+            leaky_controls=controls,
         ),
-        controls=controls,
     )
 
 
@@ -131,6 +133,6 @@ def soak(
             tests=_split(tests),
             on_demand=on_demand,
             job="soak",
+            leaky_controls=controls,
         ),
-        controls=controls,
     )

@@ -1,14 +1,16 @@
 """The published-number rule: no zero is printed without a positive control that fired.
 
 Contamination events over environment-hours are printed as ``E of X`` next to the
-positive control's ``Y of N`` with Y above zero. If the control did not fire, if any
-window failed (lost rows, a canary event) or was interrupted before its checks ended, or
-if nothing was measured, the number is refused with the reason.
+positive control's ``Y of N`` with Y above zero. If the latest control did not fire, if
+any window failed (lost rows, a canary event) or was interrupted before its checks
+ended, if any check counted in the number was not proven in the same run (none of its
+leaky or planted controls fired), or if nothing was measured, the number is refused with
+the reason. A run at reduced trial counts says so in the number itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cleanroom.core.isolation import IsolationRow, RowResult, judge_windows, trials_per_test
@@ -18,16 +20,63 @@ NOT_CLAIMED = (
     "interference forced inside one session; it does not show that a leak between sessions "
     "or through another channel would be caught."
 )
+# What no run claims, whatever it measured.
+LIMITS = (
+    NOT_CLAIMED,
+    "A check's leaky or planted control shows that it fired on the one leak wired in for "
+    "it in this run; a leak by another route may pass it unseen.",
+    "A detector's unit test with a leak wired in shows that the detector reads its inputs "
+    "and fires on them, not that a real leak would leave its trace in those inputs.",
+    "The kernel, the CPU and memory are shared between environments: timing, cache and load "
+    "side channels and kernel bugs are outside every check.",
+)
+
+
+def not_claimed(
+    checks: Iterable[str], proven: Mapping[str, Sequence[str]], trials_scale: float = 1.0
+) -> list[str]:
+    """Everything a run's number does not claim: the fixed limits, reduced trial counts,
+    and for each check whether and how it was proven in this run."""
+    lines = list(LIMITS)
+    if trials_scale != 1:
+        lines.append(
+            f"The windows ran {trials_scale:g}x the planned trials of each check: a leak "
+            "rarer than the planned counts would catch may have been missed."
+        )
+    for check in sorted(set(checks)):
+        how = proven.get(check)
+        lines.append(
+            f"{check}: proven in this run by {', '.join(how)}"
+            if how
+            else f"{check}: not proven in this run, so nothing is claimed for it"
+        )
+    return lines
+
+
+# The clipboard half tests two sets of one clipboard within this many milliseconds of each
+# other; a trial whose sets were further apart tests something slower and is not counted.
+MAX_SET_SKEW_MS = 100.0
 
 
 @dataclass(frozen=True)
 class ControlResult:
-    """One run of the positive control: both halves must see cross-delivery."""
+    """One run of the positive control: both halves must see cross-delivery.
+
+    ``clipboard_trials`` counts only the clipboard trials whose two sets were at most
+    `MAX_SET_SKEW_MS` apart; ``clipboard_skew_ms`` holds every trial's skew, those not
+    counted included.
+    """
 
     typing_cross: int
     typing_trials: int
     clipboard_cross: int
     clipboard_trials: int
+    clipboard_skew_ms: tuple[float, ...] = ()
+
+    @property
+    def clipboard_skipped(self) -> int:
+        """Clipboard trials whose sets were too far apart to count."""
+        return sum(1 for ms in self.clipboard_skew_ms if ms > MAX_SET_SKEW_MS)
 
     @property
     def fired(self) -> bool:
@@ -42,6 +91,32 @@ class ControlResult:
         return self.typing_trials + self.clipboard_trials
 
 
+def clipboard_gate(skews_ms: Sequence[float], crossed: Sequence[bool]) -> tuple[int, int]:
+    """The clipboard half's count: ``(trials that cross-read, trials counted)`` over the
+    trials whose two sets were at most `MAX_SET_SKEW_MS` apart."""
+    if len(skews_ms) != len(crossed):
+        raise ValueError("one skew per clipboard trial")
+    counted = [c for ms, c in zip(skews_ms, crossed, strict=True) if ms <= MAX_SET_SKEW_MS]
+    return sum(counted), len(counted)
+
+
+def skew_summary(skews_ms: Sequence[float]) -> str:
+    """The distribution of the clipboard half's set skews, in one line."""
+    if not skews_ms:
+        return "no clipboard trials"
+    ordered = sorted(skews_ms)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    over = sum(1 for ms in ordered if ms > MAX_SET_SKEW_MS)
+    return (
+        f"set skew min {ordered[0]:.1f} ms, median {at(0.5):.1f} ms, p95 {at(0.95):.1f} ms, "
+        f"max {ordered[-1]:.1f} ms; {over} of {len(ordered)} over {MAX_SET_SKEW_MS:g} ms "
+        "(not counted)"
+    )
+
+
 @dataclass(frozen=True)
 class Publication:
     """A number that may be printed, with everything that must be printed beside it."""
@@ -52,6 +127,9 @@ class Publication:
     checks: dict[str, int]
     text: str
     not_claimed: str = NOT_CLAIMED
+    # For each counted check, the leaky or planted controls that fired in this run.
+    proven: dict[str, list[str]] = field(default_factory=dict)
+    trials_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -67,11 +145,19 @@ def publish(
     env_hours: float,
     controls: Iterable[ControlResult],
     unfinished: Mapping[int, str] | None = None,
+    *,
+    proven: Mapping[str, Sequence[str]],
+    trials_scale: float = 1.0,
+    why_unproven: str = "",
 ) -> Publication | Refusal:
     """Decide what the report may say about isolation, or refuse with the reason.
 
     ``unfinished`` maps windows that never reached their end (an interrupted run) to
     their status: their audit and canary verdict may be missing, so they refuse too.
+    ``proven`` maps each check to the leaky or planted controls that fired for it in this
+    run; every check with rows in the number must have one. ``why_unproven`` says why
+    checks may lack one (the controls were not run). ``trials_scale`` below 1 is printed
+    in the number line.
     """
     rows = list(rows)
     controls = list(controls)
@@ -100,14 +186,31 @@ def publish(
         return Refusal("no isolation rows were recorded")
     if not env_hours > 0:
         return Refusal("no environment-hours were observed")
+    checks = trials_per_test(rows)
+    unproven = sorted(test for test in checks if not proven.get(test))
+    if unproven:
+        why = why_unproven or "none of their leaky or planted controls fired in this run"
+        return Refusal(
+            f"{len(unproven)} of the {len(checks)} checks counted in the number were not "
+            f"proven in this run ({', '.join(unproven)}): {why}"
+        )
     control = last
     events = sum(1 for r in rows if r.result is RowResult.CROSS)
-    checks = trials_per_test(rows)
+    scale = f" at {trials_scale:g}x the planned trials" if trials_scale != 1 else ""
     text = (
-        f"{events} of {env_hours:.2f} environment-hours: {events} contamination event(s) "
-        f"in {env_hours:.2f} environment-hours across {len(rows)} isolation rows; "
+        f"{events} of {env_hours:.2f} environment-hours{scale}: {events} contamination "
+        f"event(s) in {env_hours:.2f} environment-hours across {len(rows)} isolation rows "
+        f"of {len(checks)} checks, each proven in this run; "
         f"positive control {control.cross} of {control.trials} trials cross-delivered "
         f"(typing {control.typing_cross} of {control.typing_trials}, clipboard "
         f"{control.clipboard_cross} of {control.clipboard_trials})"
     )
-    return Publication(events, env_hours, control, checks, text)
+    return Publication(
+        events,
+        env_hours,
+        control,
+        checks,
+        text,
+        proven={test: list(proven[test]) for test in checks},
+        trials_scale=trials_scale,
+    )

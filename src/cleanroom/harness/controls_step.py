@@ -1,42 +1,49 @@
-"""The per-test positive controls as a step of the harness loop.
+"""The run's own controls as a step of the harness loop: every counted check proven here.
 
-Each test runs under the leaky setups it names (and, with ``faults``, under its own
-deliberate fault), on pools of their own beside the run's pool; every cell is stored in
-the run database, so the report can say which active check was proven in this run. The
-isolated setup is left out: the windows run every test on the isolated pool.
-
-The canary's control runs first, on the run's own pool: a leak planted in env00 after the
-windows, which the canary's sampling and rule must see (`isolation.canary_control`).
+After the windows, on the run's own pool and verify server, the planted controls: the
+canary's (leaks planted in env00, which its sampling and rule must see,
+`isolation.canary_control`) and the audit's (a token delivered through another
+environment's lease, which the verify server's audit must report). Then every planned
+test's leaky control: the fewest leaky setups and faults that give each test one
+(`isolation.controls.cover_setups`), on pools of their own beside the run's pool, each
+test run again under its next setup when it did not fire. Every cell is stored in the run
+database, so the report can say which check was proven in this run and how; the number is
+published only when every counted check was (`core.publish`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cleanroom.environments.leaks import Leak
+import httpx
+
+from cleanroom.core.isolation import CONTROL_WINDOW
+from cleanroom.core.outcomes import Outcome
+from cleanroom.core.tokens import RolloutId, Token, mint
+from cleanroom.harness.audit import AUDIT_TEST, LeasedRollout
+from cleanroom.harness.audit_step import invalidate_named, read_audit
 from cleanroom.harness.loop import LoopServices, load_battery
 from cleanroom.isolation.canary_control import run_canary_control
 from cleanroom.isolation.controls import Cell, run_controls
+from cleanroom.store.rundb import LeakyControlResult, RunStore
+from cleanroom.verify_server.client import Lease
+
+PLANTED_LEAK = "planted: a token delivered through another environment's lease"
+# Rollout numbers of the audit's control in the control window (clear of the others').
+_AUDIT_SEQ = 800
+_AUDIT_ENVS = ("env01", "env02", "env03")
 
 
-def leaky_controls(
-    s: LoopServices,
-    names: Sequence[str],
-    *,
-    leaks: Sequence[Leak] | None = None,
-    faults: bool = True,
-    canary: bool = True,
-) -> list[str]:
-    """Run the controls of the tests ``names`` (and, with ``canary``, the canary's own)
-    and return one line per cell."""
-    lines = canary_control(s) if canary else []
+def leaky_controls(s: LoopServices, names: Sequence[str]) -> list[str]:
+    """Run the planted controls and the leaky controls of the tests ``names``; return one
+    line per cell."""
+    lines = [*canary_control(s), audit_control(s)]
     battery = load_battery()
     tests = [battery[name] for name in names if name in battery]
     missing = [name for name in names if name not in battery]
     if missing:
         s.progress.event(f"[red]leaky controls: no test named {', '.join(missing)}[/]")
-    kinds = ", ".join(k.value for k in leaks) if leaks else "every leak each names"
-    s.progress.step(f"leaky controls: {', '.join(t.name for t in tests)} under {kinds}")
+    s.progress.step(f"leaky controls: {', '.join(t.name for t in tests)}, one setup each")
 
     def said(cell: Cell) -> None:
         s.progress.event(f"leaky control {cell.test} under {cell.setup}: {cell.verdict}")
@@ -45,9 +52,7 @@ def leaky_controls(
         s.store.run_dir,
         s.store,
         tests,
-        leaks=leaks,
-        isolated=False,
-        faults=faults,
+        cover=True,
         pool_root=s.config.pool_root,
         on_cell=said,
     )
@@ -67,3 +72,57 @@ def canary_control(s: LoopServices) -> list[str]:
         s.progress.event(f"canary control, {cell.leak}: [{colour}]{verdict}[/] ({cell.detail})")
         lines.append(f"{cell.test} under {cell.leak}: {verdict}")
     return lines
+
+
+def audit_control(s: LoopServices) -> str:
+    """The audit's planted control: env02's token submitted through env01's lease, on
+    purpose. The audit must report it; the rollouts it names become invalid like any
+    others. Its rows belong to the control window, never to the published number."""
+    s.progress.step("the audit's control: env02's token through env01's lease, on purpose")
+    with s.verify_server.client(timeout=15.0) as client:
+        tokens = {
+            env: _start(s.store, env, _AUDIT_SEQ + seq)
+            for seq, env in enumerate(_AUDIT_ENVS, start=1)
+        }
+        leases = {env: client.lease(t, env=env) for env, t in tokens.items()}
+        _submit(leases["env01"], str(tokens["env01"]))
+        _submit(leases["env01"], str(tokens["env02"]))  # the planted leak
+        for env, token in tokens.items():
+            _finish(s.store, token, client.verify_form(leases[env]))
+        leased = [LeasedRollout(env, t.rollout_id) for env, t in tokens.items()]
+        audit = read_audit(client, CONTROL_WINDOW, leased)
+        invalidated = invalidate_named(s.store, audit.cross)
+    fired = bool(audit.cross) and not audit.error
+    s.store.add_leaky_control(
+        LeakyControlResult(
+            AUDIT_TEST,
+            PLANTED_LEAK,
+            fired,
+            len(audit.rows),
+            len(audit.cross),
+            audit.error
+            or "; ".join(f"{c.token_env}'s token reached {c.attributed_env}" for c in audit.cross),
+        )
+    )
+    s.progress.event(
+        f"audit control {'[green]fired[/]' if fired else '[red]did not fire[/]'}: "
+        f"{len(audit.cross)} cross submission(s), {invalidated} rollout(s) invalid"
+    )
+    return f"{AUDIT_TEST} under {PLANTED_LEAK}: {'fired' if fired else 'did not fire'}"
+
+
+def _start(store: RunStore, env: str, seq: int) -> Token:
+    token = mint(RolloutId(env, CONTROL_WINDOW, seq))
+    store.start_rollout(token, "form:planted-leak")
+    return token
+
+
+def _finish(store: RunStore, token: Token, outcome: Outcome) -> None:
+    store.add_verifier_result(token.rollout_id, "verify_server", outcome)
+    store.finish_rollout(token.rollout_id, outcome)
+
+
+def _submit(lease: Lease, text: str) -> None:
+    """What a browser does when the form is filled in: a form-encoded POST to the lease."""
+    response = httpx.post(lease.form_url, data={"token": text}, timeout=10, trust_env=False)
+    response.raise_for_status()

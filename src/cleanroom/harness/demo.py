@@ -5,18 +5,19 @@ One run folder, one run database, the harness loop (`loop`) sized for a 2-core m
 1. a verify server in its own process, and a pool of three environments plus the
    canary ``env00`` (watched throughout);
 2. the positive control (two Writers in one session);
-3. the audit's own control, before the first window: form rollouts where env02's token
-   is delivered through env01's lease on purpose; the audit must report it, and the
-   rollouts it names become invalid (``isolation``). It is stored as a leaky-control
-   result, never as a row of the published number;
-4. the real OSWorld rename task's checker validated in local guests (fails at t=0,
+3. the real OSWorld rename task's checker validated in local guests (fails at t=0,
    passes after the oracle, fails after no action), then an honest and a no-op rollout;
-5. one short window: smoke rollouts on every acting environment, every isolation test
+4. one short window: smoke rollouts on every acting environment, every isolation test
    at reduced trials (observation privacy watching for 20 s, not 120 s), the audit and
    the canary verdict;
-6. the leaky controls for a few tests (each on a pool with one protection removed);
-7. the container red-team matrix (saved as ``redteam.json`` for the report);
-8. the report: text on screen, ``report.html`` in the run folder.
+5. the run's own controls (`controls_step`), so that every check the window counted is
+   proven in this run: the canary's and the audit's planted leaks (the audit's: env02's
+   token delivered through env01's lease on purpose; the rollouts it names become
+   invalid, never rows of the number), and every test under one leaky setup or fault
+   that it must detect, each on a pool with one protection removed;
+6. the container red-team matrix (saved as ``redteam.json`` for the report);
+7. the report: text on screen, ``report.html`` in the run folder; its number says it
+   was measured at 0.1x the planned trials.
 """
 
 from __future__ import annotations
@@ -28,38 +29,31 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 from rich.console import Console
 
 from cleanroom.core.isolation import CONTROL_WINDOW
 from cleanroom.core.outcomes import Outcome
 from cleanroom.core.tokens import RolloutId, Token, mint
-from cleanroom.environments.leaks import Leak
 from cleanroom.guests.local import LocalGuest
-from cleanroom.harness.audit import AUDIT_TEST, LeasedRollout
-from cleanroom.harness.audit_step import invalidate_named, read_audit
+from cleanroom.harness.audit import AUDIT_TEST
 from cleanroom.harness.controls_step import leaky_controls
 from cleanroom.harness.loop import LoopConfig, LoopResult, LoopServices, run_loop
 from cleanroom.harness.report_step import print_report
 from cleanroom.isolation.tests_observation_privacy import DURATION_S
 from cleanroom.reports.model import RunReport
 from cleanroom.reports.redteam_section import REDTEAM_FILE
-from cleanroom.store.rundb import LeakyControlResult, RunStore
+from cleanroom.store.rundb import RunStore
 from cleanroom.verifiers.osworld.bundled import bundled_task
 from cleanroom.verifiers.osworld.evaluator import TaskRun
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task import load_task
 from cleanroom.verifiers.osworld.validate import validate_task
-from cleanroom.verify_server.client import Lease
 
 DEMO_ENVS = 3
 DEMO_TRIALS_SCALE = 0.1  # every test at about a tenth of its window trials, at least one
 DEMO_OBSERVATION_S = 20.0  # observation_privacy's watch (120 s in a full window)
 PLANTED_LEAK = "planted: a token delivered through another environment's lease"
 RENAME_ORACLE = "mv ~/Desktop/todo_list_Jan_1 ~/Desktop/todo_list_Jan_2"
-# A few tests under the leaks they name, one pool per leak: what fits in a few minutes.
-LEAKY_TESTS = ("clipboard", "files_and_prefs", "channels")
-LEAKY_KINDS = (Leak.SHARED_CLIPBOARD, Leak.SHARED_HOME, Leak.OPEN_HOST)
 
 
 @dataclass
@@ -97,10 +91,7 @@ def run_demo(run_dir: Path, console: Console | None = None) -> DemoResult:
     result.loop = run_loop(
         demo_config(run_dir),
         console,
-        before_windows=[
-            lambda s: _audit_control(s, result),
-            lambda s: _osworld_rename(s, result),
-        ],
+        before_windows=[lambda s: _osworld_rename(s, result)],
         after_windows=[lambda s: _leaky_controls(s, result), lambda s: _redteam(s, result)],
     )
     elapsed = time.monotonic() - started
@@ -110,46 +101,7 @@ def run_demo(run_dir: Path, console: Console | None = None) -> DemoResult:
     return result
 
 
-# -- the audit's control ---------------------------------------------------------------
-
-
-def _audit_control(s: LoopServices, result: DemoResult) -> None:
-    s.progress.step("the audit's control: env02's token through env01's lease, on purpose")
-    with s.verify_server.client(timeout=15.0) as client:
-        tokens = {
-            env: _start(s.store, env, seq)
-            for seq, env in enumerate(("env01", "env02", "env03"), start=1)
-        }
-        leases = {env: client.lease(t, env=env) for env, t in tokens.items()}
-        _submit(leases["env01"], str(tokens["env01"]))
-        _submit(leases["env01"], str(tokens["env02"]))  # the planted leak
-        for env, token in tokens.items():
-            _finish(s.store, token, "verify_server", client.verify_form(leases[env]))
-        leased = [LeasedRollout(env, t.rollout_id) for env, t in tokens.items()]
-        # Its rows are the control's, never part of the published number; the rollouts
-        # it names are invalid like any others.
-        audit = read_audit(client, CONTROL_WINDOW, leased)
-        invalidated = invalidate_named(s.store, audit.cross)
-    fired = bool(audit.cross) and not audit.error
-    result.audit_control_fired = fired
-    s.store.add_leaky_control(
-        LeakyControlResult(
-            AUDIT_TEST,
-            PLANTED_LEAK,
-            fired,
-            len(audit.rows),
-            len(audit.cross),
-            audit.error
-            or "; ".join(f"{c.token_env}'s token reached {c.attributed_env}" for c in audit.cross),
-        )
-    )
-    s.progress.event(
-        f"audit control {'[green]fired[/]' if fired else '[red]did not fire[/]'}: "
-        f"{len(audit.cross)} cross submission(s), {invalidated} rollout(s) invalid"
-    )
-
-
-def _start(store: RunStore, env: str, seq: int, task: str = "form:planted-leak") -> Token:
+def _start(store: RunStore, env: str, seq: int, task: str) -> Token:
     token = mint(RolloutId(env, CONTROL_WINDOW, seq))
     store.start_rollout(token, task)
     return token
@@ -158,12 +110,6 @@ def _start(store: RunStore, env: str, seq: int, task: str = "form:planted-leak")
 def _finish(store: RunStore, token: Token, verifier: str, outcome: Outcome) -> None:
     store.add_verifier_result(token.rollout_id, verifier, outcome)
     store.finish_rollout(token.rollout_id, outcome)
-
-
-def _submit(lease: Lease, text: str) -> None:
-    """What a browser does when the form is filled in: a form-encoded POST to the lease."""
-    response = httpx.post(lease.form_url, data={"token": text}, timeout=10, trust_env=False)
-    response.raise_for_status()
 
 
 # -- the OSWorld rename task in local guests -------------------------------------------
@@ -207,8 +153,10 @@ def _osworld_rename(s: LoopServices, result: DemoResult) -> None:
 
 
 def _leaky_controls(s: LoopServices, result: DemoResult) -> None:
-    # The deliberate-fault setups belong to the full matrix (`cleanroom isolation controls`).
-    result.leaky = leaky_controls(s, LEAKY_TESTS, leaks=LEAKY_KINDS, faults=False)
+    # Every check the window ran is proven here, or the number is refused.
+    result.leaky = leaky_controls(s, [p.name for p in s.plan])
+    audit = [c for c in s.store.leaky_controls() if c.test == AUDIT_TEST]
+    result.audit_control_fired = audit[-1].fired if audit else None
 
 
 def _redteam(s: LoopServices, result: DemoResult) -> None:

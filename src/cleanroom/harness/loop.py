@@ -76,6 +76,9 @@ class LoopConfig:
     job: str = "run"
     # observation_privacy's watch, when shorter than its window's 120 s (the demo's)
     observation_s: float | None = None
+    # Whether the caller runs the leaky and planted controls after the windows; recorded,
+    # so that a report can say why its checks were not proven.
+    leaky_controls: bool = True
 
     def __post_init__(self) -> None:
         if (self.windows is None) == (self.hours is None):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.core.detectors import clipboard_cross_reads, foreign_letter_runs
-from cleanroom.core.publish import NOT_CLAIMED, ControlResult
+from cleanroom.core.publish import NOT_CLAIMED, ControlResult, clipboard_gate
 from cleanroom.environments.clipboard import ClipboardOwner, read_selection
 from cleanroom.environments.environment import DesktopEnvironment, EnvSpec
 from cleanroom.environments.odt import OdtError, odt_text
@@ -211,12 +211,15 @@ def _set_side(
     stamps[side] = time.monotonic()
 
 
-def clipboard_half(session: ControlSession, evidence: ControlEvidence, trials: int) -> int:
-    """Both sides set the clipboard within 100 ms, then each reads it; return how many
-    trials had a read that returned the other side's string."""
+def clipboard_half(
+    session: ControlSession, evidence: ControlEvidence, trials: int
+) -> tuple[int, int]:
+    """Both sides set the clipboard at once, then each reads it. Return how many trials
+    had a read that returned the other side's string, and how many trials count: only
+    those whose two sets were within `MAX_SET_SKEW_MS` (every skew is in the evidence)."""
     display = session.display()
     owners = {s: ClipboardOwner(display) for s in ALPHABETS}
-    crossed = 0
+    crossed: list[bool] = []
     try:
         for trial in range(trials):
             strings = {s: f"control-{s}-{trial}-{secrets.token_hex(4)}" for s in ALPHABETS}
@@ -239,12 +242,11 @@ def clipboard_half(session: ControlSession, evidence: ControlEvidence, trials: i
                 others = [v for k, v in strings.items() if k != side]
                 cross, _ = clipboard_cross_reads([got], strings[side], others)
                 cross_here += cross
-            if cross_here:
-                crossed += 1
+            crossed.append(cross_here > 0)
     finally:
         for o in owners.values():
             o.close()
-    return crossed
+    return clipboard_gate(evidence.set_skew_ms, crossed)
 
 
 def run_control(
@@ -254,5 +256,6 @@ def run_control(
     evidence = ControlEvidence()
     with ControlSession(run_dir) as session:
         typing = typing_half(session, evidence, typing_rounds, chars)
-        clip = clipboard_half(session, evidence, clipboard_trials)
-    return ControlResult(typing, typing_rounds, clip, clipboard_trials), evidence
+        clip, counted = clipboard_half(session, evidence, clipboard_trials)
+    skews = tuple(round(ms, 2) for ms in evidence.set_skew_ms)
+    return ControlResult(typing, typing_rounds, clip, counted, skews), evidence

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import count
 from pathlib import Path
@@ -183,12 +183,45 @@ def plan_setups(
     return plan
 
 
+def setups_of(test: IsolationTest) -> list[str]:
+    """Every setup that is a positive control of ``test``: the leaks it names, in the
+    order of `Leak`, then its own faults."""
+    return [k.value for k in Leak if k in test.detects] + [fault_setup(f) for f in faults_of(test)]
+
+
+def cover_setups(
+    tests: Iterable[IsolationTest], tried: Mapping[str, Iterable[str]] | None = None
+) -> dict[str, list[IsolationTest]]:
+    """The fewest setups that give every test one positive control it has not tried yet,
+    each test on one setup only: the cheap way to prove every check in a run.
+
+    Greedy: the setup that covers the most tests still uncovered first (ties go to the
+    order of `setups_of`). ``tried`` maps a test to the setups it already ran under; a
+    test with no setup left is not planned.
+    """
+    tried = tried or {}
+    options = {
+        t.name: [x for x in setups_of(t) if x not in set(tried.get(t.name, ()))] for t in tests
+    }
+    by_name = {t.name: t for t in tests}
+    order = list(dict.fromkeys(x for t in tests for x in setups_of(t)))
+    uncovered = {name for name, opts in options.items() if opts}
+    plan: dict[str, list[IsolationTest]] = {}
+    while uncovered:
+        best = max(order, key=lambda x: sum(1 for n in uncovered if x in options[n]))
+        members = [n for n in by_name if n in uncovered and best in options[n]]
+        plan[best] = [by_name[n] for n in members]
+        uncovered -= set(members)
+    return plan
+
+
 def run_controls(
     run_dir: Path,
     store: RunStore,
     tests: Sequence[IsolationTest],
     *,
     leaks: Iterable[Leak] | None = None,
+    cover: bool = False,
     trials: int = DEFAULT_TRIALS,
     isolated: bool = True,
     faults: bool = True,
@@ -201,6 +234,9 @@ def run_controls(
 ) -> ControlMatrix:
     """Run the matrix and record each leaky and fault cell in ``store``; return the matrix.
 
+    With ``cover`` (the run's own controls), ``leaks``, ``isolated`` and ``faults`` are
+    not used: each test runs under one setup of `cover_setups`, and a test that did not
+    fire there runs again under the next setup it names, until it fires or none is left.
     A pool that does not start makes every cell of its setup lost, with the reason. One
     verify server, in ``run_dir/verify-server``, serves every setup and is stopped at the
     end.
@@ -212,31 +248,56 @@ def run_controls(
             f"observation_privacy watched for {observation_s:g} s per trial here"
             f" ({DURATION_S:g} s in a window)"
         )
-    plan = plan_setups(tests, leaks, isolated=isolated, faults=faults)
+    if cover:
+        plan = cover_setups(tests)
+    else:
+        plan = plan_setups(tests, leaks, isolated=isolated, faults=faults)
     with VerifyServerProcess.start(run_dir / "verify-server", timeout_s=VERIFY_START_S) as server:
         verify = server.client(timeout=30.0)
         try:
-            for setup, members in plan.items():
-                run = _run_setup(run_dir, setup, members, trials, envs, programs, pool_root, verify)
-                for cell in run:
-                    matrix.cells.append(cell)
-                    if setup != ISOLATED:
-                        store.add_leaky_control(
-                            LeakyControlResult(
-                                cell.test,
-                                setup,
-                                cell.verdict == "fired",
-                                cell.rows,
-                                cell.cross,
-                                f"{cell.verdict}: {cell.detail}"[:500],
-                            )
-                        )
-                    if on_cell is not None:
-                        on_cell(cell)
+            while plan:
+                for setup, members in plan.items():
+                    run = _run_setup(
+                        run_dir, setup, members, trials, envs, programs, pool_root, verify
+                    )
+                    for cell in run:
+                        _record(matrix, store, cell, on_cell)
+                # The cover runs on until every test fired or has no setup left to try.
+                plan = cover_setups(_unfired(tests, matrix), _tried(matrix)) if cover else {}
         finally:
             verify.close()
     (run_dir / CONTROLS_FILE).write_text(json.dumps(matrix.to_json(), indent=1))
     return matrix
+
+
+def _record(
+    matrix: ControlMatrix, store: RunStore, cell: Cell, on_cell: Callable[[Cell], None] | None
+) -> None:
+    matrix.cells.append(cell)
+    if cell.setup != ISOLATED:
+        store.add_leaky_control(
+            LeakyControlResult(
+                cell.test,
+                cell.setup,
+                cell.verdict == "fired",
+                cell.rows,
+                cell.cross,
+                f"{cell.verdict}: {cell.detail}"[:500],
+            )
+        )
+    if on_cell is not None:
+        on_cell(cell)
+
+
+def _unfired(tests: Sequence[IsolationTest], matrix: ControlMatrix) -> list[IsolationTest]:
+    return [t for t in tests if not matrix.proven(t.name)]
+
+
+def _tried(matrix: ControlMatrix) -> dict[str, list[str]]:
+    tried: dict[str, list[str]] = {}
+    for c in matrix.cells:
+        tried.setdefault(c.test, []).append(c.setup)
+    return tried
 
 
 def _run_setup(

@@ -9,7 +9,14 @@ from typing import Any
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import IsolationRow, RowResult, Window, judge_window
-from cleanroom.core.publish import NOT_CLAIMED, ControlResult, Publication, Refusal, publish
+from cleanroom.core.publish import (
+    ControlResult,
+    Publication,
+    Refusal,
+    not_claimed,
+    publish,
+    skew_summary,
+)
 from cleanroom.store.rundb import LatencySample, LeakyControlResult, RolloutRecord, RunStore
 
 
@@ -47,8 +54,11 @@ class RunReport:
     environments: list[str]
     env_hours: float
     verdict: Publication | Refusal
-    not_claimed: str = NOT_CLAIMED
+    not_claimed: list[str] = field(default_factory=list)
     proven: dict[str, list[str]] = field(default_factory=dict)
+    trials_scale: float = 1.0
+    # The latest positive control's clipboard set skews, as a distribution.
+    control_skew: str = ""
     leaky: list[LeakyControlResult] = field(default_factory=list)
     latency: list[LatencySample] = field(default_factory=list)
 
@@ -68,8 +78,10 @@ class RunReport:
             "env_hours": self.env_hours,
             "environments": self.environments,
             "positive_control": [c.__dict__ for c in self.controls],
+            "positive_control_skew": self.control_skew,
             "checks": self.checks,
             "proven_by_leaky_control": self.proven,
+            "trials_scale": self.trials_scale,
             "leaky_controls": [c.__dict__ for c in self.leaky],
             "not_claimed": self.not_claimed,
             "windows": [{**w.__dict__, "hours": w.hours} for w in self.windows],
@@ -134,6 +146,10 @@ def build_report(store: RunStore, machine: dict[str, str] | None = None) -> RunR
     env_hours = sum(w.hours for w in windows) * len(envs)
     recorded_machine = info.get("meta", {}).get("machine")
     leaky = store.leaky_controls()
+    proven = proven_by(leaky)
+    config = info.get("meta", {}).get("config", {})
+    trials_scale = float(config.get("trials_scale", 1.0))
+    checks = _checks(rows)
     return RunReport(
         run_dir=store.run_dir,
         info=info,
@@ -141,15 +157,35 @@ def build_report(store: RunStore, machine: dict[str, str] | None = None) -> RunR
         windows=windows,
         rollouts=rollouts,
         rows=rows,
-        checks=_checks(rows),
+        checks=checks,
         controls=controls,
         environments=envs,
         env_hours=env_hours,
-        verdict=publish(rows, env_hours, controls, _unfinished(windows)),
-        proven=proven_by(leaky),
+        verdict=publish(
+            rows,
+            env_hours,
+            controls,
+            _unfinished(windows),
+            proven=proven,
+            trials_scale=trials_scale,
+            why_unproven=_why_unproven(config),
+        ),
+        not_claimed=not_claimed(checks, proven, trials_scale),
+        proven=proven,
+        trials_scale=trials_scale,
+        control_skew=skew_summary(controls[-1].clipboard_skew_ms) if controls else "",
         leaky=leaky,
         latency=store.latency_samples(),
     )
+
+
+def _why_unproven(config: dict[str, Any]) -> str:
+    if config.get("leaky_controls") is False:
+        return (
+            "the leaky controls were not run (--no-leaky-controls), so no check was proven "
+            "in this run"
+        )
+    return ""
 
 
 def _unfinished(windows: list[WindowSummary]) -> dict[int, str]:

@@ -32,9 +32,12 @@ def render_text(report: RunReport, console: Console) -> None:
             f"(typing {last.typing_cross} of {last.typing_trials}, clipboard "
             f"{last.clipboard_cross} of {last.clipboard_trials}): {fired}"
         )
+        console.print(f"  clipboard half: {report.control_skew}")
     else:
         console.print("Positive control: [red]not run[/]")
-    console.print(f"Not claimed: {report.not_claimed}")
+    console.print("Not claimed:")
+    for line in report.not_claimed:
+        console.print(f"  - {line}")
     console.print(
         f"Environments: {', '.join(report.environments) or 'none'}; "
         f"{report.env_hours:.3f} environment-hours"

@@ -119,4 +119,9 @@ MIGRATIONS: tuple[str, ...] = (
         at      REAL NOT NULL
     );
     """,
+    # 4: every clipboard trial's set skew in the positive control (only those within
+    # 100 ms count toward its gate).
+    """
+    ALTER TABLE control_results ADD COLUMN clipboard_skew_ms TEXT NOT NULL DEFAULT '[]'
+    """,
 )

@@ -588,7 +588,8 @@ class RunStore:
         with self._tx() as c:
             c.execute(
                 "INSERT INTO control_results (at, typing_cross, typing_trials, clipboard_cross,"
-                " clipboard_trials, fired, not_claimed, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " clipboard_trials, fired, not_claimed, detail, clipboard_skew_ms)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     time.time(),
                     result.typing_cross,
@@ -598,15 +599,19 @@ class RunStore:
                     int(result.fired),
                     NOT_CLAIMED,
                     detail,
+                    json.dumps(list(result.clipboard_skew_ms)),
                 ),
             )
 
     def control_results(self) -> list[ControlResult]:
         rows = self._conn.execute(
-            "SELECT typing_cross, typing_trials, clipboard_cross, clipboard_trials"
-            " FROM control_results ORDER BY id"
+            "SELECT typing_cross, typing_trials, clipboard_cross, clipboard_trials,"
+            " clipboard_skew_ms FROM control_results ORDER BY id"
         )
-        return [ControlResult(*r) for r in rows]
+        return [
+            ControlResult(typing, typed, clip, clipped, tuple(json.loads(skews)))
+            for typing, typed, clip, clipped, skews in rows
+        ]
 
 
 def _reason(outcome: Outcome) -> str | None:

@@ -22,8 +22,16 @@ CLI = Path(sys.executable).with_name("cleanroom")
 FIRED = ControlResult(5, 10, 3, 10)
 
 
-def make_run(path: Path, *, control: ControlResult | None, lost: bool = False) -> Path:
-    with RunStore.create(path, meta={"machine": {"kernel": "Linux test"}}) as store:
+def make_run(
+    path: Path,
+    *,
+    control: ControlResult | None,
+    lost: bool = False,
+    proven: bool = True,
+    meta: dict[str, object] | None = None,
+) -> Path:
+    meta = {"machine": {"kernel": "Linux test"}, **(meta or {})}
+    with RunStore.create(path, meta=meta) as store:
         for env in ("env00", "env01", "env02"):
             store.add_environment(env)
         store.open_window(1, started_at=1000.0)
@@ -40,6 +48,9 @@ def make_run(path: Path, *, control: ControlResult | None, lost: bool = False) -
         store.close_window(1, ended_at=1000.0 + 1800)
         if control is not None:
             store.add_control_result(control)
+        if proven:
+            store.add_leaky_control(LeakyControlResult("clipboard", "shared-display", True, 2, 1))
+            store.add_leaky_control(LeakyControlResult("keyboard_storm", "shared-home", True, 2, 1))
         store.finish_run()
     return path
 
@@ -68,6 +79,35 @@ def test_a_lost_row_fails_its_window_and_refuses_the_number(tmp_path: Path) -> N
     assert isinstance(report.verdict, Refusal)
     assert report.windows[0].failure is not None
     assert report.verdict.failed_windows == [1]
+
+
+def test_a_check_not_proven_in_the_run_refuses_the_number_and_says_so(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "r", control=FIRED, proven=False)
+    with RunStore.open(run, owner=False) as store:
+        report = build_report(store)
+    assert isinstance(report.verdict, Refusal)
+    assert "were not proven in this run (clipboard)" in report.verdict.reason
+    assert "clipboard: not proven in this run, so nothing is claimed for it" in report.not_claimed
+
+
+def test_a_run_without_its_leaky_controls_refuses_and_names_the_flag(tmp_path: Path) -> None:
+    meta: dict[str, object] = {"config": {"leaky_controls": False, "trials_scale": 0.1}}
+    run = make_run(tmp_path / "r", control=FIRED, proven=False, meta=meta)
+    with RunStore.open(run, owner=False) as store:
+        report = build_report(store)
+    assert isinstance(report.verdict, Refusal)
+    assert "--no-leaky-controls" in report.verdict.reason
+    assert any("0.1x the planned trials" in line for line in report.not_claimed)
+
+
+def test_a_run_at_reduced_trials_says_so_in_its_number(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "r", control=FIRED, meta={"config": {"trials_scale": 0.1}})
+    with RunStore.open(run, owner=False) as store:
+        report = build_report(store)
+        html = render_html(report, [])
+    assert isinstance(report.verdict, Publication)
+    assert "at 0.1x the planned trials" in report.verdict.text
+    assert "at 0.1x the planned trials" in html
 
 
 def test_the_html_report_is_one_self_contained_file(tmp_path: Path) -> None:
@@ -105,12 +145,16 @@ def test_leaky_controls_say_which_tests_are_proven_and_which_are_not(tmp_path: P
     with RunStore.open(run) as store:
         store.add_leaky_control(LeakyControlResult("clipboard", "shared-clipboard", True, 6, 2))
         store.add_leaky_control(LeakyControlResult("clipboard", "shared-home", False, 6, 0))
-        store.add_leaky_control(LeakyControlResult("keyboard_storm", "shared-home", False, 6, 0))
+        store.add_leaky_control(LeakyControlResult("dialog_steal", "shared-home", False, 6, 0))
         store.add_latency_samples([LatencySample("dialog_steal", "env02", 1.0, 40.0, "before")])
     with RunStore.open(run, owner=False) as store:
         report = build_report(store)
         html = render_html(report, [])
-    assert report.proven == {"clipboard": ["shared-clipboard"], "keyboard_storm": []}
+    assert report.proven == {
+        "clipboard": ["shared-display", "shared-clipboard"],
+        "keyboard_storm": ["shared-home"],
+        "dialog_steal": [],
+    }
     assert "did not fire" in html and "shared-clipboard" in html
     assert html.count("<svg") == 2  # the timeline and the latency plot
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from cleanroom.core.detectors import ModifierEffect
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.leaks import Leak
+from cleanroom.harness.loop import load_battery
 from cleanroom.isolation.controls import (
     ISOLATED,
     Cell,
     ControlMatrix,
+    cover_setups,
     fault_setup,
     faults_of,
     for_controls,
@@ -16,6 +18,7 @@ from cleanroom.isolation.controls import (
     plan_setups,
     setup_fault,
     setup_programs,
+    setups_of,
 )
 from cleanroom.isolation.faults import Fault
 from cleanroom.isolation.tests_clipboard import ClipboardTest
@@ -91,6 +94,31 @@ def test_the_plan_runs_each_test_with_a_fault_of_its_own_under_that_fault() -> N
     assert BYPASS in plan_setups([StaleGenerationTest()], [Leak.SHARED_HOME])
     assert BYPASS not in plan_setups([StaleGenerationTest()], faults=False)
     assert not any(s.startswith("fault:") for s in plan_setups([ClipboardTest()]))
+
+
+def test_the_cover_gives_every_test_one_setup_it_must_fire_under_with_few_pools() -> None:
+    tests = list(load_battery().values())
+    cover = cover_setups(tests)
+    placed = [t.name for members in cover.values() for t in members]
+    assert sorted(placed) == sorted(t.name for t in tests)  # each test once
+    for setup, members in cover.items():
+        assert all(setup in setups_of(t) for t in members)
+    assert len(cover) < len({x for t in tests for x in setups_of(t)})
+
+
+def test_the_cover_runs_a_test_that_did_not_fire_under_its_next_setup_only() -> None:
+    clipboard, stale = ClipboardTest(), StaleGenerationTest()
+    first = cover_setups([clipboard, stale])
+    assert {s: [t.name for t in m] for s, m in first.items()} == {
+        Leak.SHARED_DISPLAY.value: ["clipboard"],
+        BYPASS: ["stale_generation"],
+    }
+    again = cover_setups([clipboard], {"clipboard": [Leak.SHARED_DISPLAY.value]})
+    assert {s: [t.name for t in m] for s, m in again.items()} == {
+        Leak.SHARED_CLIPBOARD.value: ["clipboard"]
+    }
+    # Every setup tried: nothing is left to plan, so the loop of the cover ends.
+    assert cover_setups([stale], {"stale_generation": [BYPASS]}) == {}
 
 
 def test_fault_setup_names_round_trip() -> None:

@@ -129,7 +129,7 @@ def test_verifier_and_control_results_round_trip(store: RunStore) -> None:
     store.add_verifier_result("env01-w001-r0001", "osworld", outcome)
     [v] = store.verifier_results("env01-w001-r0001")
     assert v.outcome == outcome and v.outcome.details == {"stdout": "Directory exists.\n"}
-    control = ControlResult(3, 10, 0, 10)
+    control = ControlResult(3, 10, 0, 9, clipboard_skew_ms=(4.5, 120.0) + (2.0,) * 8)
     store.add_control_result(control)
     assert store.control_results() == [control]
 
