@@ -56,6 +56,32 @@ class Delivery:
 BLIND = "its own text was not found in what was read back"
 
 
+def unless_seen(rows: Iterable[IsolationRow], missing: str | None) -> list[IsolationRow]:
+    """A trial's rows, given what of its own signal it did not see (None: it saw it all).
+
+    A trial that did not observe its own environment's expected input cannot show that
+    nothing else arrived: its ``clean`` rows become ``lost``, saying what was missing.
+    ``cross`` rows stay: a leak that was seen was seen.
+    """
+    if missing is None:
+        return list(rows)
+    return [
+        IsolationRow(r.test, r.trial, r.from_env, r.to_env, RowResult.LOST, r.window, missing)
+        if r.result is RowResult.CLEAN
+        else r
+        for r in rows
+    ]
+
+
+def missing_tokens(wanted: Iterable[str], hits: Iterable[TokenHit], where: str) -> str | None:
+    """What a search of ``where`` did not find of the tokens ``wanted`` (None: all found)."""
+    found = {str(h.token) for h in hits}
+    lost = sorted(set(wanted) - found)
+    if not lost:
+        return None
+    return f"{len(lost)} of its own token(s) not found in {where}: {', '.join(lost)}"[:500]
+
+
 def delivery_rows(
     test: str,
     trial: int,
@@ -206,14 +232,20 @@ def observation_rows(
     A screen holding at least ``min_pixels`` of another environment's page colour is
     ``cross`` from that environment. An idle screen that changed below the clock line is
     ``cross`` from every actor: the change cannot be traced to one of them, so each is
-    named. With no such evidence, a screen that was never read, or an owner's screen that
-    never showed its own page, is ``lost``: the check could not see what it looks for.
+    named. With no such evidence, a screen that was never read, an owner's screen that
+    never showed its own page, or (for an idle screen) a trial in which no actor's screen
+    changed below the clock line is ``lost``: the check could not see what it looks for
+    (screenshots that never show the actors' own changes could not show a leaked one).
     """
     actors, idle = sorted(set(actors)), sorted(set(idle))
     owners = sorted(set(actors) | set(idle))
     by_env: dict[str, list[ScreenSample]] = {}
     for s in samples:
         by_env.setdefault(s.env, []).append(s)
+    acting_changed = any(
+        len({s.below_line for s in by_env.get(a, []) if s.below_line is not None}) > 1
+        for a in actors
+    )
     rows = []
     for dst in sorted(set(observed)):
         mine = sorted((s for s in by_env.get(dst, []) if s.below_line is not None), key=_at)
@@ -241,6 +273,11 @@ def observation_rows(
                 result, detail = RowResult.LOST, f"no screenshot of {dst} could be taken"
             elif not own_page_seen:
                 result, detail = RowResult.LOST, f"{dst}'s own page never showed on its screen"
+            elif dst in idle and actors and not acting_changed:
+                result, detail = (
+                    RowResult.LOST,
+                    "no acting screen changed below the clock line while the actors acted",
+                )
             else:
                 result, detail = RowResult.CLEAN, ""
             rows.append(IsolationRow(test, trial, src, dst, result, window, detail))
@@ -551,14 +588,17 @@ def dialog_typing_row(
     token: str,
     fields: tuple[str | None, str | None],
     trees: tuple[str | None, str | None],
+    typist_tree: str | None,
 ) -> IsolationRow:
     """The row from the typist to the opener: did the typing reach the opener?
 
     ``fields`` are the opener's own Save As file-name field at the baseline and while the
     typist typed; ``trees`` all the text of the opener's AT-SPI tree at the same two
-    moments (None: unreadable). A run of ``typed`` new in the field, or the typist's
-    ``token`` new anywhere in the opener's tree, is ``cross``; a field that could not be
-    read, with no such evidence, is ``lost``.
+    moments, ``typist_tree`` all the text of the typist's own tree after it typed (None:
+    unreadable). A run of ``typed`` new in the field, or the typist's ``token`` new
+    anywhere in the opener's tree, is ``cross``. With no such evidence, a field that could
+    not be read, or typing that never showed in the typist's own tree (keys that land
+    nowhere cannot land in the wrong place either), is ``lost``.
     """
     (field_before, field_during), (tree_before, tree_during) = fields, trees
     fragment = None
@@ -572,6 +612,9 @@ def dialog_typing_row(
         return IsolationRow(test, trial, typist, opener, RowResult.CROSS, window, detail)
     if field_before is None or field_during is None:
         detail = f"{opener}'s own Save As field could not be read"
+        return IsolationRow(test, trial, typist, opener, RowResult.LOST, window, detail)
+    if typist_tree is None or token not in typist_tree:
+        detail = f"{typist}'s own typing ({token}) never showed in its own accessibility tree"
         return IsolationRow(test, trial, typist, opener, RowResult.LOST, window, detail)
     return IsolationRow(test, trial, typist, opener, RowResult.CLEAN, window)
 

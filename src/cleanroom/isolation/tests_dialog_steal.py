@@ -171,7 +171,16 @@ class DialogStealTest(IsolationTest):
         trees = (baseline.tree_text(opener), observed.tree_text(opener))
         rows.append(
             dialog_typing_row(
-                self.name, trial, ctx.window, typist, opener, text.strip(), token, fields, trees
+                self.name,
+                trial,
+                ctx.window,
+                typist,
+                opener,
+                text.strip(),
+                token,
+                fields,
+                trees,
+                observed.tree_text(typist),
             )
         )
         ctx.write_evidence(

@@ -5,9 +5,11 @@ One environment (rotating by trial) types a shell command into its own terminal 
 writes three tokens: a file in its Documents folder, a GTK bookmark (a preference every
 GTK file dialog reads) and a colour palette in its LibreOffice profile (LibreOffice
 offers every palette it finds there). Once the host sees all three in the writer's own
-places (which proves the search can find them), every other environment's home, program
-profiles and log folder in the run folder are searched with the token scanner. A token
-of this trial found there is ``cross`` from the writer.
+places, the same search that every other environment gets must find all three in the
+writer's own home and profiles (else the trial is blind: its rows are ``lost``). Then
+every other environment's home, program profiles and log folder in the run folder are
+searched with the token scanner. A token of this trial found there is ``cross`` from the
+writer.
 
 Leaks it must catch: ``shared-home`` and ``shared-profile``.
 """
@@ -18,7 +20,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from cleanroom.core.detectors import placement_rows
+from cleanroom.core.detectors import missing_tokens, placement_rows, unless_seen
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.tokens import TokenHit, scan_file, scan_tree
 from cleanroom.environments.errors import PoolError
@@ -105,6 +107,14 @@ class FilesAndPrefsTest(IsolationTest):
 
         rows: list[IsolationRow] = []
         evidence: dict[str, object] = {}
+        # The search every other environment gets must find the three tokens in the
+        # writer's own places first: a search blind to them proves nothing elsewhere.
+        try:
+            own = holdings(pool, writer, clipboard=False)
+            missing = missing_tokens(wanted, own.hits, f"{writer}'s own places")
+        except PoolError as exc:
+            missing = f"{writer}'s own places could not be searched: {exc}"
+        evidence[writer] = {"own_tokens_missing": missing}
         for other in others:
             try:
                 h = holdings(pool, other, clipboard=False)
@@ -136,7 +146,7 @@ class FilesAndPrefsTest(IsolationTest):
                 "run_folder_outside_environment_logs": harness_hits,
             },
         )
-        return [_with_detail(r) for r in rows]
+        return unless_seen([_with_detail(r) for r in rows], missing)
 
 
 def _all_written(paths: list[Path], wanted: set[str]) -> bool:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
-from cleanroom.core.detectors import leftover_rows
-from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.core.detectors import leftover_rows, unless_seen
+from cleanroom.core.isolation import IsolationRow
 from cleanroom.core.tokens import TokenHit
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaks import Leak
@@ -97,13 +97,16 @@ class ResetDuringWriteTest(IsolationTest):
                 },
             },
         )
-        if held is None or str(clip) not in held:
-            why = f"{env}'s clipboard did not hold the token before the reset: {held!r}"
-            return [
-                IsolationRow(NAME, trial, env, n, RowResult.LOST, ctx.window, why)
-                for n in pool.names
-            ]
-        return leftover_rows(NAME, trial, ctx.window, env, tokens, found)
+        rows = leftover_rows(NAME, trial, ctx.window, env, tokens, found)
+        return unless_seen(rows, clipboard_missing(env, held, str(clip)))
+
+
+def clipboard_missing(env: str, held: str | None, token: str) -> str | None:
+    """What was missing of the trial's own signal: its clipboard token read back before
+    the reset (None: it was there). Without it, nothing found afterwards means anything."""
+    if held is not None and token in held:
+        return None
+    return f"{env}'s clipboard did not hold its own token before the reset: {held!r}"[:500]
 
 
 TEST = register(ResetDuringWriteTest())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cleanroom.core.detectors import (
     BLIND,
@@ -188,6 +188,14 @@ def test_observation_rows_are_lost_when_a_screen_was_never_read_or_showed_no_pag
     assert _observe(unread)[("env01", "env02")] == "lost"
     no_page = [s for s in CLEAN_SCREENS if s.env != "env01"] + [_obs("env01", 0, "a")]
     assert _observe(no_page)[("env02", "env01")] == "lost"
+
+
+def test_an_idle_screen_is_lost_when_no_actors_screen_ever_changed() -> None:
+    # The blind case: the actor's own typing never showed, so a leaked change would not.
+    still = [s if s.env != "env01" else replace(s, below_line="a") for s in CLEAN_SCREENS]
+    got = _observe(still)
+    assert got[("env01", "env02")] == "lost"
+    assert got[("env02", "env01")] == "clean"  # the actor's own screen showed its own page
 
 
 # -- generations: stale actions, leftovers of a reset --------------------------------------

@@ -58,9 +58,13 @@ def test_a_dialog_never_seen_as_the_openers_own_is_lost() -> None:
 
 
 def _typing(
-    fields: tuple[str | None, str | None], trees: tuple[str | None, str | None]
+    fields: tuple[str | None, str | None],
+    trees: tuple[str | None, str | None],
+    typist_tree: str | None = f"Untitled 1\n{TYPED}",
 ) -> RowResult:
-    row = dialog_typing_row("dialog_steal", 0, 1, "env02", "env01", TYPED, TOKEN, fields, trees)
+    row = dialog_typing_row(
+        "dialog_steal", 0, 1, "env02", "env01", TYPED, TOKEN, fields, trees, typist_tree
+    )
     assert (row.from_env, row.to_env) == ("env02", "env01")
     return row.result
 
@@ -79,3 +83,11 @@ def test_the_typists_token_anywhere_in_the_openers_tree_is_cross() -> None:
 
 def test_a_field_that_could_not_be_read_is_lost() -> None:
     assert _typing((None, None), ("", "")) is RowResult.LOST
+
+
+def test_typing_that_never_showed_in_the_typists_own_tree_is_lost_not_clean() -> None:
+    # The blind case: the typist's keys landed nowhere, so they could not land elsewhere.
+    assert _typing(("notes", "notes"), ("notes", "notes"), "Untitled 1") is RowResult.LOST
+    assert _typing(("notes", "notes"), ("notes", "notes"), None) is RowResult.LOST
+    # A leak that was seen is still cross.
+    assert _typing(("notes", "notes62b68940"), ("notes", "notes"), None) is RowResult.CROSS

@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+from cleanroom.core.detectors import missing_tokens, unless_seen
+from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.core.tokens import scan_text
 from cleanroom.environments.errors import StaleGeneration
 from cleanroom.environments.generations import GenerationBook
 from cleanroom.environments.leaks import Leak
@@ -17,6 +20,7 @@ from cleanroom.isolation.faults import Fault, bypass_generation_check
 from cleanroom.isolation.registry import TESTS as REGISTERED
 from cleanroom.isolation.tests_files_and_prefs import write_command
 from cleanroom.isolation.tests_observation_privacy import PAGE_COLOURS, is_actor, page_colour
+from cleanroom.isolation.tests_reset_during_write import clipboard_missing
 
 EXPECTED = {
     "observation_privacy": (7, Schedule(window=1, soak=1), {Leak.SHARED_DISPLAY}),
@@ -87,3 +91,34 @@ def test_each_test_names_the_programs_it_needs() -> None:
         "stale_generation": (),
         "crash_blast_radius": ("terminal",),
     }
+
+
+# -- every trial must see its own signal, or it is lost ------------------------------------
+
+W = "env01-w001-r50001-0000000a"  # the writer's three tokens
+B = "env01-w001-r50002-0000000b"
+P = "env01-w001-r50003-0000000c"
+
+
+def _rows(*results: RowResult) -> list[IsolationRow]:
+    return [IsolationRow("t", 0, "env01", f"env0{i + 2}", r, 1) for i, r in enumerate(results)]
+
+
+def test_a_trial_that_missed_its_own_signal_has_lost_rows_but_keeps_a_cross_it_saw() -> None:
+    rows = unless_seen(_rows(RowResult.CLEAN, RowResult.CROSS), "its own file was not found")
+    assert [r.result for r in rows] == [RowResult.LOST, RowResult.CROSS]
+    assert rows[0].detail == "its own file was not found"
+    assert unless_seen(_rows(RowResult.CLEAN), None)[0].result is RowResult.CLEAN
+
+
+def test_files_and_prefs_is_blind_when_its_own_places_do_not_show_all_three_tokens() -> None:
+    own = scan_text(f"{W} {B}", "/home/env01")  # the palette's token is not found
+    missing = missing_tokens([W, B, P], own, "env01's own places")
+    assert missing is not None and P in missing and W not in missing
+    assert missing_tokens([W, B, P], scan_text(f"{W} {B} {P}"), "env01's own places") is None
+
+
+def test_reset_during_write_is_blind_when_its_clipboard_never_held_its_own_token() -> None:
+    assert clipboard_missing("env01", None, W) is not None
+    assert clipboard_missing("env01", "copied something else", W) is not None
+    assert clipboard_missing("env01", f"copied {W}", W) is None
