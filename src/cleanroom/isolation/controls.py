@@ -203,7 +203,9 @@ def cover_setups(
     options = {
         t.name: [x for x in setups_of(t) if x not in set(tried.get(t.name, ()))] for t in tests
     }
-    by_name = {t.name: t for t in tests}
+    # In test-number order, so the tests that reset or crash an environment come last and
+    # the setup's pool serves every other test first.
+    by_name = {t.name: t for t in sorted(tests, key=lambda t: t.number)}
     order = list(dict.fromkeys(x for t in tests for x in setups_of(t)))
     uncovered = {name for name, opts in options.items() if opts}
     plan: dict[str, list[IsolationTest]] = {}

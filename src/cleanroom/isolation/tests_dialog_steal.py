@@ -193,6 +193,7 @@ class DialogStealTest(IsolationTest):
                 "typed": text,
                 "baseline_field": fields[0],
                 "field_during": fields[1],
+                "typist_tree_shows_its_typing": token in (observed.tree_text(typist) or ""),
                 "baseline_look": baseline.to_json(),
                 "look_during": observed.to_json(),
                 "dialog_opened_at": opened_at,
