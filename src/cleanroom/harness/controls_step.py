@@ -5,8 +5,10 @@ deliberate fault), on pools of their own beside the run's pool; every cell is st
 the run database, so the report can say which active check was proven in this run. The
 isolated setup is left out: the windows run every test on the isolated pool.
 
-The canary's control runs first, on the run's own pool: a leak planted in env00 after the
-windows, which the canary's sampling and rule must see (`isolation.canary_control`).
+Two controls run first, on the run's own pool: the token sweep's (a file holding one
+environment's token planted in another's home, which the sweep must find and attribute,
+`isolation.sweep_control`), then the canary's (a leak planted in env00 after the windows,
+which the canary's sampling and rule must see, `isolation.canary_control`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from cleanroom.environments.leaks import Leak
 from cleanroom.harness.loop import LoopServices, load_battery
 from cleanroom.isolation.canary_control import run_canary_control
 from cleanroom.isolation.controls import Cell, run_controls
+from cleanroom.isolation.sweep_control import run_sweep_control
 
 
 def leaky_controls(
@@ -27,9 +30,9 @@ def leaky_controls(
     faults: bool = True,
     canary: bool = True,
 ) -> list[str]:
-    """Run the controls of the tests ``names`` (and, with ``canary``, the canary's own)
-    and return one line per cell."""
-    lines = canary_control(s) if canary else []
+    """Run the controls of the tests ``names`` (and, with ``canary``, the token sweep's
+    and the canary's own on the run's pool) and return one line per cell."""
+    lines = sweep_control(s) + canary_control(s) if canary else []
     battery = load_battery()
     tests = [battery[name] for name in names if name in battery]
     missing = [name for name in names if name not in battery]
@@ -54,6 +57,18 @@ def leaky_controls(
     for test in matrix.unproven():
         s.progress.event(f"[red]{test} is unproven in this run[/]")
     return lines + [f"{c.test} under {c.setup}: {c.verdict}" for c in matrix.cells]
+
+
+def sweep_control(s: LoopServices) -> list[str]:
+    """Plant a foreign token in a home of the run's pool, store the cell, and return its
+    line."""
+    s.progress.step("the token sweep's control: a foreign token planted in a home")
+    cell = run_sweep_control(s.pool)
+    s.store.add_leaky_control(cell)
+    verdict = "fired" if cell.fired else "did not fire"
+    colour = "green" if cell.fired else "red"
+    s.progress.event(f"token sweep control, {cell.leak}: [{colour}]{verdict}[/] ({cell.detail})")
+    return [f"{cell.test} under {cell.leak}: {verdict}"]
 
 
 def canary_control(s: LoopServices) -> list[str]:

@@ -58,7 +58,7 @@ DEMO_OBSERVATION_S = 20.0  # observation_privacy's watch (120 s in a full window
 PLANTED_LEAK = "planted: a token delivered through another environment's lease"
 RENAME_ORACLE = "mv ~/Desktop/todo_list_Jan_1 ~/Desktop/todo_list_Jan_2"
 # A few tests under the leaks they name, one pool per leak: what fits in a few minutes.
-LEAKY_TESTS = ("clipboard", "files_and_prefs", "channels")
+LEAKY_TESTS = ("clipboard", "files_and_prefs", "token_sweep", "channels")
 LEAKY_KINDS = (Leak.SHARED_CLIPBOARD, Leak.SHARED_HOME, Leak.OPEN_HOST)
 
 
