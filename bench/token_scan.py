@@ -93,7 +93,7 @@ def tree_bytes(root: Path) -> int:
 
 def time_cleanroom(root: Path) -> tuple[float, int]:
     t = time.perf_counter()
-    hits = scan_tree(root / "files")
+    hits = scan_tree(root / "files").hits
     return time.perf_counter() - t, len(hits)
 
 
@@ -135,7 +135,7 @@ def main() -> None:
     mb = total / 1e6
 
     # Correctness first: exactly the planted tokens, nothing else.
-    found = {str(h.token): h.source for h in scan_tree(args.tree / "files")}
+    found = {str(h.token): h.source for h in scan_tree(args.tree / "files").hits}
     if found != planted:
         raise SystemExit(
             f"scanner disagrees with the plant: {len(found)} found, {len(planted)} planted"

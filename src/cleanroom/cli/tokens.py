@@ -27,16 +27,21 @@ def scan(
     paths: list[Path] = typer.Argument(..., help="Files or folders to search."),  # noqa: B008
     as_json: bool = typer.Option(False, "--json", help="Print JSON lines, one per hit."),
 ) -> None:
-    errors: list[str] = []
+    errors: list[core_tokens.ScanError] = []
     hits: list[core_tokens.TokenHit] = []
     for p in paths:
         if not p.exists():
             typer.echo(f"error: no such file or folder: {p}", err=True)
             raise typer.Exit(2)
         if p.is_dir():
-            hits.extend(core_tokens.scan_tree(p, errors))
+            scan = core_tokens.scan_tree(p)
+            hits.extend(scan.hits)
+            errors.extend(scan.errors)
         else:
-            hits.extend(core_tokens.scan_file(p))
+            try:
+                hits.extend(core_tokens.scan_file(p))
+            except OSError as exc:
+                errors.append(core_tokens.ScanError(str(p), exc.strerror or str(exc)))
     if as_json:
         for h in hits:
             row = {

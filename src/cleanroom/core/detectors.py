@@ -363,12 +363,13 @@ def leftover_rows(
     window: int,
     reset_env: str,
     tokens: Iterable[str],
-    hits_by_env: dict[str, list[TokenHit] | None],
+    hits_by_env: dict[str, list[TokenHit] | str],
 ) -> list[IsolationRow]:
     """Rows for what an environment's old generation left behind after a reset.
 
     ``tokens`` are what the old generation typed or set; ``hits_by_env`` holds the tokens
-    found in each environment's tree and clipboard after the reset (None: unreadable).
+    found in each environment's tree and clipboard after the reset, or why they could not
+    be read (that environment's row is lost, with the reason).
     Found in ``reset_env`` itself, they crossed from its old generation to its new one, so
     that row names ``reset_env`` at both ends; found in another environment, they crossed
     to it.
@@ -376,8 +377,8 @@ def leftover_rows(
     wanted = set(tokens)
     rows = []
     for dst, hits in sorted(hits_by_env.items()):
-        if hits is None:
-            detail = f"{dst}'s tree or clipboard could not be read"
+        if isinstance(hits, str):
+            detail = f"{dst}'s tree or clipboard could not be read: {hits}"[:500]
             rows.append(IsolationRow(test, trial, reset_env, dst, RowResult.LOST, window, detail))
             continue
         found = sorted({str(h.token) for h in hits if str(h.token) in wanted})

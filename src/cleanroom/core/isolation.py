@@ -4,7 +4,9 @@ An isolation row is ``(test, trial, from_env, to_env, result)``. ``cross`` means
 something from ``from_env`` reached ``to_env``; ``lost`` means the check could not read
 its inputs. A lost row fails its window, loudly: a check that saw nothing is not a check
 that saw no leak. A ``cross`` row of the canary fails its window too: ``env00`` never
-receives an action, so any change in it means the whole window cannot be trusted.
+receives an action, so any change in it means the whole window cannot be trusted. So
+does a ``cross`` row of the token sweep: a token resting where its environment cannot
+be, outside any trial that put it there on purpose, is contamination in the window.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from enum import StrEnum
 
 # The canary's test name; defined here because a canary event fails its window.
 CANARY_TEST = "canaries"
+# The token sweep's test name; defined here because a foreign token it finds fails its
+# window.
+SWEEP_TEST = "token_sweep"
 # Never opened as a window: rows and rollouts there belong to a control, not to any
 # measured window.
 CONTROL_WINDOW = 0
@@ -77,16 +82,20 @@ class WindowVerdict:
 
 def judge_window(window: int, rows: Iterable[IsolationRow]) -> WindowVerdict:
     """Count a window's rows. Any `lost` row fails the window and says which tests lost;
-    a canary event (a `cross` row of the canary) fails it as well."""
+    a canary event (a `cross` row of the canary) and a foreign token the sweep found (a
+    `cross` row of the sweep) fail it as well."""
     mine = [r for r in rows if r.window == window]
     counts = Counter(r.result for r in mine)
     lost_tests = sorted({r.test for r in mine if r.result is RowResult.LOST})
     canary_events = sum(1 for r in mine if r.test == CANARY_TEST and r.result is RowResult.CROSS)
+    swept = sum(1 for r in mine if r.test == SWEEP_TEST and r.result is RowResult.CROSS)
     reasons = []
     if lost_tests:
         reasons.append(f"{counts[RowResult.LOST]} lost row(s) from {', '.join(lost_tests)}")
     if canary_events:
         reasons.append(f"{canary_events} canary event(s): env00 changed")
+    if swept:
+        reasons.append(f"{swept} foreign token(s) found by the token sweep")
     failure = "; ".join(reasons) or None
     return WindowVerdict(
         window, len(mine), counts[RowResult.CROSS], counts[RowResult.LOST], failure

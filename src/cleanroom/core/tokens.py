@@ -238,46 +238,93 @@ def _scan_stream(fh: BinaryIO, source: str, first: bytes, chunk_size: int) -> li
         buf, base, pos = buf[keep:], base + keep, cut - keep
 
 
-def _sized_files(root: str | os.PathLike[str]) -> Iterator[tuple[str, int]]:
-    stack = [os.fspath(root)]
+@dataclass(frozen=True)
+class ScanError:
+    """A file or folder the scanner could not read or list, and why."""
+
+    path: str
+    reason: str
+    # The entry was gone when the scanner reached it (running programs replace their
+    # temporary files all the time): nothing in it can be read any more, by anyone.
+    vanished: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def _scan_error(path: str, exc: OSError) -> ScanError:
+    return ScanError(path, exc.strerror or str(exc), isinstance(exc, FileNotFoundError))
+
+
+@dataclass
+class TreeScan:
+    """What a tree scan found, and every place in the tree it could not read.
+
+    A scan is only as complete as its error list is empty: a caller that needs
+    completeness turns `blind_spots` into `lost` rows for the rows that relied on the tree.
+    """
+
+    root: str
+    hits: list[TokenHit]
+    errors: list[ScanError]
+
+    @property
+    def blind_spots(self) -> list[ScanError]:
+        """The errors that leave something unread: all but entries below the root that
+        vanished (what vanished can hold no token any more). A missing root is blind."""
+        return [e for e in self.errors if not e.vanished or e.path == self.root]
+
+
+def _sized_files(root: str, errors: list[ScanError]) -> Iterator[tuple[str, int]]:
+    """Every regular file under ``root`` with its size, never following symlinks; a folder
+    that cannot be listed and an entry that cannot be examined go to ``errors``."""
+    stack = [root]
     while stack:
         top = stack.pop()
         try:
             with os.scandir(top) as it:
-                for entry in it:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        yield entry.path, entry.stat(follow_symlinks=False).st_size
+                entries = list(it)  # a listing that fails half way is an error, not a cut
         except NotADirectoryError:
-            yield top, os.stat(top).st_size
-        except (PermissionError, FileNotFoundError):
+            try:
+                yield top, os.stat(top).st_size
+            except OSError as exc:
+                errors.append(_scan_error(top, exc))
             continue
+        except OSError as exc:
+            errors.append(_scan_error(top, exc))
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    yield entry.path, entry.stat(follow_symlinks=False).st_size
+            except OSError as exc:
+                errors.append(_scan_error(entry.path, exc))
 
 
-def _scan_many(paths: list[str]) -> tuple[list[TokenHit], list[str]]:
+def _scan_many(paths: list[str]) -> tuple[list[TokenHit], list[ScanError]]:
     hits: list[TokenHit] = []
-    errors: list[str] = []
+    errors: list[ScanError] = []
     for path in paths:
         try:
             hits.extend(scan_file(path))
         except OSError as exc:
-            errors.append(f"{path}: {exc.strerror or exc}")
+            errors.append(_scan_error(path, exc))
     return hits, errors
 
 
-def scan_tree(
-    root: str | os.PathLike[str], errors: list[str] | None = None, *, workers: int | None = None
-) -> list[TokenHit]:
-    """Every token in every regular file under ``root``, in one pass.
-
-    Files that vanish or cannot be read are listed in ``errors`` (when given) rather than
-    silently skipped: a caller that needs completeness turns them into `lost` rows. A
-    large tree is split across worker processes (``workers``, by default one per core
-    once the tree passes `PARALLEL_BYTES`): reading and matching run at memory speed, so
-    the per-file system calls are what a second core pays for.
+def scan_tree(root: str | os.PathLike[str], *, workers: int | None = None) -> TreeScan:
+    """Every token in every regular file under ``root``, in one pass, with every file
+    that could not be read and every folder that could not be listed (permission denied,
+    vanished mid-walk, a root that is missing) in the result's errors: nothing is
+    skipped silently. A large tree is split across worker processes (``workers``, by
+    default one per core once the tree passes `PARALLEL_BYTES`): reading and matching
+    run at memory speed, so the per-file system calls are what a second core pays for.
     """
-    files = list(_sized_files(root))
+    top = os.fspath(root)
+    errors: list[ScanError] = []
+    files = list(_sized_files(top, errors))
     if workers is None:
         total = sum(size for _, size in files)
         workers = min(os.cpu_count() or 1, 4) if total >= PARALLEL_BYTES else 1
@@ -285,12 +332,12 @@ def scan_tree(
         hits, errs = _scan_many([p for p, _ in files])
     else:
         hits, errs = _scan_parallel(files, workers)
-    if errors is not None:
-        errors.extend(errs)
-    return hits
+    return TreeScan(top, hits, errors + errs)
 
 
-def _scan_parallel(files: list[tuple[str, int]], workers: int) -> tuple[list[TokenHit], list[str]]:
+def _scan_parallel(
+    files: list[tuple[str, int]], workers: int
+) -> tuple[list[TokenHit], list[ScanError]]:
     # Deal files largest first to the least-loaded worker, then put the hits back in walk order.
     order = {path: i for i, (path, _) in enumerate(files)}
     shares: list[list[str]] = [[] for _ in range(workers)]

@@ -1,14 +1,16 @@
 """The run's own controls as a step of the harness loop: every counted check proven here.
 
 After the windows, on the run's own pool and verify server, the planted controls: the
-canary's (leaks planted in env00, which its sampling and rule must see,
-`isolation.canary_control`) and the audit's (a token delivered through another
-environment's lease, which the verify server's audit must report). Then every planned
-test's leaky control: the fewest leaky setups and faults that give each test one
-(`isolation.controls.cover_setups`), on pools of their own beside the run's pool, each
-test run again under its next setup when it did not fire. Every cell is stored in the run
-database, so the report can say which check was proven in this run and how; the number is
-published only when every counted check was (`core.publish`).
+token sweep's (a file holding one environment's token planted in another's home, which
+the sweep must find and attribute, `isolation.sweep_control`), the canary's (leaks
+planted in env00, which its sampling and rule must see, `isolation.canary_control`) and
+the audit's (a token delivered through another environment's lease, which the verify
+server's audit must report). Then every planned test's leaky control: the fewest leaky
+setups and faults that give each test one (`isolation.controls.cover_setups`), on pools
+of their own beside the run's pool, each test run again under its next setup when it did
+not fire. Every cell is stored in the run database, so the report can say which check was
+proven in this run and how; the number is published only when every counted check was
+(`core.publish`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from cleanroom.harness.audit_step import invalidate_named, read_audit
 from cleanroom.harness.loop import LoopServices, load_battery
 from cleanroom.isolation.canary_control import run_canary_control
 from cleanroom.isolation.controls import Cell, run_controls
+from cleanroom.isolation.sweep_control import run_sweep_control
 from cleanroom.store.rundb import LeakyControlResult, RunStore
 from cleanroom.verify_server.client import Lease
 
@@ -37,7 +40,7 @@ _AUDIT_ENVS = ("env01", "env02", "env03")
 def leaky_controls(s: LoopServices, names: Sequence[str]) -> list[str]:
     """Run the planted controls and the leaky controls of the tests ``names``; return one
     line per cell."""
-    lines = [*canary_control(s), audit_control(s)]
+    lines = [*sweep_control(s), *canary_control(s), audit_control(s)]
     battery = load_battery()
     tests = [battery[name] for name in names if name in battery]
     missing = [name for name in names if name not in battery]
@@ -59,6 +62,18 @@ def leaky_controls(s: LoopServices, names: Sequence[str]) -> list[str]:
     for test in matrix.unproven():
         s.progress.event(f"[red]{test} is unproven in this run[/]")
     return lines + [f"{c.test} under {c.setup}: {c.verdict}" for c in matrix.cells]
+
+
+def sweep_control(s: LoopServices) -> list[str]:
+    """Plant a foreign token in a home of the run's pool, store the cell, and return its
+    line."""
+    s.progress.step("the token sweep's control: a foreign token planted in a home")
+    cell = run_sweep_control(s.pool)
+    s.store.add_leaky_control(cell)
+    verdict = "fired" if cell.fired else "did not fire"
+    colour = "green" if cell.fired else "red"
+    s.progress.event(f"token sweep control, {cell.leak}: [{colour}]{verdict}[/] ({cell.detail})")
+    return [f"{cell.test} under {cell.leak}: {verdict}"]
 
 
 def canary_control(s: LoopServices) -> list[str]:

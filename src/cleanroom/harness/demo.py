@@ -52,7 +52,6 @@ from cleanroom.verifiers.osworld.validate import validate_task
 DEMO_ENVS = 3
 DEMO_TRIALS_SCALE = 0.1  # every test at about a tenth of its window trials, at least one
 DEMO_OBSERVATION_S = 20.0  # observation_privacy's watch (120 s in a full window)
-PLANTED_LEAK = "planted: a token delivered through another environment's lease"
 RENAME_ORACLE = "mv ~/Desktop/todo_list_Jan_1 ~/Desktop/todo_list_Jan_2"
 
 

@@ -2,7 +2,9 @@
 
 It creates the run folder and database (with the machine), starts the verify server and
 an in-process pool (the canary ``env00`` plus the acting environments), a watchdog and
-the canary watcher, runs the positive control, then window after window (`window`).
+the canary watcher, runs the positive control, then window after window (`window`), and
+one more token sweep in the last window once they are over (`end_of_run_sweep`), before
+any step that plants foreign tokens on purpose.
 
 Stopping: SIGINT and SIGTERM end the loop at once (`stopping`); the pool, the watchdog,
 the watcher and the verify server are stopped, and the run database is reopened as its
@@ -19,12 +21,13 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV
+from cleanroom.core.isolation import judge_window
 from cleanroom.environments.policy import LocalHandle
 from cleanroom.environments.pool import DEFAULT_ROOT, Pool, PoolConfig
 from cleanroom.environments.watchdog import Watchdog
@@ -32,7 +35,13 @@ from cleanroom.harness.plan import PlannedTest, plan_tests
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRunner
 from cleanroom.harness.stopping import StopRequested, stop_on_signals
-from cleanroom.harness.window import WindowPlan, WindowResult, WindowServices, run_window
+from cleanroom.harness.window import (
+    WindowPlan,
+    WindowResult,
+    WindowServices,
+    run_window,
+    sweep_window,
+)
 from cleanroom.isolation.battery import TESTS, IsolationTest
 from cleanroom.isolation.canary_watch import CanaryWatcher
 from cleanroom.isolation.control import run_control
@@ -271,7 +280,15 @@ def _windows(
         )
         stack.callback(smoke.verify.close)
         services = WindowServices(
-            s.pool, s.store, smoke.verify, canary, smoke, battery, s.progress, s.stopping
+            s.pool,
+            s.store,
+            smoke.verify,
+            canary,
+            smoke,
+            battery,
+            s.progress,
+            s.stopping,
+            s.verify_server.db,
         )
         deadline = None if config.hours is None else time.monotonic() + config.hours * 3600
         results = []
@@ -284,7 +301,23 @@ def _windows(
             window = WindowPlan(index, config.tasks, plan, config.window_minutes)
             results.append(run_window(services, window))
             index += 1
+        if results:
+            results[-1] = end_of_run_sweep(services, results[-1])
         return results
+
+
+def end_of_run_sweep(s: WindowServices, last: WindowResult) -> WindowResult:
+    """Sweep once more in the last window after it closed: a token that reached a place
+    of another environment after the window's own sweep still fails that window (its
+    status becomes ``failed``) and makes its rollouts invalid."""
+    s.progress.step("token sweep at the end of the run")
+    sweep_window(s, last.trials, 1, "at the end of the run")
+    verdict = judge_window(last.index, s.store.isolation_rows(last.index))
+    if not verdict.failed or last.status == "failed":
+        return replace(last, verdict=verdict)
+    s.store.fail_window(last.index)
+    s.progress.step(f"window {last.index} failed after its close: {verdict.failure}")
+    return replace(last, status="failed", verdict=verdict)
 
 
 def _finish(store: RunStore, result: LoopResult) -> None:

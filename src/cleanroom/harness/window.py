@@ -5,9 +5,11 @@ batch that held a writer rollout followed by one more clipboard trial
 (`plan.follow_up_trials`); the isolation tests due, each through the battery's
 `run_test`; more batches until the window's minutes are over; the verify server's audit
 as isolation rows (the rollouts a cross row names become invalid); the canary's sticky
-flag; the window's verdict from all its rows (`core.isolation.judge_window`), stored as
-its status: ``failed`` when it lost rows or saw a canary event, else ``closed``. The
-canary watcher samples throughout.
+flag; the token sweep (`sweep_window`: a token resting outside its environment makes
+the window's rollouts invalid); the window's verdict from all its rows
+(`core.isolation.judge_window`), stored as its status: ``failed`` when it lost rows,
+saw a canary event or a swept foreign token, else ``closed``. The canary watcher samples
+throughout.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cleanroom.core.canary import CANARY_ENV
-from cleanroom.core.isolation import RowResult, WindowVerdict, judge_window
+from cleanroom.core.isolation import (
+    SWEEP_TEST,
+    IsolationRow,
+    RowResult,
+    WindowVerdict,
+    judge_window,
+)
 from cleanroom.environments.pool import Pool
 from cleanroom.harness.audit_step import AuditResult, audit_window
 from cleanroom.harness.plan import FOLLOW_UP_TEST, PlannedTest, assign_tasks, follow_up_trials
@@ -26,6 +34,8 @@ from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRecord, SmokeRunner
 from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
 from cleanroom.isolation.canary_watch import AppliedVerdict, CanaryWatcher, apply_canary
+from cleanroom.isolation.tests_token_sweep import TEST as SWEEP
+from cleanroom.isolation.tests_token_sweep import apply_sweep
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.client import VerifyClient
 
@@ -52,6 +62,8 @@ class WindowServices:
     battery: dict[str, IsolationTest]
     progress: LoopProgress
     stopping: threading.Event
+    # The verify server's database, which the token sweep reads.
+    submissions_db: Path | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -69,6 +81,8 @@ class WindowResult:
     audit: AuditResult
     rollouts: list[SmokeRecord]
     seconds: float
+    # The window's trials, so the end-of-run sweep numbers its trial on in the last window.
+    trials: WindowTrials
 
 
 def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
@@ -79,10 +93,14 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
     s.progress.step(f"window {plan.index} opened", window=plan.index)
     acting = [n for n in s.pool.names if n != CANARY_ENV]
     # One trial context per window, so trial tokens never repeat a rollout id in it.
-    trials = _Trials(s, TrialContext(s.pool, s.store, plan.index, s.run_dir, verify=s.verify))
+    ctx = TrialContext(
+        s.pool, s.store, plan.index, s.run_dir, verify=s.verify, submissions_db=s.submissions_db
+    )
+    trials = WindowTrials(s, ctx)
     records = _batch(s, plan, acting, 0, trials)
     for planned in plan.tests:
-        trials.run(planned.name, planned.trials)
+        if planned.name != SWEEP_TEST:  # the sweep runs at the close, after everything
+            trials.run(planned.name, planned.trials)
     batch = 1
     while time.monotonic() < deadline:
         records += _batch(s, plan, acting, batch, trials)
@@ -107,6 +125,8 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
             f"[red]canary event[/]: {'; '.join(canary.verdict.changes)}; "
             f"{canary.invalidated} rollout(s) invalid (isolation)"
         )
+    sweeps = next((p.trials for p in plan.tests if p.name == SWEEP_TEST), 1)
+    sweep_window(s, trials, sweeps, "at the window's close")
     verdict = judge_window(plan.index, s.store.isolation_rows(plan.index))
     status = "failed" if verdict.failed else "closed"
     s.store.close_window(plan.index, status=status)
@@ -117,11 +137,25 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
         + f" ({verdict.rows} rows, {verdict.cross} cross, {verdict.lost} lost)"
     )
     return WindowResult(
-        plan.index, status, verdict, canary, audit, records, time.monotonic() - started
+        plan.index, status, verdict, canary, audit, records, time.monotonic() - started, trials
     )
 
 
-class _Trials:
+def sweep_window(s: WindowServices, trials: WindowTrials, n: int, why: str) -> list[IsolationRow]:
+    """Run the token sweep in the trials' window and make the window's rollouts invalid
+    (``isolation``) if it found a token outside its environment; return its rows."""
+    # A battery made for one purpose may leave the sweep out; the window still runs it.
+    rows = trials.run_test(s.battery.get(SWEEP_TEST, SWEEP), n, why=why)
+    invalidated = apply_sweep(s.store, trials.ctx.window, rows)
+    if any(r.result is RowResult.CROSS for r in rows):
+        s.progress.event(
+            f"[red]token sweep: a token outside its environment[/], "
+            f"{invalidated} rollout(s) invalid (isolation)"
+        )
+    return rows
+
+
+class WindowTrials:
     """Runs a window's isolation trials, numbering each test's trials on from the last."""
 
     def __init__(self, s: WindowServices, ctx: TrialContext) -> None:
@@ -129,11 +163,16 @@ class _Trials:
         self.ctx = ctx
         self.next: dict[str, int] = {}
 
-    def run(self, name: str, n: int, why: str = "") -> None:
-        s = self.s
+    def run(self, name: str, n: int, why: str = "") -> list[IsolationRow]:
+        """Run ``n`` trials of the battery's test ``name``; return their rows."""
+        return self.run_test(self.s.battery[name], n, why)
+
+    def run_test(self, test: IsolationTest, n: int, why: str = "") -> list[IsolationRow]:
+        """Run ``n`` trials of ``test``; return their rows."""
+        s, name = self.s, test.name
         s.progress.step(f"isolation test {name}: {n} trial(s)" + (f", {why}" if why else ""))
         first = self.next.get(name, 0)
-        rows = run_test(s.battery[name], self.ctx, n, first=first)
+        rows = run_test(test, self.ctx, n, first=first)
         self.next[name] = first + n
         found = {r: sum(1 for x in rows if x.result is r) for r in RowResult}
         s.progress.event(
@@ -141,10 +180,11 @@ class _Trials:
             f"{found[RowResult.LOST]} lost"
         )
         _counts(s)
+        return rows
 
 
 def _batch(
-    s: WindowServices, plan: WindowPlan, acting: list[str], n: int, trials: _Trials
+    s: WindowServices, plan: WindowPlan, acting: list[str], n: int, trials: WindowTrials
 ) -> list[SmokeRecord]:
     """One batch of smoke rollouts, then its follow-up clipboard trial if one is due."""
     if not plan.tasks:

@@ -54,6 +54,8 @@ class TrialContext:
     # The run's verify server, for tests that show its pages (observation privacy, which
     # starts a server of its own when there is none).
     verify: VerifyClient | None = None
+    # The verify server's database, for the token sweep, which reads what was submitted.
+    submissions_db: Path | None = None
     _seq: Iterator[int] = field(default_factory=lambda: count(TRIAL_SEQ_BASE))
 
     @property

@@ -8,7 +8,6 @@ profile or home borrowed from another environment is searched where it really is
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,18 +66,17 @@ def trees_of(pool: Pool, env: str, *, logs: bool = True) -> list[Path]:
 
 
 def scan_trees(trees: list[Path]) -> list[TokenHit]:
-    """Every token in the trees; raise `PlaceUnreadable` if one is missing or holds a file
-    that exists but cannot be read. Files that vanish during the walk are not errors:
-    running programs replace their temporary files all the time."""
+    """Every token in the trees; raise `PlaceUnreadable` if one is missing, or holds a
+    folder that cannot be listed or a file that exists but cannot be read. Entries that
+    vanish during the walk are not errors: running programs replace their temporary files
+    all the time, and what vanished holds no token any more."""
     hits: list[TokenHit] = []
     for tree in trees:
-        if not tree.exists():
-            raise PlaceUnreadable(f"{tree} does not exist")
-        errors: list[str] = []
-        hits.extend(scan_tree(tree, errors))
-        unreadable = [e for e in errors if os.path.exists(e.rsplit(": ", 1)[0])]
-        if unreadable:
-            raise PlaceUnreadable(f"unreadable under {tree}: {'; '.join(unreadable[:3])}")
+        scan = scan_tree(tree)
+        hits.extend(scan.hits)
+        blind = scan.blind_spots
+        if blind:
+            raise PlaceUnreadable(f"unreadable under {tree}: {'; '.join(map(str, blind[:3]))}")
     return hits
 
 

@@ -17,6 +17,7 @@ from cleanroom.isolation import (  # noqa: F401  (imported for their registratio
     tests_observation_privacy,
     tests_reset_during_write,
     tests_stale_generation,
+    tests_token_sweep,
 )
 from cleanroom.isolation.battery import TESTS
 

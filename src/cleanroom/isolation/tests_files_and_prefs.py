@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from cleanroom.core.detectors import missing_tokens, placement_rows, unless_seen
 from cleanroom.core.isolation import IsolationRow, RowResult
-from cleanroom.core.tokens import TokenHit, scan_file, scan_tree
+from cleanroom.core.tokens import ScanError, TokenHit, scan_file, scan_tree
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaks import Leak
 from cleanroom.environments.policy import LocalHandle
@@ -161,15 +161,22 @@ def _all_written(paths: list[Path], wanted: set[str]) -> bool:
     return wanted <= found
 
 
-def _run_folder_hits(ctx: TrialContext, wanted: set[str]) -> list[tuple[str, str]]:
+def _run_folder_hits(ctx: TrialContext, wanted: set[str]) -> dict[str, list[str]]:
     """Tokens of this trial in the run folder outside the environments' log folders and
-    the evidence (the harness's own logs, the action log)."""
+    the evidence (the harness's own logs, the action log), and what could not be read
+    there; evidence only, no row relies on it."""
     hits: list[TokenHit] = []
+    errors: list[ScanError] = []
     for entry in sorted(ctx.run_dir.iterdir()):
         if entry.name in ("logs", "evidence"):
             continue
-        hits.extend(scan_tree(entry) if entry.is_dir() else scan_file(entry))
-    return [(str(h.token), h.source) for h in hits if str(h.token) in wanted]
+        scan = scan_tree(entry)  # a file is scanned as a tree of one
+        hits.extend(scan.hits)
+        errors.extend(scan.errors)
+    return {
+        "hits": [f"{h.token} in {h.source}" for h in hits if str(h.token) in wanted],
+        "unreadable": [str(e) for e in errors],
+    }
 
 
 def _with_detail(row: IsolationRow) -> IsolationRow:

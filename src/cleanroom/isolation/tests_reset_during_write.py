@@ -64,14 +64,14 @@ class ResetDuringWriteTest(IsolationTest):
         returned = time.monotonic()
         time.sleep(CHECK_AFTER_RESET_S)
 
-        found: dict[str, list[TokenHit] | None] = {}
+        found: dict[str, list[TokenHit] | str] = {}
         searched: dict[str, list[str] | str] = {}
         # The reset environment first, at 50 ms; then the others.
         for name in [env, *(n for n in pool.names if n != env)]:
             try:
                 h = holdings(pool, name)
             except PoolError as exc:
-                found[name], searched[name] = None, f"unreadable: {exc}"
+                found[name] = searched[name] = f"unreadable: {exc}"
                 continue
             found[name], searched[name] = h.hits, h.searched
         checked = time.monotonic()
@@ -92,8 +92,9 @@ class ResetDuringWriteTest(IsolationTest):
                 "checked_after_reset_ms": (checked - returned) * 1000,
                 "searched": searched,
                 "hits": {
-                    n: [(str(x.token), x.source) for x in hits or [] if str(x.token) in tokens]
+                    n: [(str(x.token), x.source) for x in hits if str(x.token) in tokens]
                     for n, hits in found.items()
+                    if not isinstance(hits, str)
                 },
             },
         )

@@ -333,6 +333,17 @@ class RunStore:
             if cur.rowcount != 1:
                 raise RunStoreError(f"window {index} is not open")
 
+    def fail_window(self, index: int) -> None:
+        """Mark a closed window ``failed``: a check that ran after its close (the end of
+        the run's token sweep) found what fails it."""
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE windows SET status = 'failed' WHERE idx = ? AND ended_at IS NOT NULL",
+                (index,),
+            )
+            if cur.rowcount != 1:
+                raise RunStoreError(f"window {index} is not closed")
+
     def windows(self) -> list[Window]:
         rows = self._conn.execute("SELECT idx, started_at, ended_at FROM windows ORDER BY idx")
         return [Window(*r) for r in rows]

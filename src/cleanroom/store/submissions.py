@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cleanroom.core.tokens import env_of
 
@@ -70,6 +71,11 @@ FROM submissions WHERE lease_id = ? ORDER BY id
 _SELECT_CROSS = """
 SELECT id, lease_id, env, rollout_id, window_no, submitted_at, found_tokens
 FROM submissions WHERE window_no = ? AND is_cross = 1 ORDER BY id
+"""
+_SELECT_SINCE = """
+SELECT id, lease_id, env, rollout_id, window_no, submitted_at, body,
+       found_tokens, found_envs, is_cross
+FROM submissions WHERE submitted_at >= ? ORDER BY id
 """
 _ADD_FRAMES = "UPDATE leases SET frames = frames + ? WHERE lease_id = ? RETURNING frames"
 _SELECT_FRAMES = "SELECT frames FROM leases WHERE lease_id = ?"
@@ -168,6 +174,21 @@ def _submission_row(new: NewSubmission) -> tuple[object, ...]:
     )
 
 
+def _record(row: tuple[Any, ...]) -> SubmissionRecord:
+    return SubmissionRecord(
+        id=row[0],
+        lease_id=row[1],
+        env=row[2],
+        rollout_id=row[3],
+        window=row[4],
+        submitted_at=row[5],
+        body=bytes(row[6]),
+        found_tokens=_words(row[7]),
+        found_envs=_words(row[8]),
+        cross=bool(row[9]),
+    )
+
+
 class SubmissionStore:
     """One SQLite connection to the verify server's database (WAL, synchronous=NORMAL)."""
 
@@ -192,6 +213,19 @@ class SubmissionStore:
             conn.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the verify database {path}: {exc}") from exc
+        return cls(conn)
+
+    @classmethod
+    def open_read_only(cls, path: str | Path) -> SubmissionStore:
+        """Open an existing database for reading only, beside the server that writes it
+        (the harness's token sweep reads what was submitted)."""
+        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 5000")
+            conn.execute("SELECT count(*) FROM submissions").fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the verify database {path}: {exc}") from exc
         return cls(conn)
 
     def close(self) -> None:
@@ -254,21 +288,11 @@ class SubmissionStore:
 
     def submissions(self, lease_id: str) -> list[SubmissionRecord]:
         """Every submission made through one lease, oldest first."""
-        return [
-            SubmissionRecord(
-                id=row[0],
-                lease_id=row[1],
-                env=row[2],
-                rollout_id=row[3],
-                window=row[4],
-                submitted_at=row[5],
-                body=bytes(row[6]),
-                found_tokens=_words(row[7]),
-                found_envs=_words(row[8]),
-                cross=bool(row[9]),
-            )
-            for row in self._conn.execute(_SELECT_SUBMISSIONS, (lease_id,))
-        ]
+        return [_record(row) for row in self._conn.execute(_SELECT_SUBMISSIONS, (lease_id,))]
+
+    def submitted_since(self, since: float) -> list[SubmissionRecord]:
+        """Every submission received at or after ``since``, through any lease, oldest first."""
+        return [_record(row) for row in self._conn.execute(_SELECT_SINCE, (since,))]
 
     def audit(self, window: int) -> list[AuditRecord]:
         """Every token of window ``window`` that names another environment than its lease's.

@@ -55,6 +55,11 @@ def test_the_demo_runs_every_piece_and_records_every_outcome(
         leaky = {(c.test, c.leak): c for c in store.leaky_controls()}
         assert any(t == AUDIT_TEST and c.fired for (t, _), c in leaky.items())
         assert leaky["channels", "open-host"].fired
+        assert leaky["token_sweep", "shared-home"].fired
+        sweep_cells = [
+            c for (t, k), c in leaky.items() if t == "token_sweep" and k != "shared-home"
+        ]
+        assert len(sweep_cells) == 1 and sweep_cells[0].fired, sweep_cells  # its planted file
         canary_cells = [c for (t, _), c in leaky.items() if t == "canaries"]
         assert len(canary_cells) == 2 and all(c.fired for c in canary_cells), canary_cells
 
@@ -62,7 +67,9 @@ def test_the_demo_runs_every_piece_and_records_every_outcome(
         window = [r for r in rollouts if r.window == 1]
         assert {r.env for r in window} == {"env01", "env02", "env03"}
         rows = store.isolation_rows(1)
-        assert {"canaries", AUDIT_TEST, "clipboard", "stale_generation"} <= {r.test for r in rows}
+        assert {"canaries", AUDIT_TEST, "clipboard", "stale_generation", "token_sweep"} <= {
+            r.test for r in rows
+        }
         # Every check the window counted was proven in this run by a control that fired.
         fired = {t for (t, _), c in leaky.items() if c.fired}
         assert {r.test for r in rows} <= fired, {r.test for r in rows} - fired
@@ -71,7 +78,7 @@ def test_the_demo_runs_every_piece_and_records_every_outcome(
         assert store.window_status(1) in ("closed", "failed")
         if store.window_status(1) == "failed":
             assert any(r.result is RowResult.LOST for r in rows) or any(
-                r.test == "canaries" and r.result is RowResult.CROSS for r in rows
+                r.test in ("canaries", "token_sweep") and r.result is RowResult.CROSS for r in rows
             )
 
     matrix = json.loads((run / "redteam.json").read_text())

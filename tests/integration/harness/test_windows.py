@@ -1,12 +1,15 @@
 """A window's verdict on real parts: a pool, the canary watcher, a verify server, SQLite.
 
 Leaks are planted the way a real one would show: the canary's clipboard is taken from
-the harness side, an isolation test cannot read its inputs, and a token is delivered
-through another environment's lease.
+the harness side, an isolation test cannot read its inputs, a token is delivered
+through another environment's lease, and a file holding env01's token is written into
+env02's home while a window is open.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +20,7 @@ import pytest
 from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV
-from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.core.isolation import SWEEP_TEST, IsolationRow, RowResult
 from cleanroom.core.outcomes import Reason, Status
 from cleanroom.core.publish import ControlResult, Refusal
 from cleanroom.core.tokens import RolloutId, mint
@@ -26,12 +29,14 @@ from cleanroom.environments.policy import LocalHandle
 from cleanroom.environments.pool import Pool, PoolConfig
 from cleanroom.harness.audit import LeasedRollout
 from cleanroom.harness.audit_step import audit_window
+from cleanroom.harness.loop import end_of_run_sweep
 from cleanroom.harness.plan import PlannedTest
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRunner
 from cleanroom.harness.window import WindowPlan, WindowServices, run_window
 from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
 from cleanroom.isolation.canary_watch import CanaryWatcher
+from cleanroom.isolation.sweep_control import run_sweep_control
 from cleanroom.reports.model import build_report
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
@@ -69,6 +74,32 @@ class _ReadsAFileThatIsNotThere(IsolationTest):
         return []
 
 
+class _LeavesATokenInAnotherHome(IsolationTest):
+    """Plants leaks while the window is open: a file holding env01's token in env02's
+    home, written by hand from the harness side, owned by env02's user, and env01's token
+    submitted through a lease of env02."""
+
+    name: ClassVar[str] = "planted_foreign_file"
+    number: ClassVar[int] = 92
+    schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
+    detects: ClassVar[tuple[Leak, ...]] = ()
+    planted: ClassVar[list[Path]] = []
+
+    def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
+        account = ctx.pool.env("env02").account
+        path = account.home / "Documents" / f"notes-{trial}.txt"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f"copied from next door: {ctx.mint('env01')}\n")
+        os.chown(path, account.uid, account.gid)
+        self.planted.append(path)
+        assert ctx.verify is not None
+        lease = ctx.verify.lease(ctx.mint("env02"), env="env02")
+        text = str(ctx.mint("env01"))
+        httpx.post(lease.form_url, data={"token": text}, timeout=10, trust_env=False)
+        return [IsolationRow(self.name, trial, a, b, RowResult.CLEAN, ctx.window)
+                for a, b in self.pairs(ctx)]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def live(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WindowServices]:
     """A run with a pool (canary + two environments running Writer), its watcher and a
@@ -85,16 +116,53 @@ def live(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
         verify = server.client(timeout=15.0)
         smoke = SmokeRunner(pool, store, verify, stopping)
         battery: dict[str, IsolationTest] = {
-            t.name: t for t in (_TakesTheCanaryClipboard(), _ReadsAFileThatIsNotThere())
+            t.name: t
+            for t in (
+                _TakesTheCanaryClipboard(),
+                _ReadsAFileThatIsNotThere(),
+                _LeavesATokenInAnotherHome(),
+            )
         }
         with LoopProgress(Console(width=120)) as progress:
-            yield WindowServices(pool, store, verify, canary, smoke, battery, progress, stopping)
+            yield WindowServices(
+                pool, store, verify, canary, smoke, battery, progress, stopping, server.db
+            )
         canary.stop()
         verify.close()
     finally:
         pool.stop()
         server.stop()
         store.close()
+
+
+def test_a_clean_window_sweeps_clean_on_the_isolated_pool(live: WindowServices) -> None:
+    # First in the module: later tests leave foreign tokens behind on purpose.
+    result = run_window(live, WindowPlan(5, ("writer",), []))
+    sweep = [r for r in live.store.isolation_rows(5) if r.test == SWEEP_TEST]
+    assert sweep and {r.result for r in sweep} == {RowResult.CLEAN}, sweep
+    assert result.status == "closed"
+    evidence = json.loads(
+        (live.run_dir / "evidence" / SWEEP_TEST / "w005-t000" / "sweep.json").read_text()
+    )
+    kinds = {p["kind"] for p in evidence["places"]}
+    assert {"home", "runtime folder", "clipboard", "log folder"} <= kinds
+
+
+def test_a_token_arriving_after_the_last_windows_close_fails_that_window(
+    live: WindowServices,
+) -> None:
+    result = run_window(live, WindowPlan(6, (), []))
+    assert result.status == "closed"
+    account = live.pool.env("env01").account
+    late = account.home / "arrived-late.txt"
+    late.write_text(f"{mint(RolloutId('env02', 6, 50_900))}\n")
+    try:
+        swept = end_of_run_sweep(live, result)
+    finally:
+        late.unlink()
+    assert swept.status == "failed" and live.store.window_status(6) == "failed"
+    trials = {r.trial for r in live.store.isolation_rows(6) if r.test == SWEEP_TEST}
+    assert trials == {0, 1}  # the end-of-run sweep numbers on in the last window
 
 
 def test_a_window_with_a_canary_event_is_failed_and_the_number_refused(
@@ -152,3 +220,35 @@ def test_a_cross_row_from_the_audit_invalidates_the_rollouts_it_names(
         "env01": (Status.INVALID, Reason.ISOLATION),
         "env02": (Status.INVALID, Reason.ISOLATION),
     }
+
+
+def test_a_token_left_in_another_environments_home_fails_the_window_and_its_rollouts(
+    live: WindowServices,
+) -> None:
+    plan = WindowPlan(4, ("writer",), [PlannedTest("planted_foreign_file", 1)])
+    try:
+        result = run_window(live, plan)
+    finally:
+        for path in _LeavesATokenInAnotherHome.planted:
+            path.unlink(missing_ok=True)
+    sweep = [r for r in live.store.isolation_rows(4) if r.test == SWEEP_TEST]
+    cross = [r for r in sweep if r.result is RowResult.CROSS and r.to_env == "env02"]
+    assert {(r.from_env, r.to_env) for r in cross} == {("env01", "env02")}
+    home, submitted = sorted(cross, key=lambda r: "submission" in r.detail)
+    assert str(_LeavesATokenInAnotherHome.planted[0].resolve()) in home.detail
+    assert "verify server submission" in submitted.detail
+    assert not [r for r in sweep if r.result is RowResult.LOST], sweep
+    assert result.status == "failed" and live.store.window_status(4) == "failed"
+    assert "token sweep" in (result.verdict.failure or "")
+    rollouts = live.store.rollouts(4)
+    assert rollouts and {(r.outcome, r.reason) for r in rollouts} == {
+        (Status.INVALID, Reason.ISOLATION)
+    }
+
+
+def test_the_sweeps_planted_control_fires_on_the_live_pool(live: WindowServices) -> None:
+    cell = run_sweep_control(live.pool)
+    assert cell.fired, cell.detail
+    assert cell.test == SWEEP_TEST and cell.leak.startswith("planted:")
+    leftovers = list(live.pool.env("env02").account.home.glob("leaked-*"))
+    assert leftovers == []  # the plant is removed afterwards

@@ -256,13 +256,15 @@ def test_leftover_rows_fire_on_a_token_that_survived_the_reset_or_reached_anothe
 
 
 def test_leftover_rows_are_clean_after_a_clean_reset_and_lost_where_unreadable() -> None:
-    hits = {"env01": [], "env02": scan_text(TOK2), "env03": None}
+    why = "/home/env03/.cache: Permission denied"
+    hits = {"env01": [], "env02": scan_text(TOK2), "env03": why}
     rows = leftover_rows("reset_during_write", 0, 1, "env01", [TOK1], hits)
     assert [(r.to_env, r.result.value) for r in rows] == [
         ("env01", "clean"),
         ("env02", "clean"),
         ("env03", "lost"),
     ]
+    assert why in rows[2].detail
 
 
 # -- crash blast radius --------------------------------------------------------------------

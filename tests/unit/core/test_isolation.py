@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cleanroom.core.isolation import (
+    SWEEP_TEST,
     IsolationRow,
     RowResult,
     Window,
@@ -39,6 +40,12 @@ def test_a_lost_row_fails_only_its_own_window() -> None:
 def test_cross_rows_are_counted_but_do_not_fail_the_window_by_themselves() -> None:
     verdict = judge_window(3, [row("cross", window=3), row("clean", window=3)])
     assert (verdict.cross, verdict.failed) == (1, False)
+
+
+def test_a_foreign_token_found_by_the_sweep_fails_its_window() -> None:
+    verdict = judge_window(2, [row("cross", window=2, test=SWEEP_TEST), row("clean", window=2)])
+    assert verdict.failed
+    assert "token sweep" in (verdict.failure or "")
 
 
 def test_row_results_outside_the_vocabulary_are_refused() -> None:

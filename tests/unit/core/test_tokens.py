@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import re
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -110,11 +116,13 @@ def test_scan_tree_finds_every_planted_token_and_no_false_ones(tmp_path: Path) -
         path.write_bytes(decoys + body)
     (tmp_path / "link").symlink_to(tmp_path / "d0")  # never followed: no double count
 
-    hits = tokens.scan_tree(tmp_path)
+    scan = tokens.scan_tree(tmp_path)
+    hits = scan.hits
 
     assert {str(h.token): h.source for h in hits} == planted
     assert len(hits) == len(planted)
-    assert tokens.scan_tree(tmp_path, workers=2) == hits  # worker processes: same answer
+    assert scan.errors == []
+    assert tokens.scan_tree(tmp_path, workers=2).hits == hits  # worker processes: same answer
 
 
 def test_scan_tree_reports_a_file_that_vanished_instead_of_skipping_it(
@@ -124,13 +132,100 @@ def test_scan_tree_reports_a_file_that_vanished_instead_of_skipping_it(
     kept.write_text("env01-w001-r0001-deadbeef")
     vanished = str(tmp_path / "vanished.txt")  # listed, then deleted before it was read
     listing = [(str(kept), 25), (vanished, 10)]
-    monkeypatch.setattr(tokens, "_sized_files", lambda root: iter(listing))
-    errors: list[str] = []
+    monkeypatch.setattr(tokens, "_sized_files", lambda root, errors: iter(listing))
 
-    hits = tokens.scan_tree(tmp_path, errors)
+    scan = tokens.scan_tree(tmp_path)
 
-    assert [h.env for h in hits] == ["env01"]
-    assert len(errors) == 1 and errors[0].startswith(vanished)
+    assert [h.env for h in scan.hits] == ["env01"]
+    assert [(e.path, e.vanished) for e in scan.errors] == [(vanished, True)]
+    assert scan.blind_spots == []  # what vanished holds no token any more
+
+
+def _scan_as_nobody(root: Path) -> list[tuple[str, str, bool]]:
+    """The tree scan's errors, walked as an unprivileged user in a forked child (root
+    reads every folder whatever its mode, so the walk must run without its rights)."""
+    if os.geteuid() != 0:
+        return [(e.path, e.reason, e.vanished) for e in tokens.scan_tree(root).errors]
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop to nobody, walk, report, and never return to pytest
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            found = [(e.path, e.reason, e.vanished) for e in tokens.scan_tree(root).errors]
+            with os.fdopen(write_end, "w") as out:
+                json.dump(found, out)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end) as got:
+        text = got.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    return [(p, r, v) for p, r, v in json.loads(text)]
+
+
+@pytest.fixture()
+def shared_tmp() -> Iterator[Path]:
+    """A folder an unprivileged user can reach (pytest's own is its owner's alone)."""
+    path = Path(tempfile.mkdtemp(prefix="cleanroom-scan-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        for sub in path.rglob("*"):
+            if sub.is_dir() and not sub.is_symlink():
+                sub.chmod(0o755)
+        shutil.rmtree(path)
+
+
+def test_scan_tree_reports_a_folder_it_cannot_list_and_a_file_it_cannot_read(
+    shared_tmp: Path,
+) -> None:
+    (shared_tmp / "open.txt").write_text("env01-w001-r0001-deadbeef")
+    (shared_tmp / "open.txt").chmod(0o644)
+    closed = shared_tmp / "closed"
+    closed.mkdir()
+    (closed / "inside.txt").write_text("env02-w001-r0001-deadbeef")
+    closed.chmod(0o000)
+    secret = shared_tmp / "secret.txt"
+    secret.write_text("env03-w001-r0001-deadbeef")
+    secret.chmod(0o000)
+
+    errors = _scan_as_nobody(shared_tmp)
+
+    assert sorted((p, v) for p, _, v in errors) == [(str(closed), False), (str(secret), False)]
+    assert all("denied" in r for _, r, _ in errors)
+
+
+def test_scan_tree_reports_a_missing_root_as_blind(tmp_path: Path) -> None:
+    scan = tokens.scan_tree(tmp_path / "gone")
+    assert scan.hits == []
+    assert [e.path for e in scan.blind_spots] == [str(tmp_path / "gone")]
+
+
+def test_scan_tree_reports_a_folder_that_vanished_between_listing_and_walking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "t.txt").write_text("env01-w001-r0001-deadbeef")
+    real = os.scandir
+
+    def remove_then_list(path: Any) -> Any:
+        if isinstance(path, str) and path == str(tmp_path / "a"):
+            shutil.rmtree(path)
+        return real(path)
+
+    monkeypatch.setattr(tokens.os, "scandir", remove_then_list)
+    scan = tokens.scan_tree(tmp_path)
+    monkeypatch.undo()
+
+    assert scan.hits == []
+    assert [(e.path, e.vanished) for e in scan.errors] == [(str(tmp_path / "a"), True)]
 
 
 def test_scan_tree_never_follows_symlinks(tmp_path: Path) -> None:
@@ -141,7 +236,7 @@ def test_scan_tree_never_follows_symlinks(tmp_path: Path) -> None:
     tree.mkdir()
     (tree / "dir-link").symlink_to(outside)
     (tree / "file-link").symlink_to(outside / "t.txt")
-    assert tokens.scan_tree(tree) == []
+    assert tokens.scan_tree(tree).hits == []
 
 
 @given(st.binary(max_size=400), st.binary(max_size=400))

@@ -1,0 +1,202 @@
+"""The token sweep: tokens resting where the environment they name cannot be.
+
+A token names its environment by itself, so a token found in a place is attributed
+without a lookup. A place belongs to one or more environments (a home two environments
+share belongs to both); a token of any other environment found there is ``cross`` from
+the token's environment to each owner it does not name, one row per token and spot. A
+place that could not be read, or that did not show a token its owner wrote there to
+prove it is seen, gives ``lost`` rows for its owners. Every other pair is ``clean``.
+
+This module is the pure part: places, what was read in them, the rows, and how far back
+a foreign token can reach. Reading the places is `isolation.tests_token_sweep`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import PurePath
+
+from cleanroom.core.isolation import SWEEP_TEST, IsolationRow, RowResult
+from cleanroom.core.tokens import Token, TokenHit, scan_text
+
+HOME = "home"
+PROFILE = "program profile"
+RUNTIME = "runtime folder"
+LOGS = "log folder"
+CLIPBOARD = "clipboard"
+SUBMISSION = "verify server submission"
+# Places that are folders on the host, read with the tree scanner.
+TREE_KINDS = frozenset({HOME, PROFILE, RUNTIME, LOGS})
+
+
+@dataclass(frozen=True)
+class Place:
+    """Somewhere a token can rest, and the environments it belongs to."""
+
+    name: str  # a folder's path, "env02's clipboard", "verify server submission 12"
+    owners: tuple[str, ...]
+    kind: str
+
+    @property
+    def is_tree(self) -> bool:
+        return self.kind in TREE_KINDS
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What was found in one place, or why it could not be read."""
+
+    place: Place
+    hits: tuple[TokenHit, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A token found in a place of an environment it does not name."""
+
+    token: Token
+    where: str  # the file, selection or submission it was in
+    place: Place
+    to_env: str
+
+
+def merge_places(mentions: Iterable[tuple[str, str, str]]) -> list[Place]:
+    """One place per name from ``(name, env, kind)`` mentions, owned by every environment
+    that mentioned it (the first mention's kind names it). A folder inside another one
+    whose owners include all of its own is read with the outer one and dropped."""
+    owners: dict[str, list[str]] = {}
+    kinds: dict[str, str] = {}
+    for name, env, kind in mentions:
+        kinds.setdefault(name, kind)
+        owners.setdefault(name, [])
+        if env not in owners[name]:
+            owners[name].append(env)
+    places = [Place(n, tuple(sorted(owners[n])), kinds[n]) for n in owners]
+    trees = [p for p in places if p.is_tree]
+    return [p for p in places if not (p.is_tree and _covered(p, trees))]
+
+
+def _covered(place: Place, trees: Sequence[Place]) -> bool:
+    path = PurePath(place.name)
+    return any(
+        other is not place
+        and path.is_relative_to(other.name)
+        and path != PurePath(other.name)
+        and set(place.owners) <= set(other.owners)
+        for other in trees
+    )
+
+
+def prove(readings: Sequence[Reading], expected: Mapping[str, Collection[str]]) -> list[Reading]:
+    """The readings, where a place that did not show every token written there to prove
+    it is seen (``expected``: place name to tokens) becomes unreadable: a search that
+    misses what is known to be there is blind, not clean."""
+    out = []
+    for r in readings:
+        want = set(expected.get(r.place.name, ()))
+        missing = sorted(want - {str(h.token) for h in r.hits})
+        if r.error is None and missing:
+            why = f"its owner's own token {', '.join(missing)} written there was not found"
+            r = replace(r, error=why)
+        out.append(r)
+    return out
+
+
+def foreign(readings: Iterable[Reading]) -> list[Finding]:
+    """Every token found in a place of an environment it does not name, once per token,
+    spot and owner."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for r in readings:
+        if r.error is not None:
+            continue
+        for hit in r.hits:
+            for owner in r.place.owners:
+                key = (str(hit.token), hit.source, owner)
+                if hit.env != owner and key not in seen:
+                    seen.add(key)
+                    out.append(Finding(hit.token, hit.source, r.place, owner))
+    return out
+
+
+def sweep_rows(
+    trial: int, window: int, readings: Sequence[Reading], envs: Sequence[str]
+) -> list[IsolationRow]:
+    """The sweep's rows over the pool's environments ``envs``: a cross row for every
+    foreign token (from the environment it names to the place's owner, the spot in the
+    detail, the token first), a lost row for every unreadable place and every pair into
+    its owners, and a clean row for every other ordered pair."""
+    findings = foreign(readings)
+    sources = sorted(set(envs) | {f.token.env for f in findings})
+    rows: list[IsolationRow] = []
+    decided: set[tuple[str, str]] = set()
+    for f in findings:
+        src = f.token.env
+        detail = f"{f.token} of {src} in {f.to_env}'s {f.place.kind} at {f.where}"
+        rows.append(_row(trial, window, src, f.to_env, RowResult.CROSS, detail))
+        decided.add((src, f.to_env))
+    blind = [r for r in readings if r.error is not None]
+    read = {owner for r in readings for owner in r.place.owners}
+    blind += [
+        Reading(Place(f"{env}'s places", (env,), HOME), error="no place of it was read")
+        for env in envs
+        if env not in read
+    ]
+    for r in blind:
+        for owner in r.place.owners:
+            detail = f"{owner}'s {r.place.kind} {r.place.name} could not be read: {r.error}"
+            for src in sources:
+                if src != owner:
+                    rows.append(_row(trial, window, src, owner, RowResult.LOST, detail))
+                    decided.add((src, owner))
+    for src in sources:
+        for dst in envs:
+            if src != dst and (src, dst) not in decided:
+                rows.append(_row(trial, window, src, dst, RowResult.CLEAN, ""))
+    return rows
+
+
+def _row(
+    trial: int, window: int, src: str, dst: str, result: RowResult, detail: str
+) -> IsolationRow:
+    return IsolationRow(SWEEP_TEST, trial, src, dst, result, window, detail[:500])
+
+
+def swept_tokens(rows: Iterable[IsolationRow]) -> list[Token | None]:
+    """The foreign token each cross row of the sweep names (its detail starts with it);
+    None for a row whose detail holds none."""
+    out: list[Token | None] = []
+    for r in rows:
+        if r.test == SWEEP_TEST and r.result is RowResult.CROSS:
+            hits = scan_text(r.detail)
+            out.append(hits[0].token if hits else None)
+    return out
+
+
+def arrival_bound(
+    tokens: Iterable[Token | None],
+    window_start: float,
+    rollout_starts: Mapping[str, float],
+    window_starts: Mapping[int, float],
+) -> float:
+    """The earliest time any of the foreign ``tokens`` can have reached where it was
+    found, within a window that started at ``window_start``.
+
+    A token exists only from its own rollout's start (a trial's token, whose rollout is
+    not recorded, from its window's start), and a token found at a window's close may
+    have arrived at any time since; never before the window, whose rollouts are the
+    ones at stake. An unknown token (None, or one of no recorded rollout or window)
+    counts from the window's start. A file's modification time is no bound: whoever
+    wrote the file sets it, and a later write moves it past the token's arrival.
+    """
+    bounds = []
+    for token in tokens:
+        origin = window_start
+        if token is not None:
+            origin = rollout_starts.get(
+                token.rollout_id, window_starts.get(token.rollout.window, window_start)
+            )
+        bounds.append(max(window_start, origin))
+    return min(bounds, default=window_start)

@@ -1,0 +1,42 @@
+"""The token sweep under its leaky control, for real: on a pool whose env01 and env02
+share one home, each one's own token file is foreign to the other (cross both ways); on
+the isolated pool the same trial is clean."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cleanroom.core.isolation import SWEEP_TEST
+from cleanroom.environments.leaks import Leak
+from cleanroom.isolation.controls import ISOLATED, run_controls
+from cleanroom.isolation.registry import TESTS
+from cleanroom.store.rundb import RunStore
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_sweep_fires_under_a_shared_home_and_is_clean_when_isolated(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.fail("the isolation tests create Unix users and need root")
+    missing = [p for p in ("Xvfb", "xauth", "dbus-daemon") if shutil.which(p) is None]
+    if missing:
+        pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
+    store = RunStore.create(tmp_path)
+    try:
+        matrix = run_controls(
+            tmp_path, store, [TESTS[SWEEP_TEST]], leaks=[Leak.SHARED_HOME], faults=False
+        )
+    finally:
+        store.close()
+
+    cells = {c.setup: c for c in matrix.cells}
+    assert set(cells) == {ISOLATED, Leak.SHARED_HOME.value}, matrix.to_json()
+    assert cells[ISOLATED].verdict == "clean", cells[ISOLATED]
+    shared = cells[Leak.SHARED_HOME.value]
+    assert shared.verdict == "fired", shared
+    assert shared.cross == 2 and "home" in shared.detail  # env01 -> env02 and back
+    assert matrix.proven(SWEEP_TEST) == [Leak.SHARED_HOME.value]

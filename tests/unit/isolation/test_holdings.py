@@ -1,0 +1,61 @@
+"""What an environment holds: a tree the scanner cannot fully read is never searched clean."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cleanroom.core import tokens
+from cleanroom.isolation.holdings import PlaceUnreadable, scan_trees
+
+TOK1 = "env01-w001-r0001-deadbeef"
+
+
+def _refuse(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make listing ``folder`` fail as a mode-000 folder does for its environment's user
+    (the tests run as root, which lists every folder)."""
+    real = os.scandir
+
+    def scandir(path: Any) -> Any:
+        if isinstance(path, str) and path == str(folder):
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(tokens.os, "scandir", scandir)
+
+
+def test_a_folder_that_cannot_be_listed_makes_the_tree_unreadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "notes.txt").write_text(TOK1)
+    closed = tmp_path / ".cache"
+    closed.mkdir()
+    _refuse(closed, monkeypatch)
+
+    with pytest.raises(PlaceUnreadable, match=r"\.cache: Permission denied"):
+        scan_trees([tmp_path])
+
+
+def test_a_missing_tree_is_unreadable(tmp_path: Path) -> None:
+    with pytest.raises(PlaceUnreadable, match="No such file"):
+        scan_trees([tmp_path / "gone"])
+
+
+def test_an_entry_that_vanished_mid_walk_is_not_a_blind_spot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "notes.txt").write_text(TOK1)
+    temp = tmp_path / "lock"
+    temp.mkdir()
+    real = os.scandir
+
+    def scandir(path: Any) -> Any:
+        if isinstance(path, str) and path == str(temp):
+            temp.rmdir()  # a program removed its temporary folder while the walk ran
+        return real(path)
+
+    monkeypatch.setattr(tokens.os, "scandir", scandir)
+    assert [str(h.token) for h in scan_trees([tmp_path])] == [TOK1]
