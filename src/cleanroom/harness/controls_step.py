@@ -6,7 +6,8 @@ the run database, so the report can say which active check was proven in this ru
 isolated setup is left out: the windows run every test on the isolated pool.
 
 The canary's control runs first, on the run's own pool: a leak planted in env00 after the
-windows, which the canary's sampling and rule must see (`isolation.canary_control`).
+windows, which the canary's sampling and rule must see (`isolation.canary_control`), and
+text typed at the parked console, which its own looks must see.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 
 from cleanroom.environments.leaks import Leak
 from cleanroom.harness.loop import LoopServices, load_battery
-from cleanroom.isolation.canary_control import run_canary_control
+from cleanroom.isolation.canary_control import run_canary_control, run_console_control
 from cleanroom.isolation.controls import Cell, run_controls
 
 
@@ -57,13 +58,21 @@ def leaky_controls(
 
 
 def canary_control(s: LoopServices) -> list[str]:
-    """Plant leaks in the run's canary, store each cell, and return one line per cell."""
+    """Plant leaks in the run's canary (and its parked console, when active), store each
+    cell, and return one line per cell."""
     s.progress.step("the canary's control: leaks planted in env00 after the windows")
+    cells = run_canary_control(s.pool)
+    if s.parked is not None:
+        cells.append(run_console_control(s.parked))
+    else:
+        s.progress.event("the parked console is not active: no control for it, nothing claimed")
     lines = []
-    for cell in run_canary_control(s.pool):
+    for cell in cells:
         s.store.add_leaky_control(cell)
         verdict = "fired" if cell.fired else "did not fire"
         colour = "green" if cell.fired else "red"
-        s.progress.event(f"canary control, {cell.leak}: [{colour}]{verdict}[/] ({cell.detail})")
+        s.progress.event(
+            f"{cell.test} control, {cell.leak}: [{colour}]{verdict}[/] ({cell.detail})"
+        )
         lines.append(f"{cell.test} under {cell.leak}: {verdict}")
     return lines

@@ -5,9 +5,10 @@ batch that held a writer rollout followed by one more clipboard trial
 (`plan.follow_up_trials`); the isolation tests due, each through the battery's
 `run_test`; more batches until the window's minutes are over; the verify server's audit
 as isolation rows (the rollouts a cross row names become invalid); the canary's sticky
-flag; the window's verdict from all its rows (`core.isolation.judge_window`), stored as
-its status: ``failed`` when it lost rows or saw a canary event, else ``closed``. The
-canary watcher samples throughout.
+flag (and the parked console's), after checking that the watcher kept looking; the
+window's verdict from all its rows (`core.isolation.judge_window`), stored as its
+status: ``failed`` when it lost rows or saw a canary event, else ``closed``. The canary
+watcher samples throughout.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from cleanroom.harness.plan import FOLLOW_UP_TEST, PlannedTest, assign_tasks, fo
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRecord, SmokeRunner
 from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
-from cleanroom.isolation.canary_watch import AppliedVerdict, CanaryWatcher, apply_canary
+from cleanroom.isolation.canary_watch import (
+    AppliedVerdict,
+    CanaryWatcher,
+    apply_canary,
+    apply_parked_console,
+)
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.client import VerifyClient
 
@@ -69,6 +75,7 @@ class WindowResult:
     audit: AuditResult
     rollouts: list[SmokeRecord]
     seconds: float
+    parked: AppliedVerdict | None = None  # the parked console's, when it is active
 
 
 def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
@@ -100,13 +107,16 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
     else:
         s.progress.event(f"audit: {len(audit.rows)} rows, no cross submission")
     s.progress.step("canary verdict")
-    s.canary.sample_once()  # the window's last look at env00 before it is judged
-    canary = apply_canary(s.store, plan.index)
-    if canary.verdict.flagged:
-        s.progress.event(
-            f"[red]canary event[/]: {'; '.join(canary.verdict.changes)}; "
-            f"{canary.invalidated} rollout(s) invalid (isolation)"
-        )
+    # The watcher's thread must have been looking all along (alive, not stalled); then
+    # one last look at env00 (and the parked console), bounded in time, before judging.
+    faults = s.canary.last_look()
+    until = time.time()
+    canary = apply_canary(s.store, plan.index, faults=faults, until=until)
+    _say_watch(s, "canary", canary)
+    parked = None
+    if s.canary.console is not None:
+        parked = apply_parked_console(s.store, plan.index, faults=faults, until=until)
+        _say_watch(s, "parked console", parked)
     verdict = judge_window(plan.index, s.store.isolation_rows(plan.index))
     status = "failed" if verdict.failed else "closed"
     s.store.close_window(plan.index, status=status)
@@ -117,8 +127,22 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
         + f" ({verdict.rows} rows, {verdict.cross} cross, {verdict.lost} lost)"
     )
     return WindowResult(
-        plan.index, status, verdict, canary, audit, records, time.monotonic() - started
+        plan.index, status, verdict, canary, audit, records, time.monotonic() - started, parked
     )
+
+
+def _say_watch(s: WindowServices, watch: str, applied: AppliedVerdict) -> None:
+    v = applied.verdict
+    gap = "-" if v.largest_gap_s is None else f"{v.largest_gap_s:.1f} s"
+    s.progress.event(
+        f"{watch}: {v.samples} sample(s), {v.lost} lost, largest gap {gap} "
+        f"(tolerance {v.tolerance_s:g} s)"
+    )
+    if v.flagged:
+        s.progress.event(
+            f"[red]{watch} event[/]: {'; '.join(v.changes)}; "
+            f"{applied.invalidated} rollout(s) invalid (isolation)"
+        )
 
 
 class _Trials:
