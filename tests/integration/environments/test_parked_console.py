@@ -81,3 +81,19 @@ def test_the_parked_consoles_own_control_fires_and_names_the_source(
     assert cell.test == PARKED_CONSOLE_TEST and cell.fired, cell.detail
     assert "env01" in cell.detail and cell.cross >= 1
     assert after == before  # the typed line was erased again
+
+
+def test_after_env00_is_recovered_the_console_is_started_again_and_that_look_is_lost(
+    terminals: tuple[Pool, RunStore],
+) -> None:
+    pool, _ = terminals
+    console = ParkedConsole.start(pool)
+    try:
+        before = console.sample(None)
+        pool.recover("env00", "a recovery by the watchdog, wired in")
+        during = console.sample(None)  # the old tmux server went with env00's sandbox
+        after = console.sample(None)
+    finally:
+        console.stop()
+    assert before.ok and after.ok and after.state == before.state
+    assert not during.ok and "recovered" in during.detail

@@ -105,4 +105,4 @@ def test_a_dead_watcher_thread_is_named_at_the_close(tmp_path: Path) -> None:
         watcher.start()
         watcher._thread.join(timeout=5)
         faults = watcher.faults()
-    assert len(faults) == 1 and "thread died" in faults[0]
+    assert len(faults) == 1 and "thread died: ProgrammingError" in faults[0]
