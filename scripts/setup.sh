@@ -12,12 +12,12 @@ BASE_IMAGE="${CLEANROOM_BASE_IMAGE:-cleanroom/base:bookworm}"
 DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 # System packages: the container runtime, the desktop stack (Xvfb, LibreOffice with the
-# GTK3 backend that AT-SPI can read, Chromium, a terminal, D-Bus and the AT-SPI bus),
-# the tools the benchmarks compare against, what the base image is built with, and the C
-# compiler that builds the red team's native attack payloads.
+# GTK3 backend that AT-SPI can read, Chromium, a terminal, D-Bus and the AT-SPI bus), tmux
+# for the canary's parked console, the tools the benchmarks compare against, what the base
+# image is built with, and the C compiler that builds the red team's native attack payloads.
 PACKAGES=(
   docker.io iptables busybox-static debootstrap
-  xvfb xauth x11-utils xterm
+  xvfb xauth x11-utils xterm tmux
   libreoffice-writer libreoffice-gtk3 fonts-dejavu-core
   chromium
   dbus dbus-x11 at-spi2-core python3-pyatspi python3-gi gir1.2-atspi-2.0

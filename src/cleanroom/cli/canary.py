@@ -7,10 +7,10 @@ from pathlib import Path
 
 import typer
 
-from cleanroom.core.canary import CANARY_ENV, CanarySample
+from cleanroom.core.canary import CANARY_ENV, INTERVAL_S, CanarySample
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.supervisor import PoolProcess
-from cleanroom.isolation.canary_watch import INTERVAL_S, CanaryWatcher
+from cleanroom.isolation.canary_watch import CanaryWatcher
 from cleanroom.store.rundb import RunStore
 
 app = typer.Typer(no_args_is_help=True)

@@ -16,11 +16,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-# The canary's test name; defined here because a canary event fails its window.
+# The canary's test name, and the parked console's (a second canary in env00); defined
+# here because an event of either fails its window.
 CANARY_TEST = "canaries"
 # The token sweep's test name; defined here because a foreign token it finds fails its
 # window.
 SWEEP_TEST = "token_sweep"
+PARKED_CONSOLE_TEST = "parked_console"
+# The checks whose cross rows fail a window by themselves, and what each means.
+_EVENTS = {
+    CANARY_TEST: "canary event(s): env00 changed",
+    PARKED_CONSOLE_TEST: "parked console event(s): env00's parked console changed",
+    SWEEP_TEST: "foreign token(s) found by the token sweep",
+}
 # Never opened as a window: rows and rollouts there belong to a control, not to any
 # measured window.
 CONTROL_WINDOW = 0
@@ -82,20 +90,18 @@ class WindowVerdict:
 
 def judge_window(window: int, rows: Iterable[IsolationRow]) -> WindowVerdict:
     """Count a window's rows. Any `lost` row fails the window and says which tests lost;
-    a canary event (a `cross` row of the canary) and a foreign token the sweep found (a
-    `cross` row of the sweep) fail it as well."""
+    a canary event (a `cross` row of the canary or of the parked console) and a foreign
+    token the sweep found (a `cross` row of the sweep) fail it as well."""
     mine = [r for r in rows if r.window == window]
     counts = Counter(r.result for r in mine)
     lost_tests = sorted({r.test for r in mine if r.result is RowResult.LOST})
-    canary_events = sum(1 for r in mine if r.test == CANARY_TEST and r.result is RowResult.CROSS)
-    swept = sum(1 for r in mine if r.test == SWEEP_TEST and r.result is RowResult.CROSS)
     reasons = []
     if lost_tests:
         reasons.append(f"{counts[RowResult.LOST]} lost row(s) from {', '.join(lost_tests)}")
-    if canary_events:
-        reasons.append(f"{canary_events} canary event(s): env00 changed")
-    if swept:
-        reasons.append(f"{swept} foreign token(s) found by the token sweep")
+    for test, said in _EVENTS.items():
+        events = sum(1 for r in mine if r.test == test and r.result is RowResult.CROSS)
+        if events:
+            reasons.append(f"{events} {said}")
     failure = "; ".join(reasons) or None
     return WindowVerdict(
         window, len(mine), counts[RowResult.CROSS], counts[RowResult.LOST], failure

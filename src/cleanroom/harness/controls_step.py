@@ -3,13 +3,14 @@
 After the windows, on the run's own pool and verify server, the planted controls: the
 token sweep's (a file holding one environment's token planted in another's home, which
 the sweep must find and attribute, `isolation.sweep_control`), the canary's (leaks
-planted in env00, which its sampling and rule must see, `isolation.canary_control`) and
-the audit's (a token delivered through another environment's lease, which the verify
-server's audit must report). Then every planned test's leaky control: the fewest leaky
-setups and faults that give each test one (`isolation.controls.cover_setups`), on pools
-of their own beside the run's pool, each test run again under its next setup when it did
-not fire. Every cell is stored in the run database, so the report can say which check was
-proven in this run and how; the number is published only when every counted check was
+planted in env00, which its sampling and rule must see, and text typed at the parked
+console, which its own looks must see, `isolation.canary_control`) and the audit's (a
+token delivered through another environment's lease, which the verify server's audit
+must report). Then every planned test's leaky control: the fewest leaky setups and
+faults that give each test one (`isolation.controls.cover_setups`), on pools of their own
+beside the run's pool, each test run again under its next setup when it did not fire.
+Every cell is stored in the run database, so the report can say which check was proven
+in this run and how; the number is published only when every counted check was
 (`core.publish`).
 """
 
@@ -25,7 +26,7 @@ from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.harness.audit import AUDIT_TEST, LeasedRollout
 from cleanroom.harness.audit_step import invalidate_named, read_audit
 from cleanroom.harness.loop import LoopServices, load_battery
-from cleanroom.isolation.canary_control import run_canary_control
+from cleanroom.isolation.canary_control import run_canary_control, run_console_control
 from cleanroom.isolation.controls import Cell, run_controls
 from cleanroom.isolation.sweep_control import run_sweep_control
 from cleanroom.store.rundb import LeakyControlResult, RunStore
@@ -77,14 +78,22 @@ def sweep_control(s: LoopServices) -> list[str]:
 
 
 def canary_control(s: LoopServices) -> list[str]:
-    """Plant leaks in the run's canary, store each cell, and return one line per cell."""
+    """Plant leaks in the run's canary (and its parked console, when active), store each
+    cell, and return one line per cell."""
     s.progress.step("the canary's control: leaks planted in env00 after the windows")
+    cells = run_canary_control(s.pool)
+    if s.parked is not None:
+        cells.append(run_console_control(s.parked))
+    else:
+        s.progress.event("the parked console is not active: no control for it, nothing claimed")
     lines = []
-    for cell in run_canary_control(s.pool):
+    for cell in cells:
         s.store.add_leaky_control(cell)
         verdict = "fired" if cell.fired else "did not fire"
         colour = "green" if cell.fired else "red"
-        s.progress.event(f"canary control, {cell.leak}: [{colour}]{verdict}[/] ({cell.detail})")
+        s.progress.event(
+            f"{cell.test} control, {cell.leak}: [{colour}]{verdict}[/] ({cell.detail})"
+        )
         lines.append(f"{cell.test} under {cell.leak}: {verdict}")
     return lines
 

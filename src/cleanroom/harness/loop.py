@@ -1,10 +1,11 @@
 """The harness loop behind ``cleanroom run``, ``cleanroom soak`` and ``cleanroom demo``.
 
 It creates the run folder and database (with the machine), starts the verify server and
-an in-process pool (the canary ``env00`` plus the acting environments), a watchdog and
-the canary watcher, runs the positive control, then window after window (`window`), and
-one more token sweep in the last window once they are over (`end_of_run_sweep`), before
-any step that plants foreign tokens on purpose.
+an in-process pool (the canary ``env00`` plus the acting environments), a watchdog, the
+parked console in env00 (or records why it is not active) and the canary watcher, runs
+the positive control, then window after window (`window`), and one more token sweep in
+the last window once they are over (`end_of_run_sweep`), before any step that plants
+foreign tokens on purpose.
 
 Stopping: SIGINT and SIGTERM end the loop at once (`stopping`); the pool, the watchdog,
 the watcher and the verify server are stopped, and the run database is reopened as its
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from cleanroom.core.canary import CANARY_ENV
+from cleanroom.core.canary import CANARY_ENV, PARKED_CONSOLE_TEST
 from cleanroom.core.isolation import judge_window
 from cleanroom.environments.policy import LocalHandle
 from cleanroom.environments.pool import DEFAULT_ROOT, Pool, PoolConfig
@@ -45,10 +46,11 @@ from cleanroom.harness.window import (
 from cleanroom.isolation.battery import TESTS, IsolationTest
 from cleanroom.isolation.canary_watch import CanaryWatcher
 from cleanroom.isolation.control import run_control
+from cleanroom.isolation.parked_console import ParkedConsole
 from cleanroom.isolation.tests_observation_privacy import observing_for
 from cleanroom.reports.machine import machine_info
 from cleanroom.rollouts.runner import TASKS
-from cleanroom.store.rundb import RunStore
+from cleanroom.store.rundb import RunStore, WatchRecord
 from cleanroom.verify_server.process import VerifyServerProcess
 
 REGISTRY = "cleanroom.isolation.registry"
@@ -117,6 +119,7 @@ class LoopServices:
     console: Console
     stopping: threading.Event
     plan: list[PlannedTest] = field(default_factory=list)  # the tests each window runs
+    parked: ParkedConsole | None = None  # the parked console, when it could start
 
 
 Step = Callable[[LoopServices], None]
@@ -222,7 +225,27 @@ def _start(
     watchdog.start()
     stack.callback(watchdog.stop)
     progress.event(f"pool {pool.pool_id} ready: {', '.join(pool.names)}")
-    return LoopServices(config, store, pool, server, progress, console, stopping)
+    services = LoopServices(config, store, pool, server, progress, console, stopping)
+    services.parked = _parked_console(pool, store, progress)
+    if services.parked is not None:
+        stack.callback(services.parked.stop)
+    return services
+
+
+def _parked_console(pool: Pool, store: RunStore, progress: LoopProgress) -> ParkedConsole | None:
+    """Start the parked console in env00; one that cannot start is recorded as not
+    active, with why, and nothing is claimed for it."""
+    progress.step("starting the parked console in env00")
+    try:
+        parked = ParkedConsole.start(pool)
+    except Exception as exc:  # any reason it cannot start is said, never a silent absence
+        why = f"{type(exc).__name__}: {exc}"
+        store.set_watch(WatchRecord(PARKED_CONSOLE_TEST, False, why))
+        progress.event(f"[red]parked console: not active[/] ({why})")
+        return None
+    store.set_watch(WatchRecord(PARKED_CONSOLE_TEST, True))
+    progress.event("parked console: active in env00")
+    return parked
 
 
 def _positive_control(s: LoopServices) -> None:
@@ -265,7 +288,7 @@ def _windows(
 ) -> list[WindowResult]:
     config = s.config
     with ExitStack() as stack:
-        canary = CanaryWatcher(LocalHandle(s.pool, CANARY_ENV), s.store)
+        canary = CanaryWatcher(LocalHandle(s.pool, CANARY_ENV), s.store, console=s.parked)
         canary.sample_once()  # the baseline: env00 as it was before the first window
         canary.start()
         stack.callback(canary.stop)

@@ -5,11 +5,12 @@ batch that held a writer rollout followed by one more clipboard trial
 (`plan.follow_up_trials`); the isolation tests due, each through the battery's
 `run_test`; more batches until the window's minutes are over; the verify server's audit
 as isolation rows (the rollouts a cross row names become invalid); the canary's sticky
-flag; the token sweep (`sweep_window`: a token resting outside its environment makes
-the window's rollouts invalid); the window's verdict from all its rows
-(`core.isolation.judge_window`), stored as its status: ``failed`` when it lost rows,
-saw a canary event or a swept foreign token, else ``closed``. The canary watcher samples
-throughout.
+flag (and the parked console's), after checking that the watcher kept looking; the
+token sweep (`sweep_window`: a token resting outside its environment makes the window's
+rollouts invalid); the window's verdict from all its rows
+(`core.isolation.judge_window`), stored as its status: ``failed`` when it lost rows, saw
+a canary or parked-console event or a swept foreign token, else ``closed``. The canary
+watcher samples throughout.
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ from cleanroom.harness.plan import FOLLOW_UP_TEST, PlannedTest, assign_tasks, fo
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRecord, SmokeRunner
 from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
-from cleanroom.isolation.canary_watch import AppliedVerdict, CanaryWatcher, apply_canary
+from cleanroom.isolation.canary_watch import (
+    AppliedVerdict,
+    CanaryWatcher,
+    apply_canary,
+    apply_parked_console,
+)
 from cleanroom.isolation.tests_token_sweep import TEST as SWEEP
 from cleanroom.isolation.tests_token_sweep import apply_sweep
 from cleanroom.store.rundb import RunStore
@@ -83,6 +89,7 @@ class WindowResult:
     seconds: float
     # The window's trials, so the end-of-run sweep numbers its trial on in the last window.
     trials: WindowTrials
+    parked: AppliedVerdict | None = None  # the parked console's, when it is active
 
 
 def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
@@ -118,13 +125,16 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
     else:
         s.progress.event(f"audit: {len(audit.rows)} rows, no cross submission")
     s.progress.step("canary verdict")
-    s.canary.sample_once()  # the window's last look at env00 before it is judged
-    canary = apply_canary(s.store, plan.index)
-    if canary.verdict.flagged:
-        s.progress.event(
-            f"[red]canary event[/]: {'; '.join(canary.verdict.changes)}; "
-            f"{canary.invalidated} rollout(s) invalid (isolation)"
-        )
+    # The watcher's thread must have been looking all along (alive, not stalled); then
+    # one last look at env00 (and the parked console), bounded in time, before judging.
+    faults = s.canary.last_look()
+    until = time.time()
+    canary = apply_canary(s.store, plan.index, faults=faults, until=until)
+    _say_watch(s, "canary", canary)
+    parked = None
+    if s.canary.console is not None:
+        parked = apply_parked_console(s.store, plan.index, faults=faults, until=until)
+        _say_watch(s, "parked console", parked)
     sweeps = next((p.trials for p in plan.tests if p.name == SWEEP_TEST), 1)
     sweep_window(s, trials, sweeps, "at the window's close")
     verdict = judge_window(plan.index, s.store.isolation_rows(plan.index))
@@ -137,7 +147,15 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
         + f" ({verdict.rows} rows, {verdict.cross} cross, {verdict.lost} lost)"
     )
     return WindowResult(
-        plan.index, status, verdict, canary, audit, records, time.monotonic() - started, trials
+        plan.index,
+        status,
+        verdict,
+        canary,
+        audit,
+        records,
+        time.monotonic() - started,
+        trials,
+        parked,
     )
 
 
@@ -153,6 +171,20 @@ def sweep_window(s: WindowServices, trials: WindowTrials, n: int, why: str) -> l
             f"{invalidated} rollout(s) invalid (isolation)"
         )
     return rows
+
+
+def _say_watch(s: WindowServices, watch: str, applied: AppliedVerdict) -> None:
+    v = applied.verdict
+    gap = "-" if v.largest_gap_s is None else f"{v.largest_gap_s:.1f} s"
+    s.progress.event(
+        f"{watch}: {v.samples} sample(s), {v.lost} lost, largest gap {gap} "
+        f"(tolerance {v.tolerance_s:g} s)"
+    )
+    if v.flagged:
+        s.progress.event(
+            f"[red]{watch} event[/]: {'; '.join(v.changes)}; "
+            f"{applied.invalidated} rollout(s) invalid (isolation)"
+        )
 
 
 class WindowTrials:

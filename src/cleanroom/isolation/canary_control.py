@@ -7,22 +7,34 @@ carries a token of another environment. The watcher's own sampling and the canar
 (`core.canary.judge_canary`) must report the change and attribute it to that environment;
 each plant is one leaky-control cell of the canary test, so the report can say the
 canary was proven in this run. The clipboard is cleared again afterwards.
+
+The parked console has its own plant (`run_console_control`): text carrying another
+environment's token typed at its prompt (``tmux send-keys``), which the console's own
+looks and the same rule must see and attribute; a cell of the console's test.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cleanroom.core.canary import CANARY_ENV, CANARY_TEST, CanarySample, judge_canary
+from cleanroom.core.canary import (
+    CANARY_ENV,
+    CANARY_TEST,
+    PARKED_CONSOLE_TEST,
+    Sample,
+    judge_canary,
+)
 from cleanroom.core.isolation import CONTROL_WINDOW, RowResult, Window
 from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.policy import LocalHandle
 from cleanroom.environments.pool import Pool
 from cleanroom.isolation.canary_watch import take_sample
+from cleanroom.isolation.parked_console import ParkedConsole
 from cleanroom.store.rundb import LeakyControlResult
 
 SEE_WITHIN_S = 10.0
@@ -71,6 +83,7 @@ PLANTS = (
     Plant("planted: keystrokes typed into env00's Writer", _type_into_writer, _nothing),
     Plant("planted: env00's clipboard set", _set_clipboard, _clear_clipboard),
 )
+CONSOLE_LEAK = "planted: text typed at env00's parked console"
 
 
 def run_canary_control(
@@ -86,34 +99,71 @@ def run_canary_control(
     for seq, plant in enumerate(plants, start=1):
         token = mint(RolloutId(source_env, CONTROL_WINDOW, 900 + seq))
         try:
-            results.append(_one(handle, pool, plant, token, see_within_s))
+            results.append(
+                _see_plant(
+                    lambda: take_sample(handle, None),
+                    functools.partial(plant.apply, pool),
+                    token,
+                    CANARY_TEST,
+                    plant.leak,
+                    see_within_s,
+                )
+            )
         finally:
             with contextlib.suppress(PoolError):  # the cell already says what went wrong
                 plant.undo(pool)
     return results
 
 
-def _one(
-    handle: LocalHandle, pool: Pool, plant: Plant, token: Token, see_within_s: float
+def run_console_control(
+    console: ParkedConsole, *, source_env: str = "env01", see_within_s: float = SEE_WITHIN_S
 ) -> LeakyControlResult:
-    before = take_sample(handle, None)
+    """Type text carrying ``source_env``'s token at the parked console's prompt and judge
+    what its samples say; the typed line is erased again afterwards."""
+    token = mint(RolloutId(source_env, CONTROL_WINDOW, 900 + len(PLANTS) + 1))
+    try:
+        return _see_plant(
+            lambda: console.sample(None),
+            console.send_text,
+            token,
+            PARKED_CONSOLE_TEST,
+            CONSOLE_LEAK,
+            see_within_s,
+        )
+    finally:
+        with contextlib.suppress(PoolError):
+            console.clear_line()
+
+
+def _see_plant(
+    look: Callable[[], Sample],
+    apply: Callable[[str], None],
+    token: Token,
+    test: str,
+    leak: str,
+    see_within_s: float,
+) -> LeakyControlResult:
+    """Wire one leak in through ``apply`` and look until the watch's rule sees it."""
+    before = look()
     if not before.ok:
-        return _cell(plant, False, 0, 0, f"env00 could not be read before: {before.detail}")
+        return _cell(
+            test, leak, False, 0, 0, f"could not be read before the plant: {before.detail}"
+        )
     started = time.time()
     try:
-        plant.apply(pool, f"leaked {token}")
+        apply(f"leaked {token}")
     except PoolError as exc:
-        return _cell(plant, False, 0, 0, f"the plant could not be wired in: {exc}")
-    samples: list[CanarySample] = []
+        return _cell(test, leak, False, 0, 0, f"the plant could not be wired in: {exc}")
+    samples: list[Sample] = []
     deadline = time.monotonic() + see_within_s
     while time.monotonic() < deadline:
-        sample = take_sample(handle, None)
+        sample = look()
         samples.append(sample)
         if sample.ok and sample.state != before.state:
             break
         time.sleep(_POLL_S)
     window = Window(CONTROL_WINDOW, started, time.time())
-    _, rows = judge_canary(window, samples, before)
+    _, rows = judge_canary(window, samples, before, test=test)
     cross = [r for r in rows if r.result is RowResult.CROSS]
     fired = any(token.rollout.env in r.from_env.split(",") for r in cross)
     if fired:
@@ -123,8 +173,10 @@ def _one(
         detail = f"a change was seen but not attributed to {token.rollout.env}"
     else:
         detail = f"no change seen in {len(samples)} sample(s) over {see_within_s:g} s"
-    return _cell(plant, fired, len(rows), len(cross), detail)
+    return _cell(test, leak, fired, len(rows), len(cross), detail)
 
 
-def _cell(plant: Plant, fired: bool, rows: int, cross: int, detail: str) -> LeakyControlResult:
-    return LeakyControlResult(CANARY_TEST, plant.leak, fired, rows, cross, detail)
+def _cell(
+    test: str, leak: str, fired: bool, rows: int, cross: int, detail: str
+) -> LeakyControlResult:
+    return LeakyControlResult(test, leak, fired, rows, cross, detail)

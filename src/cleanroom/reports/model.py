@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cleanroom.core.canary import CANARY_ENV
+from cleanroom.core.canary import (
+    CANARY_ENV,
+    GAP_TOLERANCE_S,
+    PARKED_CONSOLE_TEST,
+    WatchSample,
+    largest_gap,
+)
 from cleanroom.core.isolation import IsolationRow, RowResult, Window, judge_window
 from cleanroom.core.publish import (
     ControlResult,
@@ -17,7 +23,13 @@ from cleanroom.core.publish import (
     publish,
     skew_summary,
 )
-from cleanroom.store.rundb import LatencySample, LeakyControlResult, RolloutRecord, RunStore
+from cleanroom.store.rundb import (
+    LatencySample,
+    LeakyControlResult,
+    RolloutRecord,
+    RunStore,
+    WatchRecord,
+)
 
 
 @dataclass(frozen=True)
@@ -33,10 +45,34 @@ class WindowSummary:
     lost: int
     failure: str | None
     outcomes: dict[str, int]
+    canary_gap_s: float | None = None  # the longest span without a readable look at env00
+    console_gap_s: float | None = None  # the same for the parked console, when active
 
     @property
     def hours(self) -> float:
         return 0.0 if self.ended_at is None else max(self.ended_at - self.started_at, 0) / 3600
+
+
+@dataclass(frozen=True)
+class ParkedConsoleSummary:
+    """Whether the parked console was watched in the run, and what it saw."""
+
+    active: bool
+    detail: str = ""  # why it was not active
+    samples: int = 0
+    lost: int = 0
+    events: int = 0
+    largest_gap_s: float | None = None
+
+    @property
+    def said(self) -> str:
+        if not self.active:
+            return f"not active ({self.detail or 'not started in this run'})"
+        gap = "-" if self.largest_gap_s is None else f"{self.largest_gap_s:.1f} s"
+        return (
+            f"active: {self.samples} sample(s), {self.lost} lost, {self.events} event(s), "
+            f"largest gap {gap}"
+        )
 
 
 @dataclass(frozen=True)
@@ -61,6 +97,8 @@ class RunReport:
     control_skew: str = ""
     leaky: list[LeakyControlResult] = field(default_factory=list)
     latency: list[LatencySample] = field(default_factory=list)
+    parked: ParkedConsoleSummary = field(default_factory=lambda: ParkedConsoleSummary(False))
+    gap_tolerance_s: float = GAP_TOLERANCE_S
 
     def to_json(self) -> dict[str, Any]:
         """The report as plain data (``cleanroom report --json``)."""
@@ -84,6 +122,8 @@ class RunReport:
             "trials_scale": self.trials_scale,
             "leaky_controls": [c.__dict__ for c in self.leaky],
             "not_claimed": self.not_claimed,
+            "canary_gap_tolerance_s": self.gap_tolerance_s,
+            "parked_console": self.parked.__dict__,
             "windows": [{**w.__dict__, "hours": w.hours} for w in self.windows],
             "rollouts": [
                 {
@@ -122,14 +162,36 @@ def _checks(rows: list[IsolationRow]) -> dict[str, dict[str, int]]:
     return out
 
 
-def _window_summary(w: Window, status: str, rows: list[IsolationRow],
-                    rollouts: list[RolloutRecord]) -> WindowSummary:  # fmt: skip
+def _window_summary(
+    w: Window,
+    status: str,
+    rows: list[IsolationRow],
+    rollouts: list[RolloutRecord],
+    watched: tuple[list[WatchSample], list[WatchSample] | None],
+) -> WindowSummary:
     verdict = judge_window(w.index, rows)
     outcomes = Counter(
         r.outcome.value if r.outcome else "unfinished" for r in rollouts if r.window == w.index
     )
+    canary, console = watched
     return WindowSummary(w.index, w.started_at, w.ended_at, status, verdict.rows, verdict.cross,
-                         verdict.lost, verdict.failure, dict(sorted(outcomes.items())))  # fmt: skip
+                         verdict.lost, verdict.failure, dict(sorted(outcomes.items())),
+                         largest_gap(w, canary),
+                         None if console is None else largest_gap(w, console))  # fmt: skip
+
+
+def _parked(
+    record: WatchRecord | None,
+    samples: list[WatchSample],
+    rows: list[IsolationRow],
+    windows: list[WindowSummary],
+) -> ParkedConsoleSummary:
+    if record is None or not record.active:
+        return ParkedConsoleSummary(False, record.detail if record else "")
+    events = sum(1 for r in rows if r.test == PARKED_CONSOLE_TEST and r.result is RowResult.CROSS)
+    gaps = [w.console_gap_s for w in windows if w.console_gap_s is not None]
+    lost = sum(1 for s in samples if not s.ok)
+    return ParkedConsoleSummary(True, "", len(samples), lost, events, max(gaps, default=None))
 
 
 def build_report(store: RunStore, machine: dict[str, str] | None = None) -> RunReport:
@@ -138,8 +200,12 @@ def build_report(store: RunStore, machine: dict[str, str] | None = None) -> RunR
     rollouts = store.rollouts()
     rows = store.isolation_rows()
     controls = store.control_results()
+    canary: list[WatchSample] = list(store.canary_samples())
+    console: list[WatchSample] = list(store.console_samples())
+    watch = store.watches().get(PARKED_CONSOLE_TEST)
+    watched = (canary, console if watch is not None and watch.active else None)
     windows = [
-        _window_summary(w, store.window_status(w.index) or "unknown", rows, rollouts)
+        _window_summary(w, store.window_status(w.index) or "unknown", rows, rollouts, watched)
         for w in store.windows()
     ]
     envs = _acting_envs(store, rollouts)
@@ -176,6 +242,7 @@ def build_report(store: RunStore, machine: dict[str, str] | None = None) -> RunR
         control_skew=skew_summary(controls[-1].clipboard_skew_ms) if controls else "",
         leaky=leaky,
         latency=store.latency_samples(),
+        parked=_parked(watch, console, rows, windows),
     )
 
 

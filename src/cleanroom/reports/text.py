@@ -17,6 +17,10 @@ def _when(t: float | None) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _gap(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.1f} s"
+
+
 def render_text(report: RunReport, console: Console) -> None:
     """Print the report."""
     console.print(f"[bold]cleanroom report[/] {report.run_dir} ({report.info.get('status')})")
@@ -53,14 +57,23 @@ def render_text(report: RunReport, console: Console) -> None:
     console.print(checks)
 
     windows = Table(title="Windows")
-    for col in ("window", "started", "ended", "status", "rows", "cross", "lost", "outcomes"):
+    for col in ("window", "started", "ended", "status", "rows", "cross", "lost", "outcomes",
+                "canary largest gap", "parked console largest gap"):  # fmt: skip
         windows.add_column(col)
     for w in report.windows:
         outcomes = ", ".join(f"{k} {v}" for k, v in w.outcomes.items()) or "-"
         status = f"[red]failed: {w.failure}[/]" if w.failure else w.status
         windows.add_row(str(w.index), _when(w.started_at), _when(w.ended_at), status,
-                        str(w.rows), str(w.cross), str(w.lost), outcomes)  # fmt: skip
+                        str(w.rows), str(w.cross), str(w.lost), outcomes,
+                        _gap(w.canary_gap_s), _gap(w.console_gap_s))  # fmt: skip
     console.print(windows)
+    console.print(
+        f"Canary coverage: a span of a window over {report.gap_tolerance_s:g} s without a "
+        "readable look is lost"
+    )
+    parked = report.parked
+    colour = "" if parked.active and not parked.events and not parked.lost else "[red]"
+    console.print(f"Parked console: {colour}{parked.said}{'[/]' if colour else ''}")
 
     if report.machine:
         console.print("Machine: " + "; ".join(f"{k} {v}" for k, v in report.machine.items()))

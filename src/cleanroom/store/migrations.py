@@ -124,4 +124,25 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE control_results ADD COLUMN clipboard_skew_ms TEXT NOT NULL DEFAULT '[]'
     """,
+    # 5: the parked console's samples (a second canary in env00), and whether each watch
+    # was active in the run, with why not.
+    """
+    CREATE TABLE console_samples (
+        id           INTEGER PRIMARY KEY,
+        window       INTEGER,
+        at           REAL NOT NULL,
+        ok           INTEGER NOT NULL,
+        pane_sha256  TEXT,
+        history_size INTEGER,
+        detail       TEXT NOT NULL DEFAULT '',
+        sources      TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX console_by_window ON console_samples (window, at);
+    CREATE TABLE watches (
+        name    TEXT PRIMARY KEY,
+        active  INTEGER NOT NULL,
+        detail  TEXT NOT NULL DEFAULT '',
+        at      REAL NOT NULL
+    );
+    """,
 )

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cleanroom.core.canary import CanarySample
+from cleanroom.core.canary import CanarySample, ConsoleSample
 from cleanroom.core.isolation import IsolationRow, RowResult, Window
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.publish import NOT_CLAIMED, ControlResult
@@ -97,6 +97,15 @@ class LeakyControlResult:
     fired: bool
     rows: int
     cross: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class WatchRecord:
+    """Whether a watch (the parked console) was active in the run, and why not."""
+
+    name: str
+    active: bool
     detail: str = ""
 
 
@@ -519,6 +528,49 @@ class RunStore:
             )
             for r in self._conn.execute(sql + " ORDER BY at, id", args)
         ]
+
+    def add_console_sample(self, sample: ConsoleSample) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO console_samples (window, at, ok, pane_sha256, history_size, detail,"
+                " sources) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sample.window,
+                    sample.at,
+                    int(sample.ok),
+                    sample.pane_sha256,
+                    sample.history_size,
+                    sample.detail,
+                    ",".join(sample.sources),
+                ),
+            )
+
+    def console_samples(self, window: int | None = None) -> list[ConsoleSample]:
+        sql = (
+            "SELECT at, ok, pane_sha256, history_size, window, detail, sources FROM console_samples"
+        )
+        args: tuple[Any, ...] = ()
+        if window is not None:
+            sql += " WHERE window = ?"
+            args = (window,)
+        return [
+            ConsoleSample(
+                r[0], bool(r[1]), r[2], r[3], r[4], r[5], tuple(filter(None, r[6].split(",")))
+            )
+            for r in self._conn.execute(sql + " ORDER BY at, id", args)
+        ]
+
+    def set_watch(self, record: WatchRecord) -> None:
+        """Record whether a watch is active (the latest record of a name stands)."""
+        with self._tx() as c:
+            c.execute(
+                "INSERT OR REPLACE INTO watches (name, active, detail, at) VALUES (?, ?, ?, ?)",
+                (record.name, int(record.active), record.detail, time.time()),
+            )
+
+    def watches(self) -> dict[str, WatchRecord]:
+        rows = self._conn.execute("SELECT name, active, detail FROM watches ORDER BY name")
+        return {r[0]: WatchRecord(r[0], bool(r[1]), r[2]) for r in rows}
 
     # -- verifier and control results ---------------------------------------------------
 

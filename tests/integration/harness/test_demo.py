@@ -62,23 +62,29 @@ def test_the_demo_runs_every_piece_and_records_every_outcome(
         assert len(sweep_cells) == 1 and sweep_cells[0].fired, sweep_cells  # its planted file
         canary_cells = [c for (t, _), c in leaky.items() if t == "canaries"]
         assert len(canary_cells) == 2 and all(c.fired for c in canary_cells), canary_cells
+        [console_cell] = [c for (t, _), c in leaky.items() if t == "parked_console"]
+        assert console_cell.fired, console_cell
+        assert store.watches()["parked_console"].active
 
         # The window: a smoke rollout on every acting environment, every test, the canary.
         window = [r for r in rollouts if r.window == 1]
         assert {r.env for r in window} == {"env01", "env02", "env03"}
         rows = store.isolation_rows(1)
-        assert {"canaries", AUDIT_TEST, "clipboard", "stale_generation", "token_sweep"} <= {
-            r.test for r in rows
-        }
+        tests = {r.test for r in rows}
+        assert {
+            "canaries", "parked_console", AUDIT_TEST, "clipboard", "stale_generation", "token_sweep"
+        } <= tests  # fmt: skip
         # Every check the window counted was proven in this run by a control that fired.
         fired = {t for (t, _), c in leaky.items() if c.fired}
-        assert {r.test for r in rows} <= fired, {r.test for r in rows} - fired
+        assert tests <= fired, tests - fired
         # The planted leak is a control: it never becomes a row of the published number.
         assert not [r for r in store.isolation_rows() if r.window == 0]
         assert store.window_status(1) in ("closed", "failed")
         if store.window_status(1) == "failed":
             assert any(r.result is RowResult.LOST for r in rows) or any(
-                r.test in ("canaries", "token_sweep") and r.result is RowResult.CROSS for r in rows
+                r.test in ("canaries", "parked_console", "token_sweep")
+                and r.result is RowResult.CROSS
+                for r in rows
             )
 
     matrix = json.loads((run / "redteam.json").read_text())

@@ -9,14 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from cleanroom.core.canary import CanarySample, ConsoleSample
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.outcomes import Outcome
 from cleanroom.core.publish import ControlResult, Publication, Refusal
 from cleanroom.core.tokens import mint
 from cleanroom.reports.html import render_html
 from cleanroom.reports.model import build_report
-from cleanroom.store.rundb import LatencySample, LeakyControlResult, RunStore
+from cleanroom.reports.text import render_text
+from cleanroom.store.rundb import LatencySample, LeakyControlResult, RunStore, WatchRecord
 
 CLI = Path(sys.executable).with_name("cleanroom")
 FIRED = ControlResult(5, 10, 3, 10)
@@ -177,3 +180,48 @@ def test_a_red_team_matrix_in_the_run_folder_is_embedded(tmp_path: Path) -> None
     page = out.read_text()
     assert "red-team matrix" in page and "PASS: controls fired 1/1" in page
     assert "invalid: tamper" in page
+
+
+def _watched_run(path: Path, *, parked: WatchRecord) -> Path:
+    run = make_run(path, control=FIRED)
+    with RunStore.open(run) as store:
+        store.set_watch(parked)
+        # env00 looked at every 2 s, except for a 20 s blind spot in the middle.
+        for at in [*range(1000, 1901, 2), *range(1920, 2801, 2)]:
+            store.add_canary_sample(CanarySample(float(at), True, "t", "w", "c", window=1))
+            if parked.active:
+                store.add_console_sample(ConsoleSample(float(at), True, "pane", 0, window=1))
+        store.add_isolation_rows(
+            [IsolationRow("parked_console", 3, "env02", "env00", RowResult.CROSS, 1)]
+        )
+    return run
+
+
+def test_the_report_shows_the_largest_canary_gap_and_the_parked_console(tmp_path: Path) -> None:
+    run = _watched_run(tmp_path / "r", parked=WatchRecord("parked_console", True))
+    with RunStore.open(run, owner=False) as store:
+        report = build_report(store)
+        html = render_html(report, store.canary_samples())
+    console = Console(record=True, width=250)
+    render_text(report, console)
+    text = console.export_text()
+    data = report.to_json()
+    assert report.windows[0].canary_gap_s == 20.0 and report.windows[0].console_gap_s == 20.0
+    assert report.parked.active and report.parked.events == 1
+    assert data["parked_console"]["largest_gap_s"] == 20.0
+    assert data["canary_gap_tolerance_s"] == 6.0 and data["windows"][0]["canary_gap_s"] == 20.0
+    assert "Parked console: active" in text and "20.0 s" in text and "over 6 s" in text
+    assert "Parked console" in html and "20.0 s" in html and "1 event(s)" in html
+
+
+def test_a_parked_console_that_could_not_start_is_said_not_active(tmp_path: Path) -> None:
+    why = "ConsoleUnavailable: tmux did not start in env00"
+    run = _watched_run(tmp_path / "r", parked=WatchRecord("parked_console", False, why))
+    with RunStore.open(run, owner=False) as store:
+        report = build_report(store)
+        html = render_html(report, [])
+    console = Console(record=True, width=250)
+    render_text(report, console)
+    assert not report.parked.active and report.windows[0].console_gap_s is None
+    assert f"Parked console: not active ({why})" in console.export_text()
+    assert f"not active ({why})" in html and report.to_json()["parked_console"]["active"] is False

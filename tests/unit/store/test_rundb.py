@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.core.canary import CanarySample
+from cleanroom.core.canary import CanarySample, ConsoleSample
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.publish import ControlResult
@@ -19,6 +19,7 @@ from cleanroom.store.rundb import (
     RunBusy,
     RunStore,
     RunStoreError,
+    WatchRecord,
 )
 
 
@@ -122,6 +123,25 @@ def test_canary_samples_keep_lost_reads(store: RunStore) -> None:
     samples = store.canary_samples(window=1)
     assert [s.ok for s in samples] == [True, False]
     assert samples[1].detail == "AT-SPI bus gone"
+
+
+def test_parked_console_samples_round_trip_with_lost_reads(store: RunStore) -> None:
+    seen = ConsoleSample(1.0, True, "pane-hash", 3, window=1, sources=("env02",))
+    store.add_console_sample(seen)
+    store.add_console_sample(ConsoleSample(3.0, False, window=1, detail="unreadable: tmux"))
+    back = store.console_samples(window=1)
+    assert back[0] == seen and back[0].sources == ("env02",) and back[0].state == ("pane-hash", 3)
+    assert not back[1].ok and back[1].detail == "unreadable: tmux"
+    assert store.canary_samples() == []  # a watch of its own, not env00's samples
+
+
+def test_a_watch_records_whether_it_was_active_and_why_not(store: RunStore) -> None:
+    assert store.watches() == {}
+    store.set_watch(WatchRecord("parked_console", True))
+    store.set_watch(WatchRecord("parked_console", False, "tmux: not found"))
+    assert store.watches() == {
+        "parked_console": WatchRecord("parked_console", False, "tmux: not found")
+    }
 
 
 def test_verifier_and_control_results_round_trip(store: RunStore) -> None:
