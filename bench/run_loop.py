@@ -9,7 +9,10 @@ window) runs in this process. Measured:
 - the canary watcher's CPU share: its thread's CPU time (from /proc) plus the extra CPU
   of env00's own processes (its AT-SPI reader, Writer answering accessibility queries,
   its Xvfb) over their rate in an idle period before the window, with no watcher
-  running: the baseline, measured in the same run.
+  running: the baseline, measured in the same run;
+- the token sweep's time at the window's close (from its evidence) and the run's own
+  controls after the window (the planted controls and every test's leaky control, as
+  `cleanroom run` runs them by default), each as a share of the window's time.
 
 Writes the ``## Harness loop`` section of bench/RESULTS.md.
 """
@@ -17,6 +20,7 @@ Writes the ``## Harness loop`` section of bench/RESULTS.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import pwd
@@ -30,6 +34,8 @@ from pathlib import Path
 from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV
+from cleanroom.core.isolation import SWEEP_TEST
+from cleanroom.harness.controls_step import leaky_controls
 from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
 from results_md import write_section
 
@@ -111,6 +117,8 @@ class Probe:
     thread_cpu: float = 0.0
     env00_after: float = 0.0
     windows_ended: float = 0.0
+    controls_s: float = 0.0
+    control_lines: list[str] = field(default_factory=list)
 
     def before(self, s: LoopServices) -> None:
         self.pids = _canary_pids(s)
@@ -126,6 +134,11 @@ class Probe:
         self.env00_after = _cpu(self.pids)
         self.windows_ended = time.monotonic()
 
+    def controls(self, s: LoopServices) -> None:
+        started = time.monotonic()
+        self.control_lines = leaky_controls(s, [p.name for p in s.plan])
+        self.controls_s = time.monotonic() - started
+
 
 def measure(envs: int, scale: float, idle_s: float) -> dict[str, float]:
     probe = Probe(idle_s)
@@ -136,9 +149,10 @@ def measure(envs: int, scale: float, idle_s: float) -> dict[str, float]:
             config,
             Console(file=sys.stderr, width=120),
             before_windows=[probe.before],
-            after_windows=[probe.after],
+            after_windows=[probe.after, probe.controls],
         )
         wall = time.monotonic() - started - idle_s  # the idle probe is not the loop's time
+        sweep_s = _sweep_seconds(Path(tmp) / "run")
     if result.status != "finished" or not result.windows:
         raise SystemExit(f"{envs} environments: the run {result.status}: {result.error}")
     window = result.windows[0]
@@ -156,7 +170,17 @@ def measure(envs: int, scale: float, idle_s: float) -> dict[str, float]:
         "canary_share": (probe.thread_cpu + env00_extra) / span,
         "env00_idle_share": baseline_rate,
         "tests": float(len(result.plan)),
+        "sweep_s": sweep_s,
+        "controls_s": probe.controls_s,
+        "controls_fired": float(sum(1 for line in probe.control_lines if line.endswith("fired"))),
+        "controls_cells": float(len(probe.control_lines)),
     }
+
+
+def _sweep_seconds(run_dir: Path) -> float:
+    """The token sweep's time in window 1, at its close and at the end of the run."""
+    files = (run_dir / "evidence" / SWEEP_TEST).glob("w001-*/sweep.json")
+    return sum(json.loads(f.read_text())["seconds"] for f in files)
 
 
 def render(rows: dict[int, dict[str, float]], command: str, scale: float) -> str:
@@ -191,6 +215,26 @@ def render(rows: dict[int, dict[str, float]], command: str, scale: float) -> str
             f"{r['rows']:.0f} | {r['lost']:.0f} | {r['thread_share'] * 100:.2f}% | "
             f"{r['canary_share'] * 100:.2f}% | {r['env00_idle_share'] * 100:.2f}% | "
             f"{r['load']:.1f} |"
+        )
+    lines += [
+        "",
+        "The token sweep (at the window's close and once more at the end of the run) and "
+        "the run's own controls after the window (the sweep's, canary's, parked console's "
+        "and audit's planted controls, then every planned test under one leaky setup or "
+        "fault), as a share of the window's own time; env-h per wall h above counts the "
+        "controls in the run's time. A 30-minute soak window is given for scale: the "
+        "controls run once per run, the sweep once per window.",
+        "",
+        "| envs | sweep s | sweep / window | controls s | controls / window "
+        "| controls / 30-min window | control cells fired |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for n, r in rows.items():
+        lines.append(
+            f"| {n} | {r['sweep_s']:.2f} | {r['sweep_s'] / r['window_s'] * 100:.2f}% | "
+            f"{r['controls_s']:.0f} | {r['controls_s'] / r['window_s']:.2f}x | "
+            f"{r['controls_s'] / 1800 * 100:.1f}% | "
+            f"{r['controls_fired']:.0f} of {r['controls_cells']:.0f} |"
         )
     if len(rows) > 1:
         lo, hi = rows[min(rows)], rows[max(rows)]
