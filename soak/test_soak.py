@@ -178,6 +178,22 @@ def _check(run: Path, elapsed: float) -> None:
             rows=dict((k.value, v) for k, v in store.row_counts().items()),
             control_fired=store.control_results()[-1].fired,
         )
+        # What proving the number costs: the token sweep at every window's close, and the
+        # run's own controls after the last window (to the run's end), against the
+        # windows' own time.
+        window_s = sum((w.ended_at or w.started_at) - w.started_at for w in windows)
+        sweeps = [
+            json.loads(f.read_text())["seconds"]
+            for f in (run / "evidence" / "token_sweep").glob("*/sweep.json")
+        ]
+        controls_s = (info["ended_at"] or time.time()) - max(w.ended_at or 0.0 for w in windows)
+        summary.update(
+            sweep_s=round(sum(sweeps), 2),
+            sweeps=len(sweeps),
+            sweep_share=round(sum(sweeps) / window_s, 5),
+            controls_s=round(controls_s),
+            controls_share=round(controls_s / window_s, 4),
+        )
 
     report = subprocess.run(
         [str(CLI), "report", str(run), "--json"], capture_output=True, text=True, timeout=300
