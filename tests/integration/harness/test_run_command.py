@@ -63,7 +63,7 @@ def test_two_environments_and_one_window_give_a_run_the_report_reads(
         # The control is stored, or it could not run and says why (then no number is shown).
         assert store.control_results() or list(run.glob("control-error-*.txt"))
         tests = {r.test for r in store.isolation_rows(1)}
-        assert tests == {"canaries", "parked_console", "form_audit", "clipboard"}
+        assert tests == {"canaries", "parked_console", "form_audit", "clipboard", "token_sweep"}
         assert store.watches()["parked_console"].active
         assert store.console_samples(1)
         # 50 x 0.1 planned clipboard trials, and one more after the batch's writer rollout.
