@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -38,13 +38,14 @@ def wait_until(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """Call ``check`` every ``poll_s`` until it answers something true or ``timeout_s``
-    passes, and return its last answer: true if the condition came in time, false if not.
+    """Call ``check`` every ``poll_s`` until it answers something other than None or
+    False, or ``timeout_s`` passes, and return its last answer: a condition's True, or the
+    value waited for (an empty text counts), came in time; None or False: it did not.
     ``check`` ends the wait early by raising (a process that exited, a failed start)."""
     deadline = clock() + timeout_s
     while clock() < deadline:
         answer = check()
-        if answer:
+        if answer is not None and answer is not False:
             return answer
         sleep(poll_s)
     return check()
@@ -65,7 +66,18 @@ def signal_group(pid: int, sig: int) -> bool:
     return True
 
 
-def stop_group(proc: subprocess.Popen[Any], grace_s: float = 5.0, reap_s: float = 10.0) -> None:
+class Child(Protocol):
+    """What `stop_group` needs of a child process (a `subprocess.Popen` has it)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def stop_group(proc: Child, grace_s: float = 5.0, reap_s: float = 10.0) -> None:
     """End ``proc`` and its process group: SIGTERM, up to ``grace_s`` for it to exit, then
     SIGKILL (at once when ``grace_s`` is 0), and up to ``reap_s`` to reap it."""
     if proc.poll() is None and grace_s > 0:

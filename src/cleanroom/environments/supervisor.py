@@ -81,9 +81,7 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 # -- the supervisor process --------------------------------------------------------------
 
 
-def _serve(
-    run: Path, envs: int, programs: str, root: Path, containers: bool, leak: str
-) -> int:
+def _serve(run: Path, envs: int, programs: str, root: Path, containers: bool, leak: str) -> int:
     import uvicorn
 
     from cleanroom.environments.policy_http import build_app
