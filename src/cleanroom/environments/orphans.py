@@ -99,6 +99,12 @@ class Collection:
     removed: list[Removed] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
 
+    def lines(self) -> list[str]:
+        """One line for people per pool removed or left alone."""
+        return [f"orphans: {r.summary()}" for r in self.removed] + [
+            f"orphans: left alone: {note}" for note in self.left
+        ]
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {"removed": [r.to_json() for r in self.removed], "left": self.left}

@@ -283,7 +283,6 @@ class ProgramContainer:
 
 
 def _exec_pid(api: Any, exec_id: str, what: str) -> int:
-
     def started() -> int | None:
         info = api.exec_inspect(exec_id)
         if info.get("Pid"):

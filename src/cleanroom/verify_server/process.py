@@ -53,7 +53,9 @@ class VerifyServerProcess:
         timeout_s: float = 20.0,
     ) -> VerifyServerProcess:
         """Start a server keeping its database, key, port file and log in ``workdir``;
-        return once it answers its health check."""
+        return once it answers its health check. The server ends with the thread that
+        starts it (the kernel's parent-death signal follows that thread), so start it
+        from one that lives as long as the server is needed."""
         work = private_folder(workdir)
         db_path = Path(db) if db is not None else work / "verify.sqlite3"
         key_file, port_file = work / "verify.key", work / "verify.port"
