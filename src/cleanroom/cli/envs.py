@@ -150,9 +150,7 @@ def gc(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> Non
 
 
 def _print_collection(found: Collection, *, quiet: bool) -> None:
-    for removed in found.removed:
-        typer.echo(f"orphans: {removed.summary()}")
-    for note in found.left:
-        typer.echo(f"orphans: left alone: {note}")
+    for line in found.lines():
+        typer.echo(line)
     if not quiet and not found.removed:
         typer.echo("orphans: none found")

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import random
-import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.xauth import grant_harness, new_cookie, write_cookie
+from cleanroom.lifecycle import stop_group, wait_until
 
 _SOCKET_DIR = Path("/tmp/.X11-unix")
 _FIRST, _LAST = 120, 900
 _START_TIMEOUT_S = 10.0
+_ANSWER_TIMEOUT_S = 2.0  # from the socket appearing to the server taking clients
 
 
 @dataclass(frozen=True)
@@ -92,27 +90,24 @@ class XvfbDisplay:
         raise StartError("no free X display number could be started")
 
     def _wait_ready(self) -> bool:
-        deadline = time.monotonic() + _START_TIMEOUT_S
         sock = _SOCKET_DIR / f"X{self.number}"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            if sock.exists():
-                return self._answers()
-            time.sleep(0.01)
-        return False
+        settled = wait_until(
+            lambda: self.proc.poll() is not None or sock.exists(), _START_TIMEOUT_S, 0.01
+        )
+        return settled and self.proc.poll() is None and self._answers()
 
     def _answers(self) -> bool:
         from Xlib import display as xdisplay
         from Xlib.error import DisplayError
 
-        for _ in range(100):
+        def opens() -> bool:
             try:
                 xdisplay.Display(self.name).close()
-                return True
             except DisplayError:
-                time.sleep(0.02)
-        return False
+                return False
+            return True
+
+        return wait_until(opens, _ANSWER_TIMEOUT_S, 0.02)
 
     def alive(self) -> bool:
         """Whether the Xvfb process is still running."""
@@ -120,12 +115,4 @@ class XvfbDisplay:
 
     def stop(self) -> None:
         """End the server and wait for it."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc, 5.0)

@@ -7,9 +7,7 @@ policies: the pool decides when to act, reset or recover; this object does it.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -37,6 +35,7 @@ from cleanroom.environments.session import Session
 from cleanroom.environments.template import LIBREOFFICE_PROFILE, without_document_locks
 from cleanroom.environments.xauth import write_cookie
 from cleanroom.environments.xinput import XInput
+from cleanroom.lifecycle import stop_group, wait_until
 
 # How long a Writer whose readiness cannot be read through AT-SPI is given to take keys.
 _SETTLE_S = 3.0
@@ -223,15 +222,16 @@ class DesktopEnvironment:
         # On a borrowed display our Writer publishes its tree on the donor's AT-SPI bus
         # (the bus address is a property of the display's root window), which refuses
         # our user: readiness is our window beside the donor's, then time to take keys.
-        assert self.screen is not None
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            writers = [w for w in self.screen.windows() if w.wm_class == "libreoffice-writer"]
-            if len(writers) >= 2:
-                time.sleep(_SETTLE_S)
-                return
-            time.sleep(0.1)
-        raise StartError(f"{self.name}: no second Writer window on the borrowed display")
+        screen = self.screen
+        assert screen is not None
+
+        def two_writers() -> bool:
+            writers = [w for w in screen.windows() if w.wm_class == "libreoffice-writer"]
+            return len(writers) >= 2
+
+        if not wait_until(two_writers, timeout_s, 0.1):
+            raise StartError(f"{self.name}: no second Writer window on the borrowed display")
+        time.sleep(_SETTLE_S)
 
     def _prepare_private_profile(self) -> None:
         # A borrowed home holds the donor's profile; ours is a separate copy beside it.
@@ -264,24 +264,28 @@ class DesktopEnvironment:
         # forever: each gets one fresh start on the way (no Writer restart in a container).
         # A bus address left on the display by a bus that died before it could remove it
         # is the usual cause; it is forgotten before Writer starts again.
-        assert self.atspi is not None
+        atspi = self.atspi
+        assert atspi is not None
         started = time.monotonic()
-        deadline = started + timeout_s
-        remedies = [(started + _READER_RETRY_S, "a fresh reader", self.atspi.close)]
+        remedies = [(started + _READER_RETRY_S, "a fresh reader", atspi.close)]
         if self.container is None:
             remedies.append((started + timeout_s / 2, "a fresh Writer", self._restart_writer))
         tried = self.remedies
-        while time.monotonic() < deadline:
+
+        def accessible() -> bool:
             with contextlib.suppress(AtspiUnavailable):
-                if self.atspi.has_paragraph():
-                    return
+                if atspi.has_paragraph():
+                    return True
             if remedies and time.monotonic() > remedies[0][0]:
                 _, what, remedy = remedies.pop(0)
                 tried.append(what)
                 remedy()
-            time.sleep(0.1)
+            return False
+
+        if wait_until(accessible, timeout_s, 0.1):
+            return
         try:
-            seen = _what_the_bus_shows(self.atspi.texts())
+            seen = _what_the_bus_shows(atspi.texts())
         except AtspiUnavailable as exc:
             seen = f"a reader failure ({exc})"
         raise StartError(
@@ -416,8 +420,7 @@ class DesktopEnvironment:
         try:
             out, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            stop_group(proc, 0.0)
             proc.communicate()
             raise
         return proc.returncode, out.decode(errors="replace")

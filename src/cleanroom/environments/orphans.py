@@ -34,6 +34,7 @@ from cleanroom.environments.pool_record import (
     remove_record,
 )
 from cleanroom.environments.processes import alive, kill_pids, kill_uid, pids_of_uid, start_time
+from cleanroom.lifecycle import wait_until
 
 USER_PATTERN = re.compile(r"^cr(?P<pool>[0-9a-f]{6})env\d{2}$")
 POOL_FOLDER_PATTERN = re.compile(r"^[0-9a-f]{6}$")
@@ -98,6 +99,12 @@ class Collection:
     removed: list[Removed] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
 
+    def lines(self) -> list[str]:
+        """One line for people per pool removed or left alone."""
+        return [f"orphans: {r.summary()}" for r in self.removed] + [
+            f"orphans: left alone: {note}" for note in self.left
+        ]
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {"removed": [r.to_json() for r in self.removed], "left": self.left}
@@ -131,9 +138,11 @@ def reap(record: PoolRecord, records_dir: Path = RECORDS_DIR) -> Removed:
     for user in users:
         # A killed process whose parent died waits as a zombie until init reaps it.
         uid = pwd.getpwnam(user).pw_uid
-        deadline = time.monotonic() + _REAP_WAIT_S
-        while pids_of_uid(uid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+
+        def none_left(uid: int = uid) -> bool:
+            return not pids_of_uid(uid)
+
+        wait_until(none_left, _REAP_WAIT_S)
         _remove_user(user, out.problems)
     out.users = users
     # Only a folder named for the pool is the pool's: never remove anything else.

@@ -13,7 +13,6 @@ import contextlib
 import secrets
 import shutil
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -465,13 +464,3 @@ class Pool:
 def png_b64(data: bytes) -> str:
     """A screenshot as base64 text, for JSON."""
     return base64.b64encode(data).decode("ascii")
-
-
-def wait_until(check: Callable[[], bool], timeout_s: float, poll_s: float = 0.05) -> bool:
-    """Poll ``check`` until it is true or ``timeout_s`` passes; return whether it became true."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(poll_s)
-    return check()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 from pathlib import Path
+
+from cleanroom.lifecycle import wait_until
 
 
 def pids_of_uid(uid: int) -> list[int]:
@@ -40,9 +41,7 @@ def kill_pids(pids: list[int], *, grace_s: float = 1.0) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(alive(p) for p in pids):
-        time.sleep(0.02)
+    wait_until(lambda: not any(alive(p) for p in pids), grace_s, 0.02)
     for pid in pids:
         if alive(pid):
             with contextlib.suppress(ProcessLookupError, PermissionError):

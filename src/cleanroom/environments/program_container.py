@@ -19,12 +19,12 @@ container (nor its ``/tmp``).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import socket
 import subprocess
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from cleanroom.environments.port_forward import ForwardedPorts, loopback_port
 from cleanroom.environments.processes import alive, kill_pids, process_tree, start_time
 from cleanroom.environments.programs import PROGRAM_KINDS, Program, ProgramKind
 from cleanroom.environments.session import Session
+from cleanroom.lifecycle import wait_until
 
 POOL_LABEL = "cleanroom.pool"
 ENV_LABEL = "cleanroom.env"
@@ -110,11 +111,10 @@ class ExecProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         """Wait until the process has ended; `subprocess.TimeoutExpired` after ``timeout``."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while (code := self.poll()) is None:
-            if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(f"exec {self._exec_id[:12]}", timeout or 0)
-            time.sleep(0.05)
+        wait_until(lambda: self.poll() is not None, math.inf if timeout is None else timeout)
+        code = self.poll()
+        if code is None:
+            raise subprocess.TimeoutExpired(f"exec {self._exec_id[:12]}", timeout or 0)
         return code
 
 
@@ -283,15 +283,18 @@ class ProgramContainer:
 
 
 def _exec_pid(api: Any, exec_id: str, what: str) -> int:
-    deadline = time.monotonic() + _PID_TIMEOUT_S
-    while time.monotonic() < deadline:
+    def started() -> int | None:
         info = api.exec_inspect(exec_id)
         if info.get("Pid"):
             return int(info["Pid"])
         if not info.get("Running") and info.get("ExitCode") is not None:
             raise StartError(f"{what} exited at once with {info['ExitCode']}")
-        time.sleep(0.02)
-    raise StartError(f"{what} did not start in its container within {_PID_TIMEOUT_S:g} s")
+        return None
+
+    pid = wait_until(started, _PID_TIMEOUT_S, 0.02)
+    if pid is None:
+        raise StartError(f"{what} did not start in its container within {_PID_TIMEOUT_S:g} s")
+    return pid
 
 
 def _copy_output(chunks: Any, log: Path) -> None:

@@ -7,9 +7,6 @@ on the display.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -21,6 +18,7 @@ from cleanroom.environments.errors import StartError
 from cleanroom.environments.screen import Screen, WindowInfo
 from cleanroom.environments.session import Session
 from cleanroom.environments.template import DOCUMENT
+from cleanroom.lifecycle import stop_group, wait_until
 
 DEFAULT_PROGRAMS = ("writer", "terminal", "browser")
 _READY_TIMEOUT_S = 40.0
@@ -131,11 +129,7 @@ class Program:
 
     def stop(self) -> None:
         """End the program's process group."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
+        stop_group(self.proc, 0.0, reap_s=5.0)
 
 
 def launch(name: str, session: Session, log_dir: Path) -> Program:
@@ -187,9 +181,11 @@ def wait_ready(
     programs: list[Program], screen: Screen, timeout_s: float = _READY_TIMEOUT_S
 ) -> None:
     """Wait until every program shows its window; raise `StartError` if one dies or is late."""
-    deadline = time.monotonic() + timeout_s
     pending = list(programs)
-    while pending:
+
+    def all_shown() -> bool:
+        if not pending:
+            return True
         windows = screen.windows()
         for program in list(pending):
             if not program.alive():
@@ -198,8 +194,8 @@ def wait_ready(
             if match:
                 program.window = match[-1]
                 pending.remove(program)
-        if pending and time.monotonic() > deadline:
-            names = ", ".join(p.name for p in pending)
-            raise StartError(f"no window from {names} after {timeout_s:g} s")
-        if pending:
-            time.sleep(0.05)
+        return not pending
+
+    if not wait_until(all_shown, timeout_s, 0.05):
+        names = ", ".join(p.name for p in pending)
+        raise StartError(f"no window from {names} after {timeout_s:g} s")

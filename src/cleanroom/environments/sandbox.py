@@ -42,6 +42,7 @@ from typing import IO, Any
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.port_forward import ForwardedPorts
 from cleanroom.environments.processes import alive, start_time
+from cleanroom.lifecycle import stop_group
 
 INIT_SOURCE = Path(__file__).with_name("sandbox_init.py")
 # An empty host folder each sandbox covers with a tmpfs of its own while it moves mounts.
@@ -262,8 +263,4 @@ def _only_child(pid: int) -> int | None:
 
 
 def _end(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=10)
+    stop_group(proc, 0.0)

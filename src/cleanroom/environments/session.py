@@ -8,12 +8,9 @@ setup, see `leaky`): it then owns neither and leaves both to the session it join
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +18,7 @@ from cleanroom.environments.accounts import Account
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.sandbox import Sandbox, spawn_as
 from cleanroom.environments.template import BROWSER_PROFILE, LIBREOFFICE_PROFILE
+from cleanroom.lifecycle import stop_group, wait_until
 
 _BUS_TIMEOUT_S = 10.0
 _PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -98,13 +96,17 @@ class Session:
             ],
             cwd="/",
         )
-        deadline = time.monotonic() + _BUS_TIMEOUT_S
-        while not self.bus_path.exists():
-            if self.dbus.poll() is not None:
+        dbus = self.dbus
+
+        def bus_up() -> bool:
+            if self.bus_path.exists():
+                return True
+            if dbus.poll() is not None:
                 raise StartError(f"dbus-daemon for {self.account.user} exited early")
-            if time.monotonic() > deadline:
-                raise StartError(f"dbus-daemon for {self.account.user} did not start")
-            time.sleep(0.01)
+            return False
+
+        if not wait_until(bus_up, _BUS_TIMEOUT_S, 0.01):
+            raise StartError(f"dbus-daemon for {self.account.user} did not start")
 
     def spawn(
         self,
@@ -140,14 +142,8 @@ class Session:
 
     def stop_bus(self) -> None:
         """End the D-Bus daemon (the account's other processes are ended by the caller)."""
-        if self.dbus is not None and self.dbus.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.dbus.pid, signal.SIGTERM)
-            try:
-                self.dbus.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                self.dbus.kill()
-                self.dbus.wait()
+        if self.dbus is not None:
+            stop_group(self.dbus, 3.0)
 
     def remove(self) -> None:
         """Delete the runtime folder (a joined session leaves it to its host)."""

@@ -14,7 +14,6 @@ generations to the run database. Its files in the run folder:
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
@@ -22,12 +21,13 @@ import os
 import secrets
 import signal
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import typer
 
 from cleanroom.environments.errors import PoolError, StartError
 from cleanroom.environments.leaks import Leak
@@ -35,6 +35,7 @@ from cleanroom.environments.leaky import parse_leak
 from cleanroom.environments.pool import DEFAULT_ROOT, Pool, PoolConfig
 from cleanroom.environments.processes import alive, kill_pids
 from cleanroom.environments.watchdog import Watchdog
+from cleanroom.lifecycle import ChildService, wait_until
 from cleanroom.store.folders import private_folder
 from cleanroom.store.rundb import DB_NAME, RunStore
 
@@ -80,12 +81,12 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 # -- the supervisor process --------------------------------------------------------------
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(run: Path, envs: int, programs: str, root: Path, containers: bool, leak: str) -> int:
     import uvicorn
 
     from cleanroom.environments.policy_http import build_app
 
-    run_dir = private_folder(Path(args.run).resolve())
+    run_dir = private_folder(run.resolve())
     logging.basicConfig(
         filename=run_dir / LOG_FILE,
         level=logging.INFO,
@@ -94,11 +95,11 @@ def _serve(args: argparse.Namespace) -> int:
     log = logging.getLogger("supervisor")
     store = RunStore.open(run_dir) if (run_dir / DB_NAME).exists() else RunStore.create(run_dir)
     config = PoolConfig(
-        envs=args.envs,
-        programs=tuple(args.programs.split(",")) if args.programs else PoolConfig().programs,
-        root=Path(args.root),
-        containers=args.containers,
-        leak=parse_leak(args.leak),
+        envs=envs,
+        programs=tuple(programs.split(",")) if programs else PoolConfig().programs,
+        root=root,
+        containers=containers,
+        leak=parse_leak(leak),
     )
     pool = Pool(config, run_dir, store)
     # The pool's id and folder are written first, so `envs down` can find what a dead
@@ -168,19 +169,18 @@ def _serve(args: argparse.Namespace) -> int:
         log.info("pool stopped")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    run: Path = typer.Option(..., "--run", help="The run folder."),  # noqa: B008
+    envs: int = typer.Option(3, "--envs", help="Environments besides the canary."),
+    programs: str = typer.Option("", "--programs", help="Programs each environment runs."),
+    root: Path = typer.Option(DEFAULT_ROOT, "--root", help="Where pools keep their files."),  # noqa: B008
+    containers: bool = typer.Option(False, "--containers", help="Programs in containers."),
+    leak: str = typer.Option("", "--leak", help="A leak kind (shared-display, ...)."),
+) -> None:
     """Entry point of the supervisor process."""
-    parser = argparse.ArgumentParser(prog="cleanroom-supervisor")
-    parser.add_argument("--run", required=True)
-    parser.add_argument("--envs", type=int, default=3)
-    parser.add_argument("--programs", default="")
-    parser.add_argument("--root", default=str(DEFAULT_ROOT))
-    parser.add_argument("--containers", action="store_true")
-    parser.add_argument("--leak", default="", help="a leak kind (shared-display, ...)")
-    args = parser.parse_args(argv)
     # SIGTERM ends the server loop the same way the shutdown route does.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    return _serve(args)
+    raise typer.Exit(_serve(run, envs, programs, root, containers, leak))
 
 
 # -- the harness side --------------------------------------------------------------------
@@ -222,30 +222,18 @@ class PoolProcess:
             argv.append("--containers")
         if leak is not None:
             argv += ["--leak", Leak(leak).value]
-        with open(run_dir / LOG_FILE, "ab") as log:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,  # outlives the command that started it
-                close_fds=True,
-            )
-        deadline = time.monotonic() + timeout_s
-        while True:
+        child = ChildService.spawn("the pool's supervisor", argv, run_dir / LOG_FILE, detached=True)
+
+        def settled() -> dict[str, Any] | None:
             state: dict[str, Any] = {}
             with contextlib.suppress(NoPool):
                 state = read_state(run_dir)
-            if state.get("state") == "ready":
-                break
-            if state.get("state") == "failed" or proc.poll() is not None:
-                proc.wait(timeout=120)
-                raise StartError(f"the pool did not start: {state.get('error') or _tail(run_dir)}")
-            if time.monotonic() > deadline:
-                proc.terminate()
-                proc.wait(timeout=120)
-                raise StartError(f"the pool was not ready after {timeout_s:g} s: {_tail(run_dir)}")
-            time.sleep(0.1)
+            return state if state.get("state") in ("ready", "failed") else None
+
+        state = child.wait_ready(settled, timeout_s, StartError, poll_s=0.1, stop_grace_s=120.0)
+        if state["state"] == "failed":
+            child.proc.wait(timeout=120)  # it removes what it made before it exits
+            raise StartError(f"the pool did not start: {state.get('error') or child.tail()}")
         pointer = pointer_file()
         pointer.parent.mkdir(parents=True, exist_ok=True)
         pointer.write_text(str(run_dir))
@@ -281,19 +269,9 @@ class PoolProcess:
             kill_pids([self.pid], grace_s=timeout_s)  # not answering: end it by its pid
         finally:
             client.close()
-        deadline = time.monotonic() + timeout_s
-        while alive(self.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if alive(self.pid):
+        if not wait_until(lambda: not alive(self.pid), timeout_s, 0.1):
             kill_pids([self.pid], grace_s=5.0)
 
 
-def _tail(run_dir: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join((run_dir / LOG_FILE).read_text().splitlines()[-lines:])
-    except OSError:
-        return "(no supervisor log)"
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    typer.run(main)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import posixpath
 import signal
 import tarfile
@@ -33,6 +32,7 @@ from cleanroom.guests.base import (
     resolve_path,
     to_argv,
 )
+from cleanroom.lifecycle import signal_group
 
 _CONTROL_TIMEOUT_S = 60
 _KEEPALIVE = ["sleep", "infinity"]
@@ -65,16 +65,7 @@ def _connect(timeout: int | None) -> docker.APIClient:
 
 def _kill_host_tree(pid: int) -> bool:
     """Kill the exec'd process and its group from the host; False if the host refuses."""
-    try:
-        if os.getpgid(pid) == pid:  # runc makes each exec a session (and group) leader
-            os.killpg(pid, signal.SIGKILL)
-        else:
-            os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return True
+    return signal_group(pid, signal.SIGKILL)  # runc makes each exec a group leader
 
 
 def _namespaced_pid(pid: int) -> int | None:

@@ -6,11 +6,9 @@ as working directory, so ``~`` and relative paths resolve the same way.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -27,6 +25,7 @@ from cleanroom.guests.base import (
     resolve_path,
     to_argv,
 )
+from cleanroom.lifecycle import stop_group
 
 # Debian's login.defs defaults: what PATH a fresh login shell gets.
 _ROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -171,16 +170,11 @@ class LocalGuest(Guest):
 
     def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
         # The command leads its own session, so the group holds every child it started.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        try:
-            proc.communicate(timeout=_REAP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            # A grandchild left the group and holds our pipes; stop waiting for it.
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-            proc.wait(timeout=_REAP_GRACE_S)
+        stop_group(proc, 0.0, reap_s=_REAP_GRACE_S)
+        # A grandchild that left the group may hold our pipes: close them, do not drain.
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
     def spawn(self, command: Command, *, shell: bool, user: str | None = None) -> None:
         proc = self._start(
@@ -242,10 +236,7 @@ class LocalGuest(Guest):
 
     def close(self) -> None:
         for proc in self._spawned:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop_group(proc, 0.0)
         self._spawned.clear()
         if self._owned_root is not None:
             shutil.rmtree(self._owned_root, ignore_errors=True)

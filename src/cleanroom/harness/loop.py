@@ -29,8 +29,10 @@ from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV, PARKED_CONSOLE_TEST
 from cleanroom.core.isolation import judge_window
+from cleanroom.environments.orphans import collect_garbage
 from cleanroom.environments.policy import LocalHandle
 from cleanroom.environments.pool import DEFAULT_ROOT, Pool, PoolConfig
+from cleanroom.environments.pool_record import RECORDS_DIR
 from cleanroom.environments.watchdog import Watchdog
 from cleanroom.harness.plan import PlannedTest, plan_tests
 from cleanroom.harness.progress import LoopProgress
@@ -213,6 +215,7 @@ def _start(
     console: Console,
     stopping: threading.Event,
 ) -> LoopServices:
+    remove_dead_runs(progress.step, progress.event, config.pool_root)
     progress.step("starting the verify server")
     server = VerifyServerProcess.start(store.run_dir / "verify-server")
     stack.callback(server.stop)
@@ -230,6 +233,21 @@ def _start(
     if services.parked is not None:
         stack.callback(services.parked.stop)
     return services
+
+
+def remove_dead_runs(
+    step: Callable[[str], None],
+    event: Callable[[str], None],
+    pools_root: Path,
+    records_dir: Path = RECORDS_DIR,
+) -> None:
+    """Remove what runs and pools whose owner process died left behind (a run killed
+    with SIGKILL leaves its pool's users, displays and programs), as `cleanroom envs gc`
+    does, and say what was removed. Pools whose owner lives (another run, a supervisor
+    started with `cleanroom envs up`) stay."""
+    step("removing what dead runs left behind")
+    for line in collect_garbage(records_dir, pools_root).lines():
+        event(f"a dead run's {line}")
 
 
 def _parked_console(pool: Pool, store: RunStore, progress: LoopProgress) -> ParkedConsole | None:

@@ -35,6 +35,7 @@ from cleanroom.environments.policy import LocalHandle
 from cleanroom.environments.pool import Pool
 from cleanroom.isolation.canary_watch import take_sample
 from cleanroom.isolation.parked_console import ParkedConsole
+from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import LeakyControlResult
 
 SEE_WITHIN_S = 10.0
@@ -155,13 +156,13 @@ def _see_plant(
     except PoolError as exc:
         return _cell(test, leak, False, 0, 0, f"the plant could not be wired in: {exc}")
     samples: list[Sample] = []
-    deadline = time.monotonic() + see_within_s
-    while time.monotonic() < deadline:
+
+    def changed() -> bool:
         sample = look()
         samples.append(sample)
-        if sample.ok and sample.state != before.state:
-            break
-        time.sleep(_POLL_S)
+        return sample.ok and sample.state != before.state
+
+    wait_until(changed, see_within_s, _POLL_S)
     window = Window(CONTROL_WINDOW, started, time.time())
     _, rows = judge_canary(window, samples, before, test=test)
     cross = [r for r in rows if r.result is RowResult.CROSS]

@@ -31,6 +31,7 @@ from cleanroom.environments.template import (
     warm_libreoffice_profile,
 )
 from cleanroom.environments.xinput import XInput
+from cleanroom.lifecycle import wait_until
 
 ALPHABETS = {"a": "abcdefghijklm", "b": "nopqrstuvwxyz"}
 CONTROL_ROOT = Path("/var/lib/cleanroom/control")
@@ -156,16 +157,20 @@ def _save_and_read(session: ControlSession, side: str, before: float) -> str:
     finally:
         xin.close()
     path = session.documents[side]
-    deadline = time.monotonic() + _SAVE_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if path.stat().st_mtime > before:
-            time.sleep(0.2)  # the save may still be writing
-            try:
-                return odt_text(path.read_bytes())
-            except OdtError:
-                pass
-        time.sleep(0.1)
-    raise TimeoutError(f"side {side} did not save its document")
+
+    def saved_text() -> str | None:
+        if path.stat().st_mtime <= before:
+            return None
+        time.sleep(0.2)  # the save may still be writing
+        try:
+            return odt_text(path.read_bytes())
+        except OdtError:
+            return None
+
+    text = wait_until(saved_text, _SAVE_TIMEOUT_S, 0.1)
+    if text is None:
+        raise TimeoutError(f"side {side} did not save its document")
+    return text
 
 
 def typing_half(session: ControlSession, evidence: ControlEvidence, rounds: int, chars: int) -> int:

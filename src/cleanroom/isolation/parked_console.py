@@ -25,6 +25,7 @@ from cleanroom.core.canary import CANARY_ENV, ConsoleSample, digest
 from cleanroom.core.tokens import scan_text
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.pool import Pool
+from cleanroom.lifecycle import wait_until
 
 SESSION = "parked"
 SOCKET_NAME = "parked-console.sock"
@@ -123,15 +124,16 @@ class ParkedConsole:
     def _settle(self) -> None:
         # The shell draws its prompt after tmux returns: wait until the pane shows it and
         # two looks agree, so the first sample is not taken mid-draw.
-        deadline = time.monotonic() + SETTLE_S
         last: tuple[str, int] | None = None
-        while time.monotonic() < deadline:
-            now = self.read()
-            if now[0].strip() and now == last:
-                return
+
+        def agreed() -> bool:
+            nonlocal last
+            now, before = self.read(), last
             last = now
-            time.sleep(_SETTLE_POLL_S)
-        raise ConsoleUnavailable(f"the console's prompt did not settle within {SETTLE_S:g} s")
+            return bool(now[0].strip()) and now == before
+
+        if not wait_until(agreed, SETTLE_S, _SETTLE_POLL_S):
+            raise ConsoleUnavailable(f"the console's prompt did not settle within {SETTLE_S:g} s")
 
     def _tmux(self, *args: str) -> str:
         try:

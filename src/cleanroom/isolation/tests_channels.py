@@ -19,7 +19,6 @@ import contextlib
 import json
 import socket
 import threading
-import time
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -32,6 +31,7 @@ from cleanroom.environments.leaks import Leak
 from cleanroom.environments.processes import kill_pids, process_tree
 from cleanroom.environments.programs import ProgramProcess
 from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext, register
+from cleanroom.lifecycle import wait_until
 
 PROBE_SOURCE = Path(__file__).with_name("channel_probe.py")
 PORT_BASE = 47_100
@@ -152,16 +152,19 @@ def _probe_argv(env: DesktopEnvironment, mode: str, cfg: dict[str, Any]) -> list
 
 
 def _await_plant(name: str, proc: ProgramProcess, log: Path) -> PlantReport:
-    deadline = time.monotonic() + PLANT_WITHIN_S
-    while time.monotonic() < deadline:
+    def answered() -> PlantReport | None:
         line = _first_json_line(log)
         if line is not None:
             return PlantReport(name, line.get("planted", {}), line.get("reached", []))
         if proc.poll() is not None:
             return PlantReport(name, error=f"the plant step exited with {proc.returncode}: "
                                f"{_tail(log)}")  # fmt: skip
-        time.sleep(0.1)
-    return PlantReport(name, error=f"no answer within {PLANT_WITHIN_S:g} s: {_tail(log)}")
+        return None
+
+    report = wait_until(answered, PLANT_WITHIN_S, 0.1)
+    if report is None:
+        return PlantReport(name, error=f"no answer within {PLANT_WITHIN_S:g} s: {_tail(log)}")
+    return report
 
 
 def _collect(env: DesktopEnvironment, cfg: dict[str, Any]) -> CollectReport:

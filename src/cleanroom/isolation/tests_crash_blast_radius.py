@@ -32,10 +32,11 @@ from typing import ClassVar
 from cleanroom.core.detectors import Bystander, blast_radius_rows
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.leaks import Leak
-from cleanroom.environments.pool import Pool, wait_until
+from cleanroom.environments.pool import Pool
 from cleanroom.environments.processes import kill_uid
 from cleanroom.environments.watchdog import Watchdog
 from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext, register
+from cleanroom.lifecycle import wait_until
 
 NAME = "crash_blast_radius"
 BACK_WITHIN_S = 120.0  # a full rebuild: display, session, home and every program

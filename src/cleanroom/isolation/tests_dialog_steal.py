@@ -21,10 +21,10 @@ from cleanroom.core.detectors import dialog_rows, dialog_typing_row
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.leaks import Leak
 from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import wait_until
 from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext, register
 from cleanroom.isolation.dialog_views import DialogViews, Look
 from cleanroom.isolation.writer_steps import clear_document
+from cleanroom.lifecycle import wait_until
 
 DIALOG_TIMEOUT_S = 20.0
 # Once a dialog is on a display, how long its tree is given to show it through AT-SPI

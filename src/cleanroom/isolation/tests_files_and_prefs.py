@@ -26,9 +26,9 @@ from cleanroom.core.tokens import ScanError, TokenHit, scan_file, scan_tree
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaks import Leak
 from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import wait_until
 from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext, register
 from cleanroom.isolation.holdings import holdings, profile_dirs
+from cleanroom.lifecycle import wait_until
 
 NAME = "files_and_prefs"
 WRITTEN_WITHIN_S = 30.0

@@ -40,8 +40,8 @@ from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaks import Leak
 from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import wait_until
 from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext, register
+from cleanroom.lifecycle import wait_until
 from cleanroom.verify_server.client import VerifyClient
 from cleanroom.verify_server.process import VerifyServerProcess
 

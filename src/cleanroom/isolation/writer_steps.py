@@ -10,6 +10,7 @@ from cleanroom.environments.odt import OdtError, odt_text
 from cleanroom.environments.policy import PolicyHandle
 from cleanroom.environments.pool import Pool
 from cleanroom.environments.template import DOCUMENT
+from cleanroom.lifecycle import wait_until
 
 SAVE_TIMEOUT_S = 20.0
 _STABLE_S = 0.5  # a save is finished once the file has not changed for this long
@@ -38,19 +39,20 @@ def clear_document(handle: PolicyHandle) -> None:
 def read_saved(path: Path, since_ns: int, timeout_s: float = SAVE_TIMEOUT_S) -> str | None:
     """The text of ``path`` once a save newer than ``since_ns`` has finished; None if no
     such save arrives in time or the file never parses."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def saved_text() -> str | None:
         stamp = modified_ns(path)
-        if stamp > since_ns:
-            time.sleep(_STABLE_S)
-            if modified_ns(path) != stamp:
-                continue  # still being written, or saved again
-            try:
-                return odt_text(path.read_bytes())
-            except (OSError, OdtError):
-                pass
-        time.sleep(0.1)
-    return None
+        if stamp <= since_ns:
+            return None
+        time.sleep(_STABLE_S)
+        if modified_ns(path) != stamp:
+            return None  # still being written, or saved again
+        try:
+            return odt_text(path.read_bytes())
+        except (OSError, OdtError):
+            return None
+
+    return wait_until(saved_text, timeout_s, 0.1)
 
 
 def read_now(path: Path) -> str | None:

@@ -11,7 +11,7 @@ import contextlib
 import time
 
 from cleanroom.core.outcomes import Outcome, Reason
-from cleanroom.environments.pool import wait_until
+from cleanroom.lifecycle import wait_until
 from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask
 from cleanroom.verify_server.client import Lease, VerifierUnavailable, VerifyClient
 

@@ -6,8 +6,8 @@ import time
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.environments.odt import OdtError, odt_text
-from cleanroom.environments.pool import wait_until
 from cleanroom.environments.template import DOCUMENT
+from cleanroom.lifecycle import wait_until
 from cleanroom.rollouts.base import RolloutContext, SmokeTask
 
 SAVE_TIMEOUT_S = 8.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from cleanroom.cli.serve import serve
+from cleanroom.verify_server.runner import serve
 
 if __name__ == "__main__":
     typer.run(serve)

@@ -1,4 +1,6 @@
-"""Running the verify server in this process: key, database, socket, uvicorn."""
+"""Running the verify server in this process: key, database, socket, uvicorn; and its
+command line (`serve`), which ``cleanroom serve`` and ``python -m cleanroom.verify_server``
+share."""
 
 from __future__ import annotations
 
@@ -11,12 +13,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import typer
 import uvicorn
 from starlette.types import ASGIApp
 
-from cleanroom.store.submissions import SubmissionStore
+from cleanroom.lifecycle import OWNER_PID_OPTION, die_with_owner
+from cleanroom.store.submissions import StoreError, SubmissionStore
 from cleanroom.verify_server.app import create_app
-from cleanroom.verify_server.auth import load_or_create_key
+from cleanroom.verify_server.auth import KeyFileError, load_or_create_key
 
 
 @dataclass(frozen=True)
@@ -97,3 +101,27 @@ def run(config: ServeConfig, announce: bool = True) -> None:
         _Server(uvicorn_config(create_app(store, key))).run(sockets=[sock])
     finally:
         store.close()
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8787, "--port", min=0, max=65535, help="Port; 0 picks a free one."),
+    db: Path = typer.Option(Path("verify.sqlite3"), "--db", help="SQLite database file."),  # noqa: B008
+    key_file: Path = typer.Option(  # noqa: B008
+        Path("verify.key"), "--key-file", help="Harness key file; created (mode 0600) if missing."
+    ),
+    port_file: Path | None = typer.Option(  # noqa: B008
+        None, "--port-file", help="Write the port actually used here once listening."
+    ),
+    owner_pid: int | None = typer.Option(
+        None, OWNER_PID_OPTION, hidden=True, help="Stop when this process (the parent) dies."
+    ),
+) -> None:
+    """Run the verify server until interrupted."""
+    if owner_pid is not None:
+        die_with_owner(owner_pid)
+    try:
+        run(ServeConfig(host=host, port=port, db=db, key_file=key_file, port_file=port_file))
+    except (KeyFileError, StoreError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc

@@ -13,8 +13,9 @@ from cleanroom.environments.environment import DesktopEnvironment
 from cleanroom.environments.errors import CanaryIsReadOnly, StaleGeneration
 from cleanroom.environments.generations import read_action_log
 from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import Pool, wait_until
+from cleanroom.environments.pool import Pool
 from cleanroom.environments.watchdog import Watchdog
+from cleanroom.lifecycle import wait_until
 
 
 def test_a_stale_generation_action_is_refused_logged_and_not_applied(pool: Pool) -> None:

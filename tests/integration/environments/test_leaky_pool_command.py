@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.environments.pool import wait_until
 from cleanroom.environments.pool_record import read_record
 from cleanroom.environments.processes import alive, pids_of_uid
 from cleanroom.environments.supervisor import PoolProcess, read_state
+from cleanroom.lifecycle import wait_until
 
 from .conftest import require_desktop_stack
 

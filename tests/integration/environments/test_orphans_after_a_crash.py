@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.environments.pool import wait_until
 from cleanroom.environments.pool_record import read_record
 from cleanroom.environments.processes import alive, pids_of_uid
 from cleanroom.environments.program_container import POOL_LABEL
 from cleanroom.environments.supervisor import PoolProcess, read_state
+from cleanroom.lifecycle import wait_until
 
 from .conftest import require_desktop_stack
 from .test_containers_mode import require_docker

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cleanroom.guests.base import CommandNotStarted, ExecResult, Guest, GuestError, GuestTimeout
+from cleanroom.lifecycle import wait_until
 from cleanroom.verifiers.osworld.commands import (
     BadCommand,
     decode_output,
@@ -111,25 +112,27 @@ def run_execute(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
     except BadCommand as exc:
         raise _StepError(str(exc)) from exc
     until: dict[str, Any] = params.get("until") or {}
-    deadline = time.monotonic() + ctx.settings.until_timeout
     attempts = 0
-    while True:
+
+    def attempt() -> ExecResult | None:
+        nonlocal attempts
         attempts += 1
-        try:
-            result = ctx.guest.exec(command, shell=shell, timeout=ctx.settings.step_timeout)
-        except CommandNotStarted as exc:
-            # OSWorld's server answers 500 here and the controller only logs it.
-            return {"started": False, "error": str(exc)}
-        except GuestTimeout as exc:
-            raise _StepError(str(exc)) from exc
-        if not until or _until_met(until, result):
-            break
-        if time.monotonic() >= deadline:
-            raise _StepError(
-                f"until condition {until!r} not met after {attempts} tries "
-                f"({ctx.settings.until_timeout:g} s)"
-            )
-        time.sleep(_UNTIL_POLL_S)
+        result = ctx.guest.exec(command, shell=shell, timeout=ctx.settings.step_timeout)
+        return result if not until or _until_met(until, result) else None
+
+    try:
+        met = wait_until(attempt, ctx.settings.until_timeout, _UNTIL_POLL_S)
+    except CommandNotStarted as exc:
+        # OSWorld's server answers 500 here and the controller only logs it.
+        return {"started": False, "error": str(exc)}
+    except GuestTimeout as exc:
+        raise _StepError(str(exc)) from exc
+    if met is None:
+        raise _StepError(
+            f"until condition {until!r} not met after {attempts} tries "
+            f"({ctx.settings.until_timeout:g} s)"
+        )
+    result = met
     record = _exec_record(result)
     if until:
         record["attempts"] = attempts
