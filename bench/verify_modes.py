@@ -139,7 +139,7 @@ def machine() -> str:
 
 
 def docker_version(runtime: DockerRuntime) -> str:
-    info = runtime.api.version()
+    info = runtime.docker.api.version()
     return f"{info.get('Version', '?')} (API {info.get('ApiVersion', '?')})"
 
 

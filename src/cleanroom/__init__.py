@@ -6,7 +6,7 @@ number only next to a positive control that fired.
 """
 
 from cleanroom.core.isolation import IsolationRow, RowResult, Window, judge_window
-from cleanroom.core.outcomes import Cause, Outcome, Reason, Status, from_exit_code
+from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.core.publish import ControlResult, Publication, Refusal, publish
 from cleanroom.core.tokens import RolloutId, Token, TokenHit, mint, parse, scan_bytes, scan_tree
 
@@ -26,7 +26,6 @@ __all__ = [
     "Token",
     "TokenHit",
     "Window",
-    "from_exit_code",
     "judge_window",
     "mint",
     "parse",

@@ -142,13 +142,3 @@ class Outcome:
             "detail": self.detail,
             "details": self.details,
         }
-
-
-def from_exit_code(code: int | None, detail: str = "", **details: Any) -> Outcome:
-    """Map a checker's exit code: 0 success, 1 failure, anything else (or none) invalid."""
-    if code == EXIT_SUCCESS:
-        return Outcome.success(**details)
-    if code == EXIT_FAILURE:
-        return Outcome.failure(**details)
-    why = detail or (f"checker exited with code {code}" if code is not None else "no exit code")
-    return Outcome.invalid(Reason.CHECKER_ERROR, why, exit_code=code, **details)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import hashlib
 import io
 import sys
-from typing import Any
 
+from cleanroom.docker_layer import Docker, DockerError, ImageBuildFailed
 from cleanroom.environments.errors import PoolError
 
 BASE_IMAGE = "cleanroom/base:bookworm"
@@ -49,7 +49,7 @@ RUN printf '%s\\n' \\
 """
 
 
-class DockerUnavailable(PoolError):
+class DockerUnavailable(PoolError, DockerError):
     """The Docker daemon could not be reached, or refused a call; says which call."""
 
 
@@ -62,18 +62,13 @@ class DesktopImageBuildFailed(PoolError):
         super().__init__(f"the desktop image {tag} did not build:\n{log}")
 
 
-def docker_client() -> Any:
-    """A client of the local daemon; `DockerUnavailable` if it does not answer."""
-    import docker
-
+def docker_client() -> Docker:
+    """A connection to the local daemon whose every failure is `DockerUnavailable`
+    (also when it does not answer)."""
     try:
-        client = docker.from_env(timeout=300)
-        client.ping()
-    except Exception as exc:  # the SDK raises several unrelated types for "no daemon"
-        raise DockerUnavailable(
-            f"the Docker daemon does not answer ({exc}); start it with `make setup`"
-        ) from exc
-    return client
+        return Docker.connect(300, error=DockerUnavailable)
+    except DockerUnavailable as exc:
+        raise DockerUnavailable(f"{exc}; start it with `make setup`") from exc
 
 
 def definition_hash(base_image_id: str) -> str:
@@ -81,56 +76,40 @@ def definition_hash(base_image_id: str) -> str:
     return hashlib.sha256(f"{base_image_id}\n{DEFINITION}".encode()).hexdigest()[:16]
 
 
-def image_tag(client: Any) -> str:
+def image_tag(client: Docker) -> str:
     """The tag the current definition builds to (the base image must exist)."""
-    import docker.errors
-
-    try:
-        base = client.images.get(BASE_IMAGE)
-    except docker.errors.ImageNotFound as exc:
+    base = client.inspect_image(BASE_IMAGE)
+    if base is None:
         raise DockerUnavailable(
             f"the base image {BASE_IMAGE} is missing; build it with `make setup`"
-        ) from exc
-    return f"{REPOSITORY}:{definition_hash(base.id)}"
+        )
+    return f"{REPOSITORY}:{definition_hash(base['Id'])}"
 
 
-def ensure_image(client: Any | None = None) -> str:
+def ensure_image(client: Docker | None = None) -> str:
     """The desktop image's tag, building the image first if it does not exist yet."""
-    import docker.errors
-
     client = client or docker_client()
     existing = image_exists(client)
     if existing is not None:
         return existing
     tag = image_tag(client)
     try:
-        client.images.build(
+        client.build_image(
+            tag,
             fileobj=io.BytesIO(DEFINITION.encode()),
-            tag=tag,
-            rm=True,
-            forcerm=True,
-            pull=False,
             labels={LABEL: "1"},
             timeout=_BUILD_TIMEOUT_S,
+            log_chars=_LOG_TAIL_CHARS,
         )
-    except docker.errors.BuildError as exc:
-        text = "".join(str(part.get("stream", part.get("error", ""))) for part in exc.build_log)
-        raise DesktopImageBuildFailed(tag, text[-_LOG_TAIL_CHARS:]) from exc
-    except docker.errors.APIError as exc:
-        raise DockerUnavailable(f"building {tag}: {exc.explanation or exc}") from exc
+    except ImageBuildFailed as exc:
+        raise DesktopImageBuildFailed(tag, exc.log) from exc
     return tag
 
 
-def image_exists(client: Any) -> str | None:
+def image_exists(client: Docker) -> str | None:
     """The current definition's tag if that image exists, else None."""
-    import docker.errors
-
     tag = image_tag(client)
-    try:
-        client.images.get(tag)
-    except docker.errors.ImageNotFound:
-        return None
-    return tag
+    return tag if client.inspect_image(tag) is not None else None
 
 
 def main(argv: list[str] | None = None) -> int:

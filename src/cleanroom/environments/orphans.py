@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cleanroom.docker_layer import Docker, DockerError
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.pool_record import (
     RECORDS_DIR,
@@ -287,10 +288,10 @@ def _remove_containers(pool_id: str, problems: list[str]) -> list[str]:
         return []
     removed = []
     try:
-        for c in client.containers.list(all=True, filters={"label": f"{POOL_LABEL}={pool_id}"}):
-            c.remove(force=True)
-            removed.append(str(c.name))
-    except Exception as exc:  # the daemon can fail in many ways; report, go on
+        for c in client.containers_labelled(f"{POOL_LABEL}={pool_id}"):
+            client.remove_container(c.id)
+            removed.append(c.name)
+    except DockerError as exc:  # report, go on
         problems.append(f"containers of pool {pool_id}: {exc}")
     finally:
         client.close()
@@ -306,8 +307,8 @@ def _stray_containers(live: set[str]) -> list[str]:
         return []
     found = set()
     try:
-        for c in client.containers.list(all=True, filters={"label": POOL_LABEL}):
-            labels = c.labels or {}
+        for c in client.containers_labelled(POOL_LABEL):
+            labels = c.labels
             pool_id = labels.get(POOL_LABEL, "")
             if pool_id in live:
                 continue
@@ -320,18 +321,14 @@ def _stray_containers(live: set[str]) -> list[str]:
     return sorted(found)
 
 
-def _docker_or_none() -> Any:
+def _docker_or_none() -> Docker | None:
     # Only a pool in containers mode has containers; without a daemon there are none.
     if not Path("/var/run/docker.sock").exists() and "DOCKER_HOST" not in os.environ:
         return None
     try:
-        import docker
-
-        client = docker.from_env(timeout=60)
-        client.ping()
-    except Exception:
+        return Docker.connect(60)
+    except DockerError:
         return None
-    return client
 
 
 def _unrecorded_users(recorded: set[str]) -> dict[str, list[str]]:

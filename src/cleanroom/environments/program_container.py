@@ -25,10 +25,11 @@ import signal
 import socket
 import subprocess
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from cleanroom.docker_layer import Docker
 from cleanroom.environments.desktop_image import DockerUnavailable, docker_client
 from cleanroom.environments.errors import BadAction, StartError
 from cleanroom.environments.port_forward import ForwardedPorts, loopback_port
@@ -77,10 +78,10 @@ class ExecProcess:
     """
 
     def __init__(
-        self, api: Any, exec_id: str, argv: list[str], pid: int, copier: threading.Thread
+        self, docker: Docker, exec_id: str, argv: list[str], pid: int, copier: threading.Thread
     ) -> None:
         self.args = argv
-        self._api = api
+        self._docker = docker
         self._exec_id = exec_id
         self._pid = pid
         self._start = start_time(pid)
@@ -104,8 +105,8 @@ class ExecProcess:
         if alive(self._pid) and start_time(self._pid) == self._start:
             return None
         code: int | None = None
-        with contextlib.suppress(Exception):  # the container may already be gone
-            code = self._api.exec_inspect(self._exec_id).get("ExitCode")
+        with contextlib.suppress(DockerUnavailable):  # the container may already be gone
+            code = self._docker.exec_inspect(self._exec_id).get("ExitCode")
         self._returncode = -signal.SIGKILL if code is None else int(code)
         return self._returncode
 
@@ -132,9 +133,12 @@ class ContainedProgram(Program):
 class ProgramContainer:
     """A running container for one environment; `remove` ends it and all it runs."""
 
-    def __init__(self, client: Any, container: Any, session: Session, log_dir: Path) -> None:
-        self.client = client
-        self.container = container
+    def __init__(
+        self, docker: Docker, container_id: str, name: str, session: Session, log_dir: Path
+    ) -> None:
+        self.docker = docker
+        self.id = container_id
+        self.name = name
         self.session = session
         self.log_dir = log_dir
         self.forwarded = ForwardedPorts()
@@ -144,27 +148,16 @@ class ProgramContainer:
         container's own network namespace (once), and nothing else of the host."""
         if port in self.forwarded:
             return
-        self.container.reload()
-        pid = int(self.container.attrs.get("State", {}).get("Pid") or 0)
+        pid = int(self.docker.inspect_container(self.id).get("State", {}).get("Pid") or 0)
         if pid <= 0:
             raise StartError(f"{self.name} is not running")
         self.forwarded.add(Path(f"/proc/{pid}/ns/net"), port)
-
-    @property
-    def id(self) -> str:
-        return str(self.container.id)
-
-    @property
-    def name(self) -> str:
-        return str(self.container.name)
 
     @classmethod
     def start(
         cls, plan: ContainerPlan, session: Session, display_number: int, log_dir: Path
     ) -> ProgramContainer:
         """Create and start the container for ``session`` on display ``display_number``."""
-        import docker.errors
-
         account = session.account
         x_socket = X_SOCKET_DIR / f"X{display_number}"
         if not x_socket.exists():
@@ -178,15 +171,14 @@ class ProgramContainer:
             str(identity / "passwd"): {"bind": "/etc/passwd", "mode": "ro"},
             str(identity / "group"): {"bind": "/etc/group", "mode": "ro"},
         }
-        client = docker_client()
-        _remove_named(client, plan.name)  # left by a crashed start of the same environment
+        docker = docker_client()
+        docker.remove_container(plan.name)  # left by a crashed start of the same environment
         try:
-            container = client.containers.run(
+            container_id = docker.run_container(
                 plan.image,
                 ["sleep", "infinity"],
                 name=plan.name,
                 labels=plan.labels,
-                detach=True,
                 init=True,  # reaps what the programs orphan
                 user=f"{account.uid}:{account.gid}",
                 network_mode="none",
@@ -200,13 +192,12 @@ class ProgramContainer:
                 working_dir=str(account.home),
                 volumes=volumes,
             )
-        except docker.errors.ImageNotFound as exc:
-            raise StartError(f"the desktop image {plan.image} is missing: {exc}") from exc
-        except docker.errors.APIError as exc:
-            raise DockerUnavailable(
-                f"starting container {plan.name}: {exc.explanation or exc}"
-            ) from exc
-        return cls(client, container, session, log_dir)
+        except DockerUnavailable as exc:
+            docker.close()
+            if exc.status == 404:
+                raise StartError(f"the desktop image {plan.image} is missing: {exc}") from exc
+            raise DockerUnavailable(f"starting container {plan.name}: {exc}") from exc
+        return cls(docker, container_id, plan.name, session, log_dir)
 
     def launch(self, name: str) -> ContainedProgram:
         """Start one program of the environment in the container; does not wait for it."""
@@ -232,22 +223,16 @@ class ProgramContainer:
 
     def exec(self, log_name: str, argv: list[str]) -> ExecProcess:
         """Start ``argv`` in the container as the environment's user; output to the log."""
-        import docker.errors
-
-        api = self.client.api
         account = self.session.account
         try:
-            exec_id = api.exec_create(
-                self.container.id,
+            exec_id, output = self.docker.stream(
+                self.id,
                 argv,
                 user=f"{account.uid}:{account.gid}",
-                environment=self.session.environ(),
+                env=self.session.environ(),
                 workdir=str(account.home),
-                stdout=True,
-                stderr=True,
-            )["Id"]
-            output = api.exec_start(exec_id, stream=True)
-        except docker.errors.APIError as exc:
+            )
+        except DockerUnavailable as exc:
             raise StartError(f"cannot start {log_name} in {self.name}: {exc}") from exc
         copier = threading.Thread(
             target=_copy_output,
@@ -256,35 +241,46 @@ class ProgramContainer:
             daemon=True,
         )
         copier.start()
-        return ExecProcess(api, exec_id, argv, _exec_pid(api, exec_id, log_name), copier)
+        pid = _exec_pid(self.docker, exec_id, log_name)
+        return ExecProcess(self.docker, exec_id, argv, pid, copier)
 
     def run(self, argv: list[str], timeout_s: float = 30.0) -> tuple[int, str]:
         """Run a command in the container as the environment's user and wait for it;
-        return its exit code and output (stdout and stderr together)."""
+        return its exit code and output (stdout and stderr together).
+        `subprocess.TimeoutExpired` after ``timeout_s``, the command and its children
+        killed."""
         account = self.session.account
-        result = self.container.exec_run(
+        result = self.docker.exec(
+            self.id,
             argv,
             user=f"{account.uid}:{account.gid}",
-            environment=self.session.environ(),
+            env=self.session.environ(),
             workdir=str(account.home),
+            timeout=timeout_s,
+            cap=None,
+            wait_for_children=True,
         )
-        return int(result.exit_code), result.output.decode(errors="replace")
+        if result.timed_out:
+            pid = int(self.docker.exec_inspect(result.exec_id).get("Pid") or 0)
+            if pid:
+                kill_pids(process_tree(pid), grace_s=0.0)
+            raise subprocess.TimeoutExpired(argv, timeout_s)
+        if result.exit_code is None:
+            raise DockerUnavailable(f"the daemon never said how {argv[0]} in {self.name} ended")
+        return result.exit_code, result.output.decode(errors="replace")
 
     def remove(self) -> None:
         """Kill the container and everything in it, and delete it."""
-        import docker.errors
-
         self.forwarded.close()
+        try:
+            self.docker.remove_container(self.id)
+        finally:
+            self.docker.close()
 
-        with contextlib.suppress(docker.errors.NotFound):
-            self.container.remove(force=True)
-        with contextlib.suppress(Exception):
-            self.client.close()
 
-
-def _exec_pid(api: Any, exec_id: str, what: str) -> int:
+def _exec_pid(docker: Docker, exec_id: str, what: str) -> int:
     def started() -> int | None:
-        info = api.exec_inspect(exec_id)
+        info = docker.exec_inspect(exec_id)
         if info.get("Pid"):
             return int(info["Pid"])
         if not info.get("Running") and info.get("ExitCode") is not None:
@@ -297,7 +293,7 @@ def _exec_pid(api: Any, exec_id: str, what: str) -> int:
     return pid
 
 
-def _copy_output(chunks: Any, log: Path) -> None:
+def _copy_output(chunks: Iterable[bytes], log: Path) -> None:
     with contextlib.suppress(Exception), open(log, "ab") as out:  # ends with the process
         for chunk in chunks:
             out.write(chunk)
@@ -316,13 +312,6 @@ def _write_identity(session: Session) -> Path:
     )
     (folder / "group").write_text(f"root:x:0:\n{account.user}:x:{account.gid}:\n")
     return folder
-
-
-def _remove_named(client: Any, name: str) -> None:
-    import docker.errors
-
-    with contextlib.suppress(docker.errors.NotFound):
-        client.containers.get(name).remove(force=True)
 
 
 def owner_label() -> str:

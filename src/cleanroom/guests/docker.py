@@ -1,8 +1,9 @@
 """The ``docker:<container>`` guest: commands run through ``docker exec`` in a container.
 
-Everything goes through the Docker SDK's low-level API. A command that outlives its limit
-is killed through the host pid the daemon reports (we run on the daemon's host), falling
-back to a ``kill`` inside the container when the host refuses.
+Everything goes through the Docker layer, whose every failure is a `ContainerUnavailable`.
+A command that outlives its limit is killed through the host pid the daemon reports (we
+run on the daemon's host), falling back to a ``kill`` inside the container when the host
+refuses.
 """
 
 from __future__ import annotations
@@ -12,15 +13,10 @@ import io
 import posixpath
 import signal
 import tarfile
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import docker
-import docker.errors
-import requests
-
+from cleanroom.docker_layer import Docker, DockerError
 from cleanroom.guests.base import (
     DESKTOP_SKELETON,
     Command,
@@ -41,26 +37,8 @@ _SYMLINK_DEPTH = 8
 _SHORT_S = 30.0
 
 
-class ContainerUnavailable(GuestError):
+class ContainerUnavailable(GuestError, DockerError):
     """The container is missing or stopped, or the Docker daemon cannot be reached."""
-
-
-@contextlib.contextmanager
-def _docker_errors(what: str) -> Iterator[None]:
-    """Turn every Docker or transport failure into a `GuestError` saying what was tried."""
-    try:
-        yield
-    except docker.errors.NotFound as exc:
-        raise ContainerUnavailable(f"{what}: not found ({exc.explanation or exc})") from exc
-    except docker.errors.APIError as exc:
-        raise ContainerUnavailable(f"{what}: {exc.explanation or exc}") from exc
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-        raise ContainerUnavailable(f"{what}: Docker daemon not reachable ({exc})") from exc
-
-
-def _connect(timeout: int | None) -> docker.APIClient:
-    with _docker_errors("connecting to Docker"):
-        return docker.from_env(timeout=timeout).api
 
 
 def _kill_host_tree(pid: int) -> bool:
@@ -88,12 +66,13 @@ class DockerGuest(Guest):
     def __init__(self, container: str, *, user: str | None = None, home: str | None = None) -> None:
         self._name = container
         self._user = user
-        self._api = _connect(_CONTROL_TIMEOUT_S)
-        # Exec output is read by a worker thread that we time out ourselves.
-        self._stream_api = _connect(None)
+        self._docker = Docker.connect(_CONTROL_TIMEOUT_S, error=ContainerUnavailable)
         self._owned = False
-        with _docker_errors(f"inspecting container {container!r}"):
-            self._attrs: dict[str, Any] = self._api.inspect_container(container)
+        try:
+            self._attrs: dict[str, Any] = self._docker.inspect_container(container)
+        except BaseException:
+            self._docker.close()
+            raise
         self._id: str = self._attrs["Id"]
         self._ids: tuple[int, int] | None = None
         self._explicit_home = home
@@ -138,48 +117,31 @@ class DockerGuest(Guest):
     ) -> ExecResult:
         # An explicit home must win over the passwd entry, as HOME does for a login.
         env = {"HOME": self._home} if user == self._user and self._home else None
-        with _docker_errors(f"exec in container {self._name!r}"):
-            exec_id = self._api.exec_create(
-                self._id,
-                argv,
-                stdout=True,
-                stderr=True,
-                user=user or "",
-                workdir=workdir if workdir is not None else self._home,
-                environment=env,
-            )["Id"]
-        started = time.monotonic()
-        box: dict[str, Any] = {}
-
-        def pump() -> None:
-            try:
-                box["out"] = self._stream_api.exec_start(exec_id, demux=True)
-            except BaseException as exc:
-                box["error"] = exc
-
-        worker = threading.Thread(target=pump, daemon=True, name=f"exec-{exec_id[:12]}")
-        worker.start()
-        worker.join(timeout)
-        if worker.is_alive():
-            self._kill_exec(exec_id)
-            worker.join(_SHORT_S)
+        result = self._docker.exec(
+            self._id,
+            argv,
+            user=user,
+            env=env,
+            workdir=workdir if workdir is not None else self._home,
+            timeout=timeout,
+            cap=None,
+            wait_for_children=True,
+        )
+        if result.timed_out:
+            self._kill_exec(result.exec_id)
             raise GuestTimeout(argv, timeout)
-        if "error" in box:
-            with _docker_errors(f"exec in container {self._name!r}"):
-                raise box["error"]
-        stdout, stderr = box["out"]
-        with _docker_errors(f"exec in container {self._name!r}"):
-            info = self._api.exec_inspect(exec_id)
-        stdout, stderr = stdout or b"", stderr or b""
-        if not info.get("Pid") and stdout.startswith(b"OCI runtime exec failed"):
-            raise CommandNotStarted(argv, stdout.decode(errors="replace").strip())
-        return ExecResult(int(info["ExitCode"]), stdout, stderr, time.monotonic() - started)
+        if result.stdout.startswith(b"OCI runtime exec failed") and not self._docker.exec_inspect(
+            result.exec_id
+        ).get("Pid"):
+            raise CommandNotStarted(argv, result.stdout.decode(errors="replace").strip())
+        if result.exit_code is None:
+            raise ContainerUnavailable(f"the daemon never said how {argv[0]} in {self._name} ended")
+        return ExecResult(result.exit_code, result.stdout, result.stderr, result.seconds)
 
     def _kill_exec(self, exec_id: str) -> None:
         pid = 0
         for _ in range(20):  # the process may not have been given a pid yet
-            with _docker_errors(f"inspecting exec in {self._name!r}"):
-                pid = int(self._api.exec_inspect(exec_id).get("Pid") or 0)
+            pid = int(self._docker.exec_inspect(exec_id).get("Pid") or 0)
             if pid:
                 break
             time.sleep(0.05)
@@ -207,26 +169,21 @@ class DockerGuest(Guest):
         except ValueError as exc:
             raise CommandNotStarted(command, str(exc)) from exc
         who = user if user is not None else self._user
-        with _docker_errors(f"spawn in container {self._name!r}"):
-            exec_id = self._api.exec_create(
-                self._id, argv, user=who or "", workdir=self._home, stdout=False, stderr=False
-            )["Id"]
-            self._api.exec_start(exec_id, detach=True)
+        self._docker.spawn(self._id, argv, user=who, workdir=self._home)
 
     def read_file(self, path: str) -> bytes:
         return self._read(resolve_path(path, self._home), _SYMLINK_DEPTH)
 
     def _read(self, path: str, depth: int) -> bytes:
         try:
-            stream, _ = self._api.get_archive(self._id, path)
+            stream, _ = self._docker.get_archive(self._id, path)
             raw = b"".join(stream)
-        except docker.errors.NotFound as exc:
+        except ContainerUnavailable as exc:
+            if exc.status != 404:
+                raise
             if self._container_exists():
                 raise FileNotFoundError(2, "No such file in the guest", path) from exc
             raise ContainerUnavailable(f"container {self._name!r} is gone") from exc
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-            with _docker_errors(f"reading {path} from {self._name!r}"):
-                raise exc
         with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
             member = tar.next()
             if member is None:
@@ -243,10 +200,8 @@ class DockerGuest(Guest):
 
     def _container_exists(self) -> bool:
         try:
-            self._api.inspect_container(self._id)
-        except docker.errors.NotFound:
-            return False
-        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            self._docker.inspect_container(self._id)
+        except ContainerUnavailable:
             return False
         return True
 
@@ -263,8 +218,7 @@ class DockerGuest(Guest):
             info.size, info.mode, info.uid, info.gid = len(data), 0o644, uid, gid
             info.mtime = int(time.time())
             tar.addfile(info, io.BytesIO(data))
-        with _docker_errors(f"writing {target} into {self._name!r}"):
-            self._api.put_archive(self._id, folder, buf.getvalue())
+        self._docker.put_archive(self._id, folder, buf.getvalue())
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -279,31 +233,27 @@ class DockerGuest(Guest):
     def fresh(self) -> DockerGuest:
         """A new container from the same image, with no network, removed on close."""
         config = self._attrs.get("Config", {})
-        with _docker_errors(f"creating a fresh container from {self._name!r}"):
-            created = self._api.create_container(
-                self._attrs["Image"],
-                entrypoint=_KEEPALIVE,
-                user=config.get("User") or "",
-                labels={_FRESH_LABEL: "fresh"},
-                host_config=self._api.create_host_config(network_mode="none"),
-                network_disabled=True,
-            )
-            try:
-                self._api.start(created["Id"])
-            except BaseException:
-                self._api.remove_container(created["Id"], force=True)
-                raise
+        created = self._docker.run_container(
+            self._attrs["Image"],
+            None,
+            entrypoint=_KEEPALIVE,
+            user=config.get("User") or "",
+            labels={_FRESH_LABEL: "fresh"},
+            network_mode="none",
+            network_disabled=True,
+        )
         try:
-            guest = DockerGuest(created["Id"], user=self._user, home=self._explicit_home)
+            guest = DockerGuest(created, user=self._user, home=self._explicit_home)
         except BaseException:
-            with contextlib.suppress(docker.errors.DockerException):
-                self._api.remove_container(created["Id"], force=True)
+            with contextlib.suppress(ContainerUnavailable):
+                self._docker.remove_container(created)
             raise
         guest._owned = True
         return guest
 
     def close(self) -> None:
         if self._owned:
-            with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
-                self._api.remove_container(self._id, force=True)
+            with contextlib.suppress(ContainerUnavailable):
+                self._docker.remove_container(self._id)
             self._owned = False
+        self._docker.close()

@@ -30,7 +30,7 @@ def runtime() -> Iterator[DockerRuntime]:
     except RuntimeUnavailable as exc:
         pytest.fail(f"these tests need a running Docker daemon ({exc}); run `make setup`")
     try:
-        rt.client.images.get(BASE_IMAGE)
+        rt.docker.client.images.get(BASE_IMAGE)
     except Exception as exc:  # any failure here has the same fix
         pytest.fail(f"the base image {BASE_IMAGE} is missing ({exc}); run `make setup`")
     yield rt

@@ -56,7 +56,7 @@ def test_cleared_removes_an_agent_owned_reward_in_an_image_with_no_root_entry(
         folder="fix-median-no-root",
     )
     image, _ = runtime.image_for(task)
-    passwd = runtime.client.containers.run(image, ["cat", "/etc/passwd"], remove=True)
+    passwd = runtime.docker.client.containers.run(image, ["cat", "/etc/passwd"], remove=True)
     assert b"root:" not in passwd
     plant = AgentSpec.command("echo 1 > /logs/verifier/reward.txt && test $(id -u) = 1600")
 

@@ -28,7 +28,10 @@ def test_the_host_side_diff_agrees_with_docker_diff(
         runtime.pause(ctr)
 
         diff = runtime.changes(ctr)
-        api = [Change(d["Path"], ChangeKind.from_docker(d["Kind"])) for d in runtime.api.diff(ctr)]
+        api = [
+            Change(d["Path"], ChangeKind.from_docker(d["Kind"]))
+            for d in runtime.docker.api.diff(ctr)
+        ]
     finally:
         runtime.remove(ctr)
 
@@ -55,7 +58,7 @@ def test_task_containers_have_no_network_and_the_tasks_limits(
     image, _ = runtime.image_for(task)
     ctr = runtime.start_agent_container(image, Limits.of(task), None, "limits-check")
     try:
-        host = runtime.api.inspect_container(ctr)["HostConfig"]
+        host = runtime.docker.api.inspect_container(ctr)["HostConfig"]
         links = runtime.exec(ctr, ["cat", "/proc/net/dev"]).stdout.decode()
     finally:
         runtime.remove(ctr)

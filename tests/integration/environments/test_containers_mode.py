@@ -47,7 +47,7 @@ for address in ("/tmp/.X11-unix/X" + sys.argv[1], "\\0/tmp/.X11-unix/X" + sys.ar
 def require_docker() -> Any:
     """A client of the real daemon; fails (never skips) without one."""
     try:
-        return docker_client()
+        return docker_client().client
     except DockerUnavailable as exc:
         pytest.fail(f"containers mode needs a running Docker daemon: {exc}")
 

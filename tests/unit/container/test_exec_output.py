@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cleanroom.docker_layer import Docker
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 from cleanroom.verifiers.container.reward import FileKind
 
@@ -50,7 +51,7 @@ class _Client:
 
 
 def _runtime(api: _LateStreamApi) -> DockerRuntime:
-    return DockerRuntime(_Client(api))  # type: ignore[arg-type]
+    return DockerRuntime(Docker(_Client(api), api, RuntimeUnavailable))
 
 
 def test_output_that_arrives_after_the_exit_is_still_collected() -> None:

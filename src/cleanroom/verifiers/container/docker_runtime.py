@@ -1,4 +1,4 @@
-"""The Docker adapter: every call the container verifier makes to the daemon, through the SDK.
+"""The container verifier's runtime: what it asks of Docker, through the Docker layer.
 
 Each failure of the daemon or the API surfaces as `RuntimeUnavailable` saying what was
 being done, so the orchestrator can turn it into `invalid` (`verifier_unavailable`)
@@ -9,7 +9,6 @@ the caller adds (tests add ``cleanroom.test``), so it can be found and removed b
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import os
@@ -18,16 +17,18 @@ import re
 import tarfile
 import tempfile
 import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import docker
-import docker.errors
-import requests
-
+from cleanroom.docker_layer import (
+    OUTPUT_CAP_BYTES,
+    Docker,
+    DockerError,
+    ExecResult,
+    ImageBuildFailed,
+)
 from cleanroom.verifiers.container import overlay, state_archive
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.tamper import Change, ChangeKind, Diff
@@ -38,14 +39,7 @@ LABELS_ENV = "CLEANROOM_LABELS"  # extra labels, "key=value,key=value", for a wh
 IMAGE_REPOSITORY = "cleanroom-task"
 KEEPALIVE = ("sleep", "infinity")
 LOGS_TMPFS = "rw,size=64m,mode=0777"
-OUTPUT_CAP_BYTES = 256 * 1024
 BUILD_LOG_SHOWN = 4000
-_POLL_S = 0.05
-_INSPECT_EVERY_S = 0.25
-# After the daemon says a command exited, its output may still be on its way (seen on a
-# loaded machine); wait this long for the stream to end before deciding that a child
-# left behind holds it open.
-_DRAIN_AFTER_EXIT_S = 3.0
 _READ_ATTEMPTS = 3
 _READ_TIMEOUT_S = 10.0
 
@@ -71,17 +65,9 @@ done
 """
 
 
-class RuntimeUnavailable(Exception):
-    """The Docker daemon could not be reached or refused a call; says which call."""
-
-
-class ImageBuildFailed(Exception):
-    """A task's ``environment/`` did not build; carries the end of the build log."""
-
-    def __init__(self, tag: str, log: str) -> None:
-        self.tag = tag
-        self.log = log
-        super().__init__(f"image {tag} did not build")
+class RuntimeUnavailable(DockerError):
+    """The Docker daemon could not be reached, refused a call, or could not do what the
+    verifier needed; says which call."""
 
 
 class StateTooLarge(Exception):
@@ -139,53 +125,15 @@ class Limits:
         return out
 
 
-@dataclass
-class ExecResult:
-    """What one command in a container did."""
-
-    exit_code: int | None
-    stdout: bytes = b""
-    stderr: bytes = b""
-    output: bytes = b""  # stdout and stderr interleaved as they arrived
-    timed_out: bool = False
-    seconds: float = 0.0
-
-
-@dataclass
-class _Collector:
-    cap: int
-    stdout: bytearray = field(default_factory=bytearray)
-    stderr: bytearray = field(default_factory=bytearray)
-    output: bytearray = field(default_factory=bytearray)
-    error: BaseException | None = None
-
-    def add(self, out: bytes | None, err: bytes | None) -> None:
-        for chunk, buf in ((out, self.stdout), (err, self.stderr)):
-            if chunk:
-                buf.extend(chunk[: max(0, self.cap - len(buf))])
-                self.output.extend(chunk[: max(0, self.cap - len(self.output))])
-
-
 _build_locks: dict[str, threading.Lock] = {}
 _build_locks_guard = threading.Lock()
 
 
-@contextlib.contextmanager
-def _docker_call(what: str) -> Iterator[None]:
-    try:
-        yield
-    except docker.errors.APIError as exc:
-        raise RuntimeUnavailable(f"{what}: {exc.explanation or exc}") from exc
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-        raise RuntimeUnavailable(f"{what}: Docker daemon not reachable ({exc})") from exc
-
-
 class DockerRuntime:
-    """Thin wrapper over one Docker client; every method is one effect."""
+    """The verifier's calls on one Docker connection; every method is one effect."""
 
-    def __init__(self, client: docker.DockerClient, labels: Mapping[str, str] | None = None):
-        self.client = client
-        self.api = client.api
+    def __init__(self, docker: Docker, labels: Mapping[str, str] | None = None):
+        self.docker = docker
         self.labels = {LABEL: "1", **(labels or {})}
 
     @classmethod
@@ -195,11 +143,8 @@ class DockerRuntime:
         Labels listed in ``CLEANROOM_LABELS`` are added to everything this runtime
         creates, so a caller can find and remove what a child process built.
         """
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        with _docker_call(f"connecting to the Docker daemon at {where}"):
-            client = docker.from_env(timeout=300, max_pool_size=32)
-            client.ping()
-        return cls(client, {**labels_from_env(), **(labels or {})})
+        docker = Docker.connect(timeout=300, max_pool_size=32, error=RuntimeUnavailable)
+        return cls(docker, {**labels_from_env(), **(labels or {})})
 
     # Images -------------------------------------------------------------------------
 
@@ -213,47 +158,38 @@ class DockerRuntime:
         with _build_locks_guard:
             lock = _build_locks.setdefault(tag, threading.Lock())
         with lock:
-            with _docker_call(f"looking up image {tag}"):
-                try:
-                    self.client.images.get(tag)
-                    return tag, False
-                except docker.errors.ImageNotFound:
-                    pass
+            if self.docker.inspect_image(tag) is not None:
+                return tag, False
             self._build(task, tag)
             return tag, True
 
     def image_workdir(self, image: str) -> str | None:
         """The image's own working folder (its Dockerfile's last ``WORKDIR``), if any."""
-        with _docker_call(f"inspecting image {image}"):
-            config = self.api.inspect_image(image).get("Config") or {}
+        attrs = self.docker.inspect_image(image)
+        if attrs is None:
+            raise RuntimeUnavailable(f"inspecting image {image}: not found")
+        config = attrs.get("Config") or {}
         return config.get("WorkingDir") or None
 
     def _build(self, task: Task, tag: str) -> None:
+        """`ImageBuildFailed` when the task's definition is at fault: a failed step, or a
+        request the daemon refused as bad (4xx)."""
         try:
-            self.client.images.build(
+            self.docker.build_image(
+                tag,
                 path=str(task.environment_dir),
-                tag=tag,
-                rm=True,
-                forcerm=True,
-                pull=False,
                 labels=self.labels,
                 timeout=int(task.config.environment.build_timeout_sec),
+                log_chars=BUILD_LOG_SHOWN,
             )
-        except docker.errors.BuildError as exc:
-            raise ImageBuildFailed(tag, _build_log_text(exc.build_log, str(exc))) from exc
-        except docker.errors.APIError as exc:
-            if exc.status_code is not None and 400 <= exc.status_code < 500:
-                raise ImageBuildFailed(tag, str(exc.explanation or exc)) from exc
-            raise RuntimeUnavailable(f"building {tag}: {exc.explanation or exc}") from exc
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-            raise RuntimeUnavailable(
-                f"building {tag}: Docker daemon not reachable ({exc})"
-            ) from exc
+        except RuntimeUnavailable as exc:
+            if exc.status is not None and 400 <= exc.status < 500:
+                raise ImageBuildFailed(tag, str(exc)[-BUILD_LOG_SHOWN:]) from exc
+            raise
 
     def remove_image(self, image: str) -> None:
         """Remove an image; missing is fine."""
-        with _docker_call(f"removing image {image}"), contextlib.suppress(docker.errors.NotFound):
-            self.api.remove_image(image, force=True)
+        self.docker.remove_image(image)
 
     # Containers ---------------------------------------------------------------------
 
@@ -272,19 +208,16 @@ class DockerRuntime:
         folders inside it (sealed mode watches the reward folder from the host).
         """
         volumes = {str(h): {"bind": d, "mode": "rw"} for h, d in (binds or {}).items()}
-        with _docker_call(f"starting a container from {image}"):
-            container = self.client.containers.run(
-                image,
-                list(KEEPALIVE),
-                detach=True,
-                network_mode="bridge" if limits.network else "none",
-                tmpfs={"/logs": LOGS_TMPFS},
-                volumes=volumes,
-                working_dir=workdir or "",
-                labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": name_hint},
-                **limits.host_config(),
-            )
-        return str(container.id)
+        return self.docker.run_container(
+            image,
+            KEEPALIVE,
+            network_mode="bridge" if limits.network else "none",
+            tmpfs={"/logs": LOGS_TMPFS},
+            volumes=volumes,
+            working_dir=workdir or "",
+            labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": name_hint},
+            **limits.host_config(),
+        )
 
     def start_verifier_container(
         self,
@@ -306,29 +239,24 @@ class DockerRuntime:
             str(host): {"bind": dest, "mode": "ro" if dest in read_only else "rw"}
             for host, dest in binds.items()
         }
-        with _docker_call(f"starting a verifier container from {image}"):
-            container = self.client.containers.run(
-                image,
-                list(KEEPALIVE),
-                detach=True,
-                network_mode=network,
-                volumes=volumes,
-                cap_drop=["MKNOD"],
-                working_dir=workdir or "",
-                labels={**self.labels, "cleanroom.role": "verifier"},
-                **limits.host_config(),
-            )
-        return str(container.id)
+        return self.docker.run_container(
+            image,
+            KEEPALIVE,
+            network_mode=network,
+            volumes=volumes,
+            cap_drop=["MKNOD"],
+            working_dir=workdir or "",
+            labels={**self.labels, "cleanroom.role": "verifier"},
+            **limits.host_config(),
+        )
 
     def pause(self, container: str) -> None:
         """Freeze every process in the container (cgroup freezer)."""
-        with _docker_call(f"pausing {container[:12]}"):
-            self.api.pause(container)
+        self.docker.pause(container)
 
     def unpause(self, container: str) -> None:
         """Thaw a paused container."""
-        with _docker_call(f"unpausing {container[:12]}"):
-            self.api.unpause(container)
+        self.docker.unpause(container)
 
     def changes(self, container: str) -> Diff:
         """The container's filesystem diff and how it was read (``overlay`` or ``api``).
@@ -337,15 +265,13 @@ class DockerRuntime:
         can list it (the daemon's own walk fails on trees deeper than PATH_MAX), the
         result is empty, with ``source`` ``unreadable`` and the reason.
         """
-        with _docker_call(f"inspecting {container[:12]}"):
-            graph = self.api.inspect_container(container).get("GraphDriver") or {}
+        graph = self.docker.inspect_container(container).get("GraphDriver") or {}
         try:
             return overlay.changes_from_graph_driver(graph)
         except overlay.OverlayUnreadable as exc:
             unreadable = str(exc)
         try:
-            with _docker_call(f"diffing {container[:12]}"):
-                raw = self.api.diff(container) or []
+            raw = self.docker.diff(container)
         except RuntimeUnavailable as exc:
             return Diff([], "unreadable", f"{unreadable}; {exc}"[:500])
         return Diff([Change(d["Path"], ChangeKind.from_docker(d["Kind"])) for d in raw], "api")
@@ -360,18 +286,19 @@ class DockerRuntime:
         instead); device nodes and sockets are dropped and listed; a name near PATH_MAX
         is reported in ``too_long``.
         """
-        with _docker_call(f"archiving {path} in {container[:12]}"):
-            try:
-                chunks, info = self.api.get_archive(container, path)
-            except docker.errors.NotFound:
+        try:
+            chunks, info = self.docker.get_archive(container, path)
+        except RuntimeUnavailable as exc:
+            if exc.status == 404:
                 return StateCopy(path, "missing")
-            kind = _kind_of_mode(int(info.get("mode", 0)))
-            spooled: IO[bytes] = tempfile.TemporaryFile(prefix="cleanroom-state-")  # noqa: SIM115
-            try:
-                size = state_archive.copy_capped(chunks, spooled, cap)
-            except BaseException:
-                spooled.close()
-                raise
+            raise
+        kind = _kind_of_mode(int(info.get("mode", 0)))
+        spooled: IO[bytes] = tempfile.TemporaryFile(prefix="cleanroom-state-")  # noqa: SIM115
+        try:
+            size = state_archive.copy_capped(chunks, spooled, cap)
+        except BaseException:
+            spooled.close()
+            raise
         if size is None:
             spooled.close()
             raise StateTooLarge(path, cap)
@@ -413,35 +340,28 @@ class DockerRuntime:
                 continue
             parent = posixpath.dirname(copy.path) or "/"
             copy.archive.seek(0)
-            with _docker_call(f"installing {copy.path} in {container[:12]}"):
-                if not self.api.put_archive(container, parent, copy.archive):
-                    raise RuntimeUnavailable(f"installing {copy.path} was refused")
+            self.docker.put_archive(container, parent, copy.archive)
 
     def kill(self, container: str) -> None:
         """SIGKILL every process in the container; a container already stopped is fine."""
-        with _docker_call(f"killing {container[:12]}"), contextlib.suppress(docker.errors.APIError):
-            self.api.kill(container)
+        try:
+            self.docker.kill(container)
+        except RuntimeUnavailable as exc:
+            if exc.status is None:  # the daemon did not answer; a refusal is fine
+                raise
 
     def remove(self, container: str) -> None:
         """Remove a container and its anonymous volumes, whatever its state."""
-        with (
-            _docker_call(f"removing {container[:12]}"),
-            contextlib.suppress(docker.errors.NotFound),
-        ):
-            self.api.remove_container(container, force=True, v=True)
+        self.docker.remove_container(container, volumes=True)
 
     def remove_labelled(self, labels: Mapping[str, str]) -> int:
         """Remove every container, then every image, carrying all of ``labels``."""
-        filters = {"label": [f"{k}={v}" for k, v in labels.items()]}
+        wanted = [f"{k}={v}" for k, v in labels.items()]
         removed = 0
-        with _docker_call("listing labelled containers"):
-            containers = self.api.containers(all=True, filters=filters, quiet=True)
-        for c in containers:
-            self.remove(c["Id"])
+        for c in self.docker.containers_labelled(*wanted):
+            self.remove(c.id)
             removed += 1
-        with _docker_call("listing labelled images"):
-            images = self.api.images(filters=filters, quiet=True)
-        for image in images:
+        for image in self.docker.images_labelled(*wanted):
             self.remove_image(image)
             removed += 1
         return removed
@@ -451,10 +371,7 @@ class DockerRuntime:
     def put_dir(self, container: str, source: Path, dest: str) -> None:
         """Copy a host folder into the container at ``dest`` (merged into what is there)."""
         parent, name = os.path.split(dest.rstrip("/"))
-        data = _tar_folder(source, name)
-        with _docker_call(f"copying {source.name} into {container[:12]}:{dest}"):
-            if not self.api.put_archive(container, parent or "/", data):
-                raise RuntimeUnavailable(f"copying into {container[:12]}:{dest} was refused")
+        self.docker.put_archive(container, parent or "/", _tar_folder(source, name))
 
     def exec(
         self,
@@ -472,61 +389,8 @@ class DockerRuntime:
         On timeout the command is left running and ``timed_out`` is set: the caller
         decides what that means and kills the container when it must.
         """
-        start = time.monotonic()
-        with _docker_call(f"running {argv[0]} in {container[:12]}"):
-            exec_id = self.api.exec_create(
-                container,
-                list(argv),
-                user=user or "",
-                environment=dict(env or {}),
-                workdir=workdir,
-            )["Id"]
-            stream = self.api.exec_start(exec_id, stream=True, demux=True)
-        sink = _Collector(cap)
-        reader = threading.Thread(target=_drain, args=(stream, sink), daemon=True)
-        reader.start()
-        deadline = None if timeout is None else start + timeout
-        next_inspect = start + _INSPECT_EVERY_S
-        while True:
-            reader.join(_POLL_S)
-            now = time.monotonic()
-            if not reader.is_alive():
-                break
-            if deadline is not None and now >= deadline:
-                return self._finished(exec_id, sink, start, timed_out=True)
-            if now >= next_inspect:
-                next_inspect = now + _INSPECT_EVERY_S
-                # The command exited but a child it left behind keeps the stream open.
-                if not self._exec_running(exec_id):
-                    reader.join(_DRAIN_AFTER_EXIT_S)
-                    break
-        if sink.error is not None and not isinstance(sink.error, requests.RequestException):
-            raise RuntimeUnavailable(f"reading output of {argv[0]}: {sink.error}")
-        return self._finished(exec_id, sink, start, timed_out=False)
-
-    def _exec_running(self, exec_id: str) -> bool:
-        with _docker_call("inspecting a command"):
-            return bool(self.api.exec_inspect(exec_id).get("Running"))
-
-    def _finished(
-        self, exec_id: str, sink: _Collector, start: float, timed_out: bool
-    ) -> ExecResult:
-        code: int | None = None
-        if not timed_out:
-            with _docker_call("reading a command's exit code"):
-                for _ in range(100):
-                    info = self.api.exec_inspect(exec_id)
-                    if not info.get("Running"):
-                        code = info.get("ExitCode")
-                        break
-                    time.sleep(0.01)
-        return ExecResult(
-            code,
-            bytes(sink.stdout),
-            bytes(sink.stderr),
-            bytes(sink.output),
-            timed_out,
-            time.monotonic() - start,
+        return self.docker.exec(
+            container, argv, user=user, env=env, workdir=workdir, timeout=timeout, cap=cap
         )
 
     def read_file(self, container: str, path: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:
@@ -625,24 +489,6 @@ def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
     info.uid = info.gid = 0
     info.uname = info.gname = "root"
     return info
-
-
-def _drain(stream: Any, sink: _Collector) -> None:
-    try:
-        for out, err in stream:
-            sink.add(out, err)
-    except BaseException as exc:  # reported by the waiting thread, never lost
-        sink.error = exc
-
-
-def _build_log_text(log: Any, fallback: str) -> str:
-    lines: list[str] = []
-    for entry in log or []:
-        if isinstance(entry, dict):
-            text = entry.get("stream") or entry.get("error") or ""
-            lines.append(str(text))
-    text = "".join(lines) or fallback
-    return text[-BUILD_LOG_SHOWN:]
 
 
 def _int_or_none(text: str) -> int | None:
