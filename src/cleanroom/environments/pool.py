@@ -127,6 +127,9 @@ class Pool:
         self.root = config.root / self.pool_id
         self.envs: dict[str, DesktopEnvironment] = {}
         self.book = GenerationBook()
+        # Called with an environment's name just before a reset or recovery wipes its home
+        # and clipboard (the harness sweeps them for foreign tokens there).
+        self.before_wipe: list[Callable[[str], None]] = []
         self.log = ActionLog(run_dir / ACTION_LOG)
         self._locks: dict[str, threading.RLock] = {}
         self._busy: set[str] = set()
@@ -399,6 +402,7 @@ class Pool:
         self.env(name)
         if generation is not None:
             self._checked(name, generation, "reset")
+        self._wiping(name)
         before = self.book.current(name)
         new = self._new_generation(name, why)
         with self._locks[name]:
@@ -431,6 +435,7 @@ class Pool:
 
     def recover(self, name: str, why: str) -> int:
         """Bring a crashed environment back at a new generation (the watchdog's remedy)."""
+        self._wiping(name)
         before = self.book.current(name)
         new = self._new_generation(name, f"recover: {why}")
         with self._locks[name]:
@@ -438,6 +443,10 @@ class Pool:
             self.log.write(name, before, new, "recover", "applied", why)
             self._rebuild(env)
         return new
+
+    def _wiping(self, name: str) -> None:
+        for hook in list(self.before_wipe):
+            hook(name)
 
     def _rebuild(self, env: DesktopEnvironment) -> None:
         env.stop_desktop()

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from cleanroom.core.canary import CANARY_ENV
@@ -41,7 +42,11 @@ from cleanroom.isolation.canary_watch import (
     apply_parked_console,
 )
 from cleanroom.isolation.tests_token_sweep import TEST as SWEEP
-from cleanroom.isolation.tests_token_sweep import apply_sweep
+from cleanroom.isolation.tests_token_sweep import (
+    apply_sweep,
+    sweep_before_wipe,
+    write_wipe_evidence,
+)
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.client import VerifyClient
 
@@ -104,14 +109,14 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
         s.pool, s.store, plan.index, s.run_dir, verify=s.verify, submissions_db=s.submissions_db
     )
     trials = WindowTrials(s, ctx)
-    records = _batch(s, plan, acting, 0, trials)
-    for planned in plan.tests:
-        if planned.name != SWEEP_TEST:  # the sweep runs at the close, after everything
-            trials.run(planned.name, planned.trials)
-    batch = 1
-    while time.monotonic() < deadline:
-        records += _batch(s, plan, acting, batch, trials)
-        batch += 1
+    # A reset wipes a home mid-window: its places are swept first, so a foreign token
+    # there cannot be wiped away unseen before the window's close.
+    wiping = partial(_sweep_before_wipe, s, trials)
+    s.pool.before_wipe.append(wiping)
+    try:
+        records = _window_body(s, plan, acting, deadline, trials)
+    finally:
+        s.pool.before_wipe.remove(wiping)
     s.progress.step("verify server audit")
     senders = sorted({r.token.env for r in records})
     audit = audit_window(s.store, s.verify, plan.index, s.smoke.leased(records), senders)
@@ -159,6 +164,44 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
     )
 
 
+def _window_body(
+    s: WindowServices, plan: WindowPlan, acting: list[str], deadline: float, trials: WindowTrials
+) -> list[SmokeRecord]:
+    """The window's rollouts and isolation tests, up to its audit."""
+    records = _batch(s, plan, acting, 0, trials)
+    for planned in plan.tests:
+        if planned.name != SWEEP_TEST:  # the sweep runs at the close, after everything
+            trials.run(planned.name, planned.trials)
+    batch = 1
+    while time.monotonic() < deadline:
+        records += _batch(s, plan, acting, batch, trials)
+        batch += 1
+    return records
+
+
+def _sweep_before_wipe(s: WindowServices, trials: WindowTrials, env: str) -> None:
+    """Sweep ``env``'s places before a reset or recovery wipes them; store the rows (only
+    cross and lost ones) and make the window's rollouts invalid on a foreign token."""
+    ctx = trials.ctx
+    try:
+        rows = sweep_before_wipe(ctx, 0, env)
+    except Exception as exc:  # a sweep that could not run saw nothing: lost, never clean
+        why = f"{env}'s places could not be swept before its reset: {type(exc).__name__}: {exc}"
+        rows = [IsolationRow(SWEEP_TEST, 0, env, env, RowResult.LOST, ctx.window, why)]
+    if not rows:
+        return  # nothing found and nothing unreadable: no trial of its own
+    trial = trials.reserve(SWEEP_TEST)
+    rows = [replace(r, trial=trial) for r in rows]
+    write_wipe_evidence(ctx, env, rows)
+    s.store.add_isolation_rows(rows)
+    invalidated = apply_sweep(s.store, trials.ctx.window, rows)
+    if any(r.result is RowResult.CROSS for r in rows):
+        s.progress.event(
+            f"[red]token sweep before {env}'s reset: a token outside its environment[/], "
+            f"{invalidated} rollout(s) invalid (isolation)"
+        )
+
+
 def sweep_window(s: WindowServices, trials: WindowTrials, n: int, why: str) -> list[IsolationRow]:
     """Run the token sweep in the trials' window and make the window's rollouts invalid
     (``isolation``) if it found a token outside its environment; return its rows."""
@@ -194,6 +237,14 @@ class WindowTrials:
         self.s = s
         self.ctx = ctx
         self.next: dict[str, int] = {}
+        self._numbering = threading.Lock()  # rollouts' resets sweep from their own threads
+
+    def reserve(self, name: str, n: int = 1) -> int:
+        """The first of ``n`` trial numbers of ``name`` no other trial of the window has."""
+        with self._numbering:
+            first = self.next.get(name, 0)
+            self.next[name] = first + n
+            return first
 
     def run(self, name: str, n: int, why: str = "") -> list[IsolationRow]:
         """Run ``n`` trials of the battery's test ``name``; return their rows."""
@@ -203,9 +254,8 @@ class WindowTrials:
         """Run ``n`` trials of ``test``; return their rows."""
         s, name = self.s, test.name
         s.progress.step(f"isolation test {name}: {n} trial(s)" + (f", {why}" if why else ""))
-        first = self.next.get(name, 0)
+        first = self.reserve(name, n)
         rows = run_test(test, self.ctx, n, first=first)
-        self.next[name] = first + n
         found = {r: sum(1 for x in rows if x.result is r) for r in RowResult}
         s.progress.event(
             f"{name}: {len(rows)} rows, {found[RowResult.CROSS]} cross, "

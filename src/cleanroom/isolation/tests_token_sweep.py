@@ -200,6 +200,35 @@ def proof_readings(readings: list[Reading], proofs: list[Proof]) -> list[Reading
     return prove(readings, expected) + failed
 
 
+def sweep_before_wipe(ctx: TrialContext, trial: int, env: str) -> list[IsolationRow]:
+    """Read one environment's folders and clipboard just before a reset or recovery wipes
+    them: a foreign token resting there mid-window would be gone by the window's close.
+    (A display that crashed took its clipboard with it: there is nothing left to read.)
+
+    Only what was found (``cross``) or could not be read (``lost``) makes rows, and only
+    then is evidence written; the sweep at the window's close proves that the reading
+    sees (its homes' own tokens).
+    """
+    since = window_start(ctx.store, ctx.window) or time.time()
+    mentions = [m for m in tree_mentions(ctx.pool) if m[1] == env]
+    readings = [read_tree(p, since) for p in merge_places(mentions)]
+    display = ctx.pool.env(env).display
+    if display is not None and display.alive():
+        readings.append(read_clipboard(ctx.pool, env))
+    rows = sweep_rows(trial, ctx.window, readings, [env])
+    return [r for r in rows if r.result is not RowResult.CLEAN]
+
+
+def write_wipe_evidence(ctx: TrialContext, env: str, rows: list[IsolationRow]) -> None:
+    """What a sweep before a wipe found, under its trial's evidence folder."""
+    ctx.write_evidence(
+        NAME,
+        rows[0].trial,
+        "sweep-before-wipe.json",
+        {"env": env, "rows": [r.detail for r in rows]},
+    )
+
+
 def window_start(store: RunStore, window: int) -> float | None:
     """When a window of the run opened, if it did."""
     return next((w.started_at for w in store.windows() if w.index == window), None)

@@ -100,6 +100,29 @@ class _LeavesATokenInAnotherHome(IsolationTest):
                 for a, b in self.pairs(ctx)]  # fmt: skip
 
 
+class _LeavesATokenThenTheHomeIsReset(IsolationTest):
+    """A file holding env01's token written by hand into env02's home, then env02 reset
+    (as the next rollout's reset would): the reset wipes the home long before the window
+    closes."""
+
+    name: ClassVar[str] = "planted_then_wiped"
+    number: ClassVar[int] = 93
+    schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
+    detects: ClassVar[tuple[Leak, ...]] = ()
+    planted: ClassVar[list[Path]] = []
+
+    def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
+        account = ctx.pool.env("env02").account
+        path = account.home / f"left-behind-{trial}.txt"
+        path.write_text(f"copied from next door: {ctx.mint('env01')}\n")
+        os.chown(path, account.uid, account.gid)
+        self.planted.append(path)
+        ctx.pool.reset("env02", why="the next rollout")
+        assert not path.exists()  # the reset wiped it: only a sweep before it could see it
+        return [IsolationRow(self.name, trial, a, b, RowResult.CLEAN, ctx.window)
+                for a, b in self.pairs(ctx)]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def live(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WindowServices]:
     """A run with a pool (canary + two environments running Writer), its watcher and a
@@ -121,6 +144,7 @@ def live(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
                 _TakesTheCanaryClipboard(),
                 _ReadsAFileThatIsNotThere(),
                 _LeavesATokenInAnotherHome(),
+                _LeavesATokenThenTheHomeIsReset(),
             )
         }
         with LoopProgress(Console(width=120)) as progress:
@@ -241,6 +265,23 @@ def test_a_token_left_in_another_environments_home_fails_the_window_and_its_roll
     assert result.status == "failed" and live.store.window_status(4) == "failed"
     assert "token sweep" in (result.verdict.failure or "")
     rollouts = live.store.rollouts(4)
+    assert rollouts and {(r.outcome, r.reason) for r in rollouts} == {
+        (Status.INVALID, Reason.ISOLATION)
+    }
+
+
+def test_a_token_wiped_by_a_reset_mid_window_still_fails_the_window(
+    live: WindowServices,
+) -> None:
+    plan = WindowPlan(7, ("writer",), [PlannedTest("planted_then_wiped", 1)])
+    result = run_window(live, plan)
+    sweep = [r for r in live.store.isolation_rows(7) if r.test == SWEEP_TEST]
+    # (Earlier tests of the module leave env01's token in the canary's clipboard.)
+    cross = [r for r in sweep if r.result is RowResult.CROSS and r.to_env == "env02"]
+    assert {r.from_env for r in cross} == {"env01"}, sweep
+    assert str(_LeavesATokenThenTheHomeIsReset.planted[0].resolve()) in cross[0].detail
+    assert result.status == "failed" and "token sweep" in (result.verdict.failure or "")
+    rollouts = live.store.rollouts(7)
     assert rollouts and {(r.outcome, r.reason) for r in rollouts} == {
         (Status.INVALID, Reason.ISOLATION)
     }
