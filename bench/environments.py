@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from cleanroom.environments.display import XvfbDisplay
-from cleanroom.environments.pool import Pool, PoolConfig
-from cleanroom.environments.processes import pids_of_uid
-from cleanroom.environments.screen import Screen
+from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.environments.session.processes import pids_of_uid
+from cleanroom.environments.x11.display import XvfbDisplay
+from cleanroom.environments.x11.screen import Screen
 from results_md import write_section
 
 SECTION = "## Desktop environments"

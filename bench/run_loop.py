@@ -35,8 +35,8 @@ from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import SWEEP_TEST
-from cleanroom.harness.controls_step import leaky_controls
 from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
+from cleanroom.harness.own_controls import leaky_controls
 from results_md import write_section
 
 SECTION = "## Harness loop"

@@ -23,7 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from cleanroom.core.tokens import RolloutId, mint, scan_tree
+from cleanroom.core.tokens import RolloutId, mint
+from cleanroom.tree_scan import scan_tree
 from results_md import write_section
 
 HERE = Path(__file__).resolve().parent

@@ -74,9 +74,9 @@ if [[ ! -x .venv/bin/cleanroom || ! -f $stamp || pyproject.toml -nt $stamp ]]; t
 fi
 # The desktop image the environment tests run programs in (`envs up --containers`): it
 # is named by a hash of its definition, so this only looks it up unless that changed.
-desktop_image="$(.venv/bin/python -m cleanroom.environments.desktop_image --check 2>/dev/null || true)"
+desktop_image="$(.venv/bin/python -m cleanroom.environments.containers.desktop_image --check 2>/dev/null || true)"
 if [[ -z $desktop_image ]]; then
   say "building the desktop image (LibreOffice, Chromium, xterm; a few minutes, once)"
-  .venv/bin/python -m cleanroom.environments.desktop_image >/dev/null
+  .venv/bin/python -m cleanroom.environments.containers.desktop_image >/dev/null
 fi
 say "ready: $(.venv/bin/cleanroom --version 2>/dev/null || echo cleanroom)"

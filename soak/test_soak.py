@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 
 from cleanroom.core.outcomes import Status
-from cleanroom.environments.generations import read_action_log
+from cleanroom.environments.pool.generations import read_action_log
 from cleanroom.harness.loop import load_battery
 from cleanroom.harness.plan import plan_tests
 from cleanroom.store.rundb import DB_NAME, RunStore

@@ -10,7 +10,7 @@ from pathlib import Path
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from cleanroom.verify_server.runner import bind, uvicorn_config, write_port_file
+from cleanroom.verify_server.serve import bind, uvicorn_config, write_port_file
 
 
 async def app(scope: Scope, receive: Receive, send: Send) -> None:

@@ -8,7 +8,8 @@ number only next to a positive control that fired.
 from cleanroom.core.isolation import IsolationRow, RowResult, Window, judge_window
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.core.publish import ControlResult, Publication, Refusal, publish
-from cleanroom.core.tokens import RolloutId, Token, TokenHit, mint, parse, scan_bytes, scan_tree
+from cleanroom.core.tokens import RolloutId, Token, TokenHit, mint, parse, scan_bytes
+from cleanroom.tree_scan import scan_tree
 
 __version__ = "0.1.0"
 

@@ -9,8 +9,8 @@ import typer
 
 from cleanroom.core.canary import CANARY_ENV, INTERVAL_S, CanarySample
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.supervisor import PoolProcess
-from cleanroom.isolation.canary_watch import CanaryWatcher
+from cleanroom.environments.pool.supervisor import PoolProcess
+from cleanroom.isolation.canary.watcher import CanaryWatcher
 from cleanroom.store.rundb import RunStore
 
 app = typer.Typer(no_args_is_help=True)

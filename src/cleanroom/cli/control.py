@@ -11,8 +11,8 @@ import typer
 from cleanroom.core.outcomes import EXIT_INVALID
 from cleanroom.core.publish import NOT_CLAIMED
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.supervisor import NoPool, PoolProcess, current_run_dir
-from cleanroom.isolation.control import run_control
+from cleanroom.environments.pool.supervisor import NoPool, PoolProcess, current_run_dir
+from cleanroom.isolation.controls.positive import run_control
 from cleanroom.store.rundb import DB_NAME, RunBusy, RunStore
 
 

@@ -11,11 +11,10 @@ from rich.console import Console
 from rich.table import Table
 
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.leaks import Leak
-from cleanroom.environments.leaky import DONOR, TAKER, parse_leak
-from cleanroom.environments.orphans import Collection, collect_garbage, reap_run
-from cleanroom.environments.programs import DEFAULT_PROGRAMS, check_programs
-from cleanroom.environments.supervisor import PoolProcess, current_run_dir
+from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak, parse_leak
+from cleanroom.environments.pool.orphans import Collection, collect_garbage, reap_run
+from cleanroom.environments.pool.supervisor import PoolProcess, current_run_dir
+from cleanroom.environments.session.programs import DEFAULT_PROGRAMS, check_programs
 
 app = typer.Typer(no_args_is_help=True)
 

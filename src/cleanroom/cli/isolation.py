@@ -11,9 +11,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cleanroom.environments.leaks import Leak
-from cleanroom.isolation.controls import ISOLATED, Cell, ControlMatrix, plan_setups, run_controls
-from cleanroom.isolation.registry import TESTS
+from cleanroom.environments.leaky_setups import Leak
+from cleanroom.isolation.checks import CHECKS
+from cleanroom.isolation.controls.matrix import (
+    ISOLATED,
+    Cell,
+    ControlMatrix,
+    plan_setups,
+    run_controls,
+)
 from cleanroom.store.rundb import RunStore
 
 app = typer.Typer(no_args_is_help=True)
@@ -79,9 +85,9 @@ def controls(
     as_json: bool = typer.Option(False, "--json", help="Print the matrix as JSON."),
 ) -> None:
     """Print the matrix test x setup -> fired / clean / lost; exit 1 on a finding."""
-    chosen = _names(tests, sorted(TESTS), "test") or sorted(TESTS)
+    chosen = _names(tests, sorted(CHECKS), "test") or sorted(CHECKS)
     kinds = _names(leaks, [k.value for k in Leak], "leak")
-    selected = [TESTS[n] for n in chosen]
+    selected = [CHECKS[n] for n in chosen]
     leak_list = [Leak(k) for k in kinds] if kinds is not None else None
     setups = list(plan_setups(selected, leak_list, faults=faults))
     run_dir = run or Path("runs") / time.strftime("controls-%Y%m%d-%H%M%S")

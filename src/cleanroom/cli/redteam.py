@@ -13,7 +13,7 @@ from cleanroom.redteam import html_report
 from cleanroom.redteam.assets import AssetBuildFailed, assets_for
 from cleanroom.redteam.catalogue import ATTACKS, by_id
 from cleanroom.redteam.matrix import Cell, Matrix, Row
-from cleanroom.redteam.runner import (
+from cleanroom.redteam.run_matrix import (
     ALL_MODES,
     NoTasks,
     example_tasks,

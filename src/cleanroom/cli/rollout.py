@@ -10,8 +10,8 @@ import typer
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.outcomes import EXIT_INVALID
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.supervisor import PoolProcess
-from cleanroom.rollouts.runner import TASKS, run_rollout
+from cleanroom.environments.pool.supervisor import PoolProcess
+from cleanroom.rollouts.smoke_rollout import TASKS, run_rollout
 
 
 def rollout(

@@ -10,11 +10,11 @@ import typer
 
 from cleanroom.cli.shared import console as shared_console
 from cleanroom.cli.shared import new_run_folder
-from cleanroom.harness.controls_step import leaky_controls
 from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
+from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.plan import UnknownTest
 from cleanroom.harness.report_step import print_report
-from cleanroom.rollouts.runner import TASKS
+from cleanroom.rollouts.smoke_rollout import TASKS
 
 # Options that `run` and `soak` share.
 DEFAULT_TASKS = ",".join(TASKS)

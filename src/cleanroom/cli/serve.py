@@ -3,6 +3,6 @@ itself lives with the server, which runs it as its own entry point too."""
 
 from __future__ import annotations
 
-from cleanroom.verify_server.runner import serve
+from cleanroom.verify_server.serve import serve
 
 __all__ = ["serve"]

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cleanroom import tree_scan
 from cleanroom.core import tokens as core_tokens
 
 app = typer.Typer(no_args_is_help=True)
@@ -27,21 +28,21 @@ def scan(
     paths: list[Path] = typer.Argument(..., help="Files or folders to search."),  # noqa: B008
     as_json: bool = typer.Option(False, "--json", help="Print JSON lines, one per hit."),
 ) -> None:
-    errors: list[core_tokens.ScanError] = []
+    errors: list[tree_scan.ScanError] = []
     hits: list[core_tokens.TokenHit] = []
     for p in paths:
         if not p.exists():
             typer.echo(f"error: no such file or folder: {p}", err=True)
             raise typer.Exit(2)
         if p.is_dir():
-            scan = core_tokens.scan_tree(p)
+            scan = tree_scan.scan_tree(p)
             hits.extend(scan.hits)
             errors.extend(scan.errors)
         else:
             try:
-                hits.extend(core_tokens.scan_file(p))
+                hits.extend(tree_scan.scan_file(p))
             except OSError as exc:
-                errors.append(core_tokens.ScanError(str(p), exc.strerror or str(exc)))
+                errors.append(tree_scan.ScanError(str(p), exc.strerror or str(exc)))
     if as_json:
         for h in hits:
             row = {

@@ -1,7 +1,7 @@
 """The channels check's rows, from what its probes planted and collected (pure).
 
 Every environment plants its own token in every channel class and then collects from
-all of them (see `isolation.channel_probe`). A token of environment S collected by
+all of them (see `isolation.checks.channel_probe`). A token of environment S collected by
 environment R (S != R) in class C is a ``cross`` row S -> R for C. A class is proven for
 R only when R collected its *own* token there (the collector can see that class);
 otherwise, or when the probe could not test it, the rows into R for that class are

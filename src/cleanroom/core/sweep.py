@@ -8,7 +8,7 @@ place that could not be read, or that did not show a token its owner wrote there
 prove it is seen, gives ``lost`` rows for its owners. Every other pair is ``clean``.
 
 This module is the pure part: places, what was read in them, the rows, and how far back
-a foreign token can reach. Reading the places is `isolation.tests_token_sweep`.
+a foreign token can reach. Reading the places is `isolation.checks.token_sweep`.
 """
 
 from __future__ import annotations

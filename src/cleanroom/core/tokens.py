@@ -10,14 +10,13 @@ without a lookup.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 import secrets
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
 ENV_PATTERN = r"env\d{2,3}"
 ROLLOUT_PATTERN = rf"(?P<env>{ENV_PATTERN})-w(?P<window>\d{{3,6}})-r(?P<seq>\d{{4,8}})"
@@ -38,9 +37,6 @@ _HS_PATTERN = rb"env[0-9]{2,3}-w[0-9]{3,6}-r[0-9]{4,8}-[0-9a-f]{8}"
 Buffer = bytes | bytearray | memoryview
 
 TOKEN_MAX_LEN = len("env000-w000000-r00000000-00000000")
-_CHUNK = 8 << 20
-PARALLEL_BYTES = 64 << 20  # below this a tree is scanned in the calling process
-_PER_FILE_COST = 32 << 10  # a file's system calls cost about as much as reading 32 KiB
 
 
 class TokenError(ValueError):
@@ -199,157 +195,3 @@ def scan_bytes(data: Buffer, source: str = "<bytes>") -> list[TokenHit]:
 def scan_text(text: str, source: str = "<text>") -> list[TokenHit]:
     """Every token in a text string (offsets are in UTF-8 bytes)."""
     return scan_bytes(text.encode("utf-8", "surrogatepass"), source)
-
-
-def scan_file(path: str | os.PathLike[str], *, chunk_size: int = _CHUNK) -> list[TokenHit]:
-    """Every token in one file, read in large chunks so any size of file is fine.
-
-    Consecutive chunks overlap by more than one token, and a match is reported only by
-    the chunk in which it starts before the overlap, so a token straddling a boundary is
-    found exactly once and the look-around at either end always sees real bytes.
-    """
-    source = os.fspath(path)
-    with open(source, "rb", buffering=0) as fh:
-        if os.fstat(fh.fileno()).st_size <= chunk_size:
-            data = fh.read()
-            if len(data) <= chunk_size:
-                return scan_bytes(data, source)
-            return _scan_stream(fh, source, data, chunk_size)
-        return _scan_stream(fh, source, b"", chunk_size)
-
-
-def _scan_stream(fh: BinaryIO, source: str, first: bytes, chunk_size: int) -> list[TokenHit]:
-    hits: list[TokenHit] = []
-    overlap = TOKEN_MAX_LEN + 1
-    buf, base, pos = first, 0, 0  # buf[0] is at file offset base; scanning starts at pos
-    while True:
-        chunk = fh.read(chunk_size)
-        if chunk:
-            buf += chunk
-        if not chunk:
-            hits.extend(_hit(m, source, base) for m in _matches(buf, pos))
-            return hits
-        cut = max(len(buf) - overlap, pos)
-        for m in _matches(buf, pos):
-            if m.start() >= cut:
-                break
-            hits.append(_hit(m, source, base))
-        keep = max(cut - 1, 0)  # one byte before the cut keeps the glued-word check honest
-        buf, base, pos = buf[keep:], base + keep, cut - keep
-
-
-@dataclass(frozen=True)
-class ScanError:
-    """A file or folder the scanner could not read or list, and why."""
-
-    path: str
-    reason: str
-    # The entry was gone when the scanner reached it (running programs replace their
-    # temporary files all the time): nothing in it can be read any more, by anyone.
-    vanished: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.reason}"
-
-
-def _scan_error(path: str, exc: OSError) -> ScanError:
-    return ScanError(path, exc.strerror or str(exc), isinstance(exc, FileNotFoundError))
-
-
-@dataclass
-class TreeScan:
-    """What a tree scan found, and every place in the tree it could not read.
-
-    A scan is only as complete as its error list is empty: a caller that needs
-    completeness turns `blind_spots` into `lost` rows for the rows that relied on the tree.
-    """
-
-    root: str
-    hits: list[TokenHit]
-    errors: list[ScanError]
-
-    @property
-    def blind_spots(self) -> list[ScanError]:
-        """The errors that leave something unread: all but entries below the root that
-        vanished (what vanished can hold no token any more). A missing root is blind."""
-        return [e for e in self.errors if not e.vanished or e.path == self.root]
-
-
-def _sized_files(root: str, errors: list[ScanError]) -> Iterator[tuple[str, int]]:
-    """Every regular file under ``root`` with its size, never following symlinks; a folder
-    that cannot be listed and an entry that cannot be examined go to ``errors``."""
-    stack = [root]
-    while stack:
-        top = stack.pop()
-        try:
-            with os.scandir(top) as it:
-                entries = list(it)  # a listing that fails half way is an error, not a cut
-        except NotADirectoryError:
-            try:
-                yield top, os.stat(top).st_size
-            except OSError as exc:
-                errors.append(_scan_error(top, exc))
-            continue
-        except OSError as exc:
-            errors.append(_scan_error(top, exc))
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
-                    yield entry.path, entry.stat(follow_symlinks=False).st_size
-            except OSError as exc:
-                errors.append(_scan_error(entry.path, exc))
-
-
-def _scan_many(paths: list[str]) -> tuple[list[TokenHit], list[ScanError]]:
-    hits: list[TokenHit] = []
-    errors: list[ScanError] = []
-    for path in paths:
-        try:
-            hits.extend(scan_file(path))
-        except OSError as exc:
-            errors.append(_scan_error(path, exc))
-    return hits, errors
-
-
-def scan_tree(root: str | os.PathLike[str], *, workers: int | None = None) -> TreeScan:
-    """Every token in every regular file under ``root``, in one pass, with every file
-    that could not be read and every folder that could not be listed (permission denied,
-    vanished mid-walk, a root that is missing) in the result's errors: nothing is
-    skipped silently. A large tree is split across worker processes (``workers``, by
-    default one per core once the tree passes `PARALLEL_BYTES`): reading and matching
-    run at memory speed, so the per-file system calls are what a second core pays for.
-    """
-    top = os.fspath(root)
-    errors: list[ScanError] = []
-    files = list(_sized_files(top, errors))
-    if workers is None:
-        total = sum(size for _, size in files)
-        workers = min(os.cpu_count() or 1, 4) if total >= PARALLEL_BYTES else 1
-    if workers <= 1 or len(files) < 2 * workers:
-        hits, errs = _scan_many([p for p, _ in files])
-    else:
-        hits, errs = _scan_parallel(files, workers)
-    return TreeScan(top, hits, errors + errs)
-
-
-def _scan_parallel(
-    files: list[tuple[str, int]], workers: int
-) -> tuple[list[TokenHit], list[ScanError]]:
-    # Deal files largest first to the least-loaded worker, then put the hits back in walk order.
-    order = {path: i for i, (path, _) in enumerate(files)}
-    shares: list[list[str]] = [[] for _ in range(workers)]
-    loads = [0] * workers
-    for path, size in sorted(files, key=lambda f: -f[1]):
-        k = loads.index(min(loads))
-        shares[k].append(path)
-        loads[k] += size + _PER_FILE_COST
-    # fork, not spawn: a spawned worker would pay the interpreter start-up again.
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(workers) as pool:
-        results = pool.map(_scan_many, shares)
-    hits = [h for part, _ in results for h in part]
-    hits.sort(key=lambda h: (order[h.source], h.offset))
-    return hits, [e for _, part in results for e in part]

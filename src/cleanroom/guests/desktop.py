@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.environments.errors import StartError
-from cleanroom.environments.sandbox import enter_described
+from cleanroom.environments.session.sandbox import enter_described
 from cleanroom.guests.base import GuestError
 from cleanroom.guests.local import LocalGuest
 
@@ -24,7 +24,7 @@ _SESSION_KEYS = ("DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_A
 def environment_details(name: str, run_dir: Path | None = None) -> dict[str, Any]:
     """The pool's live description of one environment; `GuestError` if unreachable."""
     from cleanroom.environments.errors import PoolError
-    from cleanroom.environments.supervisor import PoolProcess
+    from cleanroom.environments.pool.supervisor import PoolProcess
 
     run = run_dir or (Path(os.environ[RUN_ENV]) if os.environ.get(RUN_ENV) else None)
     try:

@@ -10,7 +10,7 @@ One run folder, one run database, the harness loop (`loop`) sized for a 2-core m
 4. one short window: smoke rollouts on every acting environment, every isolation test
    at reduced trials (observation privacy watching for 20 s, not 120 s), the audit and
    the canary verdict;
-5. the run's own controls (`controls_step`), so that every check the window counted is
+5. the run's own controls (`own_controls`), so that every check the window counted is
    proven in this run: the canary's and the audit's planted leaks (the audit's: env02's
    token delivered through env01's lease on purpose; the rollouts it names become
    invalid, never rows of the number), and every test under one leaky setup or fault
@@ -35,11 +35,11 @@ from cleanroom.core.isolation import CONTROL_WINDOW
 from cleanroom.core.outcomes import Outcome
 from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.guests.local import LocalGuest
-from cleanroom.harness.audit import AUDIT_TEST
-from cleanroom.harness.controls_step import leaky_controls
+from cleanroom.harness.form_audit_rows import AUDIT_TEST
 from cleanroom.harness.loop import LoopConfig, LoopResult, LoopServices, run_loop
+from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.report_step import print_report
-from cleanroom.isolation.tests_observation_privacy import DURATION_S
+from cleanroom.isolation.checks.observation_privacy import DURATION_S
 from cleanroom.reports.model import RunReport
 from cleanroom.reports.redteam_section import REDTEAM_FILE
 from cleanroom.store.rundb import RunStore
@@ -160,7 +160,7 @@ def _leaky_controls(s: LoopServices, result: DemoResult) -> None:
 
 def _redteam(s: LoopServices, result: DemoResult) -> None:
     from cleanroom.redteam.catalogue import ATTACKS
-    from cleanroom.redteam.runner import example_tasks, plan_rows, run_matrix
+    from cleanroom.redteam.run_matrix import example_tasks, plan_rows, run_matrix
     from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 
     s.progress.step("container red-team matrix: every attack against every verifier mode")

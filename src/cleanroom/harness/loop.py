@@ -15,7 +15,6 @@ way the loop ends, `cleanroom report` can read the run.
 
 from __future__ import annotations
 
-import importlib
 import json
 import threading
 import time
@@ -29,11 +28,11 @@ from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV, PARKED_CONSOLE_TEST
 from cleanroom.core.isolation import judge_window
-from cleanroom.environments.orphans import collect_garbage
-from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import DEFAULT_ROOT, Pool, PoolConfig
-from cleanroom.environments.pool_record import RECORDS_DIR
-from cleanroom.environments.watchdog import Watchdog
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.orphans import collect_garbage
+from cleanroom.environments.pool.pool import DEFAULT_ROOT, Pool, PoolConfig
+from cleanroom.environments.pool.pool_record import RECORDS_DIR
+from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.harness.plan import PlannedTest, plan_tests
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRunner
@@ -45,17 +44,16 @@ from cleanroom.harness.window import (
     run_window,
     sweep_window,
 )
-from cleanroom.isolation.battery import TESTS, IsolationTest
-from cleanroom.isolation.canary_watch import CanaryWatcher
-from cleanroom.isolation.control import run_control
-from cleanroom.isolation.parked_console import ParkedConsole
-from cleanroom.isolation.tests_observation_privacy import observing_for
+from cleanroom.isolation.battery import IsolationTest
+from cleanroom.isolation.canary.parked_console import ParkedConsole
+from cleanroom.isolation.canary.watcher import CanaryWatcher
+from cleanroom.isolation.checks import CHECKS, observing_for
+from cleanroom.isolation.controls.positive import run_control
 from cleanroom.reports.machine import machine_info
-from cleanroom.rollouts.runner import TASKS
+from cleanroom.rollouts.smoke_rollout import TASKS
 from cleanroom.store.rundb import RunStore, WatchRecord
 from cleanroom.verify_server.process import VerifyServerProcess
 
-REGISTRY = "cleanroom.isolation.registry"
 CONTROL_EVIDENCE = "control-evidence.json"
 HARNESS_ERROR = "harness-error.txt"
 CONTROL_ATTEMPTS = 2
@@ -140,13 +138,9 @@ class LoopResult:
 
 
 def load_battery() -> dict[str, IsolationTest]:
-    """The registered isolation tests; the registry module fills the battery on import."""
-    try:
-        importlib.import_module(REGISTRY)
-    except ModuleNotFoundError as exc:
-        if exc.name != REGISTRY:
-            raise  # a registry that exists but cannot import is a fault, not "no tests"
-    return dict(TESTS)
+    """The isolation checks of the one table (`isolation.checks.CHECKS`), as a copy the
+    caller may adjust."""
+    return dict(CHECKS)
 
 
 def run_loop(

@@ -1,7 +1,7 @@
 """Smoke rollouts on the harness's in-process pool: one per acting environment, in parallel.
 
 Each rollout gets a token and a start record before it acts; its outcome comes from
-`rollouts.runner` (the one place that decides a smoke rollout's outcome). A fault of the
+`rollouts.smoke_rollout` (the one place that decides a smoke rollout's outcome). A fault of the
 harness itself (anything the task did not anticipate) is an ``invalid`` outcome with the
 error as its detail, never a score. Once the harness is stopping, a rollout that is
 still running is left unfinished, so the run database records it as interrupted.
@@ -18,11 +18,11 @@ from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.core.tokens import Token, mint
-from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import Pool
-from cleanroom.harness.audit import LeasedRollout
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import Pool
+from cleanroom.harness.form_audit_rows import LeasedRollout
 from cleanroom.rollouts.base import RolloutContext, SmokeTask
-from cleanroom.rollouts.runner import attempt_rollout, next_rollout_id, reset_for_rollout
+from cleanroom.rollouts.smoke_rollout import attempt_rollout, next_rollout_id, reset_for_rollout
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.client import VerifyClient
 

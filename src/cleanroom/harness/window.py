@@ -29,20 +29,20 @@ from cleanroom.core.isolation import (
     WindowVerdict,
     judge_window,
 )
-from cleanroom.environments.pool import Pool
-from cleanroom.harness.audit_step import AuditResult, audit_window
+from cleanroom.environments.pool.pool import Pool
+from cleanroom.harness.form_audit_window import AuditResult, audit_window
 from cleanroom.harness.plan import FOLLOW_UP_TEST, PlannedTest, assign_tasks, follow_up_trials
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRecord, SmokeRunner
 from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
-from cleanroom.isolation.canary_watch import (
+from cleanroom.isolation.canary.watcher import (
     AppliedVerdict,
     CanaryWatcher,
     apply_canary,
     apply_parked_console,
 )
-from cleanroom.isolation.tests_token_sweep import TEST as SWEEP
-from cleanroom.isolation.tests_token_sweep import (
+from cleanroom.isolation.checks import CHECKS
+from cleanroom.isolation.checks.token_sweep import (
     apply_sweep,
     sweep_before_wipe,
     write_wipe_evidence,
@@ -206,7 +206,7 @@ def sweep_window(s: WindowServices, trials: WindowTrials, n: int, why: str) -> l
     """Run the token sweep in the trials' window and make the window's rollouts invalid
     (``isolation``) if it found a token outside its environment; return its rows."""
     # A battery made for one purpose may leave the sweep out; the window still runs it.
-    rows = trials.run_test(s.battery.get(SWEEP_TEST, SWEEP), n, why=why)
+    rows = trials.run_test(s.battery.get(SWEEP_TEST, CHECKS[SWEEP_TEST]), n, why=why)
     invalidated = apply_sweep(s.store, trials.ctx.window, rows)
     if any(r.result is RowResult.CROSS for r in rows):
         s.progress.event(

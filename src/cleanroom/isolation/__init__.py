@@ -1,1 +1,3 @@
-"""Isolation checks that run on the environment pool: the canary and the positive control."""
+"""Isolation on the environment pool: the contract every check implements (`battery`), the
+checks and their one table (`checks`), the positive controls (`controls`) and the canary's
+watcher and parked console (`canary`)."""

@@ -6,7 +6,7 @@ read, saved, screenshot hashes, timings) goes into its own folder in the run fol
 trial that cannot read its inputs returns ``lost`` rows; a trial that raises is turned
 into ``lost`` rows for every pair here, so nothing is ever skipped silently.
 
-The tests live one per module beside this one and register themselves in `TESTS`.
+The tests live one per module in `isolation.checks`, whose `CHECKS` is the one table of them.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.tokens import RolloutId, Token, mint
-from cleanroom.environments.leaks import Leak
-from cleanroom.environments.pool import Pool
+from cleanroom.environments.leaky_setups import Leak
+from cleanroom.environments.pool.pool import Pool
 from cleanroom.store.rundb import LatencySample, RunStore
 from cleanroom.verify_server.client import VerifyClient
 
@@ -109,17 +109,6 @@ class IsolationTest(ABC):
         """The ordered pairs a trial checks (every acting environment against every other)."""
         envs = ctx.acting_envs
         return [(a, b) for a in envs for b in envs if a != b]
-
-
-TESTS: dict[str, IsolationTest] = {}
-
-
-def register(test: IsolationTest) -> IsolationTest:
-    """Add a test to the battery (each test module calls this once)."""
-    if test.name in TESTS:
-        raise ValueError(f"isolation test {test.name!r} registered twice")
-    TESTS[test.name] = test
-    return test
 
 
 def lost_rows(test: IsolationTest, ctx: TrialContext, trial: int, why: str) -> list[IsolationRow]:

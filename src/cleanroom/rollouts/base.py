@@ -10,7 +10,7 @@ from typing import Any
 
 from cleanroom.core.outcomes import Outcome
 from cleanroom.core.tokens import Token
-from cleanroom.environments.policy import PolicyHandle
+from cleanroom.environments.policy.handle import PolicyHandle
 
 
 class RolloutSetupError(RuntimeError):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from cleanroom.core.outcomes import Outcome, Reason
-from cleanroom.environments.odt import OdtError, odt_text
-from cleanroom.environments.template import DOCUMENT
+from cleanroom.environments.session.odt import OdtError, odt_text
+from cleanroom.environments.session.template import DOCUMENT
 from cleanroom.lifecycle import wait_until
 from cleanroom.rollouts.base import RolloutContext, SmokeTask
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from cleanroom.verify_server.runner import serve
+from cleanroom.verify_server.serve import serve
 
 if __name__ == "__main__":
     typer.run(serve)

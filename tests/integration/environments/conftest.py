@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.environments.pool import Pool, PoolConfig
-from cleanroom.environments.supervisor import PoolProcess
+from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.environments.pool.supervisor import PoolProcess
 
 NEEDED = ("Xvfb", "xauth", "dbus-daemon", "soffice", "xterm", "chromium", "useradd")
 

@@ -7,10 +7,10 @@ import time
 
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import Pool
-from cleanroom.isolation.canary_control import PLANTS, Plant, run_canary_control
-from cleanroom.isolation.canary_watch import CanaryWatcher, apply_canary
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import Pool
+from cleanroom.isolation.canary.watcher import CanaryWatcher, apply_canary
+from cleanroom.isolation.controls.canary import PLANTS, Plant, run_canary_control
 from cleanroom.store.rundb import RunStore
 
 

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from cleanroom.core.isolation import RowResult
-from cleanroom.environments.desktop_image import DockerUnavailable, docker_client
-from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import Pool, PoolConfig
-from cleanroom.environments.program_container import POOL_LABEL, NoNetworkInContainer
-from cleanroom.environments.watchdog import Watchdog
+from cleanroom.environments.containers.desktop_image import DockerUnavailable, docker_client
+from cleanroom.environments.containers.program_container import POOL_LABEL, NoNetworkInContainer
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.isolation.battery import TrialContext, run_test
-from cleanroom.isolation.tests_channels import ChannelsTest
+from cleanroom.isolation.checks.channels import ChannelsTest
 from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import RunStore
 

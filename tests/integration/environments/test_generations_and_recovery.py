@@ -9,12 +9,12 @@ import pytest
 from Xlib import Xatom
 from Xlib import display as xdisplay
 
-from cleanroom.environments.environment import DesktopEnvironment
 from cleanroom.environments.errors import CanaryIsReadOnly, StaleGeneration
-from cleanroom.environments.generations import read_action_log
-from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import Pool
-from cleanroom.environments.watchdog import Watchdog
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.environment import DesktopEnvironment
+from cleanroom.environments.pool.generations import read_action_log
+from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.lifecycle import wait_until
 
 
@@ -106,6 +106,6 @@ def test_the_canary_refuses_every_action(pool: Pool) -> None:
 
 
 def parse_set_clipboard(text: str):  # type: ignore[no-untyped-def]
-    from cleanroom.environments.actions import parse_action
+    from cleanroom.environments.policy.actions import parse_action
 
     return parse_action({"kind": "set_clipboard", "text": text})

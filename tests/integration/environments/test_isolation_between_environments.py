@@ -6,8 +6,8 @@ import threading
 import time
 
 from cleanroom.core.tokens import RolloutId, mint, scan_text
-from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import Pool
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import Pool
 
 
 def test_two_environments_typed_into_at_once_each_receive_exactly_their_own_text(

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.environments.pool_record import read_record
-from cleanroom.environments.processes import alive, pids_of_uid
-from cleanroom.environments.supervisor import PoolProcess, read_state
+from cleanroom.environments.pool.pool_record import read_record
+from cleanroom.environments.pool.supervisor import PoolProcess, read_state
+from cleanroom.environments.session.processes import alive, pids_of_uid
 from cleanroom.lifecycle import wait_until
 
 from .conftest import require_desktop_stack

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.environments.pool_record import read_record
-from cleanroom.environments.processes import alive, pids_of_uid
-from cleanroom.environments.program_container import POOL_LABEL
-from cleanroom.environments.supervisor import PoolProcess, read_state
+from cleanroom.environments.containers.program_container import POOL_LABEL
+from cleanroom.environments.pool.pool_record import read_record
+from cleanroom.environments.pool.supervisor import PoolProcess, read_state
+from cleanroom.environments.session.processes import alive, pids_of_uid
 from cleanroom.lifecycle import wait_until
 
 from .conftest import require_desktop_stack

@@ -13,11 +13,11 @@ import pytest
 from cleanroom.core.canary import PARKED_CONSOLE_TEST
 from cleanroom.core.isolation import RowResult
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import Pool, PoolConfig
-from cleanroom.isolation.canary_control import run_console_control
-from cleanroom.isolation.canary_watch import CanaryWatcher, apply_parked_console
-from cleanroom.isolation.parked_console import ParkedConsole
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.isolation.canary.parked_console import ParkedConsole
+from cleanroom.isolation.canary.watcher import CanaryWatcher, apply_parked_console
+from cleanroom.isolation.controls.canary import run_console_control
 from cleanroom.store.rundb import RunStore
 
 from .conftest import require_desktop_stack

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.environments.environment import DesktopEnvironment
-from cleanroom.environments.pool import Pool, PoolConfig
-from cleanroom.environments.processes import kill_pids, process_tree
+from cleanroom.environments.pool.environment import DesktopEnvironment
+from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.environments.session.processes import kill_pids, process_tree
 
 from .conftest import require_desktop_stack
 from .test_containers_mode import require_docker

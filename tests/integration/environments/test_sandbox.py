@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.environments.processes import alive, pids_of_uid
-from cleanroom.environments.sandbox import Sandbox, SandboxLayout
+from cleanroom.environments.session.processes import alive, pids_of_uid
+from cleanroom.environments.session.sandbox import Sandbox, SandboxLayout
 
 Boxed = tuple[Sandbox, Path, pwd.struct_passwd]
 FETCH = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=3).status)"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cleanroom.environments.errors import CanaryIsReadOnly, StaleGeneration
-from cleanroom.environments.supervisor import PoolProcess
+from cleanroom.environments.pool.supervisor import PoolProcess
 
 REPO = Path(__file__).resolve().parents[3]
 CLEANROOM = REPO / ".venv" / "bin" / "cleanroom"

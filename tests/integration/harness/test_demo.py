@@ -11,7 +11,7 @@ import pytest
 
 from cleanroom.core.isolation import RowResult
 from cleanroom.core.outcomes import Reason, Status
-from cleanroom.harness.audit import AUDIT_TEST
+from cleanroom.harness.form_audit_rows import AUDIT_TEST
 from cleanroom.store.rundb import RunStore
 
 CLI = Path(sys.executable).with_name("cleanroom")

@@ -24,19 +24,19 @@ from cleanroom.core.isolation import SWEEP_TEST, IsolationRow, RowResult
 from cleanroom.core.outcomes import Reason, Status
 from cleanroom.core.publish import ControlResult, Refusal
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.environments.leaks import Leak
-from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import Pool, PoolConfig
-from cleanroom.harness.audit import LeasedRollout
-from cleanroom.harness.audit_step import audit_window
+from cleanroom.environments.leaky_setups import Leak
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.harness.form_audit_rows import LeasedRollout
+from cleanroom.harness.form_audit_window import audit_window
 from cleanroom.harness.loop import end_of_run_sweep
 from cleanroom.harness.plan import PlannedTest
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRunner
 from cleanroom.harness.window import WindowPlan, WindowServices, run_window
 from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
-from cleanroom.isolation.canary_watch import CanaryWatcher
-from cleanroom.isolation.sweep_control import run_sweep_control
+from cleanroom.isolation.canary.watcher import CanaryWatcher
+from cleanroom.isolation.controls.token_sweep import run_sweep_control
 from cleanroom.reports.model import build_report
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.isolation.controls import ISOLATED, fault_setup, run_controls
-from cleanroom.isolation.faults import Fault
-from cleanroom.isolation.registry import TESTS
+from cleanroom.isolation.checks import CHECKS
+from cleanroom.isolation.controls.faults import Fault
+from cleanroom.isolation.controls.matrix import ISOLATED, fault_setup, run_controls
 from cleanroom.store.rundb import RunStore
 
 pytestmark = pytest.mark.slow
@@ -42,7 +42,7 @@ def test_stale_generation_is_proven_by_its_fault_and_clean_when_isolated(tmp_pat
     fault = fault_setup(Fault.GENERATION_CHECK_BYPASSED)
     store = RunStore.create(tmp_path)
     try:
-        matrix = run_controls(tmp_path, store, [TESTS["stale_generation"]], trials=1)
+        matrix = run_controls(tmp_path, store, [CHECKS["stale_generation"]], trials=1)
         recorded = store.leaky_controls()
     finally:
         store.close()

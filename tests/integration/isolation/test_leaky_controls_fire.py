@@ -13,14 +13,14 @@ import pytest
 
 from cleanroom.core.isolation import RowResult
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.environments.leaks import Leak
-from cleanroom.environments.policy import LocalHandle
-from cleanroom.environments.pool import Pool, PoolConfig
+from cleanroom.environments.leaky_setups import Leak
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import Pool, PoolConfig
 from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
-from cleanroom.isolation.tests_clipboard import ClipboardTest
-from cleanroom.isolation.tests_dialog_steal import DialogStealTest
-from cleanroom.isolation.tests_keyboard_storm import KeyboardStormTest
-from cleanroom.isolation.tests_modifier_leak import ModifierLeakTest
+from cleanroom.isolation.checks.clipboard import ClipboardTest
+from cleanroom.isolation.checks.dialog_steal import DialogStealTest
+from cleanroom.isolation.checks.keyboard_storm import KeyboardStormTest
+from cleanroom.isolation.checks.modifier_leak import ModifierLeakTest
 from cleanroom.store.rundb import RunStore
 
 pytestmark = pytest.mark.slow

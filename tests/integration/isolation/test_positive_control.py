@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.isolation.control import run_control
+from cleanroom.isolation.controls.positive import run_control
 
 
 @pytest.mark.slow

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 from cleanroom.core.isolation import IsolationRow, RowResult
-from cleanroom.environments.pool import Pool, PoolConfig
+from cleanroom.environments.pool.pool import Pool, PoolConfig
 from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
-from cleanroom.isolation.faults import Fault, with_fault
-from cleanroom.isolation.tests_channels import ChannelsTest
-from cleanroom.isolation.tests_crash_blast_radius import CrashBlastRadiusTest
-from cleanroom.isolation.tests_files_and_prefs import FilesAndPrefsTest
-from cleanroom.isolation.tests_observation_privacy import ObservationPrivacyTest
-from cleanroom.isolation.tests_reset_during_write import ResetDuringWriteTest
-from cleanroom.isolation.tests_stale_generation import StaleGenerationTest
+from cleanroom.isolation.checks.channels import ChannelsTest
+from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusTest
+from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsTest
+from cleanroom.isolation.checks.observation_privacy import ObservationPrivacyTest
+from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteTest
+from cleanroom.isolation.checks.stale_generation import StaleGenerationTest
+from cleanroom.isolation.controls.faults import Fault, with_fault
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
 

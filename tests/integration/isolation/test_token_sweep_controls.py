@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from cleanroom.core.isolation import SWEEP_TEST
-from cleanroom.environments.leaks import Leak
-from cleanroom.isolation.controls import ISOLATED, run_controls
-from cleanroom.isolation.registry import TESTS
+from cleanroom.environments.leaky_setups import Leak
+from cleanroom.isolation.checks import CHECKS
+from cleanroom.isolation.controls.matrix import ISOLATED, run_controls
 from cleanroom.store.rundb import RunStore
 
 pytestmark = pytest.mark.slow
@@ -28,7 +28,7 @@ def test_the_sweep_fires_under_a_shared_home_and_is_clean_when_isolated(tmp_path
     store = RunStore.create(tmp_path)
     try:
         matrix = run_controls(
-            tmp_path, store, [TESTS[SWEEP_TEST]], leaks=[Leak.SHARED_HOME], faults=False
+            tmp_path, store, [CHECKS[SWEEP_TEST]], leaks=[Leak.SHARED_HOME], faults=False
         )
     finally:
         store.close()

@@ -14,7 +14,7 @@ import pytest
 
 from cleanroom.redteam.catalogue import ATTACKS
 from cleanroom.redteam.matrix import Matrix
-from cleanroom.redteam.runner import example_tasks, plan_rows, run_matrix
+from cleanroom.redteam.run_matrix import example_tasks, plan_rows, run_matrix
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 
 JOBS = 3

@@ -6,7 +6,7 @@ import pytest
 
 from cleanroom.redteam.catalogue import ATTACKS, Attack, ClearedExpectation
 from cleanroom.redteam.matrix import Matrix, Row, RowKind, Verdict
-from cleanroom.redteam.runner import EXAMPLE_TASK_NAMES
+from cleanroom.redteam.run_matrix import EXAMPLE_TASK_NAMES
 from cleanroom.verifiers.container.modes import Mode
 
 pytestmark = pytest.mark.docker

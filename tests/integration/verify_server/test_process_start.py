@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from cleanroom import lifecycle
-from cleanroom.environments.processes import alive
+from cleanroom.environments.session.processes import alive
 from cleanroom.lifecycle import wait_until
 from cleanroom.verify_server import process as server_process
 from cleanroom.verify_server.process import VerifyServerProcess

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.environments.clipboard import ClipboardOwner, read_selection
-from cleanroom.environments.display import XvfbDisplay
+from cleanroom.environments.x11.clipboard import ClipboardOwner, read_selection
+from cleanroom.environments.x11.display import XvfbDisplay
 
 
 @pytest.fixture

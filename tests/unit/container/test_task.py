@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.redteam.runner import EXAMPLE_TASK_NAMES
+from cleanroom.redteam.run_matrix import EXAMPLE_TASK_NAMES
 from cleanroom.verifiers.container.task import (
     DEFAULT_REWARD_PATH,
     TaskConfigError,

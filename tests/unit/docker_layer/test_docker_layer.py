@@ -18,7 +18,7 @@ import requests
 
 from cleanroom import docker_layer
 from cleanroom.docker_layer import Docker, DockerError, ImageBuildFailed, translated
-from cleanroom.environments.desktop_image import DockerUnavailable
+from cleanroom.environments.containers.desktop_image import DockerUnavailable
 from cleanroom.environments.errors import PoolError
 from cleanroom.guests.base import GuestError
 from cleanroom.guests.docker import ContainerUnavailable

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cleanroom.environments.actions import Click, Focus, SetClipboard, TypeText, parse_action
 from cleanroom.environments.errors import BadAction
-from cleanroom.environments.keys import parse_hotkey
+from cleanroom.environments.policy.actions import Click, Focus, SetClipboard, TypeText, parse_action
+from cleanroom.environments.x11.keys import parse_hotkey
 
 
 def test_a_type_action_keeps_its_text() -> None:

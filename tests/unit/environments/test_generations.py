@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cleanroom.environments.errors import StaleGeneration, UnknownEnvironment
-from cleanroom.environments.generations import ActionLog, GenerationBook, read_action_log
+from cleanroom.environments.pool.generations import ActionLog, GenerationBook, read_action_log
 
 
 def test_a_new_environment_starts_at_generation_zero() -> None:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cleanroom.environments.leaks import Leak
-from cleanroom.environments.leaky import Sharing, donor_gives, parse_leak, sharing_for
-from cleanroom.environments.pool import PoolConfig
-from cleanroom.environments.template import libreoffice_settings, without_document_locks
+from cleanroom.environments.leaky_setups import Leak, Sharing, donor_gives, parse_leak, sharing_for
+from cleanroom.environments.pool.pool import PoolConfig
+from cleanroom.environments.session.template import libreoffice_settings, without_document_locks
 
 
 def test_the_isolated_pool_shares_nothing() -> None:

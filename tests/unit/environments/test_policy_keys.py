@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from cleanroom.environments.policy_http import KEY_HEADER, build_app, env_key
+from cleanroom.environments.policy.http import KEY_HEADER, build_app, env_key
 
 KEY = "harness-key"
 

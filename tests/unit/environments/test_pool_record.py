@@ -6,8 +6,8 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from cleanroom.environments.orphans import USER_PATTERN, Removed
-from cleanroom.environments.pool_record import (
+from cleanroom.environments.pool.orphans import USER_PATTERN, Removed
+from cleanroom.environments.pool.pool_record import (
     PoolRecord,
     read_record,
     read_records,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.environments.policy_http import env_key
-from cleanroom.environments.port_forward import loopback_port
-from cleanroom.environments.sandbox import SandboxLayout, entry_command, mount_plan
+from cleanroom.environments.policy.http import env_key
+from cleanroom.environments.session.port_forward import loopback_port
+from cleanroom.environments.session.sandbox import SandboxLayout, entry_command, mount_plan
 
 ROOT = Path("/var/lib/cleanroom/pools/abc123")
 LAYOUT = SandboxLayout(

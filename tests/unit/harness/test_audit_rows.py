@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from cleanroom.core.isolation import RowResult
-from cleanroom.harness.audit import CrossSubmission, LeasedRollout, audit_rows, named_rollouts
+from cleanroom.harness.form_audit_rows import (
+    CrossSubmission,
+    LeasedRollout,
+    audit_rows,
+    named_rollouts,
+)
 
 LEASED = [
     LeasedRollout("env01", "env01-w001-r0001"),

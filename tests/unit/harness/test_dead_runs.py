@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from cleanroom.environments import orphans
-from cleanroom.environments.pool_record import PoolRecord, read_record, write_record
+from cleanroom.environments.pool import orphans
+from cleanroom.environments.pool.pool_record import PoolRecord, read_record, write_record
 from cleanroom.harness import loop
 from cleanroom.harness.loop import remove_dead_runs
 

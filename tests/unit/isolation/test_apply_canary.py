@@ -8,7 +8,7 @@ from cleanroom.core.canary import CanarySample, ConsoleSample, digest
 from cleanroom.core.isolation import RowResult, judge_window
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.isolation.canary_watch import apply_canary, apply_parked_console
+from cleanroom.isolation.canary.watcher import apply_canary, apply_parked_console
 from cleanroom.store.rundb import RunStore
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from cleanroom.core.isolation import SWEEP_TEST, IsolationRow, RowResult
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, Token, mint
-from cleanroom.isolation.tests_token_sweep import apply_sweep
+from cleanroom.isolation.checks.token_sweep import apply_sweep
 from cleanroom.store.rundb import RunStore
 
 

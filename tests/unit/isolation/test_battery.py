@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 
 from cleanroom.core.isolation import IsolationRow, RowResult, judge_window
-from cleanroom.environments.leaks import Leak
+from cleanroom.environments.leaky_setups import Leak
 from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext, run_test
 from cleanroom.store.rundb import RunStore
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.core.isolation import RowResult, judge_window
-from cleanroom.isolation.canary_watch import CanaryWatcher, apply_canary, take_sample
+from cleanroom.isolation.canary.watcher import CanaryWatcher, apply_canary, take_sample
 from cleanroom.store.rundb import RunStore
 
 QUIET: dict[str, Any] = {

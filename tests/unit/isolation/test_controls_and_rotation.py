@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from cleanroom.core.detectors import ModifierEffect
 from cleanroom.core.isolation import IsolationRow, RowResult
-from cleanroom.environments.leaks import Leak
+from cleanroom.environments.leaky_setups import Leak
 from cleanroom.harness.loop import load_battery
-from cleanroom.isolation.controls import (
+from cleanroom.isolation.checks.clipboard import ClipboardTest
+from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusTest
+from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsTest
+from cleanroom.isolation.checks.modifier_leak import ModifierLeakTest, phase_rows, rotation
+from cleanroom.isolation.checks.observation_privacy import DURATION_S, ObservationPrivacyTest
+from cleanroom.isolation.checks.stale_generation import StaleGenerationTest
+from cleanroom.isolation.controls.faults import Fault
+from cleanroom.isolation.controls.matrix import (
     ISOLATED,
     Cell,
     ControlMatrix,
@@ -20,13 +27,6 @@ from cleanroom.isolation.controls import (
     setup_programs,
     setups_of,
 )
-from cleanroom.isolation.faults import Fault
-from cleanroom.isolation.tests_clipboard import ClipboardTest
-from cleanroom.isolation.tests_crash_blast_radius import CrashBlastRadiusTest
-from cleanroom.isolation.tests_files_and_prefs import FilesAndPrefsTest
-from cleanroom.isolation.tests_modifier_leak import ModifierLeakTest, phase_rows, rotation
-from cleanroom.isolation.tests_observation_privacy import DURATION_S, ObservationPrivacyTest
-from cleanroom.isolation.tests_stale_generation import StaleGenerationTest
 
 BYPASS = fault_setup(Fault.GENERATION_CHECK_BYPASSED)
 

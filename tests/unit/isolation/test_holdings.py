@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cleanroom.core import tokens
-from cleanroom.isolation.holdings import PlaceUnreadable, scan_trees
+from cleanroom.isolation.checks.holdings import PlaceUnreadable, scan_trees
 
 TOK1 = "env01-w001-r0001-deadbeef"
 

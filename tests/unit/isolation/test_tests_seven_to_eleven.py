@@ -13,14 +13,14 @@ from cleanroom.core.detectors import missing_tokens, unless_seen
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.tokens import scan_text
 from cleanroom.environments.errors import StaleGeneration
-from cleanroom.environments.generations import GenerationBook
-from cleanroom.environments.leaks import Leak
-from cleanroom.isolation.battery import TESTS, Schedule
-from cleanroom.isolation.faults import Fault, bypass_generation_check
-from cleanroom.isolation.registry import TESTS as REGISTERED
-from cleanroom.isolation.tests_files_and_prefs import write_command
-from cleanroom.isolation.tests_observation_privacy import PAGE_COLOURS, is_actor, page_colour
-from cleanroom.isolation.tests_reset_during_write import clipboard_missing
+from cleanroom.environments.leaky_setups import Leak
+from cleanroom.environments.pool.generations import GenerationBook
+from cleanroom.isolation.battery import Schedule
+from cleanroom.isolation.checks import CHECKS
+from cleanroom.isolation.checks.files_and_prefs import write_command
+from cleanroom.isolation.checks.observation_privacy import PAGE_COLOURS, is_actor, page_colour
+from cleanroom.isolation.checks.reset_during_write import clipboard_missing
+from cleanroom.isolation.controls.faults import Fault, bypass_generation_check
 
 EXPECTED = {
     "observation_privacy": (7, Schedule(window=1, soak=1), {Leak.SHARED_DISPLAY}),
@@ -44,9 +44,8 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_each_test_is_registered_with_its_number_schedule_and_leaks(name: str) -> None:
-    assert REGISTERED is TESTS
-    test = TESTS[name]
+def test_each_test_is_in_the_table_with_its_number_schedule_and_leaks(name: str) -> None:
+    test = CHECKS[name]
     number, schedule, leaks = EXPECTED[name]
     assert (test.number, test.schedule, set(test.detects)) == (number, schedule, leaks)
 
@@ -83,7 +82,7 @@ def test_the_bypass_fault_lets_stale_generations_through_and_then_restores_the_c
 
 
 def test_each_test_names_the_programs_it_needs() -> None:
-    needs = {name: TESTS[name].needs for name in EXPECTED}
+    needs = {name: CHECKS[name].needs for name in EXPECTED}
     assert needs == {
         "observation_privacy": ("browser",),
         "files_and_prefs": ("writer", "terminal"),

@@ -1,0 +1,330 @@
+"""One environment's programs in a Docker container of their own (the pool's containers mode).
+
+The container has no network (only its own ``lo``; a page the harness serves on the
+host's loopback is reached through a forwarder for that one port, made in the
+container's network namespace) and sees, of the host, only what its
+environment owns: its display's socket file, its home, and its session runtime folder
+(which holds its X cookie, its D-Bus socket and the AT-SPI bus socket that D-Bus starts
+there, so the host's AT-SPI reader still sees what the programs show). Everything in it
+runs as the environment's user with no capabilities. An X client finds a display through
+its socket file or an abstract socket; the abstract ones live in the network namespace,
+which the container does not share, so with one socket file mounted the container can
+reach one display.
+
+The container lives as long as the programs: stopping the programs removes it, and
+starting them again creates a fresh one, so a reset or a recovery never reuses a
+container (nor its ``/tmp``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import socket
+import subprocess
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cleanroom.docker_layer import Docker
+from cleanroom.environments.containers.desktop_image import DockerUnavailable, docker_client
+from cleanroom.environments.errors import BadAction, StartError
+from cleanroom.environments.session.login import Session
+from cleanroom.environments.session.port_forward import ForwardedPorts, loopback_port
+from cleanroom.environments.session.processes import alive, kill_pids, process_tree, start_time
+from cleanroom.environments.session.programs import PROGRAM_KINDS, Program, ProgramKind
+from cleanroom.lifecycle import wait_until
+
+POOL_LABEL = "cleanroom.pool"
+ENV_LABEL = "cleanroom.env"
+OWNER_LABEL = "cleanroom.owner"  # "<pid>:<start time>" of the process that owns the pool
+X_SOCKET_DIR = Path("/tmp/.X11-unix")
+_SHM_SIZE = "256m"  # Chromium keeps its shared memory in /dev/shm; Docker's default is 64m
+_PID_TIMEOUT_S = 10.0
+_REMOVE_TIMEOUT_S = 30
+
+
+class NoNetworkInContainer(BadAction):
+    """A contained program was asked to reach the network, which its container lacks."""
+
+
+@dataclass(frozen=True)
+class ContainerPlan:
+    """Which image an environment's container runs and how it is named and labelled."""
+
+    image: str
+    name: str
+    labels: dict[str, str]
+
+
+def extra_argv(program: str) -> list[str]:
+    """Arguments a program needs only when it runs in the container."""
+    if program == "browser":
+        # Chromium's own sandbox needs user namespaces, which Docker's seccomp profile
+        # refuses to a process without capabilities; the container is the sandbox here:
+        # no network, no capabilities, and only this environment's files and sockets.
+        return ["--no-sandbox"]
+    return []
+
+
+class ExecProcess:
+    """A process started with ``docker exec``, followed from the host by its pid.
+
+    Its output is copied into the environment's log file by a thread, as a host
+    program's output is.
+    """
+
+    def __init__(
+        self, docker: Docker, exec_id: str, argv: list[str], pid: int, copier: threading.Thread
+    ) -> None:
+        self.args = argv
+        self._docker = docker
+        self._exec_id = exec_id
+        self._pid = pid
+        self._start = start_time(pid)
+        self._copier = copier
+        self._returncode: int | None = None
+
+    @property
+    def pid(self) -> int:
+        """The process's pid on the host."""
+        return self._pid
+
+    @property
+    def returncode(self) -> int | None:
+        """Its exit code once it has ended (None while it runs)."""
+        return self.poll()
+
+    def poll(self) -> int | None:
+        """None while the process runs; its exit code (or -9 if unknown) once it ended."""
+        if self._returncode is not None:
+            return self._returncode
+        if alive(self._pid) and start_time(self._pid) == self._start:
+            return None
+        code: int | None = None
+        with contextlib.suppress(DockerUnavailable):  # the container may already be gone
+            code = self._docker.exec_inspect(self._exec_id).get("ExitCode")
+        self._returncode = -signal.SIGKILL if code is None else int(code)
+        return self._returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait until the process has ended; `subprocess.TimeoutExpired` after ``timeout``."""
+        wait_until(lambda: self.poll() is not None, math.inf if timeout is None else timeout)
+        code = self.poll()
+        if code is None:
+            raise subprocess.TimeoutExpired(f"exec {self._exec_id[:12]}", timeout or 0)
+        return code
+
+
+class ContainedProgram(Program):
+    """A program running in its environment's container."""
+
+    def stop(self) -> None:
+        """End the program and everything it started (a launcher script's children too)."""
+        if self.proc.poll() is None:
+            kill_pids(process_tree(self.pid), grace_s=0.0)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+
+class ProgramContainer:
+    """A running container for one environment; `remove` ends it and all it runs."""
+
+    def __init__(
+        self, docker: Docker, container_id: str, name: str, session: Session, log_dir: Path
+    ) -> None:
+        self.docker = docker
+        self.id = container_id
+        self.name = name
+        self.session = session
+        self.log_dir = log_dir
+        self.forwarded = ForwardedPorts()
+
+    def forward_port(self, port: int) -> None:
+        """Make the host's 127.0.0.1:``port`` reachable at the same address in the
+        container's own network namespace (once), and nothing else of the host."""
+        if port in self.forwarded:
+            return
+        pid = int(self.docker.inspect_container(self.id).get("State", {}).get("Pid") or 0)
+        if pid <= 0:
+            raise StartError(f"{self.name} is not running")
+        self.forwarded.add(Path(f"/proc/{pid}/ns/net"), port)
+
+    @classmethod
+    def start(
+        cls, plan: ContainerPlan, session: Session, display_number: int, log_dir: Path
+    ) -> ProgramContainer:
+        """Create and start the container for ``session`` on display ``display_number``."""
+        account = session.account
+        x_socket = X_SOCKET_DIR / f"X{display_number}"
+        if not x_socket.exists():
+            raise StartError(f"display :{display_number} has no socket at {x_socket}")
+        log_dir.mkdir(parents=True, exist_ok=True)
+        identity = _write_identity(session)
+        volumes = {
+            str(x_socket): {"bind": str(x_socket), "mode": "ro"},
+            str(account.home): {"bind": str(account.home), "mode": "rw"},
+            str(session.runtime_dir): {"bind": str(session.runtime_dir), "mode": "rw"},
+            str(identity / "passwd"): {"bind": "/etc/passwd", "mode": "ro"},
+            str(identity / "group"): {"bind": "/etc/group", "mode": "ro"},
+        }
+        docker = docker_client()
+        docker.remove_container(plan.name)  # left by a crashed start of the same environment
+        try:
+            container_id = docker.run_container(
+                plan.image,
+                ["sleep", "infinity"],
+                name=plan.name,
+                labels=plan.labels,
+                init=True,  # reaps what the programs orphan
+                user=f"{account.uid}:{account.gid}",
+                network_mode="none",
+                # The display's cookie is filed under the host's name (X's "local" entries
+                # are matched by hostname), so the container answers to that name.
+                hostname=socket.gethostname(),
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                shm_size=_SHM_SIZE,
+                environment=session.environ(),
+                working_dir=str(account.home),
+                volumes=volumes,
+            )
+        except DockerUnavailable as exc:
+            docker.close()
+            if exc.status == 404:
+                raise StartError(f"the desktop image {plan.image} is missing: {exc}") from exc
+            raise DockerUnavailable(f"starting container {plan.name}: {exc}") from exc
+        return cls(docker, container_id, plan.name, session, log_dir)
+
+    def launch(self, name: str) -> ContainedProgram:
+        """Start one program of the environment in the container; does not wait for it."""
+        kind = PROGRAM_KINDS[name]
+        argv = kind.argv(self.session)
+        # Options go before the program's last argument when that is what it opens.
+        tail = argv[-1:] if argv[-1] == "about:blank" else []
+        argv = argv[: len(argv) - len(tail)] + extra_argv(name) + tail
+        return ContainedProgram(kind, self.exec(name, argv))
+
+    def launch_url(self, name: str, url: str) -> ExecProcess:
+        """Run the program again with a URL inside the container (a running instance there
+        takes it over and the helper exits). Only URLs that need no network can be opened:
+        ``about:`` pages, and the host's loopback pages once their port is forwarded."""
+        if not (url.startswith("about:") or loopback_port(url) in self.forwarded):
+            raise NoNetworkInContainer(
+                f"{self.name} has no network, so its browser cannot load {url}; "
+                "only the harness's own pages on 127.0.0.1 are forwarded into it"
+            )
+        kind: ProgramKind = PROGRAM_KINDS[name]
+        argv = [a for a in kind.argv(self.session) if a != "about:blank"]
+        return self.exec(name, [*argv, *extra_argv(name), url])
+
+    def exec(self, log_name: str, argv: list[str]) -> ExecProcess:
+        """Start ``argv`` in the container as the environment's user; output to the log."""
+        account = self.session.account
+        try:
+            exec_id, output = self.docker.stream(
+                self.id,
+                argv,
+                user=f"{account.uid}:{account.gid}",
+                env=self.session.environ(),
+                workdir=str(account.home),
+            )
+        except DockerUnavailable as exc:
+            raise StartError(f"cannot start {log_name} in {self.name}: {exc}") from exc
+        copier = threading.Thread(
+            target=_copy_output,
+            args=(output, self.log_dir / f"{log_name}.log"),
+            name=f"{self.name}-{log_name}-log",
+            daemon=True,
+        )
+        copier.start()
+        pid = _exec_pid(self.docker, exec_id, log_name)
+        return ExecProcess(self.docker, exec_id, argv, pid, copier)
+
+    def run(self, argv: list[str], timeout_s: float = 30.0) -> tuple[int, str]:
+        """Run a command in the container as the environment's user and wait for it;
+        return its exit code and output (stdout and stderr together).
+        `subprocess.TimeoutExpired` after ``timeout_s``, the command and its children
+        killed."""
+        account = self.session.account
+        result = self.docker.exec(
+            self.id,
+            argv,
+            user=f"{account.uid}:{account.gid}",
+            env=self.session.environ(),
+            workdir=str(account.home),
+            timeout=timeout_s,
+            cap=None,
+            wait_for_children=True,
+        )
+        if result.timed_out:
+            pid = int(self.docker.exec_inspect(result.exec_id).get("Pid") or 0)
+            if pid:
+                kill_pids(process_tree(pid), grace_s=0.0)
+            raise subprocess.TimeoutExpired(argv, timeout_s)
+        if result.exit_code is None:
+            raise DockerUnavailable(f"the daemon never said how {argv[0]} in {self.name} ended")
+        return result.exit_code, result.output.decode(errors="replace")
+
+    def remove(self) -> None:
+        """Kill the container and everything in it, and delete it."""
+        self.forwarded.close()
+        try:
+            self.docker.remove_container(self.id)
+        finally:
+            self.docker.close()
+
+
+def _exec_pid(docker: Docker, exec_id: str, what: str) -> int:
+    def started() -> int | None:
+        info = docker.exec_inspect(exec_id)
+        if info.get("Pid"):
+            return int(info["Pid"])
+        if not info.get("Running") and info.get("ExitCode") is not None:
+            raise StartError(f"{what} exited at once with {info['ExitCode']}")
+        return None
+
+    pid = wait_until(started, _PID_TIMEOUT_S, 0.02)
+    if pid is None:
+        raise StartError(f"{what} did not start in its container within {_PID_TIMEOUT_S:g} s")
+    return pid
+
+
+def _copy_output(chunks: Iterable[bytes], log: Path) -> None:
+    with contextlib.suppress(Exception), open(log, "ab") as out:  # ends with the process
+        for chunk in chunks:
+            out.write(chunk)
+            out.flush()
+
+
+def _write_identity(session: Session) -> Path:
+    """Files naming the environment's user inside the container (its passwd and group),
+    kept next to the session's runtime folder, which the container does not see."""
+    account = session.account
+    folder = session.runtime_dir.parent / f"{session.runtime_dir.name}.identity"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    (folder / "passwd").write_text(
+        "root:x:0:0:root:/root:/bin/bash\n"
+        f"{account.user}:x:{account.uid}:{account.gid}::{account.home}:/bin/bash\n"
+    )
+    (folder / "group").write_text(f"root:x:0:\n{account.user}:x:{account.gid}:\n")
+    return folder
+
+
+def owner_label() -> str:
+    """The value of `OWNER_LABEL` for this process."""
+    pid = os.getpid()
+    return f"{pid}:{start_time(pid)}"
+
+
+def plan_for(pool_id: str, env: str, image: str) -> ContainerPlan:
+    """The container plan of one environment of a pool, labelled so that a pool whose
+    owner died can find (and remove) its containers."""
+    return ContainerPlan(
+        image=image,
+        name=f"cleanroom-{pool_id}-{env}",
+        labels={POOL_LABEL: pool_id, ENV_LABEL: env, OWNER_LABEL: owner_label()},
+    )

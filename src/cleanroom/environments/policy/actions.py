@@ -1,0 +1,146 @@
+"""The actions a policy may take, as plain data, parsed strictly from JSON.
+
+Pure: no display is touched here. The pool applies an `Action` after checking its
+environment and generation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from cleanroom.environments.errors import BadAction
+from cleanroom.environments.x11.clipboard import SELECTIONS
+from cleanroom.environments.x11.keys import keysym_for_char, keysym_for_name, parse_hotkey
+
+MAX_TYPE_CHARS = 4096
+
+
+@dataclass(frozen=True)
+class Action:
+    """Base of every action; ``kind`` names it on the wire."""
+
+    kind: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TypeText(Action):
+    text: str
+
+
+@dataclass(frozen=True)
+class KeyDown(Action):
+    key: str
+
+
+@dataclass(frozen=True)
+class KeyUp(Action):
+    key: str
+
+
+@dataclass(frozen=True)
+class Hotkey(Action):
+    keys: str
+
+
+@dataclass(frozen=True)
+class Click(Action):
+    x: int
+    y: int
+    button: int = 1
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class Move(Action):
+    x: int
+    y: int
+
+
+@dataclass(frozen=True)
+class Focus(Action):
+    """Activate a window: by id, or the window of a program (``writer``, ``terminal``...)."""
+
+    window_id: int | None = None
+    program: str | None = None
+
+
+@dataclass(frozen=True)
+class SetClipboard(Action):
+    text: str
+    selections: tuple[str, ...] = ("CLIPBOARD",)
+
+
+@dataclass(frozen=True)
+class GetClipboard(Action):
+    selection: str = "CLIPBOARD"
+
+
+def _field(data: dict[str, Any], name: str, kind: type, default: Any = ...) -> Any:
+    if name not in data:
+        if default is ...:
+            raise BadAction(f"{data.get('kind')!r} needs {name!r}")
+        return default
+    value = data[name]
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise BadAction(f"{name!r} must be an integer, got {value!r}")
+    if kind is str and not isinstance(value, str):
+        raise BadAction(f"{name!r} must be a string, got {value!r}")
+    return value
+
+
+def parse_action(data: Any) -> Action:
+    """Build an action from its JSON form; raise `BadAction` naming what is wrong."""
+    if not isinstance(data, dict):
+        raise BadAction("an action is a JSON object")
+    kind = data.get("kind")
+    if kind == "type":
+        text = _field(data, "text", str)
+        if len(text) > MAX_TYPE_CHARS:
+            raise BadAction(f"at most {MAX_TYPE_CHARS} characters per type action")
+        for ch in text:
+            keysym_for_char(ch)
+        return TypeText(kind, text)
+    if kind in ("key_down", "key_up"):
+        key = _field(data, "key", str)
+        keysym_for_name(key)
+        return KeyDown(kind, key) if kind == "key_down" else KeyUp(kind, key)
+    if kind == "hotkey":
+        keys = _field(data, "keys", str)
+        parse_hotkey(keys)
+        return Hotkey(kind, keys)
+    if kind == "click":
+        return Click(
+            kind,
+            _field(data, "x", int),
+            _field(data, "y", int),
+            _field(data, "button", int, 1),
+            _field(data, "count", int, 1),
+        )
+    if kind == "move":
+        return Move(kind, _field(data, "x", int), _field(data, "y", int))
+    if kind == "focus":
+        window_id = _field(data, "window_id", int, None)
+        program = _field(data, "program", str, None)
+        if (window_id is None) == (program is None):
+            raise BadAction("focus needs exactly one of 'window_id' or 'program'")
+        return Focus(kind, window_id, program)
+    if kind == "set_clipboard":
+        text = _field(data, "text", str)
+        selections = data.get("selections", ["CLIPBOARD"])
+        if not isinstance(selections, list | tuple) or not selections:
+            raise BadAction("'selections' must be a non-empty list")
+        for s in selections:
+            if s not in SELECTIONS:
+                raise BadAction(f"unknown selection {s!r}; use {', '.join(SELECTIONS)}")
+        return SetClipboard(kind, text, tuple(selections))
+    if kind == "get_clipboard":
+        selection = _field(data, "selection", str, "CLIPBOARD")
+        if selection not in SELECTIONS:
+            raise BadAction(f"unknown selection {selection!r}; use {', '.join(SELECTIONS)}")
+        return GetClipboard(kind, selection)
+    raise BadAction(f"unknown action kind {kind!r}")

@@ -1,0 +1,129 @@
+"""The policy interface in Python: what a policy may do to its one environment.
+
+A `PolicyHandle` is bound to one environment and remembers the generation it acts on;
+every call sends that generation, so after someone else resets the environment the
+handle's next action is refused (`StaleGeneration`) instead of landing in the new
+generation. `LocalHandle` drives a `Pool` in this process; `HttpHandle` (in
+`policy.http`) drives a pool behind the supervisor's HTTP API. Policies see only this.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from cleanroom.environments.policy.actions import Action, parse_action
+from cleanroom.environments.pool.pool import Pool
+
+
+class PolicyHandle(ABC):
+    """One environment, as a policy sees it."""
+
+    env: str
+    generation: int
+
+    # -- the two primitives every implementation provides ---------------------------------
+
+    @abstractmethod
+    def act(self, action: dict[str, Any]) -> Any:
+        """Apply one action (its JSON form) at this handle's generation; return its value."""
+
+    @abstractmethod
+    def observe(self, what: str) -> Any:
+        """One observation at this handle's generation."""
+
+    @abstractmethod
+    def reset(self) -> int:
+        """Reset the environment; the handle moves to the new generation, which it returns."""
+
+    @abstractmethod
+    def refresh(self) -> int:
+        """Adopt the environment's current generation (after a recovery by the watchdog)."""
+
+    # -- conveniences built on them --------------------------------------------------------
+
+    def screenshot(self) -> bytes:
+        """The screen as PNG bytes."""
+        data: bytes = self.observe("screenshot")
+        return data
+
+    def windows(self) -> list[dict[str, Any]]:
+        """Top-level windows: id, title, wm_class, geometry."""
+        data: list[dict[str, Any]] = self.observe("windows")
+        return data
+
+    def focused_text(self) -> dict[str, Any]:
+        """The focused accessible object: app, role, name, text, document_text."""
+        data: dict[str, Any] = self.observe("focused_text")
+        return data
+
+    def clipboard(self) -> dict[str, str | None]:
+        """Both selections as any client of the display would read them (an observation)."""
+        data: dict[str, str | None] = self.observe("clipboard")
+        return data
+
+    def type_text(self, text: str) -> None:
+        """Type text into the focused window."""
+        self.act({"kind": "type", "text": text})
+
+    def key_down(self, key: str) -> None:
+        """Hold a key down."""
+        self.act({"kind": "key_down", "key": key})
+
+    def key_up(self, key: str) -> None:
+        """Release a key."""
+        self.act({"kind": "key_up", "key": key})
+
+    def hotkey(self, keys: str) -> None:
+        """Press a combination such as ``ctrl+s``."""
+        self.act({"kind": "hotkey", "keys": keys})
+
+    def click(self, x: int, y: int, button: int = 1, count: int = 1) -> None:
+        """Click at screen coordinates."""
+        self.act({"kind": "click", "x": x, "y": y, "button": button, "count": count})
+
+    def move(self, x: int, y: int) -> None:
+        """Move the pointer."""
+        self.act({"kind": "move", "x": x, "y": y})
+
+    def focus(self, program: str | None = None, window_id: int | None = None) -> None:
+        """Activate a program's window (``writer``, ``terminal``, ``browser``) or a window."""
+        action: dict[str, Any] = {"kind": "focus"}
+        if program is not None:
+            action["program"] = program
+        if window_id is not None:
+            action["window_id"] = window_id
+        self.act(action)
+
+    def set_clipboard(self, text: str, selections: tuple[str, ...] = ("CLIPBOARD",)) -> None:
+        """Own the clipboard with ``text``."""
+        self.act({"kind": "set_clipboard", "text": text, "selections": list(selections)})
+
+    def get_clipboard(self, selection: str = "CLIPBOARD") -> str | None:
+        """Read the clipboard (None when nobody owns it)."""
+        value: str | None = self.act({"kind": "get_clipboard", "selection": selection})
+        return value
+
+
+class LocalHandle(PolicyHandle):
+    """A handle on an in-process `Pool`."""
+
+    def __init__(self, pool: Pool, env: str) -> None:
+        self.pool = pool
+        self.env = env
+        self.generation = pool.generation(env)
+
+    def act(self, action: dict[str, Any] | Action) -> Any:
+        parsed = action if isinstance(action, Action) else parse_action(action)
+        return self.pool.act(self.env, self.generation, parsed).value
+
+    def observe(self, what: str) -> Any:
+        return self.pool.observe(self.env, self.generation, what)
+
+    def reset(self) -> int:
+        self.generation = self.pool.policy_reset(self.env, self.generation)
+        return self.generation
+
+    def refresh(self) -> int:
+        self.generation = self.pool.generation(self.env)
+        return self.generation

@@ -1,0 +1,532 @@
+"""One desktop environment: account, display, session, programs and the ways to act on them.
+
+This is the effectful object the pool drives. It knows nothing of generations or
+policies: the pool decides when to act, reset or recover; this object does it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cleanroom.environments.containers.program_container import ContainerPlan, ProgramContainer
+from cleanroom.environments.errors import BadAction, StartError
+from cleanroom.environments.session.accounts import Account, chown_tree
+from cleanroom.environments.session.login import Session
+from cleanroom.environments.session.port_forward import loopback_port
+from cleanroom.environments.session.processes import kill_uid
+from cleanroom.environments.session.programs import (
+    Program,
+    ProgramProcess,
+    launch,
+    launch_url,
+    wait_ready,
+)
+from cleanroom.environments.session.sandbox import Sandbox, SandboxLayout
+from cleanroom.environments.session.template import LIBREOFFICE_PROFILE, without_document_locks
+from cleanroom.environments.x11.atspi import AtspiReader, AtspiUnavailable, FocusedText
+from cleanroom.environments.x11.clipboard import ClipboardOwner, ClipboardRead, read_selection
+from cleanroom.environments.x11.display import ScreenSize, XvfbDisplay
+from cleanroom.environments.x11.screen import Screen, WindowInfo
+from cleanroom.environments.x11.xauth import write_cookie
+from cleanroom.environments.x11.xinput import XInput
+from cleanroom.lifecycle import stop_group, wait_until
+
+# How long a Writer whose readiness cannot be read through AT-SPI is given to take keys.
+_SETTLE_S = 3.0
+# The accessibility bus launcher publishes its address as this root-window property.
+_ATSPI_BUS_PROPERTY = "AT_SPI_BUS"
+# A Writer window whose document has not reached the AT-SPI bus by then gets a fresh
+# reader, and at half the start time a fresh Writer (a start that lost its bus).
+_READER_RETRY_S = 8.0
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What an environment is made of."""
+
+    name: str
+    user: str
+    home: Path
+    runtime_dir: Path
+    log_dir: Path
+    programs: tuple[str, ...]
+    screen: ScreenSize = field(default_factory=ScreenSize)
+    container: ContainerPlan | None = None  # run the programs in a container of their own
+    # Everything of the account runs in a sandbox of its own (see `sandbox`); only a
+    # leaky setup turns it off, to show what the channels check finds on an open host.
+    sandboxed: bool = True
+
+
+@dataclass
+class Borrowed:
+    """What a leaky setup makes this environment borrow from another (the donor).
+
+    The donor is read at each (re)start, so a donor rebuilt with a new display is
+    followed. ``libreoffice_profile`` replaces the profile Writer starts with: the
+    donor's (the profile is shared) or a private one outside the usual place (the home
+    is shared but the profile must not be).
+    """
+
+    donor: DesktopEnvironment
+    display: bool = False
+    session: bool = False
+    libreoffice_profile: Path | None = None
+
+    @property
+    def hands_off_writer(self) -> bool:
+        """Whether our Writer start goes to the donor's running instance (same profile)."""
+        donor_profile = self.donor.account.home / LIBREOFFICE_PROFILE
+        return self.libreoffice_profile == donor_profile
+
+
+class DesktopEnvironment:
+    """A running environment. Build with `start`; `stop` removes everything it made."""
+
+    def __init__(self, spec: EnvSpec, account: Account, template: Path) -> None:
+        self.spec = spec
+        self.account = account
+        self.template = template
+        self.session: Session | None = None
+        self.display: XvfbDisplay | None = None
+        self.input: XInput | None = None
+        self.clipboard: ClipboardOwner | None = None
+        self.screen: Screen | None = None
+        self.atspi: AtspiReader | None = None
+        self.programs: list[Program] = []
+        self.container: ProgramContainer | None = None
+        self.ready_at: float | None = None
+        self.borrow: Borrowed | None = None  # set by the pool for a leaky setup
+        self.handed_off: list[Program] = []  # Writer starts that went to another instance
+        self.remedies: list[str] = []  # what the last start of the programs had to retry
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @classmethod
+    def create(
+        cls, spec: EnvSpec, template: Path, *, account: Account | None = None
+    ) -> DesktopEnvironment:
+        """Create the account and its home (from the template); nothing runs yet.
+
+        With ``account`` (a borrowed one, see `Account.lend`) no user is made; the home
+        is restored unless it is the lender's own, which is already in use.
+        """
+        own = account is None
+        account = account or Account.create(spec.user, spec.home)
+        env = cls(spec, account, template)
+        try:
+            if own or not account.home.exists():
+                account.restore_home(template)
+        except BaseException:
+            account.remove()
+            raise
+        return env
+
+    @property
+    def owns_display(self) -> bool:
+        """Whether this environment started its display (a borrowed one is the donor's)."""
+        return self.borrow is None or not self.borrow.display
+
+    # -- the display and session, which live until the environment is destroyed or crashes
+
+    def start_desktop(self) -> None:
+        """Start the display, the session bus and the harness's connections to them."""
+        self.spec.log_dir.mkdir(parents=True, exist_ok=True)
+        borrow = self.borrow
+        if borrow is not None and borrow.session:
+            if borrow.donor.session is None:
+                raise StartError(f"{self.name}: the donor's session is not running")
+            session = Session.join(self.account, borrow.donor.session, "")
+        else:
+            session = Session.prepare(self.account, self.spec.runtime_dir, "")
+        session.screen_size = (self.spec.screen.width, self.spec.screen.height)
+        if borrow is not None and borrow.libreoffice_profile is not None:
+            session.libreoffice_profile = borrow.libreoffice_profile
+        self.session = session
+        if borrow is not None and borrow.display:
+            display = borrow.donor.display
+            if display is None:
+                raise StartError(f"{self.name}: the donor's display is not running")
+            # Our programs may open the donor's display: its cookie goes in our file.
+            write_cookie(session.xauthority, display.number, display.cookie)
+        else:
+            display = XvfbDisplay.start(
+                session.xauthority, self.spec.screen, log=self.spec.log_dir / "xvfb.log"
+            )
+        self.display = display
+        session.display = display.name
+        session.sandbox = self._start_sandbox()
+        session.start_bus()
+        self.input = XInput(display.name)
+        self.clipboard = ClipboardOwner(display.name)
+        self.screen = Screen(display.name)
+        self.atspi = AtspiReader(session)
+
+    def stop_desktop(self) -> None:
+        """End programs, every process of the account, the connections and the display."""
+        self._stop_sandbox()  # every process in it at once (see `restart_session`)
+        self.stop_programs()
+        for closer in (self.input, self.clipboard, self.screen, self.atspi):
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    closer.close()
+        self.input = self.clipboard = self.screen = self.atspi = None
+        if self.session is not None:
+            self.session.stop_bus()
+        kill_uid(self.account.uid)  # anything left outside a sandbox (a leaky setup's)
+        if self.display is not None:
+            if self.owns_display:
+                self.display.stop()
+            self.display = None
+        if self.session is not None:
+            self.session.remove()
+            self.session = None
+
+    # -- programs ------------------------------------------------------------------------
+
+    def start_programs(self, timeout_s: float = 40.0) -> None:
+        """Start the configured programs and wait until each shows its window."""
+        if self.session is None or self.screen is None or self.display is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        names = list(self.spec.programs)
+        self._prepare_private_profile()
+        self.handed_off = []
+        self.remedies = []
+        if self.borrow is not None and self.borrow.hands_off_writer and "writer" in names:
+            # The shared-profile trap: this start reaches the donor's running Writer,
+            # which opens our document on the donor's display, and then exits.
+            names.remove("writer")
+            self.handed_off = [self._hand_off_writer(timeout_s)]
+        if self.spec.container is not None:
+            self.container = ProgramContainer.start(
+                self.spec.container, self.session, self.display.number, self.spec.log_dir
+            )
+            self.programs = [self.container.launch(name) for name in names]
+        else:
+            self.programs = [launch(name, self.session, self.spec.log_dir) for name in names]
+        wait_ready(self.programs, self.screen, timeout_s)
+        if "writer" in names and self.owns_display:
+            self._wait_document_accessible(timeout_s)
+        elif "writer" in names:
+            self._wait_second_writer(timeout_s)
+        self.ready_at = time.time()
+
+    def _wait_second_writer(self, timeout_s: float) -> None:
+        # On a borrowed display our Writer publishes its tree on the donor's AT-SPI bus
+        # (the bus address is a property of the display's root window), which refuses
+        # our user: readiness is our window beside the donor's, then time to take keys.
+        screen = self.screen
+        assert screen is not None
+
+        def two_writers() -> bool:
+            writers = [w for w in screen.windows() if w.wm_class == "libreoffice-writer"]
+            return len(writers) >= 2
+
+        if not wait_until(two_writers, timeout_s, 0.1):
+            raise StartError(f"{self.name}: no second Writer window on the borrowed display")
+        time.sleep(_SETTLE_S)
+
+    def _prepare_private_profile(self) -> None:
+        # A borrowed home holds the donor's profile; ours is a separate copy beside it.
+        borrow = self.borrow
+        if borrow is None or borrow.libreoffice_profile is None or borrow.hands_off_writer:
+            return
+        profile = borrow.libreoffice_profile
+        if not profile.exists():
+            shutil.copytree(self.template / LIBREOFFICE_PROFILE, profile, symlinks=True)
+            # The donor's Writer holds the shared document open; without this ours stops
+            # at "Document in Use" instead of opening it too.
+            settings = profile / "user" / "registrymodifications.xcu"
+            settings.write_text(without_document_locks(settings.read_text()))
+            chown_tree(profile, self.account.uid, self.account.gid)
+
+    def _hand_off_writer(self, timeout_s: float) -> Program:
+        assert self.session is not None
+        program = launch("writer", self.session, self.spec.log_dir)
+        try:
+            program.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            program.stop()
+            raise StartError(f"{self.name}: Writer did not hand its document over") from None
+        return program
+
+    def _wait_document_accessible(self, timeout_s: float) -> None:
+        # Writer maps its window before it takes keys; once its document paragraph is on
+        # the accessibility bus, typed keys land in the document. A reader that connected
+        # before the bus was up, or a Writer that started without its bus, would wait
+        # forever: each gets one fresh start on the way (no Writer restart in a container).
+        # A bus address left on the display by a bus that died before it could remove it
+        # is the usual cause; it is forgotten before Writer starts again.
+        atspi = self.atspi
+        assert atspi is not None
+        started = time.monotonic()
+        remedies = [(started + _READER_RETRY_S, "a fresh reader", atspi.close)]
+        if self.container is None:
+            remedies.append((started + timeout_s / 2, "a fresh Writer", self._restart_writer))
+        tried = self.remedies
+
+        def accessible() -> bool:
+            with contextlib.suppress(AtspiUnavailable):
+                if atspi.has_paragraph():
+                    return True
+            if remedies and time.monotonic() > remedies[0][0]:
+                _, what, remedy = remedies.pop(0)
+                tried.append(what)
+                remedy()
+            return False
+
+        if wait_until(accessible, timeout_s, 0.1):
+            return
+        try:
+            seen = _what_the_bus_shows(atspi.texts())
+        except AtspiUnavailable as exc:
+            seen = f"a reader failure ({exc})"
+        raise StartError(
+            f"{self.name}: Writer's document never appeared on the AT-SPI bus in "
+            f"{timeout_s:g} s (tried {' and '.join(tried) or 'nothing else'}; "
+            f"the bus showed {seen})"
+        )
+
+    def _restart_writer(self) -> None:
+        assert self.session is not None and self.screen is not None
+        self._forget_accessibility_bus()
+        for program in [p for p in self.programs if p.name == "writer"]:
+            program.stop()
+            self.programs.remove(program)
+            fresh = launch("writer", self.session, self.spec.log_dir)
+            self.programs.append(fresh)
+            wait_ready([fresh], self.screen)
+
+    def stop_programs(self) -> None:
+        """End every program (and, through the account, anything they started)."""
+        for program in self.programs:
+            program.stop()
+        self.programs = []
+        if self.container is not None:
+            self.container.remove()  # a fresh one comes with the next start
+            self.container = None
+        if self.input is not None:
+            with contextlib.suppress(Exception):
+                self.input.release_all()
+
+    def restart_session(self) -> None:
+        """End every process of the account (programs, session bus, AT-SPI bus, reader,
+        anything a policy left running) and start a fresh session bus.
+
+        The display stays: it belongs to the harness, not to the account.
+        """
+        if self.session is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        # The sandbox first: its end takes every process in it at once, where ending the
+        # programs one by one first leaves their orphans to die slowly with the sandbox.
+        self._stop_sandbox()
+        self.stop_programs()
+        self.session.stop_bus()
+        # No grace period: the home is thrown away next, so nothing needs a clean exit.
+        kill_uid(self.account.uid, grace_s=0.0)
+        self._forget_accessibility_bus()
+        self.session.sandbox = self._start_sandbox()
+        self.session.start_bus()
+
+    def _start_sandbox(self) -> Sandbox | None:
+        # A fresh one for every session: nothing of a generation's /tmp, IPC objects or
+        # loopback services is left for the next.
+        assert self.session is not None and self.display is not None
+        if not self.spec.sandboxed:
+            return None
+        layout = SandboxLayout(
+            writable=tuple(dict.fromkeys((self.account.home, self.session.runtime_dir))),
+            hidden=tuple(dict.fromkeys((self.spec.home.parent, self.spec.runtime_dir.parent))),
+            display_number=self.display.number,
+        )
+        return Sandbox.start(self.name, layout, self.spec.log_dir / "sandbox.log")
+
+    def _stop_sandbox(self) -> None:
+        if self.session is not None and self.session.sandbox is not None:
+            self.session.sandbox.stop()
+            self.session.sandbox = None
+
+    def _forget_accessibility_bus(self) -> None:
+        # A bus launcher killed before it could clean up leaves its address on the
+        # display; programs that read it publish their tree to a dead bus, for good. With
+        # the address gone they ask the session bus, which starts a new one (and it
+        # publishes its own address).
+        if self.owns_display and self.screen is not None:
+            self.screen.delete_root_property(_ATSPI_BUS_PROPERTY)
+
+    def restore_home(self) -> None:
+        """Replace the home with a fresh copy of the template."""
+        self.account.restore_home(self.template)
+
+    def clear_clipboard(self) -> None:
+        """Leave CLIPBOARD and PRIMARY without an owner."""
+        if self.clipboard is not None:
+            self.clipboard.clear()
+
+    def open_url(self, url: str) -> None:
+        """Ask the running browser for a new tab at ``url`` and wait until it shows."""
+        if self.session is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        if not any(p.name == "browser" and p.alive() for p in self.programs):
+            raise StartError(f"{self.name} runs no browser")
+        if not url.startswith(("http://", "https://", "about:")):
+            raise BadAction(f"only http(s) and about: URLs can be opened, got {url!r}")
+        port = loopback_port(url)
+        # The page's port, and only it, is forwarded to where the browser runs.
+        where = self.container or self.session.sandbox
+        if port is not None and where is not None:
+            where.forward_port(port)
+        if self.container is not None:
+            helper: ProgramProcess = self.container.launch_url("browser", url)
+        else:
+            helper = launch_url("browser", self.session, self.spec.log_dir, url)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            helper.wait(timeout=15)  # the helper hands the URL to the running browser
+
+    # -- commands inside the environment -------------------------------------------------
+
+    @property
+    def python(self) -> str:
+        """The environment's own Python (the host's in a sandbox, the image's in a container)."""
+        return "python3" if self.container is not None else "/usr/bin/python3"
+
+    def start_inside(self, argv: list[str], log_name: str) -> tuple[ProgramProcess, Path]:
+        """Start ``argv`` where the environment's programs run (its sandbox or container),
+        as its user, with its output in a log file of its own; return it and the file."""
+        if self.session is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        log = self.spec.log_dir / f"{log_name}.log"
+        log.unlink(missing_ok=True)
+        if self.container is not None:
+            return self.container.exec(log_name, argv), log
+        with open(log, "ab") as out:
+            return self.session.spawn(argv, stdout=out, stderr=out), log
+
+    def run_inside(self, argv: list[str], timeout_s: float = 60.0) -> tuple[int, str]:
+        """Run ``argv`` where the environment's programs run, as its user; its exit code
+        and output (`subprocess.TimeoutExpired` after ``timeout_s``)."""
+        if self.session is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        if self.container is not None:
+            return self.container.run(argv, timeout_s)
+        proc = self.session.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            out, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            stop_group(proc, 0.0)
+            proc.communicate()
+            raise
+        return proc.returncode, out.decode(errors="replace")
+
+    # -- health --------------------------------------------------------------------------
+
+    def problems(self) -> list[str]:
+        """What is wrong with the environment right now (empty when healthy)."""
+        out = []
+        if self.display is None or not self.display.alive():
+            out.append("display is dead")
+        if self.session is None or not self.session.bus_alive():
+            out.append("session bus is dead")
+        if self.spec.sandboxed and self.session is not None:
+            sandbox = self.session.sandbox
+            if sandbox is None or not sandbox.alive():
+                out.append("sandbox is dead")
+        out.extend(f"{p.name} (pid {p.pid}) is dead" for p in self.programs if not p.alive())
+        return out
+
+    # -- observing -----------------------------------------------------------------------
+
+    def screenshot_png(self) -> bytes:
+        """The screen as PNG."""
+        return self._screen().screenshot_png()
+
+    def windows(self) -> list[WindowInfo]:
+        """Top-level windows."""
+        return self._screen().windows()
+
+    def focused_text(self) -> FocusedText:
+        """The focused text through AT-SPI."""
+        if self.atspi is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        return self.atspi.focused()
+
+    def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead:
+        """Read a selection as any client of this display would."""
+        return read_selection(self._display().name, selection)
+
+    def window_of(self, program: str) -> WindowInfo | None:
+        """The current top-level window of a program kind, if it shows one."""
+        for p in self.programs:
+            if p.name == program:
+                match = [w for w in self.windows() if p.kind.is_window(w)]
+                return match[-1] if match else None
+        return None
+
+    def _sandbox(self) -> Sandbox | None:
+        return self.session.sandbox if self.session is not None else None
+
+    def _screen(self) -> Screen:
+        if self.screen is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        return self.screen
+
+    def _display(self) -> XvfbDisplay:
+        if self.display is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        return self.display
+
+    def describe(self) -> dict[str, Any]:
+        """What `status` shows: display, user, home, programs with pids, problems."""
+        return {
+            "name": self.name,
+            "display": self.display.name if self.display else None,
+            "display_pid": self.display.pid if self.display else None,
+            "user": self.account.user,
+            "uid": self.account.uid,
+            "home": str(self.account.home),
+            "runtime_dir": str(self.spec.runtime_dir),
+            "xauthority": str(self.session.xauthority) if self.session else None,
+            "dbus": self.session.bus_address if self.session else None,
+            "programs": [{"name": p.name, "pid": p.pid, "alive": p.alive()} for p in self.programs],
+            "borrows": self._describe_borrow(),
+            "container": self.container.name if self.container else None,
+            "sandbox": sandbox.describe() if (sandbox := self._sandbox()) else None,
+            "start_remedies": list(self.remedies),
+            "problems": self.problems(),
+        }
+
+    def _describe_borrow(self) -> dict[str, Any] | None:
+        b = self.borrow
+        if b is None:
+            return None
+        return {
+            "from": b.donor.name,
+            "display": b.display,
+            "session": b.session,
+            "account": self.account.borrowed,
+            "libreoffice_profile": str(b.libreoffice_profile) if b.libreoffice_profile else None,
+            "writer_handed_off": bool(self.handed_off),
+        }
+
+    def destroy(self) -> None:
+        """Stop everything and remove the account and its home."""
+        try:
+            self.stop_desktop()
+        finally:
+            self.account.remove()
+
+
+def _what_the_bus_shows(items: list[dict[str, Any]]) -> str:
+    """A short account of a reader's answer, for the error that says Writer never showed."""
+    if not items:
+        return "no text objects"
+    windows = sorted({f"{i.get('app')}/{i.get('window_role')}:{i.get('window')}" for i in items})
+    roles = sorted({str(i.get("role")) for i in items})
+    return f"{len(items)} text objects, roles {', '.join(roles)}, in {'; '.join(windows[:6])}"

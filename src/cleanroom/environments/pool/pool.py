@@ -1,0 +1,481 @@
+"""The pool: the canary ``env00`` plus ``env01``…``envNN``, their generations and actions.
+
+All effects on environments go through here. Every action and observation names the
+environment and the generation it aims at; a stale one is refused and logged, never
+applied. Reset and crash recovery raise the generation before they touch anything, so an
+action that arrives while they run is refused once they finish.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import secrets
+import shutil
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cleanroom.core.canary import CANARY_ENV
+from cleanroom.environments.containers.desktop_image import ensure_image
+from cleanroom.environments.containers.program_container import plan_for
+from cleanroom.environments.errors import (
+    BadAction,
+    CanaryIsReadOnly,
+    PoolError,
+    StaleGeneration,
+    StartError,
+    UnknownEnvironment,
+)
+from cleanroom.environments.leaky_setups import (
+    DONOR,
+    TAKER,
+    Leak,
+    Sharing,
+    donor_gives,
+    sharing_for,
+)
+from cleanroom.environments.policy.actions import (
+    Action,
+    Click,
+    Focus,
+    GetClipboard,
+    Hotkey,
+    KeyDown,
+    KeyUp,
+    Move,
+    SetClipboard,
+    TypeText,
+)
+from cleanroom.environments.pool.environment import Borrowed, DesktopEnvironment, EnvSpec
+from cleanroom.environments.pool.generations import ACTION_LOG, ActionLog, GenerationBook
+from cleanroom.environments.pool.pool_record import PoolRecord, remove_record, write_record
+from cleanroom.environments.session.programs import DEFAULT_PROGRAMS, check_programs
+from cleanroom.environments.session.template import (
+    LIBREOFFICE_PROFILE,
+    build_template,
+    warm_libreoffice_profile,
+)
+from cleanroom.environments.x11.clipboard import SELECTIONS
+from cleanroom.environments.x11.clipboard_bridge import ClipboardBridge
+from cleanroom.environments.x11.display import ScreenSize
+from cleanroom.store.folders import private_folder
+from cleanroom.store.rundb import RunStore
+
+DEFAULT_ROOT = Path("/var/lib/cleanroom/pools")
+OBSERVATIONS = ("screenshot", "windows", "focused_text", "clipboard", "state")
+
+
+def env_name(index: int) -> str:
+    """``env00``, ``env01``, …"""
+    return f"env{index:02d}"
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """How many environments, which programs each runs, and where their files live."""
+
+    envs: int = 3
+    programs: tuple[str, ...] = DEFAULT_PROGRAMS
+    canary_programs: tuple[str, ...] = ("writer",)
+    screen: ScreenSize = field(default_factory=ScreenSize)
+    root: Path = DEFAULT_ROOT
+    programs_by_env: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    containers: bool = False  # each environment's programs in a Docker container of its own
+    # A leaky setup: one protection removed between env01 and env02 on purpose (the
+    # per-test positive controls); None is the isolated pool.
+    leak: Leak | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.envs <= 32:
+            raise ValueError(f"between 1 and 32 environments besides the canary, got {self.envs}")
+        if self.leak is not None:
+            object.__setattr__(self, "leak", Leak(self.leak))
+            if self.envs < 2:
+                raise ValueError("a leaky setup needs at least two environments (env01, env02)")
+            if self.containers:
+                # Each leak borrows a host resource (display, home, bus, profile) that a
+                # program container cannot reach: the leak would not be the one named.
+                raise ValueError("leaky setups run on the host pool only, not with --containers")
+        check_programs(self.programs)
+        check_programs(self.canary_programs)
+        for names in self.programs_by_env.values():
+            check_programs(names)
+
+    def programs_for(self, name: str) -> tuple[str, ...]:
+        """The programs one environment starts."""
+        if name in self.programs_by_env:
+            return self.programs_by_env[name]
+        return self.canary_programs if name == CANARY_ENV else self.programs
+
+
+@dataclass(frozen=True)
+class ActResult:
+    """What an applied action returned (only `get_clipboard` returns a value)."""
+
+    env: str
+    generation: int
+    kind: str
+    value: Any = None
+
+
+class Pool:
+    """Environments, generations and the action log of one run. Use `start` and `stop`."""
+
+    def __init__(self, config: PoolConfig, run_dir: Path, store: RunStore | None = None) -> None:
+        self.config = config
+        self.run_dir = run_dir
+        self.store = store
+        self.pool_id = secrets.token_hex(3)
+        self.root = config.root / self.pool_id
+        self.envs: dict[str, DesktopEnvironment] = {}
+        self.book = GenerationBook()
+        # Called with an environment's name just before a reset or recovery wipes its home
+        # and clipboard (the harness sweeps them for foreign tokens there).
+        self.before_wipe: list[Callable[[str], None]] = []
+        self.log = ActionLog(run_dir / ACTION_LOG)
+        self._locks: dict[str, threading.RLock] = {}
+        self._busy: set[str] = set()
+        self.on_generation: list[Callable[[str, int, str], None]] = []
+        self.image: str | None = None  # the desktop image, in containers mode
+        self.bridge: ClipboardBridge | None = None
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        """Every environment, the canary first."""
+        return sorted(self.envs)
+
+    @property
+    def template(self) -> Path:
+        return self.root / "template"
+
+    def _spec(self, name: str) -> EnvSpec:
+        gives = donor_gives(self.config.leak) if name in (DONOR, TAKER) else Sharing()
+        return EnvSpec(
+            name=name,
+            user=f"cr{self.pool_id}{name}",
+            home=self.root / "homes" / name,
+            runtime_dir=self.root / "run" / name,
+            log_dir=self.run_dir / "logs" / name,
+            programs=self.config.programs_for(name),
+            screen=self.config.screen,
+            container=plan_for(self.pool_id, name, self.image) if self.image else None,
+            sandboxed=not gives.unsandboxed,
+        )
+
+    def start(self) -> None:
+        """Create every environment and return when all are ready; on failure undo all."""
+        private_folder(self.run_dir)
+        # Recorded before anything exists, so a pool whose owner dies can be removed later.
+        write_record(self._record())
+        (self.root / "homes").mkdir(parents=True, mode=0o755)
+        (self.root / "run").mkdir(parents=True, mode=0o755)
+        if self.config.leak is Leak.OPEN_HOST:
+            self.run_dir.chmod(0o755)  # the open host also let anyone read the run folder
+        self.root.chmod(0o755)
+        try:
+            if self.config.containers:
+                self.image = ensure_image()
+            build_template(self.template)
+            if any(
+                "writer" in self.config.programs_for(env_name(i))
+                for i in range(self.config.envs + 1)
+            ):
+                warm_libreoffice_profile(self.template)
+            for i in range(self.config.envs + 1):
+                name = env_name(i)
+                env = self._create(name)
+                self.envs[name] = env
+                self._locks[name] = threading.RLock()
+                self.book.add(name)
+                env.start_desktop()
+            # Programs start in parallel: most of their start-up is waiting for windows.
+            # A taker that shares the donor's profile, display or home starts after it:
+            # its Writer then finds the donor's running instance (the trap that leak
+            # reproduces), a display whose AT-SPI bus the donor already published, or
+            # the shared document already open (which it opens without locking).
+            taker = sharing_for(self.config.leak, TAKER)
+            later = [self.envs[TAKER]] if taker.profile or taker.display or taker.home else []
+            first = [e for e in self.envs.values() if e not in later]
+            with ThreadPoolExecutor(max_workers=4) as ex:
+                list(ex.map(lambda e: e.start_programs(), first))
+            for env in later:
+                env.start_programs()
+            if sharing_for(self.config.leak, TAKER).clipboard_bridge:
+                self.bridge = ClipboardBridge(
+                    [self._display_name(DONOR), self._display_name(TAKER)]
+                )
+        except BaseException:
+            self.stop()
+            raise
+        if self.store is not None:
+            for name, env in sorted(self.envs.items()):
+                d = env.describe()
+                self.store.add_environment(
+                    name, unix_user=d["user"], display=d["display"], generation=0, meta=d
+                )
+
+    def _create(self, name: str) -> DesktopEnvironment:
+        spec = self._spec(name)
+        sharing = sharing_for(self.config.leak, name)
+        if not sharing.any:
+            return DesktopEnvironment.create(spec, self.template)
+        donor = self.envs[DONOR]
+        account = None
+        if sharing.account:
+            home = donor.account.home if sharing.home else spec.home
+            account = donor.account.lend(home)
+        env = DesktopEnvironment.create(spec, self.template, account=account)
+        profile = None
+        if sharing.profile:
+            profile = donor.account.home / LIBREOFFICE_PROFILE
+        elif sharing.home:
+            profile = env.account.home / f"{LIBREOFFICE_PROFILE}-{name}"
+        env.borrow = Borrowed(
+            donor, display=sharing.display, session=sharing.runtime_dir, libreoffice_profile=profile
+        )
+        return env
+
+    def _display_name(self, name: str) -> str:
+        display = self.env(name).display
+        if display is None:
+            raise StartError(f"{name}: the desktop is not running")
+        return display.name
+
+    def stop(self) -> None:
+        """Stop every environment, remove its user and home, and the pool's files."""
+        if self.bridge is not None:
+            self.bridge.close()
+            self.bridge = None
+        # Last first: an environment that borrows from env01 goes before env01 does.
+        for name in sorted(self.envs, reverse=True):
+            env = self.envs.pop(name)
+            with contextlib.suppress(Exception):
+                env.destroy()
+        shutil.rmtree(self.root, ignore_errors=True)
+        remove_record(self.pool_id)
+        with contextlib.suppress(Exception):
+            self.log.close()
+
+    def _record(self) -> PoolRecord:
+        from cleanroom.environments.x11.xauth import harness_authority
+
+        return PoolRecord.for_this_process(
+            self.pool_id,
+            self.root,
+            self.run_dir,
+            [self._spec(env_name(i)).user for i in range(self.config.envs + 1)],
+            containers=self.config.containers,
+            harness_authority=str(harness_authority()),
+        )
+
+    def env(self, name: str) -> DesktopEnvironment:
+        """The environment object (harness use only: policies go through `act`)."""
+        try:
+            return self.envs[name]
+        except KeyError:
+            raise UnknownEnvironment(f"no environment named {name!r}") from None
+
+    def lock(self, name: str) -> threading.RLock:
+        """The environment's lock: held while an action, reset or recovery runs."""
+        self.env(name)
+        return self._locks[name]
+
+    # -- generations ---------------------------------------------------------------------
+
+    def generation(self, name: str) -> int:
+        """The environment's current generation."""
+        return self.book.current(name)
+
+    def _checked(self, name: str, generation: int, kind: str) -> DesktopEnvironment:
+        """The environment, if ``generation`` is current; otherwise log and refuse."""
+        env = self.env(name)
+        try:
+            self.book.check(name, generation)
+        except StaleGeneration as exc:
+            self.log.write(name, generation, exc.current, kind, "refused-stale")
+            raise
+        return env
+
+    def _new_generation(self, name: str, why: str) -> int:
+        generation = self.book.raise_(name)
+        if self.store is not None:
+            self.store.set_generation(name, generation)
+        for hook in self.on_generation:
+            hook(name, generation, why)
+        return generation
+
+    # -- acting --------------------------------------------------------------------------
+
+    def act(self, name: str, generation: int, action: Action) -> ActResult:
+        """Apply one action if its generation is current; refuse (and log) otherwise."""
+        if name == CANARY_ENV:
+            self.log.write(name, generation, self.book.current(name), action.kind, "refused-canary")
+            raise CanaryIsReadOnly(f"{CANARY_ENV} is the canary and never receives an action")
+        self.env(name)
+        with self._locks[name]:
+            env = self._checked(name, generation, action.kind)
+            try:
+                value = self._apply(env, action)
+            except BadAction as exc:
+                self.log.write(name, generation, generation, action.kind, "rejected", str(exc))
+                raise
+            except Exception as exc:
+                self.log.write(name, generation, generation, action.kind, "failed", repr(exc))
+                raise PoolError(f"{name}: {action.kind} failed: {exc}") from exc
+            self.log.write(name, generation, generation, action.kind, "applied")
+        return ActResult(name, generation, action.kind, value)
+
+    def _apply(self, env: DesktopEnvironment, action: Action) -> Any:
+        xin = env.input
+        if xin is None or env.clipboard is None:
+            raise StartError(f"{env.name}: the desktop is not running")
+        if isinstance(action, TypeText):
+            xin.type_text(action.text)
+        elif isinstance(action, KeyDown):
+            xin.key_down(action.key)
+        elif isinstance(action, KeyUp):
+            xin.key_up(action.key)
+        elif isinstance(action, Hotkey):
+            xin.hotkey(action.keys)
+        elif isinstance(action, Click):
+            xin.click(action.x, action.y, action.button, action.count)
+        elif isinstance(action, Move):
+            xin.move(action.x, action.y)
+        elif isinstance(action, Focus):
+            window_id = action.window_id
+            if action.program is not None:
+                window = env.window_of(action.program)
+                if window is None:
+                    raise BadAction(f"{env.name} shows no {action.program} window")
+                window_id = window.id
+            assert window_id is not None
+            xin.focus(window_id)
+        elif isinstance(action, SetClipboard):
+            env.clipboard.set(action.text, action.selections)
+        elif isinstance(action, GetClipboard):
+            return env.read_clipboard(action.selection).text
+        else:
+            raise BadAction(f"unknown action {action.kind!r}")
+        return None
+
+    # -- observing -----------------------------------------------------------------------
+
+    def observe(self, name: str, generation: int, what: str) -> Any:
+        """One observation (screenshot PNG bytes, window list, focused text, state).
+
+        Observing the canary is allowed: it changes nothing.
+        """
+        if what not in OBSERVATIONS:
+            raise BadAction(f"unknown observation {what!r}; use {', '.join(OBSERVATIONS)}")
+        env = self.env(name)
+        with self._locks[name]:
+            env = self._checked(name, generation, f"observe:{what}")
+            if what == "screenshot":
+                return env.screenshot_png()
+            if what == "windows":
+                return [w.to_json() for w in env.windows()]
+            if what == "focused_text":
+                return env.focused_text().to_json()
+            if what == "clipboard":
+                return {s: env.read_clipboard(s).text for s in SELECTIONS}
+            return self.state(name)
+
+    def state(self, name: str) -> dict[str, Any]:
+        """What a policy may know about an environment: its generation and programs."""
+        env = self.env(name)
+        return {
+            "env": name,
+            "generation": self.book.current(name),
+            "canary": name == CANARY_ENV,
+            "programs": [p.name for p in env.programs],
+            "screen": {"width": env.spec.screen.width, "height": env.spec.screen.height},
+        }
+
+    # -- reset and recovery --------------------------------------------------------------
+
+    def reset(self, name: str, generation: int | None = None, *, why: str = "reset") -> int:
+        """Kill the environment's programs, restore its home, clear its clipboard, raise
+        its generation and restart its programs; return the new generation once ready.
+
+        With ``generation`` given, a stale one is refused like any action.
+        """
+        self.env(name)
+        if generation is not None:
+            self._checked(name, generation, "reset")
+        self._wiping(name)
+        before = self.book.current(name)
+        new = self._new_generation(name, why)
+        with self._locks[name]:
+            env = self.env(name)
+            self.log.write(name, before, new, "reset", "applied", why)
+            if env.problems() and (env.display is None or not env.display.alive()):
+                self._rebuild(env)
+            else:
+                env.restart_session()
+                env.restore_home()
+                env.clear_clipboard()
+                env.start_programs()
+        return new
+
+    def policy_reset(self, name: str, generation: int) -> int:
+        """A reset a policy asked for: refused on the canary, stale generations refused."""
+        if name == CANARY_ENV:
+            self.log.write(name, generation, self.book.current(name), "reset", "refused-canary")
+            raise CanaryIsReadOnly(f"{CANARY_ENV} is the canary and is never reset by a policy")
+        return self.reset(name, generation, why="policy reset")
+
+    def open_url(self, name: str, url: str) -> None:
+        """Open a URL in the environment's browser (a harness setup step, not an action)."""
+        env = self.env(name)
+        with self._locks[name]:
+            env.open_url(url)
+        self.log.write(
+            name, self.book.current(name), self.book.current(name), "open_url", "applied", url
+        )
+
+    def recover(self, name: str, why: str) -> int:
+        """Bring a crashed environment back at a new generation (the watchdog's remedy)."""
+        self._wiping(name)
+        before = self.book.current(name)
+        new = self._new_generation(name, f"recover: {why}")
+        with self._locks[name]:
+            env = self.env(name)
+            self.log.write(name, before, new, "recover", "applied", why)
+            self._rebuild(env)
+        return new
+
+    def _wiping(self, name: str) -> None:
+        for hook in list(self.before_wipe):
+            hook(name)
+
+    def _rebuild(self, env: DesktopEnvironment) -> None:
+        env.stop_desktop()
+        env.restore_home()
+        env.start_desktop()
+        env.start_programs()
+
+    def describe(self) -> dict[str, Any]:
+        """Every environment's status, for ``cleanroom envs status``."""
+        out = []
+        for name in self.names:
+            d = self.env(name).describe()
+            d["generation"] = self.book.current(name)
+            d["healthy"] = not d["problems"]
+            out.append(d)
+        return {
+            "pool_id": self.pool_id,
+            "run_dir": str(self.run_dir),
+            "leak": self.config.leak.value if self.config.leak else None,
+            "environments": out,
+        }
+
+
+def png_b64(data: bytes) -> str:
+    """A screenshot as base64 text, for JSON."""
+    return base64.b64encode(data).decode("ascii")

@@ -1,0 +1,1 @@
+"""The canary environment env00: the watcher that samples it and its parked console."""

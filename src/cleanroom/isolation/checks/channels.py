@@ -1,0 +1,209 @@
+"""Isolation test 12, channels: every route between environments that a sandbox closes,
+probed from inside each environment, as its user, every window.
+
+Every environment (the canary too: the probe is no action, and touches nothing the
+canary watcher reads) first *plants* a token of its own in every channel class (System V
+IPC, files in every folder it can write, TCP/UDP/Unix sockets on every loopback address,
+its command line and environment, every privilege route into other homes) and tries to
+reach the harness; then every environment *collects* from all of them. The rows follow
+`core.channels`: a token of another environment found is ``cross``, a class whose
+collector did not find its own token is ``lost``.
+
+Leak it must catch: ``open-host`` (env01 and env02 without sandboxes, the run folder
+readable), which opens every class between those two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from cleanroom.core.channels import NAME, CollectReport, PlantReport, channel_rows
+from cleanroom.core.isolation import IsolationRow
+from cleanroom.environments.errors import PoolError
+from cleanroom.environments.leaky_setups import Leak
+from cleanroom.environments.pool.environment import DesktopEnvironment
+from cleanroom.environments.session.processes import kill_pids, process_tree
+from cleanroom.environments.session.programs import ProgramProcess
+from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.lifecycle import wait_until
+
+PROBE_SOURCE = Path(__file__).with_name("channel_probe.py")
+PORT_BASE = 47_100
+PLANT_WITHIN_S = 90.0
+COLLECT_WITHIN_S = 120.0
+HOLD_S = 300
+
+
+class ChannelsTest(IsolationTest):
+    """Plant a token in every channel from every environment, then collect everywhere."""
+
+    name: ClassVar[str] = NAME
+    number: ClassVar[int] = 12
+    schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
+    detects: ClassVar[tuple[Leak, ...]] = (Leak.OPEN_HOST,)
+
+    def pairs(self, ctx: TrialContext) -> list[tuple[str, str]]:
+        names = ctx.pool.names
+        return [(a, b) for a in names for b in names if a != b]
+
+    def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
+        pool = ctx.pool
+        names = pool.names
+        envs = {n: pool.env(n) for n in names}
+        tokens = {n: ctx.mint(n) for n in names}
+        sentinel = _Sentinel()  # a harness service on the host's loopback, like the pool API
+        base = _base_config(ctx, envs)
+        base["control_ports"]["harness-loopback"] = {"port": sentinel.port}
+        plants: dict[str, PlantReport] = {}
+        running: list[ProgramProcess] = []
+        try:
+            started = {}
+            for n, env in envs.items():
+                cfg = {**base, **_own_config(env, n, str(tokens[n]))}
+                try:
+                    started[n] = env.start_inside(_probe_argv(env, "plant", cfg), "channel-plant")
+                    running.append(started[n][0])
+                except PoolError as exc:
+                    plants[n] = PlantReport(n, error=str(exc))
+            for n, (proc, log) in started.items():
+                plants[n] = _await_plant(n, proc, log)
+            collects = {
+                n: _collect(env, {**base, **_own_config(env, n, "")}) for n, env in envs.items()
+            }
+        finally:
+            for proc in running:
+                _end(proc)
+            sentinel.close()
+        ctx.write_evidence(
+            NAME,
+            trial,
+            "channels.json",
+            {
+                "tokens": {n: str(t) for n, t in tokens.items()},
+                "plants": {n: vars(p) for n, p in plants.items()},
+                "collects": {n: vars(c) for n, c in collects.items()},
+            },
+        )
+        return channel_rows(trial, ctx.window, names, plants, collects)
+
+
+class _Sentinel:
+    """A listener on the host's 127.0.0.1 for the length of a trial: a stand-in for every
+    harness service there (the pool's API among them), which no environment may reach."""
+
+    def __init__(self) -> None:
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._sock.getsockname()[1]
+        threading.Thread(target=self._accept, name="channels-sentinel", daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            conn.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
+
+
+def _base_config(ctx: TrialContext, envs: dict[str, DesktopEnvironment]) -> dict[str, Any]:
+    # The pool's API is never to be reached from an environment; the verify server is
+    # (its pages are forwarded in), but its keyed routes must refuse a caller with no key.
+    control: dict[str, dict[str, Any]] = {}
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        pool_port = int(json.loads((ctx.run_dir / "pool.json").read_text())["port"])
+        control["pool"] = {"port": pool_port}
+    if ctx.verify is not None:
+        port = urlsplit(ctx.verify.base_url).port
+        if port:
+            control["verify"] = {"port": port, "keyed_path": "/v1/audit?window=0"}
+    return {
+        "envs": list(envs),
+        "users": {n: e.account.user for n, e in envs.items()},
+        "homes": {n: str(e.account.home) for n, e in envs.items()},
+        "port_base": PORT_BASE,
+        "control_ports": control,
+        "run_folder": str(ctx.run_dir),
+        "hold_s": HOLD_S,
+    }
+
+
+def _own_config(env: DesktopEnvironment, name: str, token: str) -> dict[str, Any]:
+    return {
+        "me": name,
+        "token": token,
+        "home": str(env.account.home),
+        "runtime_dir": str(env.session.runtime_dir) if env.session else "",
+    }
+
+
+def _probe_argv(env: DesktopEnvironment, mode: str, cfg: dict[str, Any]) -> list[str]:
+    return [env.python, "-I", "-c", PROBE_SOURCE.read_text(), mode, json.dumps(cfg)]
+
+
+def _await_plant(name: str, proc: ProgramProcess, log: Path) -> PlantReport:
+    def answered() -> PlantReport | None:
+        line = _first_json_line(log)
+        if line is not None:
+            return PlantReport(name, line.get("planted", {}), line.get("reached", []))
+        if proc.poll() is not None:
+            return PlantReport(name, error=f"the plant step exited with {proc.returncode}: "
+                               f"{_tail(log)}")  # fmt: skip
+        return None
+
+    report = wait_until(answered, PLANT_WITHIN_S, 0.1)
+    if report is None:
+        return PlantReport(name, error=f"no answer within {PLANT_WITHIN_S:g} s: {_tail(log)}")
+    return report
+
+
+def _collect(env: DesktopEnvironment, cfg: dict[str, Any]) -> CollectReport:
+    name = str(cfg["me"])
+    try:
+        code, out = env.run_inside(_probe_argv(env, "collect", cfg), COLLECT_WITHIN_S)
+    except Exception as exc:
+        return CollectReport(name, error=f"{type(exc).__name__}: {exc}")
+    for line in out.splitlines():
+        with contextlib.suppress(ValueError):
+            data = json.loads(line)
+            if isinstance(data, dict) and "found" in data:
+                return CollectReport(name, data["found"], data.get("tested", {}))
+    return CollectReport(name, error=f"exit code {code}, no report: {out[-300:]}")
+
+
+def _first_json_line(log: Path) -> dict[str, Any] | None:
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        with contextlib.suppress(ValueError):
+            data = json.loads(line)
+            if isinstance(data, dict) and "planted" in data:
+                return data
+    return None
+
+
+def _tail(log: Path) -> str:
+    try:
+        return log.read_text(errors="replace")[-300:]
+    except OSError:
+        return "(no output)"
+
+
+def _end(proc: ProgramProcess) -> None:
+    # SIGTERM lets the plant remove what it made outside a sandbox (IPC objects, files).
+    pids = process_tree(proc.pid)
+    kill_pids(pids, grace_s=5.0)
+    with contextlib.suppress(Exception):
+        proc.wait(timeout=5)

@@ -1,0 +1,95 @@
+"""Deliberate faults of the pool itself: positive controls beside the leaky setups.
+
+`stale_generation` guards against a generation check that lets a stale action through,
+which no shared display, profile, runtime folder, home or clipboard causes, so this
+fault is its only positive control. `crash_blast_radius` fires under four of the leaks
+already; its fault, a kill that also takes a neighbour's programs down, proves it on the
+isolated pool. With its fault in place each test must report ``cross``. The faults touch
+only the pool object they are given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+
+from cleanroom.core.canary import CANARY_ENV
+from cleanroom.environments.pool.generations import GenerationBook
+from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.session.processes import kill_pids
+from cleanroom.isolation.battery import IsolationTest
+from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusTest, kill_environment
+from cleanroom.isolation.checks.stale_generation import StaleGenerationTest
+
+
+class Fault(StrEnum):
+    """A protection of the pool removed on purpose, named by the test it proves."""
+
+    GENERATION_CHECK_BYPASSED = "generation-check-bypassed"
+    CRASH_HITS_BYSTANDER = "crash-hits-bystander"
+
+    @property
+    def description(self) -> str:
+        return _DESCRIPTIONS[self]
+
+    @property
+    def test(self) -> str:
+        """The isolation test this fault is the positive control of."""
+        return _TESTS[self]
+
+
+_DESCRIPTIONS = {
+    Fault.GENERATION_CHECK_BYPASSED: "the pool applies actions aimed at any generation",
+    Fault.CRASH_HITS_BYSTANDER: "a crash of one environment also kills another's programs",
+}
+_TESTS = {
+    Fault.GENERATION_CHECK_BYPASSED: StaleGenerationTest.name,
+    Fault.CRASH_HITS_BYSTANDER: CrashBlastRadiusTest.name,
+}
+
+
+class UncheckedGenerationBook(GenerationBook):
+    """A generation book whose check passes every generation (the fault, on purpose)."""
+
+    def check(self, name: str, aimed: int) -> None:
+        """Accept ``aimed`` whatever it is (the environment must still exist)."""
+        self.current(name)
+
+
+@contextmanager
+def bypass_generation_check(pool: Pool) -> Iterator[None]:
+    """Within the block the pool applies stale actions; generations still count up."""
+    honest = pool.book
+    faulty = UncheckedGenerationBook()
+    for name, generation in honest.snapshot().items():
+        faulty.add(name, generation)
+    pool.book = faulty
+    try:
+        yield
+    finally:
+        # Carry over what the block raised, so the pool leaves with true generations.
+        for name, generation in faulty.snapshot().items():
+            honest.add(name, generation)
+        pool.book = honest
+
+
+def kill_with_bystander(pool: Pool, target: str) -> list[str]:
+    """Kill the target as `kill_environment` does, and the programs of the next
+    environment as well: the blast radius the crash test must see."""
+    hit = kill_environment(pool, target)
+    bystander = next(n for n in pool.names if n not in (target, CANARY_ENV))
+    kill_pids([p.pid for p in pool.env(bystander).programs], grace_s=0.0)
+    return [*hit, bystander]
+
+
+@contextmanager
+def with_fault(fault: Fault, pool: Pool) -> Iterator[IsolationTest]:
+    """The test that ``fault`` proves, set up to run on ``pool`` with the fault in place."""
+    if fault is Fault.GENERATION_CHECK_BYPASSED:
+        with bypass_generation_check(pool):
+            yield StaleGenerationTest()
+    elif fault is Fault.CRASH_HITS_BYSTANDER:
+        yield CrashBlastRadiusTest(kill=kill_with_bystander)
+    else:  # pragma: no cover - every member is handled above
+        raise ValueError(f"unknown fault {fault!r}")

@@ -1,0 +1,266 @@
+"""The positive control: interference forced inside ONE session, which the detectors must see.
+
+Two Writer instances (two profiles, two documents) run on one display with one D-Bus
+session and one clipboard, as one temporary user, and are driven through the same input
+path the pool uses (XTest, X selections). The typing half types disjoint alphabets into
+both at once and counts runs of foreign letters in the saved documents; the clipboard
+half has both sides set the clipboard within 100 ms of each other and counts reads that
+return the other side's string. The gate passes only if both counts are above zero.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cleanroom.core.detectors import clipboard_cross_reads, foreign_letter_runs
+from cleanroom.core.publish import NOT_CLAIMED, ControlResult, clipboard_gate
+from cleanroom.environments.pool.environment import DesktopEnvironment, EnvSpec
+from cleanroom.environments.session.odt import OdtError, odt_text
+from cleanroom.environments.session.programs import Program, launch_writer, wait_ready
+from cleanroom.environments.session.template import (
+    DOCUMENT,
+    LIBREOFFICE_PROFILE,
+    build_template,
+    warm_libreoffice_profile,
+)
+from cleanroom.environments.x11.clipboard import ClipboardOwner, read_selection
+from cleanroom.environments.x11.xinput import XInput
+from cleanroom.lifecycle import wait_until
+
+ALPHABETS = {"a": "abcdefghijklm", "b": "nopqrstuvwxyz"}
+CONTROL_ROOT = Path("/var/lib/cleanroom/control")
+# Generous: on a loaded 2-core machine Writer can take well over 10 s to save; a save that
+# never comes is a fault of the control run (it raises), never a count of zero.
+_SAVE_TIMEOUT_S = 30.0
+
+
+@dataclass
+class ControlEvidence:
+    """What the control typed, read and saved, for the run folder and the report."""
+
+    typed: dict[str, str] = field(default_factory=dict)
+    saved: dict[str, list[str]] = field(default_factory=dict)
+    typing_runs: list[int] = field(default_factory=list)
+    clipboard_reads: list[dict[str, str | None]] = field(default_factory=list)
+    set_skew_ms: list[float] = field(default_factory=list)
+    not_claimed: str = NOT_CLAIMED
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+class ControlSession:
+    """One display, one session, two Writers. Use as a context manager."""
+
+    def __init__(self, run_dir: Path, root: Path = CONTROL_ROOT) -> None:
+        self.run_dir = run_dir
+        self.base = root / secrets.token_hex(3)
+        self.env: DesktopEnvironment | None = None
+        self.writers: dict[str, Program] = {}
+        self.documents: dict[str, Path] = {}
+
+    def __enter__(self) -> ControlSession:
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _start(self) -> None:
+        self.base.mkdir(parents=True, mode=0o755)
+        template = build_template(self.base / "template")
+        warm_libreoffice_profile(template)
+        spec = EnvSpec(
+            name="control",
+            user=f"crctl{self.base.name}",
+            home=self.base / "home",
+            runtime_dir=self.base / "run",
+            log_dir=self.run_dir / "logs" / "control",
+            programs=(),
+        )
+        env = DesktopEnvironment.create(spec, template)
+        self.env = env
+        env.start_desktop()
+        home = env.account.home
+        assert env.session is not None and env.screen is not None
+        for side in ALPHABETS:
+            profile = home / f".config/control-profile-{side}"
+            shutil.copytree(home / LIBREOFFICE_PROFILE, profile)
+            document = home / f"Documents/side-{side}.odt"
+            shutil.copy(home / DOCUMENT, document)
+            for path in (profile, document):
+                _chown(path, env.account.uid, env.account.gid)
+            self.documents[side] = document
+            self.writers[side] = launch_writer(env.session, spec.log_dir, profile, document, side)
+        wait_ready(list(self.writers.values()), env.screen)
+        time.sleep(1.0)  # let both windows settle before focus is moved between them
+
+    def window_id(self, side: str) -> int:
+        """The window of one side's Writer."""
+        window = self.writers[side].window
+        assert window is not None
+        return window.id
+
+    def display(self) -> str:
+        assert self.env is not None and self.env.display is not None
+        return self.env.display.name
+
+    def close(self) -> None:
+        """Stop everything and remove the temporary user and files."""
+        for w in self.writers.values():
+            w.stop()
+        if self.env is not None:
+            self.env.destroy()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _chown(path: Path, uid: int, gid: int) -> None:
+    from cleanroom.environments.session.accounts import chown_tree
+
+    if path.is_dir():
+        chown_tree(path, uid, gid)
+    else:
+        import os
+
+        os.chown(path, uid, gid)
+
+
+def _type_side(session: ControlSession, side: str, text: str, start: threading.Barrier) -> None:
+    # Each side has its own connection, as two agents would; both go through one display.
+    xin = XInput(session.display())
+    try:
+        start.wait()
+        for ch in text:
+            xin.focus(session.window_id(side), verify=False)
+            xin.type_text(ch, delay_s=0.002)
+    finally:
+        xin.close()
+
+
+def _save_and_read(session: ControlSession, side: str, before: float) -> str:
+    xin = XInput(session.display())
+    try:
+        xin.focus(session.window_id(side))
+        time.sleep(0.2)
+        xin.hotkey("ctrl+s")
+    finally:
+        xin.close()
+    path = session.documents[side]
+
+    def saved_text() -> str | None:
+        if path.stat().st_mtime <= before:
+            return None
+        time.sleep(0.2)  # the save may still be writing
+        try:
+            return odt_text(path.read_bytes())
+        except OdtError:
+            return None
+
+    text = wait_until(saved_text, _SAVE_TIMEOUT_S, 0.1)
+    if text is None:
+        raise TimeoutError(f"side {side} did not save its document")
+    return text
+
+
+def typing_half(session: ControlSession, evidence: ControlEvidence, rounds: int, chars: int) -> int:
+    """Type both alphabets at once ``rounds`` times; return how many rounds showed a
+    foreign-letter run in either saved document."""
+    crossed = 0
+    seen_runs = 0
+    for _ in range(rounds):
+        texts = {s: (a * (chars // len(a) + 1))[:chars] for s, a in ALPHABETS.items()}
+        start = threading.Barrier(len(texts))
+        threads = [
+            threading.Thread(target=_type_side, args=(session, s, t, start))
+            for s, t in texts.items()
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        before = time.time() - 0.01
+        saved = {s: _save_and_read(session, s, before) for s in ALPHABETS}
+        runs = foreign_letter_runs(saved["a"], ALPHABETS["b"]) + foreign_letter_runs(
+            saved["b"], ALPHABETS["a"]
+        )
+        for s, text in saved.items():
+            evidence.saved.setdefault(s, []).append(text)
+            evidence.typed[s] = evidence.typed.get(s, "") + texts[s]
+        evidence.typing_runs.append(runs - seen_runs)
+        if runs > seen_runs:
+            crossed += 1
+        seen_runs = runs
+    return crossed
+
+
+def _set_side(
+    owner: ClipboardOwner,
+    text: str,
+    side: str,
+    start: threading.Barrier,
+    stamps: dict[str, float],
+) -> None:
+    start.wait()
+    owner.set(text)
+    stamps[side] = time.monotonic()
+
+
+def clipboard_half(
+    session: ControlSession, evidence: ControlEvidence, trials: int
+) -> tuple[int, int]:
+    """Both sides set the clipboard at once, then each reads it. Return how many trials
+    had a read that returned the other side's string, and how many trials count: only
+    those whose two sets were within `MAX_SET_SKEW_MS` (every skew is in the evidence)."""
+    display = session.display()
+    owners = {s: ClipboardOwner(display) for s in ALPHABETS}
+    crossed: list[bool] = []
+    try:
+        for trial in range(trials):
+            strings = {s: f"control-{s}-{trial}-{secrets.token_hex(4)}" for s in ALPHABETS}
+            stamps: dict[str, float] = {}
+            start = threading.Barrier(len(owners))
+
+            threads = [
+                threading.Thread(target=_set_side, args=(owners[s], strings[s], s, start, stamps))
+                for s in owners
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            evidence.set_skew_ms.append(abs(stamps["a"] - stamps["b"]) * 1000)
+            reads = {s: read_selection(display).text for s in owners}
+            evidence.clipboard_reads.append(reads)
+            cross_here = 0
+            for side, got in reads.items():
+                others = [v for k, v in strings.items() if k != side]
+                cross, _ = clipboard_cross_reads([got], strings[side], others)
+                cross_here += cross
+            crossed.append(cross_here > 0)
+    finally:
+        for o in owners.values():
+            o.close()
+    return clipboard_gate(evidence.set_skew_ms, crossed)
+
+
+def run_control(
+    run_dir: Path, *, typing_rounds: int = 3, chars: int = 40, clipboard_trials: int = 20
+) -> tuple[ControlResult, ControlEvidence]:
+    """Run both halves in a fresh one-session setup and return the result and evidence."""
+    evidence = ControlEvidence()
+    with ControlSession(run_dir) as session:
+        typing = typing_half(session, evidence, typing_rounds, chars)
+        clip, counted = clipboard_half(session, evidence, clipboard_trials)
+    skews = tuple(round(ms, 2) for ms in evidence.set_skew_ms)
+    return ControlResult(typing, typing_rounds, clip, counted, skews), evidence

@@ -1,0 +1,120 @@
+"""Run the red-team matrix: every row (honest, no-op, attacks) under every mode, on Docker.
+
+Each task's image is built once before any rollout; rollouts then run a few at a time
+(they spend most of their time waiting on the daemon). Each cell is a full rollout from
+a fresh container, so no attack can leave anything behind for the next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from cleanroom.redteam.assets import assets_for
+from cleanroom.redteam.catalogue import Attack
+from cleanroom.redteam.matrix import Cell, Matrix, Row, RowKind
+from cleanroom.verifiers.container.docker_runtime import (
+    DockerRuntime,
+    ImageBuildFailed,
+    RuntimeUnavailable,
+)
+from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.task import Task, load_task
+from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
+
+ALL_MODES: tuple[Mode, ...] = (Mode.SHARED, Mode.CLEARED, Mode.SEALED)
+# src/cleanroom/redteam/run_matrix.py -> the repository root holds examples/tasks.
+EXAMPLE_TASKS = Path(__file__).resolve().parents[3] / "examples" / "tasks"
+EXAMPLE_TASK_NAMES = (
+    "fix-median",
+    "csv-report",
+    "http-sum",
+    "engine-handoff",
+    "install-tool",
+    "venv-tool",
+)
+
+OnCell = Callable[[Row, Mode, Cell], None]
+
+
+class NoTasks(Exception):
+    """No task folders were given and the bundled example tasks are not on disk."""
+
+
+def example_tasks() -> list[Task]:
+    """The example tasks the catalogue targets, from the repository's ``examples/tasks``."""
+    if not EXAMPLE_TASKS.is_dir():
+        raise NoTasks(f"the example tasks are not at {EXAMPLE_TASKS}; pass TASK_DIR arguments")
+    return [load_task(EXAMPLE_TASKS / name) for name in EXAMPLE_TASK_NAMES]
+
+
+def plan_rows(tasks: Sequence[Task], attacks: Sequence[Attack], *, targeted: bool) -> list[Row]:
+    """Honest and no-op rows for every task, then the attacks.
+
+    ``targeted``: each attack runs against the task it was written for (the catalogue's
+    default); otherwise every attack runs against every task, which shows which routes a
+    new task's verifier is exposed to.
+    """
+    rows: list[Row] = []
+    for task in tasks:
+        rows.append(Row(task.name, RowKind.HONEST))
+        rows.append(Row(task.name, RowKind.NOOP))
+        rows.extend(
+            Row(task.name, RowKind.ATTACK, attack)
+            for attack in attacks
+            if not targeted or attack.target == task.name
+        )
+    return rows
+
+
+def plan_for(tasks: Sequence[Task], attacks: Sequence[Attack]) -> list[Row]:
+    """Rows for the CLI: each attack against the task it targets; a task that no attack
+    targets (a new task being checked) gets every attack."""
+    rows: list[Row] = []
+    for task in tasks:
+        targeted = any(a.target == task.name for a in attacks)
+        rows.extend(plan_rows([task], attacks, targeted=targeted))
+    return rows
+
+
+def agent_for(row: Row) -> AgentSpec:
+    """What runs as the agent for a row."""
+    if row.attack is not None:
+        return AgentSpec.script(row.attack.script, row.attack.id, assets_for(row.attack))
+    return AgentSpec.solution() if row.kind is RowKind.HONEST else AgentSpec.noop()
+
+
+def run_matrix(
+    tasks: Sequence[Task],
+    rows: Sequence[Row],
+    runtime: DockerRuntime,
+    *,
+    modes: Sequence[Mode] = ALL_MODES,
+    jobs: int = 2,
+    on_cell: OnCell | None = None,
+) -> Matrix:
+    """Run every row under every mode and return the filled matrix."""
+    by_name = {t.name: t for t in tasks}
+    matrix = Matrix(tuple(modes), list(rows))
+    for task in tasks:
+        # Built once here so parallel rollouts never race to build the same image; a build
+        # failure is not raised but shows in every cell of that task as environment_error.
+        with contextlib.suppress(ImageBuildFailed, RuntimeUnavailable):
+            runtime.image_for(task)
+    work = [(row, mode) for row in rows for mode in modes]
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {
+            pool.submit(
+                verify_task, by_name[row.task], agent_for(row), runtime, VerifyOptions(mode=mode)
+            ): (row, mode)
+            for row, mode in work
+        }
+        for future in as_completed(futures):
+            row, mode = futures[future]
+            cell = Cell.of(future.result())
+            matrix.put(row, mode, cell)
+            if on_cell is not None:
+                on_cell(row, mode, cell)
+    return matrix

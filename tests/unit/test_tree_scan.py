@@ -1,0 +1,177 @@
+"""The tree scanner: every token in files of any size and in every file under a folder,
+with every place it could not read."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cleanroom import tree_scan
+from cleanroom.core import tokens
+from cleanroom.core.tokens import RolloutId
+
+
+def test_scan_finds_a_token_straddling_a_chunk_boundary_exactly_once(tmp_path: Path) -> None:
+    token = "env05-w002-r0003-cafef00d"
+    for cut in range(len(token) + 2):
+        path = tmp_path / f"f{cut}"
+        path.write_bytes(b"." * (64 - cut) + token.encode() + b"." * 70)
+        hits = tree_scan.scan_file(path, chunk_size=64)
+        assert [(str(h.token), h.offset) for h in hits] == [(token, 64 - cut)], cut
+
+
+def test_scan_keeps_lookbehind_at_a_chunk_boundary(tmp_path: Path) -> None:
+    path = tmp_path / "glued"
+    path.write_bytes(b"a" * 63 + b"x" + b"env05-w002-r0003-cafef00d" + b"\n" * 80)
+    assert tree_scan.scan_file(path, chunk_size=64) == []
+
+
+def test_scan_tree_finds_every_planted_token_and_no_false_ones(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    planted: dict[str, str] = {}
+    for i in range(300):
+        folder = tmp_path / f"d{i % 17}" / f"e{i % 5}"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"f{i}.bin"
+        noise = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 3000)))
+        # Near misses that a sloppy pattern would report.
+        decoys = b" env01-w001-r0001-deadbee env1-w001-r0001-deadbeef ENV01-W001-R0001-DEADBEEF "
+        if i % 3 == 0:
+            token = str(tokens.mint(RolloutId(f"env{i % 9:02d}", i % 4, i)))
+            planted[token] = str(path)
+            half = len(noise) // 2
+            body = noise[:half] + b" " + token.encode() + b" " + noise[half:]
+        else:
+            body = noise
+        path.write_bytes(decoys + body)
+    (tmp_path / "link").symlink_to(tmp_path / "d0")  # never followed: no double count
+
+    scan = tree_scan.scan_tree(tmp_path)
+    hits = scan.hits
+
+    assert {str(h.token): h.source for h in hits} == planted
+    assert len(hits) == len(planted)
+    assert scan.errors == []
+    assert tree_scan.scan_tree(tmp_path, workers=2).hits == hits  # worker processes: same answer
+
+
+def test_scan_tree_reports_a_file_that_vanished_instead_of_skipping_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = tmp_path / "kept.txt"
+    kept.write_text("env01-w001-r0001-deadbeef")
+    vanished = str(tmp_path / "vanished.txt")  # listed, then deleted before it was read
+    listing = [(str(kept), 25), (vanished, 10)]
+    monkeypatch.setattr(tree_scan, "_sized_files", lambda root, errors: iter(listing))
+
+    scan = tree_scan.scan_tree(tmp_path)
+
+    assert [h.env for h in scan.hits] == ["env01"]
+    assert [(e.path, e.vanished) for e in scan.errors] == [(vanished, True)]
+    assert scan.blind_spots == []  # what vanished holds no token any more
+
+
+def _scan_as_nobody(root: Path) -> list[tuple[str, str, bool]]:
+    """The tree scan's errors, walked as an unprivileged user in a forked child (root
+    reads every folder whatever its mode, so the walk must run without its rights)."""
+    if os.geteuid() != 0:
+        return [(e.path, e.reason, e.vanished) for e in tree_scan.scan_tree(root).errors]
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop to nobody, walk, report, and never return to pytest
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            found = [(e.path, e.reason, e.vanished) for e in tree_scan.scan_tree(root).errors]
+            with os.fdopen(write_end, "w") as out:
+                json.dump(found, out)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end) as got:
+        text = got.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    return [(p, r, v) for p, r, v in json.loads(text)]
+
+
+@pytest.fixture()
+def shared_tmp() -> Iterator[Path]:
+    """A folder an unprivileged user can reach (pytest's own is its owner's alone)."""
+    path = Path(tempfile.mkdtemp(prefix="cleanroom-scan-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        for sub in path.rglob("*"):
+            if sub.is_dir() and not sub.is_symlink():
+                sub.chmod(0o755)
+        shutil.rmtree(path)
+
+
+def test_scan_tree_reports_a_folder_it_cannot_list_and_a_file_it_cannot_read(
+    shared_tmp: Path,
+) -> None:
+    (shared_tmp / "open.txt").write_text("env01-w001-r0001-deadbeef")
+    (shared_tmp / "open.txt").chmod(0o644)
+    closed = shared_tmp / "closed"
+    closed.mkdir()
+    (closed / "inside.txt").write_text("env02-w001-r0001-deadbeef")
+    closed.chmod(0o000)
+    secret = shared_tmp / "secret.txt"
+    secret.write_text("env03-w001-r0001-deadbeef")
+    secret.chmod(0o000)
+
+    errors = _scan_as_nobody(shared_tmp)
+
+    assert sorted((p, v) for p, _, v in errors) == [(str(closed), False), (str(secret), False)]
+    assert all("denied" in r for _, r, _ in errors)
+
+
+def test_scan_tree_reports_a_missing_root_as_blind(tmp_path: Path) -> None:
+    scan = tree_scan.scan_tree(tmp_path / "gone")
+    assert scan.hits == []
+    assert [e.path for e in scan.blind_spots] == [str(tmp_path / "gone")]
+
+
+def test_scan_tree_reports_a_folder_that_vanished_between_listing_and_walking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "t.txt").write_text("env01-w001-r0001-deadbeef")
+    real = os.scandir
+
+    def remove_then_list(path: Any) -> Any:
+        if isinstance(path, str) and path == str(tmp_path / "a"):
+            shutil.rmtree(path)
+        return real(path)
+
+    monkeypatch.setattr(tree_scan.os, "scandir", remove_then_list)
+    scan = tree_scan.scan_tree(tmp_path)
+    monkeypatch.undo()
+
+    assert scan.hits == []
+    assert [(e.path, e.vanished) for e in scan.errors] == [(str(tmp_path / "a"), True)]
+
+
+def test_scan_tree_never_follows_symlinks(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "t.txt").write_text("env01-w001-r0001-deadbeef")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "dir-link").symlink_to(outside)
+    (tree / "file-link").symlink_to(outside / "t.txt")
+    assert tree_scan.scan_tree(tree).hits == []
