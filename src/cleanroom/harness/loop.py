@@ -63,7 +63,7 @@ CONTROL_ATTEMPTS = 2
 
 @dataclass(frozen=True)
 class ControlSettings:
-    """How much of the positive control to run (SPEC §3.3)."""
+    """How much of the positive control to run: typing rounds, characters, clipboard trials."""
 
     typing_rounds: int = 3
     chars: int = 40

@@ -163,7 +163,7 @@ def _row_details(matrix: Matrix, row: Row) -> str:
         a = row.attack
         out.append(
             "<dl>"
-            f"<dt>route (SPEC §4)</dt><dd>{_e(a.route)}</dd>"
+            f"<dt>route</dt><dd>{_e(a.route)}</dd>"
             f"<dt>control fires when</dt><dd>{_e(a.control_means)}</dd>"
             f"<dt>cleared expected</dt><dd>{_e(a.cleared.value)}</dd>"
             "</dl>"
