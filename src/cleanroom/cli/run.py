@@ -14,7 +14,7 @@ from cleanroom.harness.controls_step import leaky_controls
 from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
 from cleanroom.harness.plan import UnknownTest
 from cleanroom.harness.report_step import print_report
-from cleanroom.rollouts.runner import TASKS
+from cleanroom.rollouts.registry import TASKS
 
 # Options that `run` and `soak` share.
 DEFAULT_TASKS = ",".join(TASKS)

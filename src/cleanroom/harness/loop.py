@@ -51,7 +51,7 @@ from cleanroom.isolation.control import run_control
 from cleanroom.isolation.parked_console import ParkedConsole
 from cleanroom.isolation.tests_observation_privacy import observing_for
 from cleanroom.reports.machine import machine_info
-from cleanroom.rollouts.runner import TASKS
+from cleanroom.rollouts.registry import TASKS
 from cleanroom.store.rundb import RunStore, WatchRecord
 from cleanroom.verify_server.process import VerifyServerProcess
 
