@@ -16,7 +16,6 @@ way the loop ends, `cleanroom report` can read the run.
 from __future__ import annotations
 
 import importlib
-import json
 import threading
 import time
 import traceback
@@ -47,7 +46,7 @@ from cleanroom.harness.window import (
 )
 from cleanroom.isolation.battery import TESTS, IsolationTest
 from cleanroom.isolation.canary_watch import CanaryWatcher
-from cleanroom.isolation.control import run_control
+from cleanroom.isolation.control import run_and_store_control
 from cleanroom.isolation.parked_console import ParkedConsole
 from cleanroom.isolation.tests_observation_privacy import observing_for
 from cleanroom.reports.machine import machine_info
@@ -56,7 +55,6 @@ from cleanroom.store.rundb import RunStore, WatchRecord
 from cleanroom.verify_server.process import VerifyServerProcess
 
 REGISTRY = "cleanroom.isolation.registry"
-CONTROL_EVIDENCE = "control-evidence.json"
 HARNESS_ERROR = "harness-error.txt"
 CONTROL_ATTEMPTS = 2
 
@@ -275,10 +273,9 @@ def _positive_control(s: LoopServices) -> None:
     c = s.config.control
     for attempt in range(1, CONTROL_ATTEMPTS + 1):
         s.progress.step(f"positive control: two Writers in one session (attempt {attempt})")
-        started = time.monotonic()
         try:
-            result, evidence = run_control(
-                s.store.run_dir,
+            result = run_and_store_control(
+                s.store,
                 typing_rounds=c.typing_rounds,
                 chars=c.chars,
                 clipboard_trials=c.clipboard_trials,
@@ -290,8 +287,6 @@ def _positive_control(s: LoopServices) -> None:
                 f"[red]positive control could not run[/]: {type(exc).__name__}: {exc} ({name})"
             )
             continue
-        (s.store.run_dir / CONTROL_EVIDENCE).write_text(json.dumps(evidence.to_json(), indent=2))
-        s.store.add_control_result(result, detail=f"{time.monotonic() - started:.1f} s")
         verdict = "[green]fired[/]" if result.fired else "[red]did not fire[/]"
         s.progress.event(
             f"positive control {verdict}: typing {result.typing_cross} of "
