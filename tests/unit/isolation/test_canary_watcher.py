@@ -65,11 +65,16 @@ def test_any_exception_while_reading_is_a_lost_sample_naming_it() -> None:
 
 def test_reads_that_raise_give_lost_samples_and_the_thread_keeps_going(tmp_path: Path) -> None:
     with RunStore.create(tmp_path) as store:
-        watcher = _watcher(_FakeHandle(fail=RuntimeError("boom")), store, interval_s=0.01)
+        five = threading.Event()
+
+        def count(_: object) -> None:
+            if len(watcher.samples) >= 5:
+                five.set()
+
+        handle = _FakeHandle(fail=RuntimeError("boom"))
+        watcher = _watcher(handle, store, interval_s=0.01, on_sample=count)
         watcher.start()
-        deadline = time.monotonic() + 5
-        while len(watcher.samples) < 5 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert five.wait(5), "the watcher stopped looking before its fifth sample"
         alive = watcher._thread.is_alive()
         faults = watcher.faults()
         watcher.stop()
