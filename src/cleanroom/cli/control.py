@@ -12,7 +12,7 @@ from cleanroom.core.outcomes import EXIT_INVALID
 from cleanroom.core.publish import NOT_CLAIMED
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.pool.supervisor import NoPool, PoolProcess, current_run_dir
-from cleanroom.isolation.controls.positive import run_control
+from cleanroom.isolation.controls.positive import run_and_store_control
 from cleanroom.store.rundb import DB_NAME, RunBusy, RunStore
 
 
@@ -42,14 +42,9 @@ def control(
         raise typer.BadParameter("rounds, chars and clipboard trials must be positive")
     store = _open_store(run)
     try:
-        started = time.monotonic()
-        result, evidence = run_control(
-            store.run_dir, typing_rounds=rounds, chars=chars, clipboard_trials=clipboard_trials
+        result = run_and_store_control(
+            store, typing_rounds=rounds, chars=chars, clipboard_trials=clipboard_trials
         )
-        (store.run_dir / "control-evidence.json").write_text(
-            json.dumps(evidence.to_json(), indent=2)
-        )
-        store.add_control_result(result, detail=f"{time.monotonic() - started:.1f} s")
     except (PoolError, TimeoutError, OSError) as exc:
         typer.echo(f"error: the control could not run: {exc}", err=True)
         raise typer.Exit(EXIT_INVALID) from exc

@@ -13,8 +13,9 @@ from rich.table import Table
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak, parse_leak
 from cleanroom.environments.pool.orphans import Collection, collect_garbage, reap_run
+from cleanroom.environments.pool.pool import PoolConfig
 from cleanroom.environments.pool.supervisor import PoolProcess, current_run_dir
-from cleanroom.environments.session.programs import DEFAULT_PROGRAMS, check_programs
+from cleanroom.environments.session.programs import DEFAULT_PROGRAMS
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -47,22 +48,21 @@ def up(
 ) -> None:
     """Start the pool and print where it lives."""
     try:
-        names = check_programs(tuple(p for p in programs.split(",") if p))
-        leak = parse_leak(leaky)
-    except ValueError as exc:
+        config = PoolConfig(
+            envs=envs,
+            programs=tuple(p for p in programs.split(",") if p),
+            containers=containers,
+            leak=parse_leak(leaky),
+        )
+    except ValueError as exc:  # the pool's own checks, before anything starts
         raise typer.BadParameter(str(exc)) from exc
-    if leak is not None and envs < 2:
-        raise typer.BadParameter("--leaky needs at least two environments (env01, env02)")
-    if leak is not None and containers:
-        raise typer.BadParameter("leaky setups run on the host pool only, not with --containers")
-    if not 1 <= envs <= 32:
-        raise typer.BadParameter("--envs must be between 1 and 32")
+    leak = config.leak
     run_dir = run or Path("runs") / time.strftime("pool-%Y%m%d-%H%M%S")
     _print_collection(collect_garbage(), quiet=True)  # orphans of crashed pools go first
     started = time.monotonic()
     try:
         proc = PoolProcess.start(
-            run_dir, envs=envs, programs=names, containers=containers, leak=leak
+            run_dir, envs=envs, programs=config.programs, containers=containers, leak=leak
         )
     except PoolError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -14,7 +14,7 @@ from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
 from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.plan import UnknownTest
 from cleanroom.harness.report_step import print_report
-from cleanroom.rollouts.smoke_rollout import TASKS
+from cleanroom.rollouts.registry import TASKS
 
 # Options that `run` and `soak` share.
 DEFAULT_TASKS = ",".join(TASKS)

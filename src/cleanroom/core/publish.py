@@ -74,11 +74,6 @@ class ControlResult:
     clipboard_skew_ms: tuple[float, ...] = ()
 
     @property
-    def clipboard_skipped(self) -> int:
-        """Clipboard trials whose sets were too far apart to count."""
-        return sum(1 for ms in self.clipboard_skew_ms if ms > MAX_SET_SKEW_MS)
-
-    @property
     def fired(self) -> bool:
         return self.typing_cross > 0 and self.clipboard_cross > 0
 

@@ -34,7 +34,3 @@ class CanaryIsReadOnly(PoolError):
 
 class BadAction(PoolError, ValueError):
     """An action or observation request is malformed (unknown kind, bad field)."""
-
-
-class NotReady(PoolError):
-    """The environment is being reset or recovered and cannot act right now."""

@@ -101,9 +101,6 @@ class Guest(ABC):
     #: The spec prefix that opens this kind of guest, such as ``local`` or ``docker``.
     kind: str = ""
 
-    #: What the guest offers beyond commands and files, such as ``desktop``.
-    capabilities: frozenset[str] = frozenset()
-
     @property
     @abstractmethod
     def home(self) -> str:

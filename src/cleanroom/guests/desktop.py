@@ -46,7 +46,6 @@ class DesktopGuest(LocalGuest):
     """A `LocalGuest` whose commands also get the environment's desktop session."""
 
     kind = "env"
-    capabilities = frozenset({"desktop"})
 
     def __init__(self, name: str, details: dict[str, Any]) -> None:
         self.env_name = name

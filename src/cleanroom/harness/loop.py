@@ -15,7 +15,6 @@ way the loop ends, `cleanroom report` can read the run.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import traceback
@@ -48,20 +47,19 @@ from cleanroom.isolation.battery import IsolationTest
 from cleanroom.isolation.canary.parked_console import ParkedConsole
 from cleanroom.isolation.canary.watcher import CanaryWatcher
 from cleanroom.isolation.checks import CHECKS, observing_for
-from cleanroom.isolation.controls.positive import run_control
+from cleanroom.isolation.controls.positive import run_and_store_control
 from cleanroom.reports.machine import machine_info
-from cleanroom.rollouts.smoke_rollout import TASKS
+from cleanroom.rollouts.registry import TASKS
 from cleanroom.store.rundb import RunStore, WatchRecord
 from cleanroom.verify_server.process import VerifyServerProcess
 
-CONTROL_EVIDENCE = "control-evidence.json"
 HARNESS_ERROR = "harness-error.txt"
 CONTROL_ATTEMPTS = 2
 
 
 @dataclass(frozen=True)
 class ControlSettings:
-    """How much of the positive control to run (SPEC §3.3)."""
+    """How much of the positive control to run: typing rounds, characters, clipboard trials."""
 
     typing_rounds: int = 3
     chars: int = 40
@@ -269,10 +267,9 @@ def _positive_control(s: LoopServices) -> None:
     c = s.config.control
     for attempt in range(1, CONTROL_ATTEMPTS + 1):
         s.progress.step(f"positive control: two Writers in one session (attempt {attempt})")
-        started = time.monotonic()
         try:
-            result, evidence = run_control(
-                s.store.run_dir,
+            result = run_and_store_control(
+                s.store,
                 typing_rounds=c.typing_rounds,
                 chars=c.chars,
                 clipboard_trials=c.clipboard_trials,
@@ -284,8 +281,6 @@ def _positive_control(s: LoopServices) -> None:
                 f"[red]positive control could not run[/]: {type(exc).__name__}: {exc} ({name})"
             )
             continue
-        (s.store.run_dir / CONTROL_EVIDENCE).write_text(json.dumps(evidence.to_json(), indent=2))
-        s.store.add_control_result(result, detail=f"{time.monotonic() - started:.1f} s")
         verdict = "[green]fired[/]" if result.fired else "[red]did not fire[/]"
         s.progress.event(
             f"positive control {verdict}: typing {result.typing_cross} of "

@@ -79,8 +79,9 @@ def assign_tasks(envs: Sequence[str], tasks: Sequence[str], batch: int) -> list[
     return [(env, tasks[(i + batch) % len(tasks)]) for i, env in enumerate(envs)]
 
 
-# SPEC §3.4: the clipboard test runs once more after every rollout that used the
-# clipboard or typed into Writer, on top of its per-window trials.
+# The clipboard test runs once more after every batch of rollouts that used the clipboard
+# or typed into Writer, on top of its per-window trials: those rollouts are the ones that
+# put text where a clipboard leak would carry it.
 FOLLOW_UP_TEST = "clipboard"
 FOLLOW_UP_TASKS = frozenset({"writer", "clipboard"})
 

@@ -21,7 +21,8 @@ from cleanroom.core.tokens import Token, mint
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.harness.form_audit_rows import LeasedRollout
-from cleanroom.rollouts.base import RolloutContext, SmokeTask
+from cleanroom.rollouts.base import RolloutContext
+from cleanroom.rollouts.registry import make_smoke_task
 from cleanroom.rollouts.smoke_rollout import attempt_rollout, next_rollout_id, reset_for_rollout
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.client import VerifyClient
@@ -35,23 +36,6 @@ class SmokeRecord:
     task: str
     outcome: Outcome | None
     leased: bool
-
-
-def make_smoke_task(name: str, verify: VerifyClient) -> SmokeTask:
-    """The task object for a smoke task name (the form task uses the run's verify server)."""
-    if name == "rename":
-        from cleanroom.rollouts.rename import RenameTask
-
-        return RenameTask()
-    if name == "writer":
-        from cleanroom.rollouts.writer import WriterTask
-
-        return WriterTask()
-    if name == "form":
-        from cleanroom.rollouts.form import FormTask
-
-        return FormTask(verify)
-    raise ValueError(f"unknown smoke task {name!r}")
 
 
 class SmokeRunner:
@@ -94,7 +78,7 @@ class SmokeRunner:
         try:
             outcome = reset_for_rollout(ctx)
             if outcome is None:
-                task = make_smoke_task(task_name, self.verify)
+                task = make_smoke_task(task_name, lambda: self.verify)
                 outcome = attempt_rollout(task, ctx)
                 verified = True
         except Exception as exc:  # a harness fault is an invalid rollout, never a score

@@ -1,4 +1,4 @@
-"""The attack catalogue: every forging route of SPEC §4, each as a small agent script.
+"""The attack catalogue: every known route to forge a reward, each as a small agent script.
 
 An attack never solves its task; it only tries to get a reward. Each entry says which
 route it covers, which example task it targets, and what its positive control is, i.e.
@@ -37,7 +37,7 @@ class ClearedExpectation(StrEnum):
     """What ``cleared`` is expected to do against an attack."""
 
     HOLDS = "holds"
-    KNOWN_LIMIT = "known limit"  # SPEC §2.2: a process left running can write the reward
+    KNOWN_LIMIT = "known limit"  # a process the agent left running can write the reward
     NOT_CLAIMED = "not claimed"  # the toolchain or /tests, which cleared never protects
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -68,6 +69,11 @@ _ENV = jinja2.Environment(
     autoescape=jinja2.select_autoescape(["html"]),
     undefined=jinja2.StrictUndefined,
 )
+
+
+def render_template(name: str, **context: Any) -> str:
+    """One of the report's templates, rendered with autoescape on (a section's HTML)."""
+    return _ENV.get_template(name).render(**context)
 
 
 def render_html(

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any
 
-from cleanroom.reports.html import Section
+from cleanroom.reports.html import Section, render_template
 
 REDTEAM_FILE = "redteam.json"
 
@@ -24,11 +23,8 @@ def _cell_class(verdict: str) -> str:
 def redteam_section(matrix: dict[str, Any]) -> Section:
     """A compact attack x mode table with the matrix's verdict line."""
     modes: list[str] = list(matrix.get("modes", []))
-    control = matrix.get("positive_control")
-    head = "".join(
-        f"<th>{html.escape(m)}{' (positive control)' if m == control else ''}</th>" for m in modes
-    )
-    body = []
+    control = matrix.get("positive_control") or []
+    rows = []
     for row in matrix.get("rows", []):
         cells = []
         for m in modes:
@@ -39,14 +35,16 @@ def redteam_section(matrix: dict[str, Any]) -> Section:
             elif cell.get("score") is not None:
                 shown = f"{cell['score']:g}"
             verdict = str(cell.get("verdict", ""))
-            cells.append(
-                f"<td class='{_cell_class(verdict)}' title='{html.escape(verdict)}'>"
-                f"{html.escape(str(shown))}<br><small>{html.escape(verdict)}</small></td>"
-            )
-        body.append(f"<tr><th>{html.escape(str(row.get('id')))}</th>{''.join(cells)}</tr>")
-    line = html.escape(str(matrix.get("verdict", {}).get("line", "")))
-    table = f"<table><tr><th>task/agent</th>{head}</tr>{''.join(body)}</table>"
-    return Section("Container verifier red-team matrix", f"<p><strong>{line}</strong></p>{table}")
+            cells.append({"css_class": _cell_class(verdict), "verdict": verdict, "shown": shown})
+        rows.append({"id": row.get("id"), "cells": cells})
+    html = render_template(
+        "redteam_section.html",
+        line=matrix.get("verdict", {}).get("line", ""),
+        modes=modes,
+        controls={control} if isinstance(control, str) else set(control),
+        rows=rows,
+    )
+    return Section("Container verifier red-team matrix", html)
 
 
 def load_redteam_section(run_dir: Path) -> Section | None:

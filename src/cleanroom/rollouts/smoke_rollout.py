@@ -11,15 +11,18 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.environments.errors import PoolError, StaleGeneration
 from cleanroom.environments.pool.supervisor import PoolProcess
 from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask, noop_policy
+from cleanroom.rollouts.registry import make_smoke_task
 from cleanroom.store.rundb import RunStore
 
-TASKS = ("rename", "writer", "form")
+if TYPE_CHECKING:
+    from cleanroom.verify_server.client import VerifyClient
 
 
 @dataclass(frozen=True)
@@ -37,27 +40,20 @@ def make_task(
     name: str, stack: ExitStack, run_dir: Path, verify_url: str | None, verify_key: str | None
 ) -> SmokeTask:
     """The task object for a name; the form task gets a verify server (given or started)."""
-    if name == "rename":
-        from cleanroom.rollouts.rename import RenameTask
 
-        return RenameTask()
-    if name == "writer":
-        from cleanroom.rollouts.writer import WriterTask
-
-        return WriterTask()
-    if name == "form":
-        from cleanroom.rollouts.form import FormTask
+    def verify() -> VerifyClient:
         from cleanroom.verify_server.client import VerifyClient
 
-        if verify_url is None or verify_key is None:
+        url, key = verify_url, verify_key
+        if url is None or key is None:
             from cleanroom.verify_server.process import VerifyServerProcess
 
             server = VerifyServerProcess.start(run_dir / "verify")
             stack.callback(server.stop)
-            verify_url, verify_key = server.url, server.key
-        client = stack.enter_context(VerifyClient(verify_url, verify_key))
-        return FormTask(client)
-    raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
+            url, key = server.url, server.key
+        return stack.enter_context(VerifyClient(url, key))
+
+    return make_smoke_task(name, verify)
 
 
 def next_rollout_id(store: RunStore, env: str, window: int) -> RolloutId:

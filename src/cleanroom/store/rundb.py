@@ -194,7 +194,11 @@ class RunStore:
         return store
 
     def close(self) -> None:
-        self._conn.close()
+        """Close the database once no write is in progress: a thread still writing (a
+        canary look that returned late) finishes first, and a later write fails with a
+        Python error instead of reaching a closed connection."""
+        with self._write:
+            self._conn.close()
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # closing the descriptor releases the flock
             self._lock_fd = None

@@ -45,12 +45,6 @@ class LeaseExpired(ApiError):
     status = 410
 
 
-class BodyTooLarge(ApiError):
-    """The request body is over the server's limit."""
-
-    status = 413
-
-
 class UnsupportedMediaType(ApiError):
     """The body is not in the format this endpoint reads."""
 

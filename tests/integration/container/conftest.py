@@ -1,40 +1,21 @@
 """Fixtures for the container verifier's integration tests: a real daemon, nothing faked.
 
-Every container and image these tests create carries this session's labels and is
-removed by label at the end. A missing daemon or base image fails the tests with what
-to do about it; nothing is skipped.
+The runtime (``runtime``, in the integration tests' shared conftest) labels every
+container and image these tests create and removes them by label at the end. A missing
+daemon or base image fails the tests with what to do about it; nothing is skipped.
 """
 
 from __future__ import annotations
 
 import shutil
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 from cleanroom.verifiers.container.task import Task, load_task
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
-BASE_IMAGE = "cleanroom/base:bookworm"
-
-
-@pytest.fixture(scope="session")
-def runtime() -> Iterator[DockerRuntime]:
-    """A runtime on the real daemon whose every container and image is labelled for cleanup."""
-    labels = {"cleanroom.test": "1", "cleanroom.session": uuid.uuid4().hex[:12]}
-    try:
-        rt = DockerRuntime.connect(labels)
-    except RuntimeUnavailable as exc:
-        pytest.fail(f"these tests need a running Docker daemon ({exc}); run `make setup`")
-    try:
-        rt.docker.client.images.get(BASE_IMAGE)
-    except Exception as exc:  # any failure here has the same fix
-        pytest.fail(f"the base image {BASE_IMAGE} is missing ({exc}); run `make setup`")
-    yield rt
-    rt.remove_labelled(labels)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,18 +11,7 @@ import pytest
 from cleanroom.environments.pool.pool import Pool, PoolConfig
 from cleanroom.environments.pool.supervisor import PoolProcess
 
-NEEDED = ("Xvfb", "xauth", "dbus-daemon", "soffice", "xterm", "chromium", "useradd")
-
-
-def require_desktop_stack() -> None:
-    """Fail (never skip) with a clear message when a part of the stack is missing."""
-    if os.geteuid() != 0:
-        pytest.fail("the environment tests create Unix users and need root")
-    missing = [p for p in NEEDED if shutil.which(p) is None]
-    if not os.path.exists("/usr/bin/python3"):
-        missing.append("/usr/bin/python3 (with python3-pyatspi)")
-    if missing:
-        pytest.fail(f"missing for desktop environments: {', '.join(missing)}; run scripts/setup.sh")
+from ..conftest import require_desktop_stack
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from cleanroom.core.tokens import RolloutId, mint, scan_text
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.pool import Pool
+from cleanroom.lifecycle import wait_until
 
 
 def test_two_environments_typed_into_at_once_each_receive_exactly_their_own_text(
@@ -22,7 +22,12 @@ def test_two_environments_typed_into_at_once_each_receive_exactly_their_own_text
         t.start()
     for t in threads:
         t.join()
-    time.sleep(0.5)
+
+    def documents() -> dict[str, str]:
+        return {n: h.focused_text()["document_text"].strip() for n, h in handles.items()}
+
+    # Typed keys land in the documents a moment after the last one is sent.
+    wait_until(lambda: documents() == {n: t.strip() for n, t in texts.items()}, 10, 0.1)
     for name, h in handles.items():
         document = h.focused_text()["document_text"]
         assert document.strip() == texts[name].strip()

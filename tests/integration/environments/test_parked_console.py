@@ -4,7 +4,6 @@ its environment (both in a window and in the console's own control)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from cleanroom.environments.pool.pool import Pool, PoolConfig
 from cleanroom.isolation.canary.parked_console import ParkedConsole
 from cleanroom.isolation.canary.watcher import CanaryWatcher, apply_parked_console
 from cleanroom.isolation.controls.canary import run_console_control
+from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import RunStore
 
 from .conftest import require_desktop_stack
@@ -76,14 +76,13 @@ def test_the_parked_consoles_own_control_fires_and_names_the_source(
     try:
         before = console.read()
         cell = run_console_control(console, source_env="env01")
-        deadline = time.monotonic() + 5  # the shell erases the line a moment after the key
-        while (after := console.read()) != before and time.monotonic() < deadline:
-            time.sleep(0.1)
+        # The shell erases the typed line a moment after the key.
+        erased = wait_until(lambda: console.read() == before, 5, 0.1)
     finally:
         console.stop()
     assert cell.test == PARKED_CONSOLE_TEST and cell.fired, cell.detail
     assert "env01" in cell.detail and cell.cross >= 1
-    assert after == before  # the typed line was erased again
+    assert erased  # the typed line was erased again
 
 
 def test_after_env00_is_recovered_the_console_is_started_again_and_that_look_is_lost(

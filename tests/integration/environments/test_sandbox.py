@@ -10,7 +10,6 @@ import secrets
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from cleanroom.environments.session.processes import alive, pids_of_uid
 from cleanroom.environments.session.sandbox import Sandbox, SandboxLayout
+from cleanroom.lifecycle import wait_until
 
 Boxed = tuple[Sandbox, Path, pwd.struct_passwd]
 FETCH = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=3).status)"
@@ -102,13 +102,7 @@ def test_stopping_the_sandbox_ends_everything_in_it(sandbox: Boxed) -> None:
     )
     subprocess.Popen(argv, start_new_session=True)
 
-    deadline = time.monotonic() + 5
-    while len(pids_of_uid(account.pw_uid)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(pids_of_uid(account.pw_uid)) >= 2
+    assert wait_until(lambda: len(pids_of_uid(account.pw_uid)) >= 2, 5)
     box.stop()
     assert not alive(box.init_pid)
-    deadline = time.monotonic() + 5
-    while pids_of_uid(account.pw_uid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert pids_of_uid(account.pw_uid) == []
+    assert wait_until(lambda: pids_of_uid(account.pw_uid) == [], 5)

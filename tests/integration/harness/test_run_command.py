@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from cleanroom.core.outcomes import Reason
+from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import DB_NAME, RunStore
 
 CLI = Path(sys.executable).with_name("cleanroom")
@@ -97,11 +97,12 @@ def test_sigint_during_a_window_leaves_a_consistent_run_and_nothing_running(
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 300
-        while not _a_rollout_is_running(run):
+
+        def running() -> bool:
             assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            assert time.monotonic() < deadline, "no rollout started within 300 s"
-            time.sleep(0.5)
+            return _a_rollout_is_running(run)
+
+        assert wait_until(running, 300, 0.5), "no rollout started within 300 s"
         os.kill(proc.pid, signal.SIGINT)
         out, _ = proc.communicate(timeout=180)
     finally:

@@ -4,8 +4,6 @@ check bypassed, and so ends proven; the run leaves no verify server behind."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,8 @@ from cleanroom.isolation.checks import CHECKS
 from cleanroom.isolation.controls.faults import Fault
 from cleanroom.isolation.controls.matrix import ISOLATED, fault_setup, run_controls
 from cleanroom.store.rundb import RunStore
+
+from ..conftest import require_desktop_stack
 
 pytestmark = pytest.mark.slow
 
@@ -34,11 +34,7 @@ def _processes_naming(folder: Path) -> list[int]:
 
 
 def test_stale_generation_is_proven_by_its_fault_and_clean_when_isolated(tmp_path: Path) -> None:
-    if os.geteuid() != 0:
-        pytest.fail("the isolation tests create Unix users and need root")
-    missing = [p for p in ("Xvfb", "xauth", "dbus-daemon") if shutil.which(p) is None]
-    if missing:
-        pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
+    require_desktop_stack(("Xvfb", "xauth", "dbus-daemon"))
     fault = fault_setup(Fault.GENERATION_CHECK_BYPASSED)
     store = RunStore.create(tmp_path)
     try:

@@ -3,11 +3,9 @@ each leaky setup really removes its protection."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,17 +19,16 @@ from cleanroom.isolation.checks.clipboard import ClipboardTest
 from cleanroom.isolation.checks.dialog_steal import DialogStealTest
 from cleanroom.isolation.checks.keyboard_storm import KeyboardStormTest
 from cleanroom.isolation.checks.modifier_leak import ModifierLeakTest
+from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import RunStore
+
+from ..conftest import require_desktop_stack
 
 pytestmark = pytest.mark.slow
 
 
 def _start(tmp: pytest.TempPathFactory, leak: Leak) -> tuple[Pool, RunStore, TrialContext]:
-    if os.geteuid() != 0:
-        pytest.fail("the isolation tests create Unix users and need root")
-    missing = [p for p in ("Xvfb", "xauth", "dbus-daemon", "soffice") if shutil.which(p) is None]
-    if missing:
-        pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
+    require_desktop_stack(("Xvfb", "xauth", "dbus-daemon", "soffice"))
     run_dir: Path = tmp.mktemp(leak.value)
     store = RunStore.create(run_dir)
     config = PoolConfig(envs=2, programs=("writer",), canary_programs=(), leak=leak)
@@ -44,44 +41,26 @@ def _start(tmp: pytest.TempPathFactory, leak: Leak) -> tuple[Pool, RunStore, Tri
     return pool, store, TrialContext(pool, store, 1, run_dir)
 
 
-@pytest.fixture(scope="module")
-def shared_display(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
-    pool, store, ctx = _start(tmp_path_factory, Leak.SHARED_DISPLAY)
-    try:
-        yield ctx
-    finally:
-        pool.stop()
-        store.close()
+def _leaky_setup(leak: Leak) -> Any:
+    """A module-scoped fixture: a pool with ``leak`` between env01 and env02, as a trial's
+    context, stopped after the module's tests."""
+
+    @pytest.fixture(scope="module")
+    def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
+        pool, store, ctx = _start(tmp_path_factory, leak)
+        try:
+            yield ctx
+        finally:
+            pool.stop()
+            store.close()
+
+    return setup
 
 
-@pytest.fixture(scope="module")
-def shared_clipboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
-    pool, store, ctx = _start(tmp_path_factory, Leak.SHARED_CLIPBOARD)
-    try:
-        yield ctx
-    finally:
-        pool.stop()
-        store.close()
-
-
-@pytest.fixture(scope="module")
-def shared_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
-    pool, store, ctx = _start(tmp_path_factory, Leak.SHARED_HOME)
-    try:
-        yield ctx
-    finally:
-        pool.stop()
-        store.close()
-
-
-@pytest.fixture(scope="module")
-def shared_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
-    pool, store, ctx = _start(tmp_path_factory, Leak.SHARED_RUNTIME_DIR)
-    try:
-        yield ctx
-    finally:
-        pool.stop()
-        store.close()
+shared_display = _leaky_setup(Leak.SHARED_DISPLAY)
+shared_clipboard = _leaky_setup(Leak.SHARED_CLIPBOARD)
+shared_home = _leaky_setup(Leak.SHARED_HOME)
+shared_runtime_dir = _leaky_setup(Leak.SHARED_RUNTIME_DIR)
 
 
 def _fires(test: IsolationTest, ctx: TrialContext) -> bool:
@@ -107,8 +86,7 @@ def test_under_shared_clipboard_a_value_set_on_env01_is_read_on_env02(
     pool = shared_clipboard.pool
     secret = f"bridged {mint(RolloutId('env01', 1, 9))}"
     LocalHandle(pool, "env01").set_clipboard(secret)
-    time.sleep(0.5)
-    assert LocalHandle(pool, "env02").get_clipboard() == secret
+    assert wait_until(lambda: LocalHandle(pool, "env02").get_clipboard() == secret, 10, 0.1)
 
 
 def test_under_shared_home_both_environments_have_one_home(shared_home: TrialContext) -> None:

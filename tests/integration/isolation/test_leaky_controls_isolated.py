@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,21 +16,15 @@ from cleanroom.isolation.checks.keyboard_storm import KeyboardStormTest
 from cleanroom.isolation.checks.modifier_leak import ModifierLeakTest
 from cleanroom.store.rundb import RunStore
 
+from ..conftest import require_desktop_stack
+
 pytestmark = pytest.mark.slow
-
-
-def _require_desktop_stack() -> None:
-    if os.geteuid() != 0:
-        pytest.fail("the isolation tests create Unix users and need root")
-    missing = [p for p in ("Xvfb", "xauth", "dbus-daemon", "soffice") if shutil.which(p) is None]
-    if missing:
-        pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
 
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
     """The canary (idle) plus env01 and env02 running Writer, fully isolated."""
-    _require_desktop_stack()
+    require_desktop_stack(("Xvfb", "xauth", "dbus-daemon", "soffice"))
     run_dir: Path = tmp_path_factory.mktemp("isolated")
     store = RunStore.create(run_dir)
     pool = Pool(PoolConfig(envs=2, programs=("writer",), canary_programs=()), run_dir, store)

@@ -8,8 +8,6 @@ canary runs Writer in both). Trial counts and durations are cut down.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,22 +27,16 @@ from cleanroom.isolation.controls.faults import Fault, with_fault
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
 
+from ..conftest import require_desktop_stack
+
 pytestmark = pytest.mark.slow
 
 NEEDED = ("Xvfb", "xauth", "dbus-daemon", "soffice", "xterm", "chromium")
 
 
-def _require_desktop_stack() -> None:
-    if os.geteuid() != 0:
-        pytest.fail("the isolation tests create Unix users and need root")
-    missing = [p for p in NEEDED if shutil.which(p) is None]
-    if missing:
-        pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
-
-
 @contextmanager
 def _isolated(run_dir: Path, programs: tuple[str, ...]) -> Iterator[TrialContext]:
-    _require_desktop_stack()
+    require_desktop_stack(NEEDED)
     store = RunStore.create(run_dir)
     server = VerifyServerProcess.start(run_dir / "verify-server")
     client = server.client()

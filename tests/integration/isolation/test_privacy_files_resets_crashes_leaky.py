@@ -7,7 +7,6 @@ own fault (see the isolated module).
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -28,6 +27,8 @@ from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteTest
 from cleanroom.isolation.checks.stale_generation import StaleGenerationTest
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
+
+from ..conftest import require_desktop_stack
 
 pytestmark = pytest.mark.slow
 OPEN_RUNS = Path("/var/lib/cleanroom/test-open-runs")
@@ -75,12 +76,7 @@ def leaky(
 ) -> Iterator[TrialContext]:
     """A pool with one protection removed between env01 and env02."""
     leak: Leak = request.param
-    if os.geteuid() != 0:
-        pytest.fail("the isolation tests create Unix users and need root")
-    missing = [p for p in ("Xvfb", "xauth", "dbus-daemon", "soffice", "xterm", "chromium")
-               if shutil.which(p) is None]  # fmt: skip
-    if missing:
-        pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
+    require_desktop_stack(("Xvfb", "xauth", "dbus-daemon", "soffice", "xterm", "chromium"))
     run_dir: Path = tmp_path_factory.mktemp(leak.value)
     if leak is Leak.OPEN_HOST:
         # The open host kept its run folders where anyone could walk to them.

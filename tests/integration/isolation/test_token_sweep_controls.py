@@ -4,8 +4,6 @@ the isolated pool the same trial is clean."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,15 +14,13 @@ from cleanroom.isolation.checks import CHECKS
 from cleanroom.isolation.controls.matrix import ISOLATED, run_controls
 from cleanroom.store.rundb import RunStore
 
+from ..conftest import require_desktop_stack
+
 pytestmark = pytest.mark.slow
 
 
 def test_the_sweep_fires_under_a_shared_home_and_is_clean_when_isolated(tmp_path: Path) -> None:
-    if os.geteuid() != 0:
-        pytest.fail("the isolation tests create Unix users and need root")
-    missing = [p for p in ("Xvfb", "xauth", "dbus-daemon") if shutil.which(p) is None]
-    if missing:
-        pytest.fail(f"missing for desktop environments: {', '.join(missing)}")
+    require_desktop_stack(("Xvfb", "xauth", "dbus-daemon"))
     store = RunStore.create(tmp_path)
     try:
         matrix = run_controls(

@@ -17,6 +17,7 @@ from cleanroom.guests import (
     open_guest,
 )
 from cleanroom.guests.local import LocalGuest
+from cleanroom.lifecycle import wait_until
 
 
 def test_commands_start_in_the_home_with_a_login_environment(home: Path) -> None:
@@ -61,8 +62,7 @@ def test_timeout_kills_the_whole_process_group(home: Path) -> None:
             guest.exec("sleep 30 & echo $! > child.pid; wait", shell=True, timeout=1)
         assert time.monotonic() - started < 10
         child = int((home / "child.pid").read_text())
-    time.sleep(0.2)
-    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text()
+    assert wait_until(lambda: _gone_or_zombie(child), 5)
 
 
 def test_spawn_returns_at_once_and_the_program_runs(home: Path) -> None:
@@ -70,10 +70,7 @@ def test_spawn_returns_at_once_and_the_program_runs(home: Path) -> None:
         started = time.monotonic()
         guest.spawn("sleep 0.3; touch launched", shell=True)
         assert time.monotonic() - started < 0.3
-        deadline = time.monotonic() + 10
-        while not (home / "launched").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-    assert (home / "launched").exists()
+        assert wait_until((home / "launched").exists, 10)
 
 
 def test_fresh_copies_an_explicit_home_and_removes_it_on_close(home: Path) -> None:
@@ -106,3 +103,11 @@ def test_commands_run_as_the_chosen_user_who_owns_the_new_home(desktop_user: str
 def test_an_unknown_guest_kind_is_a_clear_error() -> None:
     with pytest.raises(UnknownGuestKind, match="known kinds: local, docker:<container>"):
         open_guest("vmware:x")
+
+
+def _gone_or_zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited (gone, or a zombie waiting for its parent)."""
+    try:
+        return "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True

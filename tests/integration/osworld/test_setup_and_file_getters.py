@@ -9,6 +9,7 @@ from typing import Any
 
 from cleanroom.core.outcomes import Reason, Status
 from cleanroom.guests import open_guest
+from cleanroom.lifecycle import wait_until
 from cleanroom.verifiers.osworld import CheckSettings, check_task, parse_task
 
 FAST = CheckSettings(download_timeout=5, getter_timeout=10)
@@ -101,10 +102,8 @@ def test_launch_starts_the_program_without_waiting(home: Path) -> None:
         started = time.monotonic()
         outcome = check_task(task({"func": "infeasible"}, config), guest, FAST, run_setup=True)
         assert time.monotonic() - started < 0.3
-        deadline = time.monotonic() + 10
-        while not (home / "up").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-    assert outcome.details["config"][0]["started"] is True and (home / "up").exists()
+        assert wait_until((home / "up").exists, 10)
+    assert outcome.details["config"][0]["started"] is True
 
 
 def test_details_show_each_setup_step(rename_task: Path, home: Path) -> None:

@@ -30,7 +30,7 @@ def cleanroom(*args: str, rt: DockerRuntime | None = None) -> subprocess.Complet
     )
 
 
-def test_one_attack_as_json_and_html(redteam_runtime: DockerRuntime, tmp_path: Path) -> None:
+def test_one_attack_as_json_and_html(runtime: DockerRuntime, tmp_path: Path) -> None:
     report = tmp_path / "matrix.html"
 
     done = cleanroom(
@@ -46,7 +46,7 @@ def test_one_attack_as_json_and_html(redteam_runtime: DockerRuntime, tmp_path: P
     assert "symlinked-reward-file" in page
 
 
-def test_the_table_marks_shared_as_the_positive_control(redteam_runtime: DockerRuntime) -> None:
+def test_the_table_marks_shared_as_the_positive_control(runtime: DockerRuntime) -> None:
     done = cleanroom(
         "redteam",
         "--attack",
@@ -55,7 +55,7 @@ def test_the_table_marks_shared_as_the_positive_control(redteam_runtime: DockerR
         "shared",
         "--mode",
         "sealed",
-        rt=redteam_runtime,
+        rt=runtime,
     )
 
     assert done.returncode == 0, done.stderr

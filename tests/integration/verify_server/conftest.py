@@ -8,7 +8,6 @@ import itertools
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import httpx
 import pytest
 
 from cleanroom.core.tokens import Token, mint
+from cleanroom.lifecycle import wait_until
 from cleanroom.store.submissions import StoreTotals, SubmissionStore
 from cleanroom.verify_server.client import Lease, VerifyClient
 from cleanroom.verify_server.process import VerifyServerProcess
@@ -193,16 +193,17 @@ def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 def _devtools_port(profile: Path, proc: subprocess.Popen[bytes]) -> int:
     active = profile / "DevToolsActivePort"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+
+    def port() -> int | None:
         if proc.poll() is not None:
             pytest.fail(f"Chromium exited at start with code {proc.returncode}", pytrace=False)
-        if active.exists():
-            first = active.read_text().split("\n", 1)[0].strip()
-            if first.isdigit():
-                return int(first)
-        time.sleep(0.05)
-    pytest.fail("Chromium did not open its DevTools port within 20 s", pytrace=False)
+        first = active.read_text().split("\n", 1)[0].strip() if active.exists() else ""
+        return int(first) if first.isdigit() else None
+
+    found = wait_until(port, 20)
+    if found is None:
+        pytest.fail("Chromium did not open its DevTools port within 20 s", pytrace=False)
+    return found
 
 
 @pytest.fixture

@@ -9,17 +9,10 @@ from typing import Any
 
 import pytest
 
+from cleanroom.lifecycle import wait_until
 from cleanroom.verify_server.client import Lease, VerifyClient
 
 pytestmark = pytest.mark.browser
-
-
-def wait_for(predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 def visibility(tab: Any) -> str:
@@ -42,10 +35,9 @@ def test_frames_are_counted_while_the_tab_is_visible(
     lease = new_lease()
     tab.goto(lease.frames_url)
     assert visibility(tab) == "visible"
-    wait_for(lambda: client.frames(lease.lease_id) >= 20)
+    assert wait_until(lambda: client.frames(lease.lease_id) >= 20, 5)
     first = client.frames(lease.lease_id)
-    time.sleep(0.6)
-    assert client.frames(lease.lease_id) > first
+    assert wait_until(lambda: client.frames(lease.lease_id) > first, 5)
 
 
 def test_frames_stay_flat_while_the_tab_is_hidden_and_resume_when_shown(
@@ -53,7 +45,7 @@ def test_frames_stay_flat_while_the_tab_is_hidden_and_resume_when_shown(
 ) -> None:
     lease = new_lease()
     tab.goto(lease.frames_url)
-    wait_for(lambda: client.frames(lease.lease_id) >= 10)
+    assert wait_until(lambda: client.frames(lease.lease_id) >= 10, 5)
 
     front = hide_behind_a_new_tab(tab)
     assert visibility(tab) == "hidden"
@@ -70,7 +62,7 @@ def test_frames_stay_flat_while_the_tab_is_hidden_and_resume_when_shown(
     front.close()
     tab.bring_to_front()
     assert visibility(tab) == "visible"
-    wait_for(lambda: client.frames(lease.lease_id) >= hidden_at + 10)
+    assert wait_until(lambda: client.frames(lease.lease_id) >= hidden_at + 10, 5)
 
 
 def test_every_frame_counted_before_hiding_reaches_the_server(
@@ -78,8 +70,8 @@ def test_every_frame_counted_before_hiding_reaches_the_server(
 ) -> None:
     lease = new_lease()
     tab.goto(lease.frames_url)
-    wait_for(lambda: client.frames(lease.lease_id) >= 5)
+    assert wait_until(lambda: client.frames(lease.lease_id) >= 5, 5)
     hide_behind_a_new_tab(tab)
     # The page shows the total it has reported; the server must end up with exactly that.
     shown = tab.locator("#frames")
-    wait_for(lambda: client.frames(lease.lease_id) == int(shown.inner_text()), timeout_s=3)
+    assert wait_until(lambda: client.frames(lease.lease_id) == int(shown.inner_text()), 3)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
+
+from cleanroom.lifecycle import wait_until
 
 CLI = [sys.executable, "-c", "from cleanroom.cli import main; main()", "serve"]
 
@@ -25,14 +26,14 @@ def start(tmp_path: Path) -> subprocess.Popen[str]:
 
 
 def wait_port(tmp_path: Path, proc: subprocess.Popen[str]) -> int:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
+    def port() -> int | None:
         assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
         text = (tmp_path / "v.port").read_text() if (tmp_path / "v.port").exists() else ""
-        if text.strip():
-            return int(text)
-        time.sleep(0.02)
-    raise AssertionError("no port file")
+        return int(text) if text.strip() else None
+
+    found = wait_until(port, 15, 0.02)
+    assert found is not None, "no port file"
+    return found
 
 
 def stop(proc: subprocess.Popen[str]) -> str:

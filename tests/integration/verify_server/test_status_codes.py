@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import pytest
+from starlette.testclient import TestClient
 
 from cleanroom.core.tokens import mint
+from cleanroom.store.submissions import SubmissionStore
+from cleanroom.verify_server.app import create_app
 from cleanroom.verify_server.client import Lease
 from cleanroom.verify_server.limits import MAX_BODY_BYTES
 from cleanroom.verify_server.process import VerifyServerProcess
@@ -204,29 +208,48 @@ def test_a_closed_lease_stores_nothing_more_and_only_the_harness_can_close_one(
     assert_json_error(missing, 404)
 
 
+class HandClock:
+    """A clock that moves only when the test moves it."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_expired_lease_is_410_for_form_and_frames_but_still_readable_by_the_harness(
-    http: httpx.Client,
-    key_headers: dict[str, str],
-    new_lease: Callable[..., Lease],
-    nothing_stored: Callable[[], Callable[[], None]],
+    tmp_path: Path,
 ) -> None:
-    lease = new_lease(ttl_s=1)
-    time.sleep(1.05)
-    check = nothing_stored()
-    for method, path in [
-        ("GET", f"/v1/form/{lease.lease_id}"),
-        ("POST", f"/v1/form/{lease.lease_id}"),
-        ("GET", f"/v1/frames/{lease.lease_id}"),
-        ("POST", f"/v1/frames/{lease.lease_id}"),
-    ]:
-        response = http.request(
-            method, path, content=b"token=" + lease.token.encode(), headers=FORM
-        )
-        assert_json_error(response, 410)
-    check()
-    readable = http.get(f"/v1/leases/{lease.lease_id}/submissions", headers=key_headers)
-    assert readable.status_code == 200
-    assert readable.json()["submissions"] == []
+    # The app in process on a clock the test moves: the lease expires when the clock says
+    # so, not after a wait on the wall clock.
+    clock = HandClock()
+    key = "k" * 32
+    key_headers = {"Authorization": f"Bearer {key}"}
+    store = SubmissionStore.open(tmp_path / "submissions.db")
+    try:
+        with TestClient(create_app(store, key, clock=clock)) as http:
+            created = http.post("/v1/leases", json=lease_body(ttl_s=1), headers=key_headers)
+            lease_id, token = created.json()["lease_id"], lease_body()["token"]
+            clock.now += 0.9
+            assert http.get(f"/v1/form/{lease_id}").status_code == 200  # not expired yet
+            clock.now += 0.2
+            before = store.totals()
+            for method, path in [
+                ("GET", f"/v1/form/{lease_id}"),
+                ("POST", f"/v1/form/{lease_id}"),
+                ("GET", f"/v1/frames/{lease_id}"),
+                ("POST", f"/v1/frames/{lease_id}"),
+            ]:
+                response = http.request(method, path, content=f"token={token}", headers=FORM)
+                assert_json_error(response, 410)
+            assert http.get("/v1/healthz").json() == {"ok": True}
+            assert store.totals() == before
+            readable = http.get(f"/v1/leases/{lease_id}/submissions", headers=key_headers)
+            assert readable.status_code == 200
+            assert readable.json()["submissions"] == []
+    finally:
+        store.close()
 
 
 def test_body_over_64_kib_by_content_length_is_413_before_it_is_read(

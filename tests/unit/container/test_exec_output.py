@@ -8,7 +8,7 @@ tests.
 
 from __future__ import annotations
 
-import time
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,11 +20,13 @@ from cleanroom.verifiers.container.reward import FileKind
 
 
 class _LateStreamApi:
-    """Says every command has exited at once; delivers its output ``delay`` s later."""
+    """Says every command has exited at once; with ``late``, delivers its output only
+    after it has said so (the order seen on a loaded machine)."""
 
-    def __init__(self, replies: list[tuple[bytes, bytes]], delay: float) -> None:
+    def __init__(self, replies: list[tuple[bytes, bytes]], late: bool = False) -> None:
         self.replies = replies
-        self.delay = delay
+        self.late = late
+        self.exit_said = threading.Event()
         self.calls = 0
 
     def exec_create(self, container: str, argv: list[str], **_: Any) -> dict[str, str]:
@@ -35,13 +37,15 @@ class _LateStreamApi:
         self.calls += 1
 
         def late() -> Iterator[tuple[bytes | None, bytes | None]]:
-            time.sleep(self.delay)
+            if self.late:
+                assert self.exit_said.wait(10), "the command's exit was never asked for"
             yield (None, err)
             yield (out, None)
 
         return late()
 
     def exec_inspect(self, exec_id: str) -> dict[str, Any]:
+        self.exit_said.set()
         return {"Running": False, "ExitCode": 0}
 
 
@@ -55,26 +59,26 @@ def _runtime(api: _LateStreamApi) -> DockerRuntime:
 
 
 def test_output_that_arrives_after_the_exit_is_still_collected() -> None:
-    api = _LateStreamApi([(b"0.7500\n", b"7\n")], delay=0.6)
+    api = _LateStreamApi([(b"0.7500\n", b"7\n")], late=True)
     result = _runtime(api).exec("ctr", ["true"])
     assert result.exit_code == 0
     assert result.stdout == b"0.7500\n"
 
 
 def test_a_reward_read_back_short_is_read_again() -> None:
-    api = _LateStreamApi([(b"", b"7\n"), (b"0.7500\n", b"7\n")], delay=0.0)
+    api = _LateStreamApi([(b"", b"7\n"), (b"0.7500\n", b"7\n")])
     observed = _runtime(api).read_file("ctr", "/logs/verifier/reward.txt")
     assert (observed.kind, observed.data, observed.size) == (FileKind.REGULAR, b"0.7500\n", 7)
     assert api.calls == 2
 
 
 def test_a_reward_that_stays_short_is_the_daemon_failing_not_an_empty_reward() -> None:
-    api = _LateStreamApi([(b"", b"7\n")], delay=0.0)
+    api = _LateStreamApi([(b"", b"7\n")])
     with pytest.raises(RuntimeUnavailable, match="0 bytes came back of 7"):
         _runtime(api).read_file("ctr", "/logs/verifier/reward.txt")
 
 
 def test_an_empty_reward_file_is_read_as_empty() -> None:
-    api = _LateStreamApi([(b"", b"0\n")], delay=0.0)
+    api = _LateStreamApi([(b"", b"0\n")])
     observed = _runtime(api).read_file("ctr", "/logs/verifier/reward.txt")
     assert (observed.kind, observed.data, observed.size) == (FileKind.REGULAR, b"", 0)

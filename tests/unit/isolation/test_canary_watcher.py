@@ -29,6 +29,7 @@ class _FakeHandle:
         self.good = good
         self.fail = fail
         self.reads = 0
+        self.blocked = threading.Event()
         self.release = threading.Event()
 
     def refresh(self) -> int:
@@ -40,6 +41,7 @@ class _FakeHandle:
         if self.reads > self.good:
             if self.fail is not None:
                 raise self.fail
+            self.blocked.set()
             self.release.wait()  # blocks, as a read stuck on a dead bus would
         return QUIET[what]
 
@@ -51,6 +53,16 @@ class _FakeHandle:
 
     def clipboard(self) -> Any:
         return self.observe("clipboard")
+
+
+class _HandClock:
+    """Wall-clock time that moves only when the test moves it."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def _watcher(handle: _FakeHandle, store: RunStore, **kw: Any) -> CanaryWatcher:
@@ -65,11 +77,16 @@ def test_any_exception_while_reading_is_a_lost_sample_naming_it() -> None:
 
 def test_reads_that_raise_give_lost_samples_and_the_thread_keeps_going(tmp_path: Path) -> None:
     with RunStore.create(tmp_path) as store:
-        watcher = _watcher(_FakeHandle(fail=RuntimeError("boom")), store, interval_s=0.01)
+        five = threading.Event()
+
+        def count(_: object) -> None:
+            if len(watcher.samples) >= 5:
+                five.set()
+
+        handle = _FakeHandle(fail=RuntimeError("boom"))
+        watcher = _watcher(handle, store, interval_s=0.01, on_sample=count)
         watcher.start()
-        deadline = time.monotonic() + 5
-        while len(watcher.samples) < 5 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert five.wait(5), "the watcher stopped looking before its fifth sample"
         alive = watcher._thread.is_alive()
         faults = watcher.faults()
         watcher.stop()
@@ -82,11 +99,13 @@ def test_a_stalled_watcher_is_lost_when_its_window_is_judged(tmp_path: Path) -> 
     handle = _FakeHandle(good=2)
     with RunStore.create(tmp_path) as store:
         store.open_window(1)
-        watcher = _watcher(handle, store, interval_s=0.01, tolerance_s=0.2)
+        clock = _HandClock()
+        watcher = _watcher(handle, store, interval_s=0.01, tolerance_s=0.2, clock=clock)
         watcher.start()
-        time.sleep(0.5)  # the thread took two looks, then hangs in its third read
+        assert handle.blocked.wait(5)  # the thread took two looks, then hangs in its third read
+        clock.now += 0.5  # and finishes no sample for longer than the tolerance
         faults = watcher.last_look()  # the close's own look hangs too, within its bound
-        applied = apply_canary(store, 1, faults=faults, tolerance_s=0.2)
+        applied = apply_canary(store, 1, faults=faults, until=clock(), tolerance_s=0.2)
         rows = store.isolation_rows(1)
         handle.release.set()
         watcher.stop()

@@ -1,4 +1,4 @@
-"""Tests 7-11: their numbers, schedules and named leaks follow SPEC §3.4, and the pure
+"""Tests 7-11: their numbers, schedules and named leaks are the documented ones, and the pure
 pieces they are built from (page colours, the writer's command, the faults) do their job."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The catalogue covers every forging route of SPEC §4, each with an explicit control."""
+"""The catalogue covers every known route to forge a reward, each with an explicit control."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from cleanroom.redteam.catalogue import ATTACKS, ClearedExpectation, Control, by
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
 
-# SPEC §4, route by route.
-SPEC_ROUTES = [
+# The forging routes the catalogue was built for, route by route.
+FORGING_ROUTES = [
     "planted reward.txt",
     "planted reward.json beside an honest reward.txt",
     "a background process that keeps writing the reward during and after test.sh",
@@ -34,7 +34,7 @@ SPEC_ROUTES = [
     "junk reward ' 1 '",
     "killing test.sh from a process left behind",
 ]
-# The outside red team's routes and crash inputs, added to SPEC §4's.
+# The outside red team's routes and crash inputs, added to those.
 RED_TEAM_ROUTES = [
     "a glibc NSS module named in /etc/nsswitch.conf, loaded from the work dir",
     "a pytest.py in the work dir, imported by python3 -m pytest run from there",
@@ -48,8 +48,8 @@ RED_TEAM_ROUTES = [
 ]
 
 
-def test_every_spec_and_red_team_route_has_an_attack() -> None:
-    assert sorted(a.route for a in ATTACKS) == sorted(SPEC_ROUTES + RED_TEAM_ROUTES)
+def test_every_forging_and_red_team_route_has_an_attack() -> None:
+    assert sorted(a.route for a in ATTACKS) == sorted(FORGING_ROUTES + RED_TEAM_ROUTES)
 
 
 def test_attack_ids_are_unique() -> None:

@@ -62,3 +62,18 @@ def test_details_are_escaped() -> None:
 
     assert "&lt;x&gt;" in page
     assert "<x>" not in page
+
+
+def test_every_value_from_a_run_or_the_caller_is_escaped() -> None:
+    matrix = small_matrix()
+    [attack] = [r for r in matrix.rows if r.attack is not None]
+    matrix.put(
+        attack,
+        Mode.CLEARED,
+        Cell("failure", 0.0, details={"test_output_tail": "</pre><b>out</b>", "tamper": ["<t>"]}),
+    )
+    page = render(matrix, title="<i>matrix</i>")
+
+    assert "<i>matrix</i>" not in page and "&lt;i&gt;matrix&lt;/i&gt;" in page
+    assert "</pre><b>out</b>" not in page
+    assert "<t>" not in page

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -232,3 +233,18 @@ def test_row_counts_are_per_result_and_per_window(store: RunStore) -> None:
     )
     assert store.row_counts(1) == {RowResult.CLEAN: 1, RowResult.CROSS: 1, RowResult.LOST: 0}
     assert store.row_counts()[RowResult.LOST] == 1
+
+
+def test_close_waits_for_a_write_in_progress_and_later_writes_fail_cleanly(
+    tmp_path: Path,
+) -> None:
+    store = RunStore.create(tmp_path / "run")
+    closed = threading.Event()
+    with store._write:  # a write in progress on another thread holds this lock
+        closer = threading.Thread(target=lambda: (store.close(), closed.set()))
+        closer.start()
+        assert not closed.wait(0.2)  # the close waits for the write
+    assert closed.wait(5)
+    closer.join()
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.open_window(1)

@@ -77,15 +77,12 @@ class ExecProcess:
     program's output is.
     """
 
-    def __init__(
-        self, docker: Docker, exec_id: str, argv: list[str], pid: int, copier: threading.Thread
-    ) -> None:
+    def __init__(self, docker: Docker, exec_id: str, argv: list[str], pid: int) -> None:
         self.args = argv
         self._docker = docker
         self._exec_id = exec_id
         self._pid = pid
         self._start = start_time(pid)
-        self._copier = copier
         self._returncode: int | None = None
 
     @property
@@ -242,7 +239,7 @@ class ProgramContainer:
         )
         copier.start()
         pid = _exec_pid(self.docker, exec_id, log_name)
-        return ExecProcess(self.docker, exec_id, argv, pid, copier)
+        return ExecProcess(self.docker, exec_id, argv, pid)
 
     def run(self, argv: list[str], timeout_s: float = 30.0) -> tuple[int, str]:
         """Run a command in the container as the environment's user and wait for it;

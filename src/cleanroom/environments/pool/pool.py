@@ -8,7 +8,6 @@ action that arrives while they run is refused once they finish.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import secrets
 import shutil
@@ -138,7 +137,6 @@ class Pool:
         self.before_wipe: list[Callable[[str], None]] = []
         self.log = ActionLog(run_dir / ACTION_LOG)
         self._locks: dict[str, threading.RLock] = {}
-        self._busy: set[str] = set()
         self.on_generation: list[Callable[[str, int, str], None]] = []
         self.image: str | None = None  # the desktop image, in containers mode
         self.bridge: ClipboardBridge | None = None
@@ -474,8 +472,3 @@ class Pool:
             "leak": self.config.leak.value if self.config.leak else None,
             "environments": out,
         }
-
-
-def png_b64(data: bytes) -> str:
-    """A screenshot as base64 text, for JSON."""
-    return base64.b64encode(data).decode("ascii")

@@ -35,24 +35,6 @@ KEY_ALIASES: dict[str, str] = {
     "pagedown": "Next",
 }
 
-MODIFIER_KEYSYMS = frozenset(
-    XK.string_to_keysym(n)
-    for n in (
-        "Shift_L",
-        "Shift_R",
-        "Control_L",
-        "Control_R",
-        "Alt_L",
-        "Alt_R",
-        "Super_L",
-        "Super_R",
-        "Meta_L",
-        "Meta_R",
-        "ISO_Level3_Shift",
-        "Caps_Lock",
-    )
-)
-
 
 def keysym_for_char(ch: str) -> int:
     """The keysym that types ``ch``: Latin-1 maps to itself, the rest to Unicode keysyms."""

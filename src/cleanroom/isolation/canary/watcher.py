@@ -97,8 +97,10 @@ class CanaryWatcher:
         on_sample: Callable[[CanarySample], None] | None = None,
         console: ParkedConsole | None = None,
         tolerance_s: float = GAP_TOLERANCE_S,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.handle = handle
+        self.clock = clock  # when a tick ended, for the stall check
         self.store = store
         self.interval_s = interval_s
         self.tolerance_s = tolerance_s
@@ -124,7 +126,7 @@ class CanaryWatcher:
 
     def start(self) -> None:
         """Start sampling in the background."""
-        self.last_beat = time.time()
+        self.last_beat = self.clock()
         self._thread.start()
 
     def stop(self) -> None:
@@ -138,11 +140,11 @@ class CanaryWatcher:
         next_at = time.monotonic()
         while not self._stop.is_set() and not until():
             self.sample_once()
-            self.last_beat = time.time()
+            self.last_beat = self.clock()
             next_at += self.interval_s
             self._stop.wait(max(0.0, next_at - time.monotonic()))
 
-    def faults(self, now: float | None = None) -> list[str]:
+    def faults(self) -> list[str]:
         """What is wrong with the sampling thread: it died, or it has finished no tick for
         longer than the gap tolerance (stalled, e.g. blocked in a read). Empty when it
         was never started (the caller samples) or was stopped on purpose."""
@@ -150,7 +152,7 @@ class CanaryWatcher:
             return []
         if not self._thread.is_alive():
             return [f"the canary watcher's thread died: {self.died or 'it ended'}"]
-        since = (time.time() if now is None else now) - self.last_beat
+        since = self.clock() - self.last_beat
         if since > self.tolerance_s:
             return [f"the canary watcher's thread has finished no sample for {since:.1f} s"]
         return []

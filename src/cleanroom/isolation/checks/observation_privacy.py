@@ -61,10 +61,6 @@ PAGE_COLOURS = (
 )  # fmt: skip
 
 
-class PageNotShown(PoolError):
-    """An environment's coloured page did not appear on its screen."""
-
-
 def page_colour(env: str) -> str:
     """The page colour of an environment, by its number (``env01`` gets the first)."""
     return PAGE_COLOURS[(int(env[3:]) - 1) % len(PAGE_COLOURS)]

@@ -10,6 +10,7 @@ return the other side's string. The gate passes only if both counts are above ze
 
 from __future__ import annotations
 
+import json
 import secrets
 import shutil
 import threading
@@ -32,9 +33,12 @@ from cleanroom.environments.session.template import (
 from cleanroom.environments.x11.clipboard import ClipboardOwner, read_selection
 from cleanroom.environments.x11.xinput import XInput
 from cleanroom.lifecycle import wait_until
+from cleanroom.store.rundb import RunStore
 
 ALPHABETS = {"a": "abcdefghijklm", "b": "nopqrstuvwxyz"}
 CONTROL_ROOT = Path("/var/lib/cleanroom/control")
+# The control's evidence, beside the run database.
+CONTROL_EVIDENCE = "control-evidence.json"
 # Generous: on a loaded 2-core machine Writer can take well over 10 s to save; a save that
 # never comes is a fault of the control run (it raises), never a count of zero.
 _SAVE_TIMEOUT_S = 30.0
@@ -264,3 +268,18 @@ def run_control(
         clip, counted = clipboard_half(session, evidence, clipboard_trials)
     skews = tuple(round(ms, 2) for ms in evidence.set_skew_ms)
     return ControlResult(typing, typing_rounds, clip, counted, skews), evidence
+
+
+def run_and_store_control(
+    store: RunStore, *, typing_rounds: int = 3, chars: int = 40, clipboard_trials: int = 20
+) -> ControlResult:
+    """Run the control in ``store``'s run and keep it there: the evidence as
+    `CONTROL_EVIDENCE` in the run folder, the result (with how long the control took) in
+    the database. A control that cannot run raises and stores nothing: it is no result."""
+    started = time.monotonic()
+    result, evidence = run_control(
+        store.run_dir, typing_rounds=typing_rounds, chars=chars, clipboard_trials=clipboard_trials
+    )
+    (store.run_dir / CONTROL_EVIDENCE).write_text(json.dumps(evidence.to_json(), indent=2))
+    store.add_control_result(result, detail=f"{time.monotonic() - started:.1f} s")
+    return result

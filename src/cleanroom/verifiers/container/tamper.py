@@ -74,7 +74,6 @@ class TamperReport:
     protected: tuple[Change, ...]
     planted: tuple[str, ...]
     unseen: tuple[Change, ...] = field(default=())
-    considered: int = 0
 
     @property
     def tampered(self) -> bool:
@@ -113,7 +112,7 @@ def classify(
     unseen = tuple(
         c for c in counted if c not in protected and not any(under(c.path, s) for s in state_paths)
     )
-    return TamperReport(protected, tuple(sorted(planted)), unseen, len(counted))
+    return TamperReport(protected, tuple(sorted(planted)), unseen)
 
 
 def under(path: str, tree: str) -> bool:
