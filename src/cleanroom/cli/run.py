@@ -12,7 +12,7 @@ from cleanroom.cli.shared import console as shared_console
 from cleanroom.cli.shared import new_run_folder
 from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
 from cleanroom.harness.own_controls import leaky_controls
-from cleanroom.harness.plan import UnknownTest
+from cleanroom.harness.plan import UnknownCheck
 from cleanroom.harness.report_step import print_report
 from cleanroom.rollouts.registry import TASKS
 
@@ -59,7 +59,7 @@ def _go(build: Callable[[], LoopConfig]) -> None:
     try:
         steps = [_controls_step] if config.leaky_controls else []
         result = run_loop(config, console, after_windows=steps)
-    except UnknownTest as exc:
+    except UnknownCheck as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     console.print(f"Run {result.status}: {result.run_dir}")

@@ -32,7 +32,7 @@ from cleanroom.environments.pool.orphans import collect_garbage
 from cleanroom.environments.pool.pool import DEFAULT_ROOT, Pool, PoolConfig
 from cleanroom.environments.pool.pool_record import RECORDS_DIR
 from cleanroom.environments.pool.watchdog import Watchdog
-from cleanroom.harness.plan import PlannedTest, plan_tests
+from cleanroom.harness.plan import PlannedCheck, plan_tests
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRunner
 from cleanroom.harness.stopping import StopRequested, stop_on_signals
@@ -43,7 +43,7 @@ from cleanroom.harness.window import (
     run_window,
     sweep_window,
 )
-from cleanroom.isolation.battery import IsolationTest
+from cleanroom.isolation.battery import IsolationCheck
 from cleanroom.isolation.canary.parked_console import ParkedConsole
 from cleanroom.isolation.canary.watcher import CanaryWatcher
 from cleanroom.isolation.checks import CHECKS, observing_for
@@ -116,7 +116,7 @@ class LoopServices:
     progress: LoopProgress
     console: Console
     stopping: threading.Event
-    plan: list[PlannedTest] = field(default_factory=list)  # the tests each window runs
+    plan: list[PlannedCheck] = field(default_factory=list)  # the tests each window runs
     parked: ParkedConsole | None = None  # the parked console, when it could start
 
 
@@ -130,12 +130,12 @@ class LoopResult:
     run_dir: Path
     status: str = "running"
     windows: list[WindowResult] = field(default_factory=list)
-    plan: list[PlannedTest] = field(default_factory=list)
+    plan: list[PlannedCheck] = field(default_factory=list)
     error: str | None = None
     exit_code: int = 0
 
 
-def load_battery() -> dict[str, IsolationTest]:
+def load_battery() -> dict[str, IsolationCheck]:
     """The isolation checks of the one table (`isolation.checks.CHECKS`), as a copy the
     caller may adjust."""
     return dict(CHECKS)
@@ -291,7 +291,7 @@ def _positive_control(s: LoopServices) -> None:
 
 
 def _windows(
-    s: LoopServices, battery: dict[str, IsolationTest], plan: list[PlannedTest]
+    s: LoopServices, battery: dict[str, IsolationCheck], plan: list[PlannedCheck]
 ) -> list[WindowResult]:
     config = s.config
     with ExitStack() as stack:

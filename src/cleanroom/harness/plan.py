@@ -12,7 +12,7 @@ from typing import Protocol
 from cleanroom.isolation.battery import Schedule
 
 
-class ScheduledTest(Protocol):
+class ScheduledCheck(Protocol):
     """What planning reads of an isolation test."""
 
     @property
@@ -25,12 +25,12 @@ class ScheduledTest(Protocol):
     def schedule(self) -> Schedule: ...
 
 
-class UnknownTest(ValueError):
+class UnknownCheck(ValueError):
     """A test was asked for by a name the battery does not hold."""
 
 
 @dataclass(frozen=True)
-class PlannedTest:
+class PlannedCheck:
     """One isolation test and the number of trials it runs in each window."""
 
     name: str
@@ -38,13 +38,13 @@ class PlannedTest:
 
 
 def plan_tests(
-    tests: Iterable[ScheduledTest],
+    tests: Iterable[ScheduledCheck],
     *,
     soak: bool = False,
     scale: float = 1.0,
     chosen: Sequence[str] | None = None,
     on_demand: bool = False,
-) -> list[PlannedTest]:
+) -> list[PlannedCheck]:
     """The tests due in every window, in test-number order.
 
     The trial count is the schedule's (``soak`` or per window) times ``scale``, never
@@ -59,7 +59,7 @@ def plan_tests(
         unknown = sorted(set(chosen) - set(by_name))
         if unknown:
             known = ", ".join(sorted(by_name)) or "none registered"
-            raise UnknownTest(f"no isolation test named {', '.join(unknown)} (known: {known})")
+            raise UnknownCheck(f"no isolation test named {', '.join(unknown)} (known: {known})")
         picked = [by_name[n] for n in dict.fromkeys(chosen)]
     else:
         picked = [t for t in by_name.values() if on_demand or not t.schedule.on_demand]
@@ -67,7 +67,7 @@ def plan_tests(
     plan = []
     for t in picked:
         base = t.schedule.soak if soak else t.schedule.window
-        plan.append(PlannedTest(t.name, max(1, round(base * scale))))
+        plan.append(PlannedCheck(t.name, max(1, round(base * scale))))
     return plan
 
 
@@ -86,7 +86,7 @@ FOLLOW_UP_TEST = "clipboard"
 FOLLOW_UP_TASKS = frozenset({"writer", "clipboard"})
 
 
-def follow_up_trials(tests: Sequence[PlannedTest], tasks_run: Iterable[str]) -> int:
+def follow_up_trials(tests: Sequence[PlannedCheck], tasks_run: Iterable[str]) -> int:
     """How many follow-up clipboard trials a batch of rollouts calls for: one after a
     batch holding any writer or clipboard rollout (the trial reads every environment at
     once, so one covers all of them), none when the clipboard test is not in the plan."""

@@ -31,10 +31,10 @@ from cleanroom.core.isolation import (
 )
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.harness.form_audit_window import AuditResult, audit_window
-from cleanroom.harness.plan import FOLLOW_UP_TEST, PlannedTest, assign_tasks, follow_up_trials
+from cleanroom.harness.plan import FOLLOW_UP_TEST, PlannedCheck, assign_tasks, follow_up_trials
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRecord, SmokeRunner
-from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
+from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.isolation.canary.watcher import (
     AppliedVerdict,
     CanaryWatcher,
@@ -57,7 +57,7 @@ class WindowPlan:
 
     index: int
     tasks: tuple[str, ...]
-    tests: list[PlannedTest]
+    tests: list[PlannedCheck]
     minutes: float = 0.0  # 0: one batch of rollouts and the tests, then close
 
 
@@ -70,7 +70,7 @@ class WindowServices:
     verify: VerifyClient
     canary: CanaryWatcher
     smoke: SmokeRunner
-    battery: dict[str, IsolationTest]
+    battery: dict[str, IsolationCheck]
     progress: LoopProgress
     stopping: threading.Event
     # The verify server's database, which the token sweep reads.
@@ -250,7 +250,7 @@ class WindowTrials:
         """Run ``n`` trials of the battery's test ``name``; return their rows."""
         return self.run_test(self.s.battery[name], n, why)
 
-    def run_test(self, test: IsolationTest, n: int, why: str = "") -> list[IsolationRow]:
+    def run_test(self, test: IsolationCheck, n: int, why: str = "") -> list[IsolationRow]:
         """Run ``n`` trials of ``test``; return their rows."""
         s, name = self.s, test.name
         s.progress.step(f"isolation test {name}: {n} trial(s)" + (f", {why}" if why else ""))

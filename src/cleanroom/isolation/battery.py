@@ -89,7 +89,7 @@ class TrialContext:
         )
 
 
-class IsolationTest(ABC):
+class IsolationCheck(ABC):
     """One of the isolation tests (tests 1 and 6 are the control and the canary)."""
 
     name: ClassVar[str]
@@ -111,7 +111,7 @@ class IsolationTest(ABC):
         return [(a, b) for a in envs for b in envs if a != b]
 
 
-def lost_rows(test: IsolationTest, ctx: TrialContext, trial: int, why: str) -> list[IsolationRow]:
+def lost_rows(test: IsolationCheck, ctx: TrialContext, trial: int, why: str) -> list[IsolationRow]:
     """A lost row for every pair the trial would have checked."""
     return [
         IsolationRow(test.name, trial, a, b, RowResult.LOST, ctx.window, why[:500])
@@ -120,7 +120,7 @@ def lost_rows(test: IsolationTest, ctx: TrialContext, trial: int, why: str) -> l
 
 
 def run_test(
-    test: IsolationTest, ctx: TrialContext, trials: int, *, first: int = 0
+    test: IsolationCheck, ctx: TrialContext, trials: int, *, first: int = 0
 ) -> list[IsolationRow]:
     """Run ``trials`` trials numbered from ``first``, store each trial's rows as it ends,
     and return them all.

@@ -22,7 +22,7 @@ from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.pool import Pool, PoolConfig
 from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.isolation.battery import TrialContext, run_test
-from cleanroom.isolation.checks.channels import ChannelsTest
+from cleanroom.isolation.checks.channels import ChannelsCheck
 from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import RunStore
 
@@ -254,7 +254,7 @@ def test_the_channels_check_is_clean_and_proven_between_containers(
 ) -> None:
     store = RunStore.create(tmp_path / "run")
     try:
-        rows = run_test(ChannelsTest(), TrialContext(contained, store, 1, tmp_path / "run"), 1)
+        rows = run_test(ChannelsCheck(), TrialContext(contained, store, 1, tmp_path / "run"), 1)
     finally:
         store.close()
     assert rows and all(r.result is RowResult.CLEAN for r in rows), [

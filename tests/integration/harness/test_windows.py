@@ -30,11 +30,11 @@ from cleanroom.environments.pool.pool import Pool, PoolConfig
 from cleanroom.harness.form_audit_rows import LeasedRollout
 from cleanroom.harness.form_audit_window import audit_window
 from cleanroom.harness.loop import end_of_run_sweep
-from cleanroom.harness.plan import PlannedTest
+from cleanroom.harness.plan import PlannedCheck
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRunner
 from cleanroom.harness.window import WindowPlan, WindowServices, run_window
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.canary.watcher import CanaryWatcher
 from cleanroom.isolation.controls.token_sweep import run_sweep_control
 from cleanroom.reports.model import build_report
@@ -44,7 +44,7 @@ from cleanroom.verify_server.process import VerifyServerProcess
 FIRED = ControlResult(2, 2, 5, 10)
 
 
-class _TakesTheCanaryClipboard(IsolationTest):
+class _TakesTheCanaryClipboard(IsolationCheck):
     """Plants a leak: the canary's clipboard changes (from the harness side)."""
 
     name: ClassVar[str] = "planted_canary_change"
@@ -60,7 +60,7 @@ class _TakesTheCanaryClipboard(IsolationTest):
                 for a, b in self.pairs(ctx)]  # fmt: skip
 
 
-class _ReadsAFileThatIsNotThere(IsolationTest):
+class _ReadsAFileThatIsNotThere(IsolationCheck):
     """A check that cannot read its inputs: every pair it would check is lost."""
 
     name: ClassVar[str] = "blind_check"
@@ -74,7 +74,7 @@ class _ReadsAFileThatIsNotThere(IsolationTest):
         return []
 
 
-class _LeavesATokenInAnotherHome(IsolationTest):
+class _LeavesATokenInAnotherHome(IsolationCheck):
     """Plants leaks while the window is open: a file holding env01's token in env02's
     home, written by hand from the harness side, owned by env02's user, and env01's token
     submitted through a lease of env02."""
@@ -100,7 +100,7 @@ class _LeavesATokenInAnotherHome(IsolationTest):
                 for a, b in self.pairs(ctx)]  # fmt: skip
 
 
-class _LeavesATokenThenTheHomeIsReset(IsolationTest):
+class _LeavesATokenThenTheHomeIsReset(IsolationCheck):
     """A file holding env01's token written by hand into env02's home, then env02 reset
     (as the next rollout's reset would): the reset wipes the home long before the window
     closes."""
@@ -138,7 +138,7 @@ def live(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
         canary.start()
         verify = server.client(timeout=15.0)
         smoke = SmokeRunner(pool, store, verify, stopping)
-        battery: dict[str, IsolationTest] = {
+        battery: dict[str, IsolationCheck] = {
             t.name: t
             for t in (
                 _TakesTheCanaryClipboard(),
@@ -192,7 +192,7 @@ def test_a_token_arriving_after_the_last_windows_close_fails_that_window(
 def test_a_window_with_a_canary_event_is_failed_and_the_number_refused(
     live: WindowServices,
 ) -> None:
-    plan = WindowPlan(1, ("writer",), [PlannedTest("planted_canary_change", 1)])
+    plan = WindowPlan(1, ("writer",), [PlannedCheck("planted_canary_change", 1)])
     result = run_window(live, plan)
     assert result.canary.verdict.flagged
     assert result.status == "failed"
@@ -205,7 +205,7 @@ def test_a_window_with_a_canary_event_is_failed_and_the_number_refused(
 
 
 def test_a_window_with_a_lost_row_is_failed_and_the_number_refused(live: WindowServices) -> None:
-    plan = WindowPlan(2, (), [PlannedTest("blind_check", 1)])
+    plan = WindowPlan(2, (), [PlannedCheck("blind_check", 1)])
     result = run_window(live, plan)
     assert result.verdict.lost == 2  # env01 -> env02 and back
     assert result.status == "failed"
@@ -249,7 +249,7 @@ def test_a_cross_row_from_the_audit_invalidates_the_rollouts_it_names(
 def test_a_token_left_in_another_environments_home_fails_the_window_and_its_rollouts(
     live: WindowServices,
 ) -> None:
-    plan = WindowPlan(4, ("writer",), [PlannedTest("planted_foreign_file", 1)])
+    plan = WindowPlan(4, ("writer",), [PlannedCheck("planted_foreign_file", 1)])
     try:
         result = run_window(live, plan)
     finally:
@@ -273,7 +273,7 @@ def test_a_token_left_in_another_environments_home_fails_the_window_and_its_roll
 def test_a_token_wiped_by_a_reset_mid_window_still_fails_the_window(
     live: WindowServices,
 ) -> None:
-    plan = WindowPlan(7, ("writer",), [PlannedTest("planted_then_wiped", 1)])
+    plan = WindowPlan(7, ("writer",), [PlannedCheck("planted_then_wiped", 1)])
     result = run_window(live, plan)
     sweep = [r for r in live.store.isolation_rows(7) if r.test == SWEEP_TEST]
     # (Earlier tests of the module leave env01's token in the canary's clipboard.)

@@ -14,11 +14,11 @@ from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.pool import Pool, PoolConfig
-from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
-from cleanroom.isolation.checks.clipboard import ClipboardTest
-from cleanroom.isolation.checks.dialog_steal import DialogStealTest
-from cleanroom.isolation.checks.keyboard_storm import KeyboardStormTest
-from cleanroom.isolation.checks.modifier_leak import ModifierLeakTest
+from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
+from cleanroom.isolation.checks.clipboard import ClipboardCheck
+from cleanroom.isolation.checks.dialog_steal import DialogStealCheck
+from cleanroom.isolation.checks.keyboard_storm import KeyboardStormCheck
+from cleanroom.isolation.checks.modifier_leak import ModifierLeakCheck
 from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import RunStore
 
@@ -63,7 +63,7 @@ shared_home = _leaky_setup(Leak.SHARED_HOME)
 shared_runtime_dir = _leaky_setup(Leak.SHARED_RUNTIME_DIR)
 
 
-def _fires(test: IsolationTest, ctx: TrialContext) -> bool:
+def _fires(test: IsolationCheck, ctx: TrialContext) -> bool:
     rows = run_test(test, ctx, trials=1)
     return any(r.result is RowResult.CROSS for r in rows)
 
@@ -98,33 +98,33 @@ def test_under_shared_home_both_environments_have_one_home(shared_home: TrialCon
 
 
 def test_clipboard_fires_under_shared_clipboard(shared_clipboard: TrialContext) -> None:
-    assert Leak.SHARED_CLIPBOARD in ClipboardTest.detects
-    assert _fires(ClipboardTest(), shared_clipboard)
+    assert Leak.SHARED_CLIPBOARD in ClipboardCheck.detects
+    assert _fires(ClipboardCheck(), shared_clipboard)
 
 
 def test_clipboard_fires_under_shared_display(shared_display: TrialContext) -> None:
-    assert Leak.SHARED_DISPLAY in ClipboardTest.detects
-    assert _fires(ClipboardTest(), shared_display)
+    assert Leak.SHARED_DISPLAY in ClipboardCheck.detects
+    assert _fires(ClipboardCheck(), shared_display)
 
 
 def test_keyboard_storm_fires_under_shared_home(shared_home: TrialContext) -> None:
-    assert Leak.SHARED_HOME in KeyboardStormTest.detects
-    assert _fires(KeyboardStormTest(span_s=2.0), shared_home)
+    assert Leak.SHARED_HOME in KeyboardStormCheck.detects
+    assert _fires(KeyboardStormCheck(span_s=2.0), shared_home)
 
 
 def test_keyboard_storm_fires_under_shared_display(shared_display: TrialContext) -> None:
-    assert Leak.SHARED_DISPLAY in KeyboardStormTest.detects
-    assert _fires(KeyboardStormTest(span_s=2.0), shared_display)
+    assert Leak.SHARED_DISPLAY in KeyboardStormCheck.detects
+    assert _fires(KeyboardStormCheck(span_s=2.0), shared_display)
 
 
 def test_modifier_leak_fires_under_shared_display(shared_display: TrialContext) -> None:
-    assert Leak.SHARED_DISPLAY in ModifierLeakTest.detects
-    assert _fires(ModifierLeakTest(hold_s=2.0), shared_display)
+    assert Leak.SHARED_DISPLAY in ModifierLeakCheck.detects
+    assert _fires(ModifierLeakCheck(hold_s=2.0), shared_display)
 
 
 def test_dialog_steal_fires_under_shared_display(shared_display: TrialContext) -> None:
-    assert Leak.SHARED_DISPLAY in DialogStealTest.detects
-    rows = run_test(DialogStealTest(), shared_display, trials=1)
+    assert Leak.SHARED_DISPLAY in DialogStealCheck.detects
+    rows = run_test(DialogStealCheck(), shared_display, trials=1)
     crossed = [r for r in rows if r.result is RowResult.CROSS]
     # env01's Save As reaches the topmost Writer, env02's: cross from env01 to env02.
     assert [(r.from_env, r.to_env) for r in crossed] == [("env01", "env02")]
@@ -132,8 +132,8 @@ def test_dialog_steal_fires_under_shared_display(shared_display: TrialContext) -
 
 
 def test_dialog_steal_fires_under_shared_runtime_dir(shared_runtime_dir: TrialContext) -> None:
-    assert Leak.SHARED_RUNTIME_DIR in DialogStealTest.detects
-    rows = run_test(DialogStealTest(), shared_runtime_dir, trials=1)
+    assert Leak.SHARED_RUNTIME_DIR in DialogStealCheck.detects
+    rows = run_test(DialogStealCheck(), shared_runtime_dir, trials=1)
     crossed = {(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS}
     # One AT-SPI bus: env02's tree shows env01's dialog, env01's shows env02's typing.
     assert crossed == {("env01", "env02"), ("env02", "env01")}

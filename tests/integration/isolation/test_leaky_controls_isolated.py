@@ -9,11 +9,11 @@ import pytest
 
 from cleanroom.core.isolation import RowResult
 from cleanroom.environments.pool.pool import Pool, PoolConfig
-from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
-from cleanroom.isolation.checks.clipboard import ClipboardTest
-from cleanroom.isolation.checks.dialog_steal import DialogStealTest
-from cleanroom.isolation.checks.keyboard_storm import KeyboardStormTest
-from cleanroom.isolation.checks.modifier_leak import ModifierLeakTest
+from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
+from cleanroom.isolation.checks.clipboard import ClipboardCheck
+from cleanroom.isolation.checks.dialog_steal import DialogStealCheck
+from cleanroom.isolation.checks.keyboard_storm import KeyboardStormCheck
+from cleanroom.isolation.checks.modifier_leak import ModifierLeakCheck
 from cleanroom.store.rundb import RunStore
 
 from ..conftest import require_desktop_stack
@@ -36,26 +36,26 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
         store.close()
 
 
-def _results(test: IsolationTest, ctx: TrialContext) -> set[RowResult]:
+def _results(test: IsolationCheck, ctx: TrialContext) -> set[RowResult]:
     rows = run_test(test, ctx, trials=1)
     assert rows, f"{test.name} returned no rows"
     return {r.result for r in rows}
 
 
 def test_clipboard_is_clean_on_the_isolated_pool(ctx: TrialContext) -> None:
-    assert _results(ClipboardTest(), ctx) == {RowResult.CLEAN}
+    assert _results(ClipboardCheck(), ctx) == {RowResult.CLEAN}
 
 
 def test_keyboard_storm_is_clean_on_the_isolated_pool(ctx: TrialContext) -> None:
-    assert _results(KeyboardStormTest(span_s=2.0), ctx) == {RowResult.CLEAN}
+    assert _results(KeyboardStormCheck(span_s=2.0), ctx) == {RowResult.CLEAN}
 
 
 def test_modifier_leak_is_clean_on_the_isolated_pool(ctx: TrialContext) -> None:
-    assert _results(ModifierLeakTest(hold_s=2.0), ctx) == {RowResult.CLEAN}
+    assert _results(ModifierLeakCheck(hold_s=2.0), ctx) == {RowResult.CLEAN}
 
 
 def test_dialog_steal_is_clean_on_the_isolated_pool(ctx: TrialContext) -> None:
-    assert _results(DialogStealTest(), ctx) == {RowResult.CLEAN}
+    assert _results(DialogStealCheck(), ctx) == {RowResult.CLEAN}
 
 
 def test_dialog_steal_times_bystanders_before_and_during(ctx: TrialContext) -> None:

@@ -16,13 +16,13 @@ import pytest
 
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.pool.pool import Pool, PoolConfig
-from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
-from cleanroom.isolation.checks.channels import ChannelsTest
-from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusTest
-from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsTest
-from cleanroom.isolation.checks.observation_privacy import ObservationPrivacyTest
-from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteTest
-from cleanroom.isolation.checks.stale_generation import StaleGenerationTest
+from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
+from cleanroom.isolation.checks.channels import ChannelsCheck
+from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck
+from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsCheck
+from cleanroom.isolation.checks.observation_privacy import ObservationPrivacyCheck
+from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteCheck
+from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
 from cleanroom.isolation.controls.faults import Fault, with_fault
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
@@ -70,7 +70,7 @@ def _results(rows: list[IsolationRow]) -> dict[tuple[int, str, str], str]:
     return {(r.trial, r.from_env, r.to_env): f"{r.result.value} {r.detail}".strip() for r in rows}
 
 
-def _assert_all_clean(test: IsolationTest, ctx: TrialContext, trials: int) -> None:
+def _assert_all_clean(test: IsolationCheck, ctx: TrialContext, trials: int) -> None:
     rows = run_test(test, ctx, trials)
     assert rows, f"{test.name} returned no rows"
     assert all(r.result is RowResult.CLEAN for r in rows), _results(rows)
@@ -79,26 +79,26 @@ def _assert_all_clean(test: IsolationTest, ctx: TrialContext, trials: int) -> No
 def test_observation_privacy_is_clean_when_every_environment_has_its_own_display(
     browsing: TrialContext,
 ) -> None:
-    _assert_all_clean(ObservationPrivacyTest(duration_s=6.0), browsing, trials=1)
+    _assert_all_clean(ObservationPrivacyCheck(duration_s=6.0), browsing, trials=1)
 
 
 def test_files_and_prefs_is_clean_when_homes_and_profiles_are_private(ctx: TrialContext) -> None:
-    _assert_all_clean(FilesAndPrefsTest(), ctx, trials=2)  # each environment writes once
+    _assert_all_clean(FilesAndPrefsCheck(), ctx, trials=2)  # each environment writes once
 
 
 def test_reset_during_write_leaves_nothing_of_the_old_generation(ctx: TrialContext) -> None:
-    _assert_all_clean(ResetDuringWriteTest(), ctx, trials=2)
+    _assert_all_clean(ResetDuringWriteCheck(), ctx, trials=2)
 
 
 def test_stale_generation_clicks_are_all_refused(ctx: TrialContext) -> None:
-    _assert_all_clean(StaleGenerationTest(), ctx, trials=2)
+    _assert_all_clean(StaleGenerationCheck(), ctx, trials=2)
 
 
 def test_a_crash_comes_back_at_a_new_generation_and_spares_the_bystanders(
     ctx: TrialContext,
 ) -> None:
     before = ctx.pool.generation("env01")
-    _assert_all_clean(CrashBlastRadiusTest(phase_s=2.0), ctx, trials=1)
+    _assert_all_clean(CrashBlastRadiusCheck(phase_s=2.0), ctx, trials=1)
     assert ctx.pool.generation("env01") > before
     phases = {s.phase for s in ctx.store.latency_samples("crash_blast_radius")}
     assert phases == {"before", "during", "after"}
@@ -110,7 +110,7 @@ def test_stale_generation_fires_when_the_generation_check_is_bypassed(ctx: Trial
     assert [r.result for r in rows] == [RowResult.CROSS], _results(rows)
     assert rows[0].from_env == rows[0].to_env == "env01"
     # Leaving the fault restores the check, at the generation the trial reached.
-    _assert_all_clean(StaleGenerationTest(), ctx, trials=1)
+    _assert_all_clean(StaleGenerationCheck(), ctx, trials=1)
 
 
 def test_crash_blast_radius_fires_when_the_kill_also_hits_a_bystander(ctx: TrialContext) -> None:
@@ -125,4 +125,4 @@ def test_channels_is_clean_and_proven_when_every_environment_has_its_own_sandbox
     ctx: TrialContext,
 ) -> None:
     # Clean, not lost: every collector saw its own token in every class.
-    _assert_all_clean(ChannelsTest(), ctx, trials=1)
+    _assert_all_clean(ChannelsCheck(), ctx, trials=1)

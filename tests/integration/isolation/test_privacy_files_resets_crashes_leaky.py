@@ -18,13 +18,13 @@ from cleanroom.core.channels import CLASSES
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.pool.pool import Pool, PoolConfig
-from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
-from cleanroom.isolation.checks.channels import ChannelsTest
-from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusTest
-from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsTest
-from cleanroom.isolation.checks.observation_privacy import ObservationPrivacyTest
-from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteTest
-from cleanroom.isolation.checks.stale_generation import StaleGenerationTest
+from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
+from cleanroom.isolation.checks.channels import ChannelsCheck
+from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck
+from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsCheck
+from cleanroom.isolation.checks.observation_privacy import ObservationPrivacyCheck
+from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteCheck
+from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
 
@@ -42,23 +42,23 @@ PROGRAMS = {
     Leak.OPEN_HOST: ("terminal",),
 }
 # Cut down for the suite; in this order the crash, which disturbs the pool most, is last.
-TESTS: list[IsolationTest] = [
-    ObservationPrivacyTest(duration_s=5.0),
-    FilesAndPrefsTest(),
-    ResetDuringWriteTest(),
-    CrashBlastRadiusTest(phase_s=1.0),
-    ChannelsTest(),
+TESTS: list[IsolationCheck] = [
+    ObservationPrivacyCheck(duration_s=5.0),
+    FilesAndPrefsCheck(),
+    ResetDuringWriteCheck(),
+    CrashBlastRadiusCheck(phase_s=1.0),
+    ChannelsCheck(),
 ]
 
 
-def naming(leak: Leak) -> list[IsolationTest]:
+def naming(leak: Leak) -> list[IsolationCheck]:
     """The tests of this module that name ``leak``."""
     return [t for t in TESTS if leak in type(t).detects]
 
 
 def test_every_leak_is_named_by_some_test_and_stale_generation_names_none() -> None:
     assert all(naming(leak) for leak in Leak)
-    assert StaleGenerationTest.detects == ()
+    assert StaleGenerationCheck.detects == ()
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ def test_every_test_naming_a_leak_reports_cross_under_it(leaky: TrialContext) ->
     silent = {}
     for test in naming(leak):
         rows = run_test(test, leaky, trials=1)
-        if isinstance(test, ChannelsTest):
+        if isinstance(test, ChannelsCheck):
             _assert_every_channel_class_fires(rows)
         crossed = {(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS}
         # The leak is between env01 and env02: that is where the cross must be, in

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pytest
 
 from cleanroom.harness.plan import (
-    PlannedTest,
-    UnknownTest,
+    PlannedCheck,
+    UnknownCheck,
     assign_tasks,
     follow_up_trials,
     plan_tests,
@@ -31,11 +31,14 @@ BATTERY = [
 
 
 def test_every_scheduled_test_runs_in_number_order_with_its_window_trials() -> None:
-    assert plan_tests(BATTERY) == [PlannedTest("clipboard", 50), PlannedTest("keyboard_storm", 10)]
+    assert plan_tests(BATTERY) == [
+        PlannedCheck("clipboard", 50),
+        PlannedCheck("keyboard_storm", 10),
+    ]
 
 
 def test_the_soak_uses_the_soak_trial_counts() -> None:
-    assert plan_tests(BATTERY, soak=True)[0] == PlannedTest("clipboard", 10)
+    assert plan_tests(BATTERY, soak=True)[0] == PlannedCheck("clipboard", 10)
 
 
 def test_on_demand_tests_run_only_when_asked_for() -> None:
@@ -50,7 +53,7 @@ def test_a_scaled_down_test_still_runs_at_least_once() -> None:
 
 
 def test_an_unknown_test_name_is_refused_with_the_known_names() -> None:
-    with pytest.raises(UnknownTest, match=r"no isolation test named typo.*clipboard"):
+    with pytest.raises(UnknownCheck, match=r"no isolation test named typo.*clipboard"):
         plan_tests(BATTERY, chosen=["typo"])
 
 

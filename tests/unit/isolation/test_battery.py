@@ -10,11 +10,11 @@ import pytest
 
 from cleanroom.core.isolation import IsolationRow, RowResult, judge_window
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext, run_test
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext, run_test
 from cleanroom.store.rundb import RunStore
 
 
-class _Probe(IsolationTest):
+class _Probe(IsolationCheck):
     name: ClassVar[str] = "probe"
     number: ClassVar[int] = 99
     schedule: ClassVar[Schedule] = Schedule(window=3, soak=1)

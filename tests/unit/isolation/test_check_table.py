@@ -6,7 +6,7 @@ import pytest
 
 from cleanroom.harness.loop import load_battery
 from cleanroom.isolation.checks import CHECKS, _table
-from cleanroom.isolation.checks.clipboard import ClipboardTest
+from cleanroom.isolation.checks.clipboard import ClipboardCheck
 
 STORED_NAMES = {
     "clipboard",
@@ -31,7 +31,7 @@ def test_the_table_holds_every_check_under_its_own_stored_name() -> None:
 
 def test_a_check_named_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="clipboard"):
-        _table(ClipboardTest(), ClipboardTest())
+        _table(ClipboardCheck(), ClipboardCheck())
 
 
 def test_the_loop_gets_a_copy_of_the_table() -> None:

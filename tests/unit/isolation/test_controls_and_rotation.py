@@ -6,12 +6,12 @@ from cleanroom.core.detectors import ModifierEffect
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.harness.loop import load_battery
-from cleanroom.isolation.checks.clipboard import ClipboardTest
-from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusTest
-from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsTest
-from cleanroom.isolation.checks.modifier_leak import ModifierLeakTest, phase_rows, rotation
-from cleanroom.isolation.checks.observation_privacy import DURATION_S, ObservationPrivacyTest
-from cleanroom.isolation.checks.stale_generation import StaleGenerationTest
+from cleanroom.isolation.checks.clipboard import ClipboardCheck
+from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck
+from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsCheck
+from cleanroom.isolation.checks.modifier_leak import ModifierLeakCheck, phase_rows, rotation
+from cleanroom.isolation.checks.observation_privacy import DURATION_S, ObservationPrivacyCheck
+from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
 from cleanroom.isolation.controls.faults import Fault
 from cleanroom.isolation.controls.matrix import (
     ISOLATED,
@@ -77,7 +77,7 @@ def test_cross_on_the_isolated_pool_is_reported() -> None:
 
 
 def test_the_plan_runs_every_test_isolated_and_each_under_the_leaks_it_names() -> None:
-    plan = plan_setups([ClipboardTest(), ModifierLeakTest()])
+    plan = plan_setups([ClipboardCheck(), ModifierLeakCheck()])
     assert [t.name for t in plan[ISOLATED]] == ["clipboard", "modifier_leak"]
     assert [t.name for t in plan[Leak.SHARED_DISPLAY.value]] == ["clipboard", "modifier_leak"]
     assert [t.name for t in plan[Leak.SHARED_CLIPBOARD.value]] == ["clipboard"]
@@ -85,15 +85,15 @@ def test_the_plan_runs_every_test_isolated_and_each_under_the_leaks_it_names() -
 
 
 def test_the_plan_runs_each_test_with_a_fault_of_its_own_under_that_fault() -> None:
-    plan = plan_setups([ClipboardTest(), StaleGenerationTest(), CrashBlastRadiusTest()])
+    plan = plan_setups([ClipboardCheck(), StaleGenerationCheck(), CrashBlastRadiusCheck()])
     assert [t.name for t in plan[BYPASS]] == ["stale_generation"]
     bystander = fault_setup(Fault.CRASH_HITS_BYSTANDER)
     assert [t.name for t in plan[bystander]] == ["crash_blast_radius"]
     assert [s for s in plan if s.startswith("fault:")] == [BYPASS, bystander]
     # Leaks chosen or not, a selected test with a fault still runs it; unless told not to.
-    assert BYPASS in plan_setups([StaleGenerationTest()], [Leak.SHARED_HOME])
-    assert BYPASS not in plan_setups([StaleGenerationTest()], faults=False)
-    assert not any(s.startswith("fault:") for s in plan_setups([ClipboardTest()]))
+    assert BYPASS in plan_setups([StaleGenerationCheck()], [Leak.SHARED_HOME])
+    assert BYPASS not in plan_setups([StaleGenerationCheck()], faults=False)
+    assert not any(s.startswith("fault:") for s in plan_setups([ClipboardCheck()]))
 
 
 def test_the_cover_gives_every_test_one_setup_it_must_fire_under_with_few_pools() -> None:
@@ -107,7 +107,7 @@ def test_the_cover_gives_every_test_one_setup_it_must_fire_under_with_few_pools(
 
 
 def test_the_cover_runs_a_test_that_did_not_fire_under_its_next_setup_only() -> None:
-    clipboard, stale = ClipboardTest(), StaleGenerationTest()
+    clipboard, stale = ClipboardCheck(), StaleGenerationCheck()
     first = cover_setups([clipboard, stale])
     assert {s: [t.name for t in m] for s, m in first.items()} == {
         Leak.SHARED_DISPLAY.value: ["clipboard"],
@@ -126,8 +126,8 @@ def test_fault_setup_names_round_trip() -> None:
         assert setup_fault(fault_setup(fault)) is fault
     assert setup_fault(ISOLATED) is None
     assert setup_fault(Leak.SHARED_DISPLAY.value) is None
-    assert faults_of(StaleGenerationTest()) == [Fault.GENERATION_CHECK_BYPASSED]
-    assert faults_of(ClipboardTest()) == []
+    assert faults_of(StaleGenerationCheck()) == [Fault.GENERATION_CHECK_BYPASSED]
+    assert faults_of(ClipboardCheck()) == []
 
 
 def test_a_test_that_names_no_leak_is_proven_by_its_own_fault_firing() -> None:
@@ -158,21 +158,21 @@ def test_a_test_fired_by_its_fault_but_none_of_its_leaks_is_proven() -> None:
 
 
 def test_a_setups_pool_runs_what_its_tests_need_each_program_once() -> None:
-    tests = [ClipboardTest(), FilesAndPrefsTest(), ObservationPrivacyTest(), ModifierLeakTest()]
+    tests = [ClipboardCheck(), FilesAndPrefsCheck(), ObservationPrivacyCheck(), ModifierLeakCheck()]
     assert setup_programs(tests) == ("writer", "terminal", "browser")
-    assert setup_programs([ClipboardTest()]) == ()
-    assert setup_programs([ObservationPrivacyTest()], ("writer",)) == ("writer", "browser")
+    assert setup_programs([ClipboardCheck()]) == ()
+    assert setup_programs([ObservationPrivacyCheck()], ("writer",)) == ("writer", "browser")
     # The crash fault kills a bystander's programs: its pool must run one.
-    assert setup_programs([CrashBlastRadiusTest()]) != ()
+    assert setup_programs([CrashBlastRadiusCheck()]) != ()
 
 
 def test_controls_shorten_only_the_observation_period() -> None:
-    registered = ObservationPrivacyTest(interval_s=0.5, min_pixels=900)
+    registered = ObservationPrivacyCheck(interval_s=0.5, min_pixels=900)
     short = for_controls(registered, 7.0)
-    assert isinstance(short, ObservationPrivacyTest)
+    assert isinstance(short, ObservationPrivacyCheck)
     assert (short.duration_s, short.interval_s, short.min_pixels) == (7.0, 0.5, 900)
     assert registered.duration_s == DURATION_S  # the window's test is left as it was
-    clipboard = ClipboardTest()
+    clipboard = ClipboardCheck()
     assert for_controls(clipboard, 7.0) is clipboard
 
 

@@ -30,7 +30,7 @@ from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.session.processes import kill_pids, process_tree
 from cleanroom.environments.session.programs import ProgramProcess
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.lifecycle import wait_until
 
 PROBE_SOURCE = Path(__file__).with_name("channel_probe.py")
@@ -40,7 +40,7 @@ COLLECT_WITHIN_S = 120.0
 HOLD_S = 300
 
 
-class ChannelsTest(IsolationTest):
+class ChannelsCheck(IsolationCheck):
     """Plant a token in every channel from every environment, then collect everywhere."""
 
     name: ClassVar[str] = NAME

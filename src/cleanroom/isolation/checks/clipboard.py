@@ -13,7 +13,7 @@ from cleanroom.core.tokens import scan_text
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle, PolicyHandle
 from cleanroom.environments.x11.clipboard import SELECTIONS
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.together import at_once
 
 # Time for anything that copies selections between displays to act before the read.
@@ -24,7 +24,7 @@ def _read_both(handle: PolicyHandle) -> dict[str, str | None]:
     return {s: handle.get_clipboard(s) for s in SELECTIONS}
 
 
-class ClipboardTest(IsolationTest):
+class ClipboardCheck(IsolationCheck):
     """All environments own CLIPBOARD and PRIMARY at once; each must read back its own."""
 
     name: ClassVar[str] = "clipboard"

@@ -35,7 +35,7 @@ from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.environments.session.processes import kill_uid
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.lifecycle import wait_until
 
 NAME = "crash_blast_radius"
@@ -82,7 +82,7 @@ class _Timer:
         self._stop.set()
 
 
-class CrashBlastRadiusTest(IsolationTest):
+class CrashBlastRadiusCheck(IsolationCheck):
     """Kill one environment outright; it must come back, and nobody else may be touched."""
 
     name: ClassVar[str] = NAME

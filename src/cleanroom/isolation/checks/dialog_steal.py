@@ -21,7 +21,7 @@ from cleanroom.core.detectors import dialog_rows, dialog_typing_row
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.dialog_views import DialogViews, Look
 from cleanroom.isolation.checks.writer_steps import clear_document
 from cleanroom.lifecycle import wait_until
@@ -106,7 +106,7 @@ class _Timer(threading.Thread):
             self.stop_event.wait(0.2)
 
 
-class DialogStealTest(IsolationTest):
+class DialogStealCheck(IsolationCheck):
     """A dialog opening in one environment must not take another's typing."""
 
     name: ClassVar[str] = "dialog_steal"

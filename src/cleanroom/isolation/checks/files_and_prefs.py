@@ -26,7 +26,7 @@ from cleanroom.core.tokens import TokenHit
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.holdings import holdings, profile_dirs
 from cleanroom.lifecycle import wait_until
 from cleanroom.tree_scan import ScanError, scan_file, scan_tree
@@ -62,7 +62,7 @@ def write_command(file_token: str, bookmark_token: str, palette_token: str, prof
     )
 
 
-class FilesAndPrefsTest(IsolationTest):
+class FilesAndPrefsCheck(IsolationCheck):
     """A token file and token preferences in one environment; search all the others."""
 
     name: ClassVar[str] = NAME

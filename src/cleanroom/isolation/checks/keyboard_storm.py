@@ -14,7 +14,7 @@ from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.tokens import Token, scan_text
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle, PolicyHandle
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.together import at_once
 from cleanroom.isolation.checks.writer_steps import (
     clear_document,
@@ -39,7 +39,7 @@ def _storm(handle: PolicyHandle, tokens: list[Token], span_s: float) -> list[flo
     return stamps
 
 
-class KeyboardStormTest(IsolationTest):
+class KeyboardStormCheck(IsolationCheck):
     """Everyone types at once; each saved document must hold only its own tokens."""
 
     name: ClassVar[str] = "keyboard_storm"

@@ -15,7 +15,7 @@ from cleanroom.core.detectors import ModifierEffect, modifier_effect
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.writer_steps import (
     clear_document,
     document_path,
@@ -84,7 +84,7 @@ def phase_rows(
     return rows
 
 
-class ModifierLeakTest(IsolationTest):
+class ModifierLeakCheck(IsolationCheck):
     """A held modifier in one environment must not change what another types."""
 
     name: ClassVar[str] = "modifier_leak"

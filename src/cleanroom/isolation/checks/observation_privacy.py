@@ -40,7 +40,7 @@ from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.lifecycle import wait_until
 from cleanroom.verify_server.client import VerifyClient
 from cleanroom.verify_server.process import VerifyServerProcess
@@ -104,7 +104,7 @@ class _Actors:
         self._stop.set()
 
 
-class ObservationPrivacyTest(IsolationTest):
+class ObservationPrivacyCheck(IsolationCheck):
     """Coloured pages, odd environments acting, even ones idle: screens must stay private."""
 
     name: ClassVar[str] = NAME

@@ -22,7 +22,7 @@ from cleanroom.core.tokens import TokenHit
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.holdings import holdings
 
 NAME = "reset_during_write"
@@ -30,7 +30,7 @@ RESET_AFTER_SAVE_S = 0.2
 CHECK_AFTER_RESET_S = 0.05
 
 
-class ResetDuringWriteTest(IsolationTest):
+class ResetDuringWriteCheck(IsolationCheck):
     """Clipboard, typing and a save cut short by a reset: nothing of them may survive."""
 
     name: ClassVar[str] = NAME

@@ -23,7 +23,7 @@ from cleanroom.environments.errors import PoolError, StaleGeneration
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.actions import Click
 from cleanroom.environments.pool.generations import read_action_log
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 
 NAME = "stale_generation"
 RACING_CLICKS = 4
@@ -31,7 +31,7 @@ RACING_CLICKS = 4
 _RELEASE_TIMEOUT_S = 30.0
 
 
-class StaleGenerationTest(IsolationTest):
+class StaleGenerationCheck(IsolationCheck):
     """Old-generation clicks racing a reset, then one more after it: none may apply."""
 
     name: ClassVar[str] = NAME

@@ -71,7 +71,7 @@ from cleanroom.core.tokens import Token, scan_bytes
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.pool.pool import Pool
-from cleanroom.isolation.battery import IsolationTest, Schedule, TrialContext
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.holdings import clipboard_hits, profile_dirs
 from cleanroom.store.rundb import RunStore
 from cleanroom.store.submissions import StoreError, SubmissionStore
@@ -235,7 +235,7 @@ def window_start(store: RunStore, window: int) -> float | None:
     return next((w.started_at for w in store.windows() if w.index == window), None)
 
 
-class TokenSweepTest(IsolationTest):
+class TokenSweepCheck(IsolationCheck):
     """Every place of every environment read for tokens of any other environment."""
 
     name: ClassVar[str] = NAME

@@ -18,9 +18,9 @@ from cleanroom.core.canary import CANARY_ENV
 from cleanroom.environments.pool.generations import GenerationBook
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.session.processes import kill_pids
-from cleanroom.isolation.battery import IsolationTest
-from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusTest, kill_environment
-from cleanroom.isolation.checks.stale_generation import StaleGenerationTest
+from cleanroom.isolation.battery import IsolationCheck
+from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck, kill_environment
+from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
 
 
 class Fault(StrEnum):
@@ -44,8 +44,8 @@ _DESCRIPTIONS = {
     Fault.CRASH_HITS_BYSTANDER: "a crash of one environment also kills another's programs",
 }
 _TESTS = {
-    Fault.GENERATION_CHECK_BYPASSED: StaleGenerationTest.name,
-    Fault.CRASH_HITS_BYSTANDER: CrashBlastRadiusTest.name,
+    Fault.GENERATION_CHECK_BYPASSED: StaleGenerationCheck.name,
+    Fault.CRASH_HITS_BYSTANDER: CrashBlastRadiusCheck.name,
 }
 
 
@@ -84,12 +84,12 @@ def kill_with_bystander(pool: Pool, target: str) -> list[str]:
 
 
 @contextmanager
-def with_fault(fault: Fault, pool: Pool) -> Iterator[IsolationTest]:
+def with_fault(fault: Fault, pool: Pool) -> Iterator[IsolationCheck]:
     """The test that ``fault`` proves, set up to run on ``pool`` with the fault in place."""
     if fault is Fault.GENERATION_CHECK_BYPASSED:
         with bypass_generation_check(pool):
-            yield StaleGenerationTest()
+            yield StaleGenerationCheck()
     elif fault is Fault.CRASH_HITS_BYSTANDER:
-        yield CrashBlastRadiusTest(kill=kill_with_bystander)
+        yield CrashBlastRadiusCheck(kill=kill_with_bystander)
     else:  # pragma: no cover - every member is handled above
         raise ValueError(f"unknown fault {fault!r}")

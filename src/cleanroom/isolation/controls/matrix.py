@@ -25,9 +25,9 @@ from typing import Any
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.pool.pool import DEFAULT_ROOT, Pool, PoolConfig
-from cleanroom.isolation.battery import IsolationTest, TrialContext, run_test
+from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.isolation.checks import observing_for
-from cleanroom.isolation.checks.observation_privacy import DURATION_S, ObservationPrivacyTest
+from cleanroom.isolation.checks.observation_privacy import DURATION_S, ObservationPrivacyCheck
 from cleanroom.isolation.controls.faults import Fault, with_fault
 from cleanroom.store.rundb import LeakyControlResult, RunStore
 from cleanroom.verify_server.client import VerifyClient
@@ -54,12 +54,12 @@ def setup_fault(setup: str) -> Fault | None:
     return Fault(setup.removeprefix(FAULT_PREFIX)) if setup.startswith(FAULT_PREFIX) else None
 
 
-def faults_of(test: IsolationTest) -> list[Fault]:
+def faults_of(test: IsolationCheck) -> list[Fault]:
     """The deliberate faults that are positive controls of ``test``."""
     return [f for f in Fault if f.test == test.name]
 
 
-def setup_programs(tests: Iterable[IsolationTest], base: Iterable[str] = ()) -> tuple[str, ...]:
+def setup_programs(tests: Iterable[IsolationCheck], base: Iterable[str] = ()) -> tuple[str, ...]:
     """The programs a pool for ``tests`` runs: ``base`` and every test's `needs`, each
     once, in the order first named."""
     programs: list[str] = []
@@ -70,8 +70,8 @@ def setup_programs(tests: Iterable[IsolationTest], base: Iterable[str] = ()) -> 
 
 
 def for_controls(
-    test: IsolationTest, observation_s: float = CONTROLS_OBSERVATION_S
-) -> IsolationTest:
+    test: IsolationCheck, observation_s: float = CONTROLS_OBSERVATION_S
+) -> IsolationCheck:
     """``test`` as a control runs it: observation privacy watches for ``observation_s``
     instead of its window's period; every other test is run as it is in the table."""
     return observing_for(test, observation_s)
@@ -154,18 +154,18 @@ def judge_cell(test: str, setup: str, rows: Sequence[IsolationRow], seconds: flo
 
 
 def plan_setups(
-    tests: Iterable[IsolationTest],
+    tests: Iterable[IsolationCheck],
     leaks: Iterable[Leak] | None = None,
     *,
     isolated: bool = True,
     faults: bool = True,
-) -> dict[str, list[IsolationTest]]:
+) -> dict[str, list[IsolationCheck]]:
     """Which tests run on which setup: all on the isolated pool, each leak's tests on that
     leak (only the leaks in ``leaks`` when given), and each test that has a fault of its
     own under that fault (``fault:<name>``). One pool per setup serves all."""
     tests = list(tests)
     wanted = set(Leak) if leaks is None else {Leak(k) for k in leaks}
-    plan: dict[str, list[IsolationTest]] = {}
+    plan: dict[str, list[IsolationCheck]] = {}
     if isolated:
         plan[ISOLATED] = list(tests)
     for leak in Leak:
@@ -180,15 +180,15 @@ def plan_setups(
     return plan
 
 
-def setups_of(test: IsolationTest) -> list[str]:
+def setups_of(test: IsolationCheck) -> list[str]:
     """Every setup that is a positive control of ``test``: the leaks it names, in the
     order of `Leak`, then its own faults."""
     return [k.value for k in Leak if k in test.detects] + [fault_setup(f) for f in faults_of(test)]
 
 
 def cover_setups(
-    tests: Iterable[IsolationTest], tried: Mapping[str, Iterable[str]] | None = None
-) -> dict[str, list[IsolationTest]]:
+    tests: Iterable[IsolationCheck], tried: Mapping[str, Iterable[str]] | None = None
+) -> dict[str, list[IsolationCheck]]:
     """The fewest setups that give every test one positive control it has not tried yet,
     each test on one setup only: the cheap way to prove every check in a run.
 
@@ -205,7 +205,7 @@ def cover_setups(
     by_name = {t.name: t for t in sorted(tests, key=lambda t: t.number)}
     order = list(dict.fromkeys(x for t in tests for x in setups_of(t)))
     uncovered = {name for name, opts in options.items() if opts}
-    plan: dict[str, list[IsolationTest]] = {}
+    plan: dict[str, list[IsolationCheck]] = {}
     while uncovered:
         best = max(order, key=lambda x: sum(1 for n in uncovered if x in options[n]))
         members = [n for n in by_name if n in uncovered and best in options[n]]
@@ -217,7 +217,7 @@ def cover_setups(
 def run_controls(
     run_dir: Path,
     store: RunStore,
-    tests: Sequence[IsolationTest],
+    tests: Sequence[IsolationCheck],
     *,
     leaks: Iterable[Leak] | None = None,
     cover: bool = False,
@@ -242,7 +242,7 @@ def run_controls(
     """
     tests = [for_controls(t, observation_s) for t in tests]
     matrix = ControlMatrix(names_no_leak=sorted(t.name for t in tests if not t.detects))
-    if any(isinstance(t, ObservationPrivacyTest) for t in tests):
+    if any(isinstance(t, ObservationPrivacyCheck) for t in tests):
         matrix.notes.append(
             f"observation_privacy watched for {observation_s:g} s per trial here"
             f" ({DURATION_S:g} s in a window)"
@@ -288,7 +288,7 @@ def _record(
         on_cell(cell)
 
 
-def _unfired(tests: Sequence[IsolationTest], matrix: ControlMatrix) -> list[IsolationTest]:
+def _unfired(tests: Sequence[IsolationCheck], matrix: ControlMatrix) -> list[IsolationCheck]:
     return [t for t in tests if not matrix.proven(t.name)]
 
 
@@ -302,7 +302,7 @@ def _tried(matrix: ControlMatrix) -> dict[str, list[str]]:
 def _run_setup(
     run_dir: Path,
     setup: str,
-    tests: list[IsolationTest],
+    tests: list[IsolationCheck],
     trials: int,
     envs: int,
     programs: tuple[str, ...],
@@ -355,7 +355,7 @@ def _run_setup(
 
 
 def _run_one(
-    test: IsolationTest, fault: Fault | None, ctx: TrialContext, trials: int
+    test: IsolationCheck, fault: Fault | None, ctx: TrialContext, trials: int
 ) -> list[IsolationRow]:
     """Run ``test``'s trials, with ``fault`` in place on the pool when there is one."""
     if fault is None:
