@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from cleanroom.core.isolation import CONTROL_WINDOW
 from cleanroom.core.outcomes import Status
 from cleanroom.environments.pool.generations import read_action_log
 from cleanroom.harness.loop import load_battery
@@ -157,7 +158,8 @@ def _check(run: Path, elapsed: float) -> None:
         assert set(statuses) <= {"closed", "failed"}, statuses
         assert all(w.ended_at is not None for w in windows)
         rows = store.isolation_rows()
-        rollouts = store.rollouts()
+        # The measured windows' rollouts; the control window holds the audit's planted ones.
+        rollouts = [r for r in store.rollouts() if r.window != CONTROL_WINDOW]
         for w in windows:
             mine = {r.test for r in rows if r.window == w.index}
             assert {"canaries", *expected} <= mine, (w.index, mine)
