@@ -10,7 +10,8 @@ window) runs in this process. Measured:
   of env00's own processes (its AT-SPI reader, Writer answering accessibility queries,
   its Xvfb) over their rate in an idle period before the window, with no watcher
   running: the baseline, measured in the same run;
-- the token sweep's time at the window's close (from its evidence) and the run's own
+- the token sweep's time (at the window's close, at the end, and before every reset)
+  and the run's own
   controls after the window (the planted controls and every test's leaky control, as
   `cleanroom run` runs them by default), each as a share of the window's time.
 
@@ -37,6 +38,7 @@ from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import SWEEP_TEST
 from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
 from cleanroom.harness.own_controls import leaky_controls
+from cleanroom.store.rundb import RunStore
 from results_md import write_section
 
 SECTION = "## Harness loop"
@@ -178,9 +180,12 @@ def measure(envs: int, scale: float, idle_s: float) -> dict[str, float]:
 
 
 def _sweep_seconds(run_dir: Path) -> float:
-    """The token sweep's time in window 1, at its close and at the end of the run."""
+    """The token sweep's time in window 1: at its close and at the end of the run (from
+    its evidence), and before every reset (timed as latencies)."""
     files = (run_dir / "evidence" / SWEEP_TEST).glob("w001-*/sweep.json")
-    return sum(json.loads(f.read_text())["seconds"] for f in files)
+    with RunStore.open(run_dir, owner=False) as store:
+        wipes = [s.ms / 1000 for s in store.latency_samples() if s.phase == "before wipe"]
+    return sum(json.loads(f.read_text())["seconds"] for f in files) + sum(wipes)
 
 
 def render(rows: dict[int, dict[str, float]], command: str, scale: float) -> str:

@@ -183,11 +183,14 @@ def _sweep_before_wipe(s: WindowServices, trials: WindowTrials, env: str) -> Non
     """Sweep ``env``'s places before a reset or recovery wipes them; store the rows (only
     cross and lost ones) and make the window's rollouts invalid on a foreign token."""
     ctx = trials.ctx
+    started = time.monotonic()
     try:
         rows = sweep_before_wipe(ctx, 0, env)
     except Exception as exc:  # a sweep that could not run saw nothing: lost, never clean
         why = f"{env}'s places could not be swept before its reset: {type(exc).__name__}: {exc}"
         rows = [IsolationRow(SWEEP_TEST, 0, env, env, RowResult.LOST, ctx.window, why)]
+    # What it costs a reset, kept with the other timings of the run.
+    ctx.record_latency(SWEEP_TEST, env, (time.monotonic() - started) * 1000, "before wipe")
     if not rows:
         return  # nothing found and nothing unreadable: no trial of its own
     trial = trials.reserve(SWEEP_TEST)
