@@ -223,7 +223,7 @@ def render(rows: dict[int, dict[str, float]], command: str, scale: float) -> str
         )
     lines += [
         "",
-        "The token sweep (at the window's close and once more at the end of the run) and "
+        "The token sweep (before every reset, at the window's close and at the end of the run) and "
         "the run's own controls after the window (the sweep's, canary's, parked console's "
         "and audit's planted controls, then every planned test under one leaky setup or "
         "fault), as a share of the window's own time; env-h per wall h above counts the "
