@@ -75,8 +75,15 @@ def read_audit(
 
 
 def invalidate_named(store: RunStore, cross: Sequence[CrossSubmission]) -> int:
-    """Mark the rollouts the cross submissions name invalid (``isolation``)."""
-    if not cross:
+    """Mark the rollouts the cross submissions name invalid (``isolation``).
+
+    Only a submitted token that the run minted for a rollout implicates anyone: a
+    token-shaped string nobody minted was typed by whoever submitted it, and it never
+    turns that rollout's score into an exclusion (its row stays cross).
+    """
+    minted = {r.token for r in store.rollouts()}
+    real = [c for c in cross if c.token in minted]
+    if not real:
         return 0
-    why = "; ".join(f"{c.token_env}'s token reached {c.attributed_env}" for c in cross)
-    return store.mark_invalid(named_rollouts(cross), Reason.ISOLATION, f"{AUDIT_TEST}: {why}")
+    why = "; ".join(f"{c.token_env}'s token reached {c.attributed_env}" for c in real)
+    return store.mark_invalid(named_rollouts(real), Reason.ISOLATION, f"{AUDIT_TEST}: {why}")

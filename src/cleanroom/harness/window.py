@@ -197,12 +197,7 @@ def _sweep_before_wipe(s: WindowServices, trials: WindowTrials, env: str) -> Non
     rows = [replace(r, trial=trial) for r in rows]
     write_wipe_evidence(ctx, env, rows)
     s.store.add_isolation_rows(rows)
-    invalidated = apply_sweep(s.store, trials.ctx.window, rows)
-    if any(r.result is RowResult.CROSS for r in rows):
-        s.progress.event(
-            f"[red]token sweep before {env}'s reset: a token outside its environment[/], "
-            f"{invalidated} rollout(s) invalid (isolation)"
-        )
+    _apply_sweep(s, trials, rows, f"token sweep before {env}'s reset")
 
 
 def sweep_window(s: WindowServices, trials: WindowTrials, n: int, why: str) -> list[IsolationRow]:
@@ -210,13 +205,20 @@ def sweep_window(s: WindowServices, trials: WindowTrials, n: int, why: str) -> l
     (``isolation``) if it found a token outside its environment; return its rows."""
     # A battery made for one purpose may leave the sweep out; the window still runs it.
     rows = trials.run_test(s.battery.get(SWEEP_TEST, CHECKS[SWEEP_TEST]), n, why=why)
-    invalidated = apply_sweep(s.store, trials.ctx.window, rows)
+    _apply_sweep(s, trials, rows, "token sweep")
+    return rows
+
+
+def _apply_sweep(
+    s: WindowServices, trials: WindowTrials, rows: list[IsolationRow], what: str
+) -> None:
+    """The window's rollouts made invalid by the sweep's cross rows, and said."""
+    invalidated = apply_sweep(s.store, trials.ctx.window, rows, trials.ctx.minted)
     if any(r.result is RowResult.CROSS for r in rows):
         s.progress.event(
-            f"[red]token sweep: a token outside its environment[/], "
+            f"[red]{what}: a token outside its environment[/], "
             f"{invalidated} rollout(s) invalid (isolation)"
         )
-    return rows
 
 
 def _say_watch(s: WindowServices, watch: str, applied: AppliedVerdict) -> None:

@@ -57,6 +57,8 @@ class TrialContext:
     # The verify server's database, for the token sweep, which reads what was submitted.
     submissions_db: Path | None = None
     _seq: Iterator[int] = field(default_factory=lambda: count(TRIAL_SEQ_BASE))
+    # Every token minted here: only a token the run minted can implicate a rollout.
+    minted: set[str] = field(default_factory=set)
 
     @property
     def acting_envs(self) -> list[str]:
@@ -65,7 +67,9 @@ class TrialContext:
 
     def mint(self, env: str) -> Token:
         """A fresh token for a string this trial will type or set in ``env``."""
-        return mint(RolloutId(env, self.window, next(self._seq)))
+        token = mint(RolloutId(env, self.window, next(self._seq)))
+        self.minted.add(str(token))
+        return token
 
     def evidence_dir(self, test: str, trial: int) -> Path:
         """The folder for one trial's raw evidence (created)."""

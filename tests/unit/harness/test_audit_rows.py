@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cleanroom.core.isolation import RowResult
+from cleanroom.core.outcomes import Outcome, Reason
+from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.harness.form_audit_rows import (
     CrossSubmission,
     LeasedRollout,
     audit_rows,
     named_rollouts,
 )
+from cleanroom.harness.form_audit_window import invalidate_named
+from cleanroom.store.rundb import RunStore
 
 LEASED = [
     LeasedRollout("env01", "env01-w001-r0001"),
@@ -40,3 +46,18 @@ def test_environments_without_a_lease_are_checked_as_senders_into_every_lease() 
     rows = audit_rows(4, [LeasedRollout("env03", "env03-w004-r0001")], [], ["env01", "env02"])
     assert {(r.from_env, r.to_env) for r in rows} == {("env01", "env03"), ("env02", "env03")}
     assert {r.result for r in rows} == {RowResult.CLEAN}
+
+
+def test_only_a_minted_token_makes_the_rollouts_it_names_invalid(tmp_path: Path) -> None:
+    with RunStore.create(tmp_path) as store:
+        store.open_window(1)
+        sender, taker = mint(RolloutId("env02", 1, 2)), mint(RolloutId("env01", 1, 1))
+        for token in (sender, taker):
+            store.start_rollout(token, "form")
+            store.finish_rollout(token.rollout_id, Outcome.failure(0.0))
+        # env01 typed an env02-shaped token into its own form: nobody minted it.
+        forged = CrossSubmission(str(mint(sender.rollout)), "env02", "env01", taker.rollout_id)
+        assert invalidate_named(store, [forged]) == 0
+        real = CrossSubmission(str(sender), "env02", "env01", taker.rollout_id)
+        assert invalidate_named(store, [real]) == 2
+        assert {r.reason for r in store.rollouts(1)} == {Reason.ISOLATION}

@@ -40,13 +40,25 @@ def test_a_foreign_token_invalidates_the_rollouts_that_ended_after_it_existed(
     assert outcomes[tokens["late"].rollout_id] == (Status.INVALID, Reason.ISOLATION)
 
 
-def test_a_token_of_unknown_origin_invalidates_the_whole_window(tmp_path: Path) -> None:
+def test_a_trials_token_invalidates_the_whole_window_from_its_start(tmp_path: Path) -> None:
     with RunStore.create(tmp_path) as store:
         _window(store)
-        stranger = mint(RolloutId("env03", 7, 60_001))  # no such rollout or window here
-        invalidated = apply_sweep(store, 1, [_cross(stranger, "env02")])
+        trials = mint(RolloutId("env03", 1, 50_001))  # minted by a trial of window 1
+        invalidated = apply_sweep(store, 1, [_cross(trials, "env02")], minted={str(trials)})
         statuses = {r.outcome for r in store.rollouts(1)}
     assert invalidated == 2 and statuses == {Status.INVALID}
+
+
+def test_a_token_nobody_minted_never_turns_a_score_into_an_exclusion(tmp_path: Path) -> None:
+    # An agent in env02 writes an env01-shaped token into its own home: the row is cross
+    # (the window fails), but no rollout escapes its score by being made invalid.
+    with RunStore.create(tmp_path) as store:
+        tokens = _window(store)
+        forged = mint(RolloutId("env01", 1, 1))  # env01's rollout id, not its token
+        assert str(forged) != str(tokens["early"])
+        invalidated = apply_sweep(store, 1, [_cross(forged, "env02")], minted=set())
+        statuses = {r.outcome for r in store.rollouts(1)}
+    assert invalidated == 0 and statuses == {Status.SUCCESS}
 
 
 def test_clean_and_lost_rows_invalidate_nothing(tmp_path: Path) -> None:

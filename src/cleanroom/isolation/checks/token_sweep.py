@@ -45,6 +45,7 @@ import contextlib
 import sqlite3
 import subprocess
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -285,15 +286,25 @@ class TokenSweepCheck(IsolationCheck):
         return rows
 
 
-def apply_sweep(store: RunStore, window: int, rows: list[IsolationRow]) -> int:
+def apply_sweep(
+    store: RunStore, window: int, rows: list[IsolationRow], minted: Collection[str] = ()
+) -> int:
     """Make the window's rollouts invalid (``isolation``) when the sweep found a foreign
     token: every rollout that ended at or after the earliest time one of them can have
-    arrived (`core.sweep.arrival_bound`). Returns how many changed."""
-    tokens = swept_tokens(rows)
+    arrived (`core.sweep.arrival_bound`). Returns how many changed.
+
+    Only a token the run minted (a rollout's, or a trial's in ``minted``) counts here. A
+    token-shaped string nobody minted was written by whoever wrote it, an agent
+    included: its cross row still fails the window, but it never turns a rollout's
+    score into an exclusion.
+    """
+    recorded = store.rollouts()
+    known = set(minted) | {r.token for r in recorded}
+    tokens = [t for t in swept_tokens(rows) if t is not None and str(t) in known]
     start = window_start(store, window)
     if not tokens or start is None:
         return 0
-    rollouts = {r.rollout_id: r.started_at for r in store.rollouts()}
+    rollouts = {r.rollout_id: r.started_at for r in recorded}
     windows = {w.index: w.started_at for w in store.windows()}
     after = arrival_bound(tokens, start, rollouts, windows)
     found = "; ".join(r.detail for r in rows if r.result is RowResult.CROSS)
