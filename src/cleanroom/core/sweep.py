@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 
+from cleanroom.core.detectors import missing_tokens
 from cleanroom.core.isolation import SWEEP_TEST, IsolationRow, RowResult
 from cleanroom.core.tokens import Token, TokenHit, scan_text
 
@@ -95,11 +96,9 @@ def prove(readings: Sequence[Reading], expected: Mapping[str, Collection[str]]) 
     misses what is known to be there is blind, not clean."""
     out = []
     for r in readings:
-        want = set(expected.get(r.place.name, ()))
-        missing = sorted(want - {str(h.token) for h in r.hits})
-        if r.error is None and missing:
-            why = f"its owner's own token {', '.join(missing)} written there was not found"
-            r = replace(r, error=why)
+        missing = missing_tokens(expected.get(r.place.name, ()), r.hits, r.place.name)
+        if r.error is None and missing is not None:
+            r = replace(r, error=missing)
         out.append(r)
     return out
 
