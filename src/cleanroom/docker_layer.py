@@ -211,6 +211,17 @@ class Docker:
         with self._call(f"inspecting {container[:12]}"):
             return dict(self.api.inspect_container(container))
 
+    def lift_cpu_limit(self, container: str) -> None:
+        """Let the container's processes use every CPU of the machine again.
+
+        The SDK's ``update_container`` cannot set the ``NanoCpus`` a container was created
+        with, so this posts the Engine API's update call itself.
+        """
+        with self._call(f"lifting the CPU limit of {container[:12]}"):
+            url = self.api._url("/containers/{0}/update", container)
+            response = self.api._post_json(url, data={"NanoCpus": (os.cpu_count() or 1) * 10**9})
+            self.api._raise_for_status(response)
+
     def pause(self, container: str) -> None:
         """Freeze every process in the container (cgroup freezer)."""
         with self._call(f"pausing {container[:12]}"):

@@ -46,6 +46,10 @@ class Reason(StrEnum):
     TAMPER = "tamper"  # the agent wrote into the verifier's own places (tests, reward)
     WORKSPACE_BROKEN = "workspace_broken"  # the work dir is gone, not a folder, or unreadable
     WORKSPACE_TOO_LARGE = "workspace_too_large"  # the state to verify is over its size cap
+    UNFREEZABLE = "unfreezable"  # the processes a live verifier needs could not be frozen
+    # The verifier failed on the agent's state (time, reward, setup) and ran cleanly on the
+    # pristine one in the same run.
+    BROKE_VERIFIER = "broke_verifier"
 
     @property
     def cause(self) -> Cause:
@@ -53,7 +57,15 @@ class Reason(StrEnum):
         return Cause.AGENT if self in _AGENT_REASONS else Cause.INFRASTRUCTURE
 
 
-_AGENT_REASONS = frozenset({Reason.TAMPER, Reason.WORKSPACE_BROKEN, Reason.WORKSPACE_TOO_LARGE})
+_AGENT_REASONS = frozenset(
+    {
+        Reason.TAMPER,
+        Reason.WORKSPACE_BROKEN,
+        Reason.WORKSPACE_TOO_LARGE,
+        Reason.UNFREEZABLE,
+        Reason.BROKE_VERIFIER,
+    }
+)
 
 
 EXIT_SUCCESS = 0

@@ -74,6 +74,35 @@ def test_a_verifier_over_its_limit_is_a_timeout(
 
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.VERIFIER_TIMEOUT)
     assert outcome.details["timings"]["verify_s"] < 10
+    if mode is Mode.SEALED:  # it times out on the pristine state as well
+        assert outcome.details["pristine_control"]["reason"] == "verifier_timeout"
+
+
+# What the agent can leave that makes the verifier hang on its state, and only on it.
+HANGING_STATE = {
+    "fifo": ("csv-report", "mkdir -p /app/out && mkfifo /app/out/summary.csv"),
+    "endless-module": (
+        "fix-median",
+        "printf 'def mean(v):\\n    return 0\\ndef median(v):\\n    while True:\\n"
+        "        pass\\n' > /app/stats.py",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", HANGING_STATE)
+def test_state_that_makes_the_verifier_hang_is_the_agents_zero_not_an_exclusion(
+    how: str, runtime: DockerRuntime, example: Callable[[str], Task], variant: Callable[..., Task]
+) -> None:
+    name, command = HANGING_STATE[how]
+    toml = (example(name).root / "task.toml").read_text()
+    assert "timeout_sec = 60\n" in toml
+    task = variant(name, {"task.toml": toml.replace("timeout_sec = 60\n", "timeout_sec = 8\n")})
+
+    outcome = verify_task(task, AgentSpec.command(command), runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0), outcome
+    assert outcome.reason is Reason.BROKE_VERIFIER
+    assert outcome.details["pristine_control"]["status"] == "failure"
 
 
 def test_a_dead_daemon_makes_the_rollout_unavailable_not_a_failure(
@@ -221,3 +250,42 @@ def test_odd_but_legal_entries_in_the_work_dir_are_carried_to_the_verifier(
     outcome = solved_then(example("fix-median"), odd, runtime)
 
     assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome.detail
+
+
+# Busy processes throttled to a small CPU limit defeat Docker's cgroup-v1 freezer (at
+# 0.05 CPU, 2 of 15 tries froze on the 2-core development machine) and take seconds to die.
+def busy_processes(count: int) -> str:
+    return (
+        f"for _ in $(seq {count}); do\n"
+        "    setsid nohup sh -c 'while :; do :; done' >/dev/null 2>&1 </dev/null &\n"
+        "done"
+    )
+
+
+def starved(name: str, example: Callable[[str], Task], variant: Callable[..., Task]) -> Task:
+    """The example task ``name`` under a CPU limit small enough to defeat the freezer."""
+    toml = (example(name).root / "task.toml").read_text()
+    assert "cpus = 1\n" in toml
+    return variant(name, {"task.toml": toml.replace("cpus = 1\n", "cpus = 0.05\n")})
+
+
+def solved_leaving_busy_processes(task: Task, runtime: DockerRuntime) -> Outcome:
+    """Sealed verification of the task's solution (in a subshell: it may exit), after
+    which the agent leaves busy processes behind."""
+    solve = (task.solution_dir / "solve.sh").read_text()
+    agent = AgentSpec.script(f"(\n{solve}\n)\n{busy_processes(32)}\n", "solution, then busy")
+    return verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))
+
+
+@pytest.mark.parametrize(("name", "stopped"), [("fix-median", "killed"), ("http-sum", "frozen")])
+def test_busy_processes_under_a_small_cpu_limit_are_stopped_and_the_work_scores(
+    name: str,
+    stopped: str,
+    runtime: DockerRuntime,
+    example: Callable[[str], Task],
+    variant: Callable[..., Task],
+) -> None:
+    outcome = solved_leaving_busy_processes(starved(name, example, variant), runtime)
+
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome
+    assert outcome.details["agent_processes"] == stopped

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from cleanroom.core.outcomes import Cause, Reason, Status
+import pytest
+
+from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.reward import FileKind, RewardFile
 from cleanroom.verifiers.container.tamper import Change, ChangeKind, TamperReport, classify
-from cleanroom.verifiers.container.verdict import AgentFault, Evidence, decide
+from cleanroom.verifiers.container.verdict import (
+    AgentFault,
+    Evidence,
+    blame_state,
+    decide,
+    needs_pristine_control,
+)
 
 PLACES = ("/tests", "/logs/verifier")
 
@@ -163,3 +171,69 @@ def test_a_run_that_never_looked_at_the_reward_is_not_a_zero() -> None:
     outcome = decide(Evidence(Mode.SHARED, test_exit_code=0))
 
     assert outcome.reason is Reason.VERIFIER_UNAVAILABLE
+
+
+# The pristine control: a verifier failure the agent's state may have caused ------------
+
+LIMIT_S = 60.0
+
+
+def failed_after_running(reason: Reason, **details: object) -> Outcome:
+    """A verifier failure after the verifier ran (its timings name ``verify_s``)."""
+    return Outcome.invalid(
+        reason, "test.sh was still running", timings={"verify_s": 60.5}, **details
+    )
+
+
+def pristine(status: Status, setup_and_test_s: float, reason: Reason | None = None) -> Outcome:
+    timings = {"verify_s": setup_and_test_s + 0.5, "setup_s": 0.0, "test_s": setup_and_test_s}
+    if status is Status.INVALID:
+        return Outcome.invalid(reason or Reason.VERIFIER_TIMEOUT, "again", timings=timings)
+    return Outcome(status, 1.0 if status is Status.SUCCESS else 0.0, None, "", {"timings": timings})
+
+
+@pytest.mark.parametrize(
+    "reason", [Reason.VERIFIER_TIMEOUT, Reason.BAD_REWARD, Reason.ENVIRONMENT_ERROR]
+)
+def test_a_verifier_failure_that_a_clean_pristine_run_disowns_is_the_agents_zero(
+    reason: Reason,
+) -> None:
+    outcome = failed_after_running(reason)
+    assert needs_pristine_control(outcome)
+
+    judged = blame_state(outcome, pristine(Status.FAILURE, 0.4), LIMIT_S)
+
+    assert (judged.status, judged.score, judged.reason) == (
+        Status.FAILURE,
+        0.0,
+        Reason.BROKE_VERIFIER,
+    )
+    assert judged.caused_by is Cause.AGENT
+    assert judged.details["pristine_control"]["status"] == "failure"
+    assert "what the agent left broke it" in judged.detail
+
+
+def test_a_verifier_that_fails_on_the_pristine_state_too_stays_invalid() -> None:
+    outcome = failed_after_running(Reason.VERIFIER_TIMEOUT)
+
+    judged = blame_state(outcome, pristine(Status.INVALID, 60.0), LIMIT_S)
+
+    assert (judged.status, judged.reason) == (Status.INVALID, Reason.VERIFIER_TIMEOUT)
+    assert judged.details["pristine_control"]["reason"] == "verifier_timeout"
+
+
+def test_a_pristine_run_near_the_limit_proves_nothing_and_the_failure_stays_invalid() -> None:
+    judged = blame_state(
+        failed_after_running(Reason.VERIFIER_TIMEOUT), pristine(Status.SUCCESS, 31.0), LIMIT_S
+    )
+
+    assert (judged.status, judged.reason) == (Status.INVALID, Reason.VERIFIER_TIMEOUT)
+
+
+def test_only_suspect_failures_of_a_verifier_that_ran_get_a_pristine_control() -> None:
+    never_ran = Outcome.invalid(Reason.ENVIRONMENT_ERROR, "the image did not build")
+    daemon_down = failed_after_running(Reason.VERIFIER_UNAVAILABLE)
+
+    assert not needs_pristine_control(never_ran)
+    assert not needs_pristine_control(daemon_down)
+    assert not needs_pristine_control(Outcome.failure(0.0, timings={"verify_s": 1.0}))

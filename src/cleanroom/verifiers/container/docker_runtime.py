@@ -250,6 +250,11 @@ class DockerRuntime:
             **limits.host_config(),
         )
 
+    def lift_cpu_limit(self, container: str) -> None:
+        """Let the container's processes use every CPU: freezing or killing a process
+        needs it to run, and a throttled one may not get the CPU in time."""
+        self.docker.lift_cpu_limit(container)
+
     def pause(self, container: str) -> None:
         """Freeze every process in the container (cgroup freezer)."""
         self.docker.pause(container)
@@ -343,11 +348,12 @@ class DockerRuntime:
             self.docker.put_archive(container, parent, copy.archive)
 
     def kill(self, container: str) -> None:
-        """SIGKILL every process in the container; a container already stopped is fine."""
+        """SIGKILL every process in the container and wait for it to stop; a container
+        already stopped (409) or gone (404) is fine, any other failure raises."""
         try:
             self.docker.kill(container)
         except RuntimeUnavailable as exc:
-            if exc.status is None:  # the daemon did not answer; a refusal is fine
+            if exc.status not in (404, 409):
                 raise
 
     def remove(self, container: str) -> None:

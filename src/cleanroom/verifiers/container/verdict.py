@@ -14,10 +14,10 @@ exit is graded by that reward.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cleanroom.core.outcomes import Outcome, Reason
+from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.reward import BadReward, RewardFile, parse_reward
 from cleanroom.verifiers.container.tamper import TamperReport
@@ -96,3 +96,48 @@ def decide(ev: Evidence) -> Outcome:
     if reward.extras:
         details["reward_extras"] = reward.extras
     return Outcome.from_score(reward.score, **details)
+
+
+# What a verifier that ran on the agent's state can end in although the infrastructure is
+# sound, because of that state: a FIFO where the test reads, a module under test that
+# never returns, junk a setup command chokes on. Each is `invalid` only if the same
+# verifier fails the same way on the pristine state.
+STATE_SUSPECT_REASONS = frozenset(
+    {Reason.VERIFIER_TIMEOUT, Reason.BAD_REWARD, Reason.ENVIRONMENT_ERROR}
+)
+
+
+def needs_pristine_control(outcome: Outcome) -> bool:
+    """Whether ``outcome`` is a verifier failure the agent's state may have caused: the
+    verifier ran (an image that never built never reached it) and ended in a suspect
+    reason."""
+    ran = "verify_s" in outcome.details.get("timings", {})
+    return ran and outcome.reason in STATE_SUSPECT_REASONS
+
+
+def blame_state(outcome: Outcome, control: Outcome, limit_s: float) -> Outcome:
+    """``outcome``, judged against the same verifier run on the pristine state.
+
+    When the pristine run is valid and its setup and test took at most half the
+    verifier's limit, the infrastructure and the verifier are sound and the failure came
+    from what the agent left: the agent's 0 (`Reason.BROKE_VERIFIER`). Otherwise the
+    verifier fails without the agent as well, and ``outcome`` stands. Either way the
+    control's result is in the details.
+    """
+    timings = control.details.get("timings", {})
+    ran_s = float(timings.get("setup_s", 0.0)) + float(timings.get("test_s", 0.0))
+    summary = {
+        "status": control.status.value,
+        "reason": control.reason.value if control.reason else None,
+        "score": control.score,
+        "setup_and_test_s": round(ran_s, 3),
+    }
+    details = {**outcome.details, "pristine_control": summary}
+    if control.status is Status.INVALID or ran_s > limit_s / 2:
+        return replace(outcome, details=details)
+    why = (
+        f"{outcome.detail} on the agent's state; on the pristine state the same verifier "
+        f"ran cleanly in {ran_s:.1f} s of its {limit_s:g} s ({control.status.value}), so "
+        f"what the agent left broke it"
+    )
+    return Outcome.agent_fault(Reason.BROKE_VERIFIER, why, **details)

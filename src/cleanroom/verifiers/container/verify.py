@@ -45,7 +45,13 @@ from cleanroom.verifiers.container.tamper import (
     under,
 )
 from cleanroom.verifiers.container.task import Task, TaskError, load_task
-from cleanroom.verifiers.container.verdict import AgentFault, Evidence, decide
+from cleanroom.verifiers.container.verdict import (
+    AgentFault,
+    Evidence,
+    blame_state,
+    decide,
+    needs_pristine_control,
+)
 
 TAIL_CHARS = 2000
 RESULT_CAP_BYTES = 1 << 20
@@ -55,6 +61,8 @@ AGENT_FILES_DIR = "/tmp/cleanroom-attack"
 # Where the sealed verifier finds cleanroom's Python start-up hook (bound read-only).
 PYTHON_GUARD_DIR = "/run/cleanroom/python"
 _PYTHON_GUARD_SOURCE = Path(__file__).with_name("python_guard")
+# Tries at freezing the processes a live verifier needs (the freezer itself retries).
+FREEZE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -119,7 +127,25 @@ def verify_path(
 def verify_task(
     task: Task, agent: AgentSpec, runtime: DockerRuntime, options: VerifyOptions
 ) -> Outcome:
-    """Build or reuse the task's image, run the agent phase, verify, and decide."""
+    """Build or reuse the task's image, run the agent phase, verify, and decide.
+
+    In `sealed`, a verifier that fails on the agent's state in a way that state may have
+    caused (over time, a junk reward, a failed setup command) runs again on the pristine
+    state, as a no-op agent leaves it: the failure is the agent's 0 when the pristine run
+    is clean (`verdict.blame_state`). An agent cannot make itself invalid that way.
+    """
+    outcome = _verify_once(task, agent, runtime, options)
+    if options.mode is not Mode.SEALED or agent.kind == "noop":
+        return outcome
+    if not needs_pristine_control(outcome):
+        return outcome
+    control = _verify_once(task, AgentSpec.noop(), runtime, VerifyOptions(options.mode))
+    return blame_state(outcome, control, task.config.verifier.timeout_sec)
+
+
+def _verify_once(
+    task: Task, agent: AgentSpec, runtime: DockerRuntime, options: VerifyOptions
+) -> Outcome:
     run = _Rollout(task, agent, runtime, options)
     try:
         return run.execute()
@@ -313,7 +339,9 @@ class _Rollout:
             starting = pool.submit(self._start_verifier, agent_ctr, image, tests, reward_dir, guard)
             try:
                 with self._timed("freeze_s"):
-                    self.rt.pause(agent_ctr)
+                    self._hold_agent_still(agent_ctr)
+                    if self.ev.agent_fault is not None:
+                        return
                     diff = self.rt.changes(agent_ctr)
                     state_paths = self._state_paths(diff.changes)
                     self.ev.details["state_paths"] = state_paths
@@ -343,6 +371,48 @@ class _Rollout:
                 for copy in copies:
                     copy.close()
         self._verify_on_pristine(vctr, reward_dir)
+
+    def _hold_agent_still(self, agent_ctr: str) -> None:
+        """Stop every process the agent left before its state is read.
+
+        Where the verifier needs those processes (``live_processes``) they are frozen, and
+        thawed once the state is read; otherwise they are killed. Either needs every
+        process to run once, so the task's CPU limit is lifted first: busy processes
+        throttled to a small ``cpus`` limit defeat Docker's cgroup-v1 freezer, and take
+        seconds to die. The freezer can still give up on a loaded machine. That is a
+        refusal the agent can bring about, so it is never a reason to be invalid: after
+        `FREEZE_ATTEMPTS` the container is killed, and a verifier that needed its
+        processes cannot run, which is the agent's 0.
+        """
+        if self.limits.cpus is not None:
+            self.rt.lift_cpu_limit(agent_ctr)
+        if not self.vcfg.live_processes:
+            self.rt.kill(agent_ctr)
+            self.ev.details["agent_processes"] = "killed"
+            return
+        refusals: list[str] = []
+        for _ in range(FREEZE_ATTEMPTS):
+            try:
+                self.rt.pause(agent_ctr)
+            except RuntimeUnavailable as exc:
+                if exc.status is None:  # the daemon did not answer
+                    raise
+                refusals.append(str(exc))
+                continue
+            self.ev.details["agent_processes"] = "frozen"
+            if refusals:
+                self.ev.details["freeze_refusals"] = refusals
+            return
+        # Killing works where freezing did not, unless the daemon itself is failing: then
+        # this raises, and the rollout is invalid.
+        self.rt.kill(agent_ctr)
+        self.ev.details["agent_processes"] = "killed: they could not be frozen"
+        self.ev.agent_fault = AgentFault(
+            Reason.UNFREEZABLE,
+            f"the agent's processes, which this task's verifier talks to (live_processes), "
+            f"could not be frozen for verification in {FREEZE_ATTEMPTS} attempts: "
+            f"{refusals[-1][-300:]}",
+        )
 
     def _start_verifier(
         self, agent_ctr: str, image: str, tests: Path, reward_dir: Path, guard: Path

@@ -1,0 +1,99 @@
+"""How the sealed verifier stops the agent's processes, with the daemon's answers scripted.
+
+Docker's freezer refusing is not reproducible on demand (its failures depend on CPU
+time); these tests script the daemon's answers to check the decisions made on them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cleanroom.core.outcomes import Reason
+from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
+from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.task import load_task
+from cleanroom.verifiers.container.verify import (
+    FREEZE_ATTEMPTS,
+    AgentSpec,
+    VerifyOptions,
+    _Rollout,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
+
+
+def refusal(status: int | None) -> RuntimeUnavailable:
+    exc = RuntimeUnavailable("pausing 54b2f73a6f6f: OCI runtime pause failed: unable to freeze")
+    exc.status = status
+    return exc
+
+
+class ScriptedDaemon:
+    """Answers pause with the scripted refusals (then success); records every call."""
+
+    def __init__(self, pause_refusals: list[RuntimeUnavailable]) -> None:
+        self.pause_refusals = pause_refusals
+        self.calls: list[str] = []
+
+    def lift_cpu_limit(self, container: str) -> None:
+        self.calls.append("lift")
+
+    def pause(self, container: str) -> None:
+        self.calls.append("pause")
+        if self.pause_refusals:
+            raise self.pause_refusals.pop(0)
+
+    def kill(self, container: str) -> None:
+        self.calls.append("kill")
+
+
+def rollout(task: str, daemon: ScriptedDaemon) -> _Rollout:
+    runtime: DockerRuntime = daemon  # type: ignore[assignment]
+    return _Rollout(
+        load_task(EXAMPLES / task), AgentSpec.noop(), runtime, VerifyOptions(Mode.SEALED)
+    )
+
+
+def test_processes_no_verifier_talks_to_are_killed_never_frozen() -> None:
+    daemon = ScriptedDaemon([])
+    run = rollout("fix-median", daemon)
+
+    run._hold_agent_still("ctr")
+
+    assert daemon.calls == ["lift", "kill"]
+    assert run.ev.agent_fault is None
+
+
+def test_a_live_verifiers_processes_are_frozen_after_a_refusal_or_two() -> None:
+    daemon = ScriptedDaemon([refusal(500)] * (FREEZE_ATTEMPTS - 1))
+    run = rollout("http-sum", daemon)
+
+    run._hold_agent_still("ctr")
+
+    assert daemon.calls == ["lift", *["pause"] * FREEZE_ATTEMPTS]
+    assert run.ev.agent_fault is None
+    assert run.ev.details["agent_processes"] == "frozen"
+    assert len(run.ev.details["freeze_refusals"]) == FREEZE_ATTEMPTS - 1
+
+
+def test_processes_that_cannot_be_frozen_are_killed_and_are_the_agents_zero() -> None:
+    daemon = ScriptedDaemon([refusal(500)] * FREEZE_ATTEMPTS)
+    run = rollout("http-sum", daemon)
+
+    run._hold_agent_still("ctr")
+
+    assert daemon.calls == ["lift", *["pause"] * FREEZE_ATTEMPTS, "kill"]
+    assert run.ev.agent_fault is not None
+    assert run.ev.agent_fault.reason is Reason.UNFREEZABLE
+    assert "unable to freeze" in run.ev.agent_fault.detail
+
+
+def test_a_daemon_that_does_not_answer_is_never_blamed_on_the_agent() -> None:
+    daemon = ScriptedDaemon([refusal(None)])
+    run = rollout("http-sum", daemon)
+
+    with pytest.raises(RuntimeUnavailable):
+        run._hold_agent_still("ctr")
+    assert run.ev.agent_fault is None
