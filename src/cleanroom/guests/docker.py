@@ -14,17 +14,20 @@ import posixpath
 import signal
 import tarfile
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from cleanroom.docker_layer import Docker, DockerError
 from cleanroom.guests.base import (
     DESKTOP_SKELETON,
+    READ_CAP_BYTES,
     Command,
     CommandNotStarted,
     ExecResult,
     Guest,
     GuestError,
     GuestTimeout,
+    NotARegularFile,
     resolve_path,
     to_argv,
 )
@@ -177,7 +180,7 @@ class DockerGuest(Guest):
     def _read(self, path: str, depth: int) -> bytes:
         try:
             stream, _ = self._docker.get_archive(self._id, path)
-            raw = b"".join(stream)
+            raw = _capped(stream, path)
         except ContainerUnavailable as exc:
             if exc.status != 404:
                 raise
@@ -188,14 +191,12 @@ class DockerGuest(Guest):
             member = tar.next()
             if member is None:
                 raise FileNotFoundError(2, "No such file in the guest", path)
-            if member.isdir():
-                raise IsADirectoryError(21, "Is a directory", path)
             if member.issym() and depth > 0:
                 target = posixpath.join(posixpath.dirname(path), member.linkname)
                 return self._read(posixpath.normpath(target), depth - 1)
-            fh = tar.extractfile(member)
+            fh = tar.extractfile(member) if member.isreg() else None
             if fh is None:
-                raise OSError(f"{path} is not a regular file")
+                raise NotARegularFile(path, _kind(member))
             return fh.read()
 
     def _container_exists(self) -> bool:
@@ -257,3 +258,25 @@ class DockerGuest(Guest):
                 self._docker.remove_container(self._id)
             self._owned = False
         self._docker.close()
+
+
+def _capped(stream: Iterable[bytes], path: str) -> bytes:
+    """The archive's bytes; `NotARegularFile` once they pass the read cap (and a header)."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in stream:
+        size += len(chunk)
+        if size > READ_CAP_BYTES + 1024:
+            raise NotARegularFile(path, f"a file over {READ_CAP_BYTES >> 20} MiB")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _kind(member: tarfile.TarInfo) -> str:
+    if member.isdir():
+        return "a folder"
+    if member.isfifo():
+        return "a FIFO"
+    if member.issym() or member.islnk():
+        return "a chain of links too long to follow"
+    return "a device"

@@ -13,6 +13,7 @@ import pytest
 
 from cleanroom.core.outcomes import Reason, Status
 from cleanroom.guests import DESKTOP_SKELETON, GuestError, GuestTimeout, open_guest
+from cleanroom.guests.base import NotARegularFile
 from cleanroom.verifiers.osworld import check_task, load_task
 
 pytestmark = pytest.mark.docker
@@ -42,6 +43,19 @@ def test_files_round_trip_and_a_missing_one_is_file_not_found(container: Any) ->
         assert owner == b"1000\n"
         with pytest.raises(FileNotFoundError):
             guest.read_file("Desktop/absent.txt")
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [("mkfifo x", "a FIFO"), ("mkdir x", "a folder")],
+)
+def test_what_is_no_regular_file_reads_as_missing_and_never_blocks(
+    container: Any, make: str, kind: str
+) -> None:
+    with open_guest(f"docker:{container.name}", user="user") as guest:
+        guest.exec(f"cd ~/Desktop && rm -rf x && {make}", shell=True, timeout=10)
+        with pytest.raises(NotARegularFile, match=kind):
+            guest.read_file("Desktop/x")
 
 
 def test_timeout_kills_the_command_in_the_container(container: Any) -> None:

@@ -6,6 +6,7 @@ import os
 import pwd
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from cleanroom.guests import (
     UnknownGuestKind,
     open_guest,
 )
+from cleanroom.guests.base import NotARegularFile
 from cleanroom.guests.local import LocalGuest
 from cleanroom.lifecycle import wait_until
 
@@ -42,6 +44,23 @@ def test_relative_paths_resolve_against_the_home(home: Path) -> None:
 def test_reading_a_missing_file_raises_file_not_found(home: Path) -> None:
     with open_guest("local", home=str(home)) as guest, pytest.raises(FileNotFoundError):
         guest.read_file("Desktop/absent.txt")
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (os.mkfifo, "a FIFO"),
+        (os.mkdir, "a folder"),
+        (lambda path: os.symlink("/dev/zero", path), "a device"),
+    ],
+)
+def test_what_is_no_regular_file_reads_as_missing_and_never_blocks(
+    home: Path, make: Any, kind: str
+) -> None:
+    with open_guest("local", home=str(home)) as guest:
+        make(home / "Desktop" / "x")
+        with pytest.raises(NotARegularFile, match=kind):
+            guest.read_file("Desktop/x")
 
 
 def test_exit_code_and_stderr_are_reported_as_they_are(home: Path) -> None:

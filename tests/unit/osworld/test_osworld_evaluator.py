@@ -15,6 +15,7 @@ from cleanroom.guests.base import (
     Guest,
     GuestError,
     GuestTimeout,
+    NotARegularFile,
 )
 from cleanroom.verifiers.osworld.evaluator import check_task, is_fail_action
 from cleanroom.verifiers.osworld.settings import CheckSettings
@@ -397,3 +398,56 @@ def test_until_polls_until_the_condition_holds(settings: CheckSettings) -> None:
 )
 def test_fail_action_forms(action: Any, fail: bool) -> None:
     assert is_fail_action(action) is fail
+
+
+def test_a_result_file_that_is_not_text_is_the_agents_zero_not_a_checker_error(
+    settings: CheckSettings,
+) -> None:
+    t = task(
+        {
+            "func": "compare_config",
+            "result": {"type": "vm_file", "path": "/x", "dest": "x"},
+            "expected": rule(expected="project"),
+        }
+    )
+    outcome = check_task(t, ScriptedGuest({}, {"/x": b"\xff\xfeproject"}), settings)
+
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
+    assert "not UTF-8" in outcome.details["metrics"][0]["result"]
+
+
+def test_an_expected_file_that_is_not_text_is_still_a_checker_error(
+    settings: CheckSettings,
+) -> None:
+    t = task(
+        {
+            "func": "compare_text_file",
+            "result": {"type": "vm_file", "path": "/x", "dest": "x"},
+            "expected": {"type": "vm_file", "path": "/y", "dest": "y"},
+        }
+    )
+    files = {"/x": b"project", "/y": b"\xff\xfeproject"}
+    outcome = check_task(t, ScriptedGuest({}, files), settings)
+
+    assert outcome.reason is Reason.CHECKER_ERROR and "not UTF-8" in outcome.detail
+
+
+class FifoAtResult(ScriptedGuest):
+    def read_file(self, path: str) -> bytes:
+        raise NotARegularFile(path, "a FIFO")
+
+
+def test_no_regular_file_at_the_result_path_scores_zero_like_a_missing_one(
+    settings: CheckSettings,
+) -> None:
+    t = task(
+        {
+            "func": "compare_config",
+            "result": {"type": "vm_file", "path": "/x", "dest": "x"},
+            "expected": rule(expected=""),
+        }
+    )
+    outcome = check_task(t, FifoAtResult({}), settings)
+
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
+    assert outcome.details["getters"][0]["not_a_regular_file"] == "not a regular file: a FIFO"

@@ -5,6 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+class NotText(ValueError):
+    """A metric read a file as text and it is not UTF-8; names the file."""
+
+    def __init__(self, file: CachedFile, exc: UnicodeDecodeError) -> None:
+        self.file = file
+        super().__init__(f"{file.path} is not UTF-8 text ({exc.reason} at byte {exc.start})")
+
+
 @dataclass(frozen=True)
 class CachedFile:
     """A copy of a guest or downloaded file: where it lives in the cache and its bytes.
@@ -21,4 +29,8 @@ class CachedFile:
 
         UTF-8, with universal newlines: ``\\r\\n`` and ``\\r`` become ``\\n``.
         """
-        return self.data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        try:
+            text = self.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise NotText(self, exc) from exc
+        return text.replace("\r\n", "\n").replace("\r", "\n")

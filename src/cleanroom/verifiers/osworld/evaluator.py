@@ -13,7 +13,10 @@ This is the one place that turns a task run into an `Outcome`:
 The deliberate difference from OSWorld: a getter that failed to run (timeout, guest
 failure, failed download, any exception) or a metric that raised makes the rollout
 ``invalid`` (``checker_error``) rather than a 0, so an infrastructure fault is never
-blamed on the agent. A result file missing from the guest still scores 0, as in OSWorld.
+blamed on the agent. A result file missing from the guest still scores 0, as in OSWorld,
+and so does what the agent left in its place that is no file to read (a folder, a FIFO,
+a device, a file over the read cap) or no text where a metric reads text: the agent's
+output is never a reason to be invalid.
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from cleanroom.core.outcomes import Outcome, Reason
-from cleanroom.guests.base import CommandNotStarted, Guest, GuestError, GuestTimeout
+from cleanroom.guests.base import (
+    CommandNotStarted,
+    Guest,
+    GuestError,
+    GuestTimeout,
+    NotARegularFile,
+)
+from cleanroom.verifiers.osworld.cached_file import CachedFile, NotText
 from cleanroom.verifiers.osworld.details import excerpt, shape_value
 from cleanroom.verifiers.osworld.getters import GETTERS, GetterContext, GetterFailed
 from cleanroom.verifiers.osworld.metrics import METRICS
@@ -195,6 +205,15 @@ class TaskRun:
         metric = METRICS[call.func]
         try:
             raw = metric(*args, **call.options)
+        except NotText as exc:
+            if not _holds(result, exc.file):
+                metrics.append({"call": index, "func": call.func, "error": _why(exc)})
+                raise _CheckerError(
+                    f"metric {call.func} (call {index}) raised {_why(exc)}"
+                ) from exc
+            # The agent's file where the task wants text is the agent's 0, as a missing one is.
+            metrics.append({"call": index, "func": call.func, "score": 0.0, "result": str(exc)})
+            return 0.0
         except Exception as exc:
             metrics.append({"call": index, "func": call.func, "error": _why(exc)})
             raise _CheckerError(f"metric {call.func} (call {index}) raised {_why(exc)}") from exc
@@ -221,6 +240,8 @@ class TaskRun:
             value = GETTERS[spec.type](ctx, spec.config)
         except FileNotFoundError as exc:
             record["missing_file"] = exc.filename or str(exc)
+            if isinstance(exc, NotARegularFile):
+                record["not_a_regular_file"] = exc.strerror
             if role == "result":
                 raise _MissingResultFile from exc
             raise _CheckerError(f"{label}: file not found: {exc.filename or exc}") from exc
@@ -245,6 +266,11 @@ class TaskRun:
                     record["stderr"] = excerpt(last.stderr.decode("utf-8", "replace"), 1000)
         record["value"] = shape_value(value)
         return value
+
+
+def _holds(value: Any, file: CachedFile) -> bool:
+    """Whether a getter's value is ``file`` or a list holding it."""
+    return value is file or (isinstance(value, list) and any(v is file for v in value))
 
 
 def _why(exc: BaseException) -> str:
