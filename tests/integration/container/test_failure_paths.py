@@ -194,7 +194,11 @@ def test_a_huge_sparse_file_in_the_work_dir_is_the_agents_zero_and_costs_no_disk
 def test_a_work_dir_deeper_than_path_max_is_the_agents_zero_never_a_crash(
     runtime: DockerRuntime, example: Callable[[str], Task]
 ) -> None:
-    deep = "cd /app && for i in $(seq 1500); do mkdir deep && cd deep; done && touch leaf"
+    # Python, not a shell loop: bash's cd looks up the whole path each step (minutes).
+    deep = (
+        'python3 -c \'import os\nos.chdir("/app")\nfor _ in range(1500):\n'
+        '    os.mkdir("deep"); os.chdir("deep")\nopen("leaf", "w").close()\''
+    )
 
     outcome = verify_task(
         example("fix-median"), AgentSpec.command(deep), runtime, VerifyOptions(Mode.SEALED)
@@ -262,18 +266,29 @@ def busy_processes(count: int) -> str:
     )
 
 
+# What each task's solution leaves, checked by a test.sh cheap enough for 0.05 CPU.
+SOLVED = {
+    "fix-median": "grep -q 'ordered\\[mid - 1\\]' /app/stats.py",
+    "http-sum": "curl -fsS --max-time 5 http://127.0.0.1:8080/health | grep -qx ok",
+}
+
+
 def starved(name: str, example: Callable[[str], Task], variant: Callable[..., Task]) -> Task:
     """The example task ``name`` under a CPU limit small enough to defeat the freezer."""
     toml = (example(name).root / "task.toml").read_text()
     assert "cpus = 1\n" in toml
-    return variant(name, {"task.toml": toml.replace("cpus = 1\n", "cpus = 0.05\n")})
+    files = {
+        "task.toml": toml.replace("cpus = 1\n", "cpus = 0.05\n"),
+        "tests/test.sh": rewards_one_if(SOLVED[name]),
+    }
+    return variant(name, files)
 
 
 def solved_leaving_busy_processes(task: Task, runtime: DockerRuntime) -> Outcome:
     """Sealed verification of the task's solution (in a subshell: it may exit), after
     which the agent leaves busy processes behind."""
     solve = (task.solution_dir / "solve.sh").read_text()
-    agent = AgentSpec.script(f"(\n{solve}\n)\n{busy_processes(32)}\n", "solution, then busy")
+    agent = AgentSpec.script(f"(\n{solve}\n)\n{busy_processes(8)}\n", "solution, then busy")
     return verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))
 
 
