@@ -33,19 +33,6 @@ class GuestError(Exception):
     """The guest could not be reached or used: daemon down, container gone, no permission."""
 
 
-# The most a guest reads of one file (OSWorld's checked files are documents, at most a few MB).
-READ_CAP_BYTES = 256 << 20
-
-
-class NotARegularFile(FileNotFoundError):
-    """What is at a guest path is no regular file to read: a folder, a FIFO, a device,
-    a socket, or a file over `READ_CAP_BYTES`. To a checker it is the file that is
-    missing (and the reader never blocks on a FIFO nor reads a device forever)."""
-
-    def __init__(self, path: str, what: str) -> None:
-        super().__init__(2, f"not a regular file: {what}", path)
-
-
 class GuestTimeout(GuestError):
     """A command ran past its time limit; the guest killed it."""
 
@@ -137,7 +124,7 @@ class Guest(ABC):
     @abstractmethod
     def read_file(self, path: str) -> bytes:
         """The bytes of a guest file; `FileNotFoundError` when it does not exist, and
-        `NotARegularFile` when it is no regular file or is over `READ_CAP_BYTES`."""
+        `host_files.NotARegularFile` when it is no regular file or is over the read cap."""
 
     @abstractmethod
     def write_file(self, path: str, data: bytes) -> None:

@@ -20,17 +20,16 @@ from typing import Any
 from cleanroom.docker_layer import Docker, DockerError
 from cleanroom.guests.base import (
     DESKTOP_SKELETON,
-    READ_CAP_BYTES,
     Command,
     CommandNotStarted,
     ExecResult,
     Guest,
     GuestError,
     GuestTimeout,
-    NotARegularFile,
     resolve_path,
     to_argv,
 )
+from cleanroom.host_files import READ_CAP_BYTES, NotARegularFile
 from cleanroom.lifecycle import signal_group
 
 _CONTROL_TIMEOUT_S = 60
@@ -274,9 +273,9 @@ def _capped(stream: Iterable[bytes], path: str) -> bytes:
 
 def _kind(member: tarfile.TarInfo) -> str:
     if member.isdir():
-        return "a folder"
+        return "a directory"
     if member.isfifo():
-        return "a FIFO"
+        return "a fifo"
     if member.issym() or member.islnk():
         return "a chain of links too long to follow"
     return "a device"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import stat
 import subprocess
 import tempfile
 import time
@@ -17,17 +16,16 @@ from typing import Any
 
 from cleanroom.guests.base import (
     DESKTOP_SKELETON,
-    READ_CAP_BYTES,
     Command,
     CommandNotStarted,
     ExecResult,
     Guest,
     GuestError,
     GuestTimeout,
-    NotARegularFile,
     resolve_path,
     to_argv,
 )
+from cleanroom.host_files import read_regular
 from cleanroom.lifecycle import stop_group
 
 # Debian's login.defs defaults: what PATH a fresh login shell gets.
@@ -191,18 +189,7 @@ class LocalGuest(Guest):
         self._spawned.append(proc)
 
     def read_file(self, path: str) -> bytes:
-        target = resolve_path(path, self._home)
-        # Non-blocking, so that a FIFO the agent left in the file's place opens at once.
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            os.close(fd)
-            raise NotARegularFile(target, _kind(mode))
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(READ_CAP_BYTES + 1)
-        if len(data) > READ_CAP_BYTES:
-            raise NotARegularFile(target, f"a file over {READ_CAP_BYTES >> 20} MiB")
-        return data
+        return read_regular(resolve_path(path, self._home))
 
     def write_file(self, path: str, data: bytes) -> None:
         target = resolve_path(path, self._home)
@@ -254,8 +241,3 @@ class LocalGuest(Guest):
         if self._owned_root is not None:
             shutil.rmtree(self._owned_root, ignore_errors=True)
             self._owned_root = None
-
-
-def _kind(mode: int) -> str:
-    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
-    return next((name for test, name in kinds if test(mode)), "a device")

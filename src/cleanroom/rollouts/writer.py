@@ -7,6 +7,7 @@ import time
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.environments.session.odt import OdtError, odt_text
 from cleanroom.environments.session.template import DOCUMENT
+from cleanroom.host_files import read_regular
 from cleanroom.lifecycle import wait_until
 from cleanroom.rollouts.base import RolloutContext, SmokeTask
 
@@ -37,8 +38,14 @@ class WriterTask(SmokeTask):
 
         def saved() -> bool:
             try:
-                seen["text"] = odt_text(path.read_bytes())
-            except (OSError, OdtError) as exc:
+                seen["text"] = odt_text(read_regular(path))
+            except (FileNotFoundError, OdtError) as exc:
+                # Gone, replaced (a FIFO, a folder, a link to a device) or no document:
+                # what the agent left in the document's place, read again until the end.
+                seen.pop("text", None)
+                seen["broken"] = str(exc)
+                return False
+            except OSError as exc:
                 seen["error"] = str(exc)
                 return False
             return expected in seen["text"]
@@ -47,6 +54,8 @@ class WriterTask(SmokeTask):
             return Outcome.success(document=str(path))
         if "text" in seen:
             return Outcome.failure(document=str(path), text=seen["text"][:500])
+        if "broken" in seen:  # the agent's document, not the harness, is what is broken
+            return Outcome.failure(document=str(path), broken=seen["broken"][:500])
         return Outcome.invalid(
             Reason.ENVIRONMENT_ERROR, f"the document could not be read: {seen.get('error')}"
         )

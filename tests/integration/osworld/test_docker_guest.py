@@ -13,7 +13,7 @@ import pytest
 
 from cleanroom.core.outcomes import Reason, Status
 from cleanroom.guests import DESKTOP_SKELETON, GuestError, GuestTimeout, open_guest
-from cleanroom.guests.base import NotARegularFile
+from cleanroom.host_files import NotARegularFile
 from cleanroom.verifiers.osworld import check_task, load_task
 
 pytestmark = pytest.mark.docker
@@ -47,7 +47,7 @@ def test_files_round_trip_and_a_missing_one_is_file_not_found(container: Any) ->
 
 @pytest.mark.parametrize(
     ("make", "kind"),
-    [("mkfifo x", "a FIFO"), ("mkdir x", "a folder")],
+    [("mkfifo x", "a fifo"), ("mkdir x", "a directory")],
 )
 def test_what_is_no_regular_file_reads_as_missing_and_never_blocks(
     container: Any, make: str, kind: str

@@ -17,8 +17,8 @@ from cleanroom.guests import (
     UnknownGuestKind,
     open_guest,
 )
-from cleanroom.guests.base import NotARegularFile
 from cleanroom.guests.local import LocalGuest
+from cleanroom.host_files import NotARegularFile
 from cleanroom.lifecycle import wait_until
 
 
@@ -49,9 +49,9 @@ def test_reading_a_missing_file_raises_file_not_found(home: Path) -> None:
 @pytest.mark.parametrize(
     ("make", "kind"),
     [
-        (os.mkfifo, "a FIFO"),
-        (os.mkdir, "a folder"),
-        (lambda path: os.symlink("/dev/zero", path), "a device"),
+        (os.mkfifo, "a fifo"),
+        (os.mkdir, "a directory"),
+        (lambda path: os.symlink("/dev/zero", path), "a character device"),
     ],
 )
 def test_what_is_no_regular_file_reads_as_missing_and_never_blocks(

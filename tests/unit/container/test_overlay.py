@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cleanroom.verifiers.container.host_files import remove_tree
+from cleanroom.host_files import remove_tree
 from cleanroom.verifiers.container.overlay import (
     MAX_DEPTH,
     OverlayUnreadable,

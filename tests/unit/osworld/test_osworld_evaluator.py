@@ -15,8 +15,8 @@ from cleanroom.guests.base import (
     Guest,
     GuestError,
     GuestTimeout,
-    NotARegularFile,
 )
+from cleanroom.host_files import NotARegularFile
 from cleanroom.verifiers.osworld.evaluator import check_task, is_fail_action
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task import Task, parse_task
@@ -434,7 +434,7 @@ def test_an_expected_file_that_is_not_text_is_still_a_checker_error(
 
 class FifoAtResult(ScriptedGuest):
     def read_file(self, path: str) -> bytes:
-        raise NotARegularFile(path, "a FIFO")
+        raise NotARegularFile(path, "a fifo")
 
 
 def test_no_regular_file_at_the_result_path_scores_zero_like_a_missing_one(
@@ -450,4 +450,4 @@ def test_no_regular_file_at_the_result_path_scores_zero_like_a_missing_one(
     outcome = check_task(t, FifoAtResult({}), settings)
 
     assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
-    assert outcome.details["getters"][0]["not_a_regular_file"] == "not a regular file: a FIFO"
+    assert outcome.details["getters"][0]["not_a_regular_file"] == "not a regular file: a fifo"

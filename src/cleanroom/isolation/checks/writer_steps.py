@@ -10,6 +10,7 @@ from cleanroom.environments.policy.handle import PolicyHandle
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.session.odt import OdtError, odt_text
 from cleanroom.environments.session.template import DOCUMENT
+from cleanroom.host_files import read_regular
 from cleanroom.lifecycle import wait_until
 
 SAVE_TIMEOUT_S = 20.0
@@ -48,7 +49,7 @@ def read_saved(path: Path, since_ns: int, timeout_s: float = SAVE_TIMEOUT_S) -> 
         if modified_ns(path) != stamp:
             return None  # still being written, or saved again
         try:
-            return odt_text(path.read_bytes())
+            return odt_text(read_regular(path))
         except (OSError, OdtError):
             return None
 
@@ -58,6 +59,6 @@ def read_saved(path: Path, since_ns: int, timeout_s: float = SAVE_TIMEOUT_S) -> 
 def read_now(path: Path) -> str | None:
     """The text of ``path`` as it is (None when unreadable)."""
     try:
-        return odt_text(path.read_bytes())
+        return odt_text(read_regular(path))
     except (OSError, OdtError):
         return None

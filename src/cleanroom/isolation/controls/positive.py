@@ -32,6 +32,7 @@ from cleanroom.environments.session.template import (
 )
 from cleanroom.environments.x11.clipboard import ClipboardOwner, read_selection
 from cleanroom.environments.x11.xinput import XInput
+from cleanroom.host_files import read_regular
 from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import RunStore
 
@@ -167,8 +168,8 @@ def _save_and_read(session: ControlSession, side: str, before: float) -> str:
             return None
         time.sleep(0.2)  # the save may still be writing
         try:
-            return odt_text(path.read_bytes())
-        except OdtError:
+            return odt_text(read_regular(path))
+        except (OSError, OdtError):
             return None
 
     text = wait_until(saved_text, _SAVE_TIMEOUT_S, 0.1)

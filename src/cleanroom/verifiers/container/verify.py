@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.core.outcomes import Outcome, Reason
+from cleanroom.host_files import read_capped, remove_tree
 from cleanroom.verifiers.container.docker_runtime import (
     DockerRuntime,
     ExecResult,
@@ -33,7 +34,6 @@ from cleanroom.verifiers.container.docker_runtime import (
     StateCopy,
     StateTooLarge,
 )
-from cleanroom.verifiers.container.host_files import read_capped, remove_tree
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
 from cleanroom.verifiers.container.reward import FileKind, RewardFile
 from cleanroom.verifiers.container.state_archive import StateArchiveError

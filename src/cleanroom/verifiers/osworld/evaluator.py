@@ -33,8 +33,8 @@ from cleanroom.guests.base import (
     Guest,
     GuestError,
     GuestTimeout,
-    NotARegularFile,
 )
+from cleanroom.host_files import NotARegularFile
 from cleanroom.verifiers.osworld.cached_file import CachedFile, NotText
 from cleanroom.verifiers.osworld.details import excerpt, shape_value
 from cleanroom.verifiers.osworld.getters import GETTERS, GetterContext, GetterFailed

@@ -1,14 +1,16 @@
-"""The host-side reader never follows a link, never blocks on a FIFO, never reads past a cap."""
+"""Reading files on the host that an agent may have replaced: no FIFO blocks, no device is
+opened, no read goes past its cap, and `read_capped` never follows a link."""
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from cleanroom.verifiers.container.host_files import read_capped
+from cleanroom.host_files import NotARegularFile, read_capped, read_regular
 from cleanroom.verifiers.container.reward import FileKind
 
 SHOWN = "/logs/verifier/reward.txt"
@@ -96,3 +98,40 @@ def test_a_device_node_is_reported_and_never_opened(
 
     assert (seen.kind, seen.note) == (FileKind.OTHER, "character device")
     assert "reward.txt" not in opened
+
+
+# read_regular: a file of an agent's home ---------------------------------------------
+
+
+def test_a_regular_file_is_read_through_a_link(tmp_path: Path) -> None:
+    (tmp_path / "doc.txt").write_bytes(b"saved")
+    (tmp_path / "link").symlink_to(tmp_path / "doc.txt")
+
+    assert read_regular(tmp_path / "link") == b"saved"
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (os.mkfifo, "a fifo"),  # opened for reading, it would wait for a writer forever
+        (os.mkdir, "a directory"),
+        (lambda p: os.symlink("/dev/zero", p), "a character device"),  # endless, never opened
+    ],
+)
+def test_anything_but_a_regular_file_is_refused_without_being_opened(
+    tmp_path: Path, make: Callable[[Path], None], kind: str
+) -> None:
+    make(tmp_path / "x")
+
+    with pytest.raises(NotARegularFile, match=kind):
+        read_regular(tmp_path / "x")
+
+
+def test_a_file_over_the_cap_is_refused_and_a_missing_one_is_missing(tmp_path: Path) -> None:
+    with (tmp_path / "huge").open("wb") as fh:
+        fh.truncate(10 << 20)  # sparse: costs no disk
+
+    with pytest.raises(NotARegularFile, match="over 1 MiB"):
+        read_regular(tmp_path / "huge", cap=1 << 20)
+    with pytest.raises(FileNotFoundError):
+        read_regular(tmp_path / "absent")

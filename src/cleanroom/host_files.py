@@ -1,10 +1,12 @@
-"""Read what the verifier left in its host folder without trusting any of it.
+"""Read files an agent may have replaced, on the host, without trusting any of them.
 
-Every file is looked at with ``lstat`` relative to the folder's own descriptor before
-anything is opened: a link, FIFO, socket or device node is reported and never opened (a
-device opened by root on the host can act). A regular file is then opened with
-``O_NOFOLLOW | O_NONBLOCK``, checked with ``fstat`` to be the very file that was looked
-at, and read only up to the cap (a huge or sparse file costs one small read).
+`read_capped` observes what a verifier left in its host folder (a reward file) and says
+what it found; `read_regular` reads a file of an agent's home (a saved document, a
+checker's result file) or raises `NotARegularFile`. Both look before they open: a FIFO,
+socket or device node is reported and never opened (a device opened by root on the host
+can act), and `read_capped` does not follow links either. A regular file is then opened
+with ``O_NONBLOCK``, checked with ``fstat`` to be the very file that was looked at, and
+read only up to the cap (a huge or sparse file costs one small read).
 """
 
 from __future__ import annotations
@@ -17,6 +19,18 @@ import subprocess
 from pathlib import Path
 
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
+
+# The most `read_regular` reads of one file (documents and checked files: a few MB).
+READ_CAP_BYTES = 256 << 20
+
+
+class NotARegularFile(FileNotFoundError):
+    """What is at a path is no regular file to read: a folder, a FIFO, a device, a
+    socket, or a file over the cap. To a checker it is the file that is missing."""
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(errno.ENOENT, f"not a regular file: {what}", path)
+
 
 _KINDS = {
     stat.S_IFIFO: "fifo",
@@ -50,6 +64,36 @@ def read_capped(folder: Path, name: str, shown_as: str, cap: int = REWARD_CAP_BY
         return _observe(dir_fd, name, shown_as, cap)
     finally:
         os.close(dir_fd)
+
+
+def read_regular(path: str | Path, cap: int = READ_CAP_BYTES) -> bytes:
+    """The bytes of the regular file at ``path`` (links followed), at most ``cap``.
+
+    `FileNotFoundError` when nothing is there; `NotARegularFile` when it is something
+    else, when it is over ``cap``, or when it was replaced while it was opened. Nothing
+    but a regular file is ever opened, and never in a way that waits for a writer.
+    """
+    seen = os.stat(path)
+    if not stat.S_ISREG(seen.st_mode):
+        raise NotARegularFile(str(path), _kind_of(seen.st_mode))
+    if seen.st_size > cap:
+        raise NotARegularFile(str(path), f"a file over {cap >> 20} MiB")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino):
+            raise NotARegularFile(str(path), "a file replaced while it was opened")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(cap + 1)
+    finally:
+        os.close(fd)
+    if len(data) > cap:
+        raise NotARegularFile(str(path), f"a file over {cap >> 20} MiB")
+    return data
+
+
+def _kind_of(mode: int) -> str:
+    return "a " + _KINDS.get(stat.S_IFMT(mode), "special file")
 
 
 def _observe(dir_fd: int, name: str, shown_as: str, cap: int) -> RewardFile:
