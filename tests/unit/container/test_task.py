@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.redteam.run_matrix import EXAMPLE_TASK_NAMES
+from cleanroom.redteam.run_matrix import EXAMPLE_TASK_NAMES, HARBOR_FORMAT_EXAMPLES
 from cleanroom.verifiers.container.task import (
     DEFAULT_REWARD_PATH,
     TaskConfigError,
@@ -146,7 +146,14 @@ def test_a_folder_without_tests_is_not_a_task(tmp_path: Path) -> None:
         load_task(tmp_path)
 
 
-@pytest.mark.parametrize("name", EXAMPLE_TASK_NAMES)
+ALL_EXAMPLES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "task.toml").is_file())
+
+
+def test_the_red_team_matrix_runs_every_example_but_the_task_format_ones() -> None:
+    assert set(ALL_EXAMPLES) == set(EXAMPLE_TASK_NAMES) | set(HARBOR_FORMAT_EXAMPLES)
+
+
+@pytest.mark.parametrize("name", ALL_EXAMPLES)
 def test_every_example_task_loads_cleanly(name: str) -> None:
     task = load_task(EXAMPLES / name)
 
