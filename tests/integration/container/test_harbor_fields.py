@@ -147,3 +147,38 @@ def test_the_agent_phase_has_a_network_only_when_the_task_asks(
     probe = AgentSpec.command("if [ -e /sys/class/net/eth0 ]; then echo 3 > /app/count.txt; fi")
     outcome = verify_task(load_task(root), probe, runtime, SEALED)
     assert outcome.score == (1.0 if has_network else 0.0), outcome.detail
+
+
+def test_a_reward_the_image_holds_under_logs_is_neither_read_nor_the_agents(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    root = copy_of("logs-inputs", tmp_path)
+    (root / "environment" / "reward.txt").write_text("1\n")
+    dockerfile = root / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "COPY reward.txt /logs/verifier/reward.txt\n")
+    task = load_task(root)
+    for mode in (Mode.CLEARED, Mode.SEALED):
+        idle = verify_task(task, AgentSpec.noop(), runtime, VerifyOptions(mode))
+        assert (idle.status, idle.score, idle.reason) == (Status.FAILURE, 0.0, None), idle.detail
+    solved = verify_task(task, AgentSpec.solution(), runtime, SEALED)
+    assert (solved.status, solved.score) == (Status.SUCCESS, 1.0), solved.detail
+
+
+@pytest.mark.parametrize(("setting", "has_network"), [('"public"', True), ('"no-network"', False)])
+def test_the_sealed_verifier_has_a_network_only_when_the_task_asks(
+    setting: str, has_network: bool, runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    root = copy_of(
+        "logs-inputs",
+        tmp_path,
+        (
+            "timeout_sec = 60\n\n[environment]",
+            f"timeout_sec = 60\nnetwork_mode = {setting}\n\n[environment]",
+        ),
+    )
+    (root / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nif [ -e /sys/class/net/eth0 ]; then echo 1; else echo 0; fi"
+        " > /logs/verifier/reward.txt\n"
+    )
+    outcome = verify_task(load_task(root), AgentSpec.noop(), runtime, SEALED)
+    assert outcome.score == (1.0 if has_network else 0.0), outcome.detail

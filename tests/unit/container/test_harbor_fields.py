@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from cleanroom.core.outcomes import Reason, Status
+from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.task import (
     HARBOR_FIELDS,
     TaskConfigError,
     harbor_field_status,
     parse_task_toml,
 )
+from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_path
 
 FIELDS_FILE = Path(__file__).resolve().parents[2] / "data" / "harbor" / "task-fields.json"
 DATA = json.loads(FIELDS_FILE.read_text(encoding="utf-8"))
@@ -123,3 +126,19 @@ env = { B = "b" }
     assert config.environment.healthcheck is not None
     assert config.environment.healthcheck.retries == 3
     assert config.task is not None and config.task.name == "org/demo"
+
+
+def test_a_refused_field_makes_the_rollout_an_environment_error(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test.sh").write_text("true\n")
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "Dockerfile").write_text("FROM scratch\n")
+    (tmp_path / "instruction.md").write_text("do it\n")
+    (tmp_path / "task.toml").write_text('[[steps]]\nname = "one"\n')
+
+    def no_daemon() -> DockerRuntime:
+        raise AssertionError("a refused task must not reach Docker")
+
+    outcome = verify_path(tmp_path, AgentSpec.noop(), VerifyOptions(), connect=no_daemon)
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
+    assert "steps" in outcome.detail and "line 1" in outcome.detail

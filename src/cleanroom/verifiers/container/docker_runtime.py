@@ -259,12 +259,15 @@ class DockerRuntime:
         name_hint: str,
         binds: Mapping[Path, str] | None = None,
         environment: Mapping[str, str] | None = None,
+        logs_hidden: Sequence[str] = (),
     ) -> str:
         """Start the task container idle, no network unless asked, ``/logs`` a tmpfs.
 
         ``/logs`` is a tmpfs the agent can write (as in Harbor, where it is a shared
         folder): the naive modes need the planted files to be there. What the image
-        itself holds under ``/logs`` (inputs some tasks put there) is copied into it.
+        itself holds under ``/logs`` (inputs some tasks put there) is copied into it, but
+        for the folders in ``logs_hidden`` (the verifier's and the agent's log folders,
+        which Harbor mounts over the image's too).
         ``binds`` puts host folders inside it (sealed mode watches the reward folder from
         the host). ``environment`` is the task's ``[environment.env]``, seen by every
         command run in the container.
@@ -283,13 +286,15 @@ class DockerRuntime:
         )
         inputs = self.image_logs(image)
         if inputs is not None:
-            self._restore_logs(ctr, inputs)
+            self._restore_logs(ctr, inputs, logs_hidden)
         return ctr
 
-    def _restore_logs(self, ctr: str, archive: bytes) -> None:
+    def _restore_logs(self, ctr: str, archive: bytes, hidden: Sequence[str]) -> None:
         # The daemon's archive calls write beneath a tmpfs, not into it: the files go to a
         # staging folder and a copy inside the container puts them on the tmpfs.
-        self.docker.put_archive(ctr, "/", _renamed_top(archive, LOGS_STAGING.lstrip("/")))
+        skip = tuple(h.strip("/") for h in hidden)
+        staged = _renamed_top(archive, LOGS_STAGING.lstrip("/"), skip)
+        self.docker.put_archive(ctr, "/", staged)
         copied = self.exec(
             ctr,
             ["sh", "-c", 'cp -a "$1"/. /logs/ && rm -rf -- "$1"', "restore", LOGS_STAGING],
@@ -565,14 +570,18 @@ def environment_hash(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def _renamed_top(archive: bytes, name: str) -> bytes:
-    """The tar ``archive`` with its top member (and everything under it) renamed ``name``."""
+def _renamed_top(archive: bytes, name: str, skip: Sequence[str] = ()) -> bytes:
+    """The tar ``archive`` with its top member (and everything under it) renamed ``name``,
+    leaving out the members at or under the paths in ``skip`` (``logs/verifier``)."""
     out = io.BytesIO()
     with (
         tarfile.open(fileobj=io.BytesIO(archive)) as src,
         tarfile.open(fileobj=out, mode="w") as dst,
     ):
         for member in src:
+            original = member.name.rstrip("/")
+            if any(original == s or original.startswith(s + "/") for s in skip):
+                continue
             _, sep, rest = member.name.partition("/")
             member.name = f"{name}{sep}{rest}"
             if member.islnk():

@@ -293,8 +293,11 @@ class _Rollout:
             self.agent_reward_dir.mkdir()
             self.agent_reward_dir.chmod(0o777)
             binds[self.agent_reward_dir] = self.vcfg.reward_dir
+        # The reward and log folders start empty, whatever the image holds there: what is
+        # found in them afterwards is the agent's (Harbor mounts host folders there).
+        hidden = sorted({self.vcfg.reward_dir, "/logs/verifier", "/logs/agent"})
         ctr = self.rt.start_agent_container(
-            image, self.limits, self.workdir, self.task.name, binds, self.task_env
+            image, self.limits, self.workdir, self.task.name, binds, self.task_env, hidden
         )
         self.containers.append(ctr)
         # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
