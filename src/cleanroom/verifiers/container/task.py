@@ -115,9 +115,9 @@ class AgentConfig(_Section):
 class HealthcheckConfig(_Section):
     """``[environment.healthcheck]``: Docker HEALTHCHECK's options, as Harbor reads them.
 
-    The command runs (``sh -c``) until it exits 0; during the start period failures do not
-    count and attempts are ``start_interval_sec`` apart, after it they are
-    ``interval_sec`` apart and ``retries`` consecutive failures give up.
+    The command runs (``bash -c``, as in Harbor) until it exits 0; during the start
+    period failures do not count and attempts are ``start_interval_sec`` apart, after it
+    they are ``interval_sec`` apart and ``retries`` consecutive failures give up.
     """
 
     command: str

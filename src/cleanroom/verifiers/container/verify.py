@@ -248,7 +248,7 @@ class _Rollout:
 
         def attempt(timeout: float) -> Attempt:
             result = self.rt.exec(
-                ctr, ["sh", "-c", check.command], workdir=self.workdir, timeout=timeout
+                ctr, ["bash", "-c", check.command], workdir=self.workdir, timeout=timeout
             )
             if result.timed_out:
                 return Attempt(False, f"over its {timeout:g} s timeout")
