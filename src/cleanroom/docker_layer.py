@@ -179,6 +179,12 @@ class Docker:
                 log = _build_log_text(exc.build_log, str(exc))
                 raise ImageBuildFailed(tag, log[-log_chars:]) from exc
 
+    def pull_image(self, image: str) -> None:
+        """Pull ``image`` from its registry (a tag of ``latest`` when none is given)."""
+        repository, tag = _split_tag(image)
+        with self._call(f"pulling {image}"):
+            self.api.pull(repository, tag=tag)
+
     def remove_image(self, image: str) -> None:
         """Remove an image; missing is fine."""
         with self._missing_is_fine(f"removing image {image}"):
@@ -204,6 +210,14 @@ class Docker:
                 with contextlib.suppress(Exception):
                     container.remove(force=True)
                 raise
+        return str(container.id)
+
+    def create_container(self, image: str, command: Sequence[str] | None, **options: Any) -> str:
+        """Create a container without starting it (its files can be archived); returns its id."""
+        with self._call(f"creating a container from {image}"):
+            container = self.client.containers.create(
+                image, list(command) if command is not None else None, **options
+            )
         return str(container.id)
 
     def inspect_container(self, container: str) -> dict[str, Any]:
@@ -421,6 +435,17 @@ class Docker:
         except DockerError as exc:
             if exc.status != 404:
                 raise
+
+
+def _split_tag(image: str) -> tuple[str, str]:
+    """``repo[:tag][@digest]`` into what the pull call takes: a digest, else the tag."""
+    if "@" in image:
+        repository, digest = image.split("@", 1)
+        return repository, digest
+    name, _, tag = image.rpartition(":")
+    if name and "/" not in tag:
+        return name, tag
+    return image, "latest"
 
 
 @dataclass

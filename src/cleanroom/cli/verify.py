@@ -32,6 +32,13 @@ def verify(
     keep: bool = typer.Option(
         False, "--keep", help="Keep the containers and host folders for inspection."
     ),
+    image_map: list[str] = typer.Option(  # noqa: B008
+        [],
+        "--image-map",
+        metavar="FROM=TO",
+        help="Build with image TO wherever the task names base image FROM (a Dockerfile's "
+        "FROM line or docker_image), for offline use; repeatable.",
+    ),
 ) -> None:
     """Verify a container task; exit 0 success, 1 failure, 2 invalid (the infrastructure's
     fault, excluded), 3 a failure scored 0 for the agent's own act (tamper, ...)."""
@@ -47,13 +54,29 @@ def verify(
         if noop
         else AgentSpec.command(agent or "")
     )
-    outcome = verify_path(task_dir, spec, VerifyOptions(mode=mode, keep=keep))
+    mapping = parse_image_map(image_map)
+    outcome = verify_path(task_dir, spec, VerifyOptions(mode=mode, keep=keep, image_map=mapping))
     payload = outcome_json(outcome, mode)
     if as_json:
         typer.echo(json.dumps(payload, sort_keys=False))
     else:
         _print_human(payload)
     raise typer.Exit(outcome.exit_code)
+
+
+def parse_image_map(items: list[str]) -> tuple[tuple[str, str], ...]:
+    """``FROM=TO`` pairs; a malformed one is a usage error naming it."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        source, sep, target = item.partition("=")
+        if not sep or not source.strip() or not target.strip() or " " in item.strip():
+            raise typer.BadParameter(
+                f"{item!r} is not FROM=TO (two image names)", param_hint="--image-map"
+            )
+        if source in pairs and pairs[source] != target:
+            raise typer.BadParameter(f"{source} is mapped twice", param_hint="--image-map")
+        pairs[source.strip()] = target.strip()
+    return tuple(pairs.items())
 
 
 def outcome_json(outcome: Outcome, mode: Mode) -> dict[str, Any]:

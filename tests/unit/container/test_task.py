@@ -6,13 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.redteam.run_matrix import EXAMPLE_TASK_NAMES
+from cleanroom.redteam.run_matrix import EXAMPLE_TASK_NAMES, HARBOR_FORMAT_EXAMPLES
 from cleanroom.verifiers.container.task import (
     DEFAULT_REWARD_PATH,
     TaskConfigError,
     TaskLayoutError,
+    TemplateError,
     load_task,
     parse_task_toml,
+    resolve_env,
+    rewrite_base_images,
 )
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
@@ -25,7 +28,8 @@ def test_an_empty_file_gives_harbor_defaults() -> None:
     assert config.verifier.reward_path == DEFAULT_REWARD_PATH
     assert config.verifier.reward_json_path == "/logs/verifier/reward.json"
     assert config.verifier.user == "0"
-    assert config.environment.network is False
+    assert config.agent_network is False
+    assert config.verifier_network is False
     assert config.verifier.live_processes is False
     assert warnings == []
 
@@ -142,7 +146,14 @@ def test_a_folder_without_tests_is_not_a_task(tmp_path: Path) -> None:
         load_task(tmp_path)
 
 
-@pytest.mark.parametrize("name", EXAMPLE_TASK_NAMES)
+ALL_EXAMPLES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "task.toml").is_file())
+
+
+def test_the_red_team_matrix_runs_every_example_but_the_task_format_ones() -> None:
+    assert set(ALL_EXAMPLES) == set(EXAMPLE_TASK_NAMES) | set(HARBOR_FORMAT_EXAMPLES)
+
+
+@pytest.mark.parametrize("name", ALL_EXAMPLES)
 def test_every_example_task_loads_cleanly(name: str) -> None:
     task = load_task(EXAMPLES / name)
 
@@ -169,3 +180,58 @@ def test_a_state_path_that_only_begins_like_a_verifier_place_is_allowed() -> Non
     config, _ = parse_task_toml('[verifier]\nstate = ["/logstash", "/testsuite"]\n', HERE)
 
     assert config.verifier.state == ["/logstash", "/testsuite"]
+
+
+def test_env_templates_follow_harbor() -> None:
+    env = {"LIT": "plain ${NOT_WHOLE}", "SET": "${HOST_A}", "DEF": "${MISSING:-fallback}"}
+    resolved = resolve_env(env, {"HOST_A": "from-host"}, "verifier.env")
+    assert resolved == {"LIT": "plain ${NOT_WHOLE}", "SET": "from-host", "DEF": "fallback"}
+    # A set variable wins over the default, even when empty.
+    assert resolve_env({"X": "${E:-d}"}, {"E": ""}, "x") == {"X": ""}
+
+
+def test_an_unset_template_without_default_names_key_and_variable() -> None:
+    with pytest.raises(TemplateError, match=r"solution\.env\.TOKEN: .*NO_SUCH_VAR"):
+        resolve_env({"TOKEN": "${NO_SUCH_VAR}"}, {}, "solution.env")
+
+
+def test_base_images_are_rewritten_by_the_map_only_where_named() -> None:
+    dockerfile = (
+        "FROM python:3.12-slim AS build\nRUN echo FROM python:3.12-slim\n"
+        "from --platform=linux/amd64 debian:bookworm\nFROM other\n"
+    )
+    out = rewrite_base_images(
+        dockerfile, {"python:3.12-slim": "local/py", "debian:bookworm": "local/deb"}
+    )
+    assert out == (
+        "FROM local/py AS build\nRUN echo FROM python:3.12-slim\n"
+        "from --platform=linux/amd64 local/deb\nFROM other\n"
+    )
+
+
+def test_a_task_with_a_prebuilt_image_needs_no_dockerfile(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test.sh").write_text("true\n")
+    (tmp_path / "instruction.md").write_text("do it\n")
+    (tmp_path / "task.toml").write_text("")
+    with pytest.raises(TaskLayoutError, match="docker_image"):
+        load_task(tmp_path)
+    (tmp_path / "task.toml").write_text('[environment]\ndocker_image = "debian:bookworm"\n')
+    task = load_task(tmp_path)
+    assert task.dockerfile is None
+
+
+def test_network_precedence_follows_harbor() -> None:
+    def agent_net(text: str) -> bool:
+        return parse_task_toml(text, HERE)[0].agent_network
+
+    assert agent_net("[environment]\nallow_internet = true") is True
+    assert agent_net('[environment]\nallow_internet = true\nnetwork_mode = "no-network"') is False
+    assert agent_net('[environment]\nnetwork_mode = "public"') is True
+    assert agent_net("[environment]\nnetwork = true") is True
+    assert agent_net('[environment]\nnetwork = true\n[agent]\nnetwork_mode = "no-network"') is False
+
+
+def test_memory_and_memory_mb_must_agree() -> None:
+    with pytest.raises(TaskConfigError, match="disagree"):
+        parse_task_toml('[environment]\nmemory = "1G"\nmemory_mb = 512', HERE)

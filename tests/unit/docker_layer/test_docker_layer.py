@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from cleanroom import docker_layer
-from cleanroom.docker_layer import Docker, DockerError, ImageBuildFailed, translated
+from cleanroom.docker_layer import Docker, DockerError, ImageBuildFailed, _split_tag, translated
 from cleanroom.environments.containers.desktop_image import DockerUnavailable
 from cleanroom.environments.errors import PoolError
 from cleanroom.guests.base import GuestError
@@ -309,3 +309,17 @@ def test_an_exec_the_daemon_refuses_is_the_callers_error() -> None:
     refused = _api_error(409, "container ctr is paused")
     with pytest.raises(RuntimeUnavailable, match="running sh in ctr: container ctr is paused"):
         _docker(_Api(exec_create=refused)).exec("ctr", ["sh"])
+
+
+@pytest.mark.parametrize(
+    ("image", "parts"),
+    [
+        ("debian", ("debian", "latest")),
+        ("debian:bookworm", ("debian", "bookworm")),
+        ("registry:5000/team/img", ("registry:5000/team/img", "latest")),
+        ("registry:5000/team/img:v1", ("registry:5000/team/img", "v1")),
+        ("img@sha256:abc", ("img", "sha256:abc")),
+    ],
+)
+def test_an_image_name_is_split_for_pulling(image: str, parts: tuple[str, str]) -> None:
+    assert _split_tag(image) == parts

@@ -9,11 +9,13 @@ the caller adds (tests add ``cleanroom.test``), so it can be found and removed b
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
 import posixpath
 import re
+import shutil
 import tarfile
 import tempfile
 import threading
@@ -32,13 +34,14 @@ from cleanroom.docker_layer import (
 from cleanroom.verifiers.container import overlay, state_archive
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.tamper import Change, ChangeKind, Diff
-from cleanroom.verifiers.container.task import Task
+from cleanroom.verifiers.container.task import Task, rewrite_base_images
 
 LABEL = "cleanroom.verify"
 LABELS_ENV = "CLEANROOM_LABELS"  # extra labels, "key=value,key=value", for a whole process
 IMAGE_REPOSITORY = "cleanroom-task"
 KEEPALIVE = ("sleep", "infinity")
 LOGS_TMPFS = "rw,size=64m,mode=0777"
+LOGS_STAGING = "/.cleanroom-logs-inputs"
 BUILD_LOG_SHOWN = 4000
 _READ_ATTEMPTS = 3
 _READ_TIMEOUT_S = 10.0
@@ -111,7 +114,7 @@ class Limits:
     @classmethod
     def of(cls, task: Task) -> Limits:
         env = task.config.environment
-        return cls(env.network, env.memory_limit_mb, env.cpus, env.pids_limit)
+        return cls(task.config.agent_network, env.memory_limit_mb, env.cpus, env.pids_limit)
 
     def host_config(self) -> dict[str, Any]:
         """Keyword arguments for ``containers.run``."""
@@ -126,6 +129,7 @@ class Limits:
 
 
 _build_locks: dict[str, threading.Lock] = {}
+_image_logs: dict[str, bytes | None] = {}
 _build_locks_guard = threading.Lock()
 
 
@@ -148,20 +152,74 @@ class DockerRuntime:
 
     # Images -------------------------------------------------------------------------
 
-    def image_for(self, task: Task) -> tuple[str, bool]:
+    def image_for(self, task: Task, image_map: Mapping[str, str] | None = None) -> tuple[str, bool]:
         """The task's image tag, built unless an image for this ``environment/`` exists.
 
         Returns the tag and whether it was built now. The tag carries a hash of every
         file in ``environment/`` (names, modes, contents), so an edit means a new image.
+        ``image_map`` rewrites base images (``FROM`` lines) before the build; a task with
+        no Dockerfile uses its ``docker_image`` (mapped too), pulled if it is not here.
         """
-        tag = f"{IMAGE_REPOSITORY}/{_safe_name(task.name)}:{environment_hash(task.environment_dir)}"
+        mapping = dict(image_map or {})
+        if task.dockerfile is None:
+            return self._prebuilt(task, mapping), False
+        with contextlib.ExitStack() as stack:
+            context = task.environment_dir
+            original = task.dockerfile.read_text(encoding="utf-8")
+            rewritten = rewrite_base_images(original, mapping)
+            if rewritten != original:
+                context = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+                context = Path(shutil.copytree(task.environment_dir, context / "environment"))
+                (context / "Dockerfile").write_text(rewritten, encoding="utf-8")
+            tag = f"{IMAGE_REPOSITORY}/{_safe_name(task.name)}:{environment_hash(context)}"
+            with _build_locks_guard:
+                lock = _build_locks.setdefault(tag, threading.Lock())
+            with lock:
+                if self.docker.inspect_image(tag) is not None:
+                    return tag, False
+                self._build(task, tag, context)
+                return tag, True
+
+    def _prebuilt(self, task: Task, image_map: Mapping[str, str]) -> str:
+        named = task.config.environment.docker_image
+        assert named is not None  # load_task requires a Dockerfile or docker_image
+        image = image_map.get(named, named)
+        if self.docker.inspect_image(image) is None:
+            try:
+                self.docker.pull_image(image)
+            except RuntimeUnavailable as exc:
+                if exc.status is not None and 400 <= exc.status < 500:
+                    raise ImageBuildFailed(image, f"docker_image {image}: {exc}") from exc
+                raise
+        return image
+
+    def image_logs(self, image: str) -> bytes | None:
+        """What the image holds under ``/logs``, as a tar whose top member is ``logs``,
+        or None when it holds nothing there. The agent's ``/logs`` is a tmpfs that hides
+        it, so the agent container gets a copy (`start_agent_container`)."""
         with _build_locks_guard:
-            lock = _build_locks.setdefault(tag, threading.Lock())
-        with lock:
-            if self.docker.inspect_image(tag) is not None:
-                return tag, False
-            self._build(task, tag)
-            return tag, True
+            if image in _image_logs:
+                return _image_logs[image]
+        created = self.docker.create_container(
+            image, KEEPALIVE, network_disabled=True, labels=self.labels
+        )
+        try:
+            try:
+                chunks, info = self.docker.get_archive(created, "/logs")
+            except RuntimeUnavailable as exc:
+                if exc.status != 404:
+                    raise
+                found = None
+            else:
+                data = b"".join(chunks)
+                found = data if _kind_of_mode(int(info.get("mode", 0))) == "directory" else None
+                if found is not None and _only_the_folder(found):
+                    found = None
+        finally:
+            self.remove(created)
+        with _build_locks_guard:
+            _image_logs[image] = found
+        return found
 
     def image_workdir(self, image: str) -> str | None:
         """The image's own working folder (its Dockerfile's last ``WORKDIR``), if any."""
@@ -171,13 +229,13 @@ class DockerRuntime:
         config = attrs.get("Config") or {}
         return config.get("WorkingDir") or None
 
-    def _build(self, task: Task, tag: str) -> None:
+    def _build(self, task: Task, tag: str, context: Path) -> None:
         """`ImageBuildFailed` when the task's definition is at fault: a failed step, or a
         request the daemon refused as bad (4xx)."""
         try:
             self.docker.build_image(
                 tag,
-                path=str(task.environment_dir),
+                path=str(context),
                 labels=self.labels,
                 timeout=int(task.config.environment.build_timeout_sec),
                 log_chars=BUILD_LOG_SHOWN,
@@ -200,24 +258,51 @@ class DockerRuntime:
         workdir: str | None,
         name_hint: str,
         binds: Mapping[Path, str] | None = None,
+        environment: Mapping[str, str] | None = None,
+        logs_hidden: Sequence[str] = (),
     ) -> str:
         """Start the task container idle, no network unless asked, ``/logs`` a tmpfs.
 
         ``/logs`` is a tmpfs the agent can write (as in Harbor, where it is a shared
-        folder): the naive modes need the planted files to be there. ``binds`` puts host
-        folders inside it (sealed mode watches the reward folder from the host).
+        folder): the naive modes need the planted files to be there. What the image
+        itself holds under ``/logs`` (inputs some tasks put there) is copied into it, but
+        for the folders in ``logs_hidden`` (the verifier's and the agent's log folders,
+        which Harbor mounts over the image's too).
+        ``binds`` puts host folders inside it (sealed mode watches the reward folder from
+        the host). ``environment`` is the task's ``[environment.env]``, seen by every
+        command run in the container.
         """
         volumes = {str(h): {"bind": d, "mode": "rw"} for h, d in (binds or {}).items()}
-        return self.docker.run_container(
+        ctr = self.docker.run_container(
             image,
             KEEPALIVE,
             network_mode="bridge" if limits.network else "none",
             tmpfs={"/logs": LOGS_TMPFS},
             volumes=volumes,
             working_dir=workdir or "",
+            environment=dict(environment or {}),
             labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": name_hint},
             **limits.host_config(),
         )
+        inputs = self.image_logs(image)
+        if inputs is not None:
+            self._restore_logs(ctr, inputs, logs_hidden)
+        return ctr
+
+    def _restore_logs(self, ctr: str, archive: bytes, hidden: Sequence[str]) -> None:
+        # The daemon's archive calls write beneath a tmpfs, not into it: the files go to a
+        # staging folder and a copy inside the container puts them on the tmpfs.
+        skip = tuple(h.strip("/") for h in hidden)
+        staged = _renamed_top(archive, LOGS_STAGING.lstrip("/"), skip)
+        self.docker.put_archive(ctr, "/", staged)
+        copied = self.exec(
+            ctr,
+            ["sh", "-c", 'cp -a "$1"/. /logs/ && rm -rf -- "$1"', "restore", LOGS_STAGING],
+            user="0",
+            workdir="/",
+        )
+        if copied.exit_code != 0:
+            raise RuntimeUnavailable(f"copying the image's /logs inputs: {copied.output[-300:]!r}")
 
     def start_verifier_container(
         self,
@@ -227,14 +312,18 @@ class DockerRuntime:
         binds: Mapping[Path, str],
         join_network_of: str | None,
         read_only: Sequence[str] = (),
+        network: bool = False,
+        environment: Mapping[str, str] | None = None,
     ) -> str:
         """Start a fresh idle verifier container from the pristine task image.
 
         Host folders are bound in (``read_only`` names those bound read-only). No network,
         unless ``join_network_of`` names a container whose network namespace (and so its
-        localhost) this one joins. It cannot make device nodes.
+        localhost) this one joins, or ``network`` asks for one of its own (the task's
+        ``[verifier] network_mode = "public"``). It cannot make device nodes.
         """
-        network = f"container:{join_network_of}" if join_network_of else "none"
+        mode = "bridge" if network else "none"
+        network_mode = f"container:{join_network_of}" if join_network_of else mode
         volumes = {
             str(host): {"bind": dest, "mode": "ro" if dest in read_only else "rw"}
             for host, dest in binds.items()
@@ -242,9 +331,10 @@ class DockerRuntime:
         return self.docker.run_container(
             image,
             KEEPALIVE,
-            network_mode=network,
+            network_mode=network_mode,
             volumes=volumes,
             cap_drop=["MKNOD"],
+            environment=dict(environment or {}),
             working_dir=workdir or "",
             labels={**self.labels, "cleanroom.role": "verifier"},
             **limits.host_config(),
@@ -478,6 +568,32 @@ def environment_hash(folder: Path) -> str:
         else:
             digest.update(f"D {rel}\n".encode())
     return digest.hexdigest()[:16]
+
+
+def _renamed_top(archive: bytes, name: str, skip: Sequence[str] = ()) -> bytes:
+    """The tar ``archive`` with its top member (and everything under it) renamed ``name``,
+    leaving out the members at or under the paths in ``skip`` (``logs/verifier``)."""
+    out = io.BytesIO()
+    with (
+        tarfile.open(fileobj=io.BytesIO(archive)) as src,
+        tarfile.open(fileobj=out, mode="w") as dst,
+    ):
+        for member in src:
+            original = member.name.rstrip("/")
+            if any(original == s or original.startswith(s + "/") for s in skip):
+                continue
+            _, sep, rest = member.name.partition("/")
+            member.name = f"{name}{sep}{rest}"
+            if member.islnk():
+                _, lsep, lrest = member.linkname.partition("/")
+                member.linkname = f"{name}{lsep}{lrest}"
+            dst.addfile(member, src.extractfile(member) if member.isfile() else None)
+    return out.getvalue()
+
+
+def _only_the_folder(archive: bytes) -> bool:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        return len(tar.getmembers()) <= 1
 
 
 def _safe_name(name: str) -> str:

@@ -34,6 +34,7 @@ from cleanroom.verifiers.container.docker_runtime import (
     StateCopy,
     StateTooLarge,
 )
+from cleanroom.verifiers.container.healthcheck import Attempt, wait_healthy
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
 from cleanroom.verifiers.container.reward import FileKind, RewardFile
 from cleanroom.verifiers.container.state_archive import StateArchiveError
@@ -44,7 +45,13 @@ from cleanroom.verifiers.container.tamper import (
     classify,
     under,
 )
-from cleanroom.verifiers.container.task import Task, TaskError, load_task
+from cleanroom.verifiers.container.task import (
+    Task,
+    TaskError,
+    TemplateError,
+    load_task,
+    resolve_env,
+)
 from cleanroom.verifiers.container.verdict import (
     AgentFault,
     Evidence,
@@ -98,6 +105,8 @@ class VerifyOptions:
 
     mode: Mode = DEFAULT_MODE
     keep: bool = False
+    # Base images rewritten before a task's image is built (``FROM`` lines, docker_image).
+    image_map: tuple[tuple[str, str], ...] = ()
 
 
 def verify_path(
@@ -139,7 +148,9 @@ def verify_task(
         return outcome
     if not needs_pristine_control(outcome):
         return outcome
-    control = _verify_once(task, AgentSpec.noop(), runtime, VerifyOptions(options.mode))
+    control = _verify_once(
+        task, AgentSpec.noop(), runtime, VerifyOptions(options.mode, image_map=options.image_map)
+    )
     return blame_state(outcome, control, task.config.verifier.timeout_sec)
 
 
@@ -179,17 +190,28 @@ class _Rollout:
         self.agent_reward_dir: Path | None = None
         self.background: list[threading.Thread] = []
         self.baseline: list[Change] = []
+        # The task's environments with their ${VAR} templates resolved (`_resolve_env`).
+        self.task_env: dict[str, str] = {}
+        self.solution_env: dict[str, str] = {}
+        self.verifier_env: dict[str, str] = {}
 
     # The sequence ------------------------------------------------------------------
 
     def execute(self) -> Outcome:
         started = time.monotonic()
         try:
+            if not self._resolve_env():
+                return self._decide(started)
             with self._timed("build_s"):
                 image = self._image()
             if image is None:
                 return self._decide(started)
             agent_ctr = self._start_agent_container(image)
+            with self._timed("healthcheck_s"):
+                unhealthy = self._unhealthy(agent_ctr)
+            if unhealthy:
+                self.ev.environment_error = f"before the agent phase, {unhealthy}"
+                return self._decide(started)
             with self._timed("agent_s"):
                 self._agent_phase(agent_ctr)
             verify_start = time.monotonic()
@@ -200,7 +222,45 @@ class _Rollout:
             self.timings["verify_s"] = time.monotonic() - verify_start
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
+        except _Unhealthy as exc:
+            self.ev.environment_error = str(exc)
         return self._decide(started)
+
+    def _resolve_env(self) -> bool:
+        """Resolve the ``${VAR}`` templates of the task's three environments from the
+        host's; a variable the host lacks is the environment's fault, named."""
+        host = dict(os.environ)
+        cfg = self.task.config
+        try:
+            self.task_env = resolve_env(cfg.environment.env, host, "environment.env")
+            self.solution_env = resolve_env(cfg.solution.env, host, "solution.env")
+            self.verifier_env = resolve_env(cfg.verifier.env, host, "verifier.env")
+        except TemplateError as exc:
+            self.ev.environment_error = f"{self.task.name}/task.toml: {exc}"
+            return False
+        return True
+
+    def _unhealthy(self, ctr: str) -> str | None:
+        """Wait for the task's healthcheck in ``ctr``; what failed, or None when healthy."""
+        check = self.task.config.environment.healthcheck
+        if check is None:
+            return None
+
+        def attempt(timeout: float) -> Attempt:
+            result = self.rt.exec(
+                ctr, ["bash", "-c", check.command], workdir=self.workdir, timeout=timeout
+            )
+            if result.timed_out:
+                return Attempt(False, f"over its {timeout:g} s timeout")
+            return Attempt(
+                result.exit_code == 0, f"exit {result.exit_code}: {_tail(result.output, 300)}"
+            )
+
+        health = wait_healthy(check, attempt)
+        self.ev.details.setdefault("healthcheck", []).append(
+            {"healthy": health.healthy, "attempts": health.attempts}
+        )
+        return None if health.healthy else health.describe(check.command)
 
     def _decide(self, started: float) -> Outcome:
         self.timings["total_s"] = time.monotonic() - started
@@ -214,9 +274,9 @@ class _Rollout:
 
     def _image(self) -> str | None:
         try:
-            image, built = self.rt.image_for(self.task)
+            image, built = self.rt.image_for(self.task, dict(self.options.image_map))
         except ImageBuildFailed as exc:
-            self.ev.environment_error = f"the task image {exc.tag} did not build"
+            self.ev.environment_error = f"the task image {exc.tag} could not be made"
             self.ev.build_log = exc.log
             return None
         self.ev.details.update(image=image, image_built=built)
@@ -233,7 +293,12 @@ class _Rollout:
             self.agent_reward_dir.mkdir()
             self.agent_reward_dir.chmod(0o777)
             binds[self.agent_reward_dir] = self.vcfg.reward_dir
-        ctr = self.rt.start_agent_container(image, self.limits, self.workdir, self.task.name, binds)
+        # The reward and log folders start empty, whatever the image holds there: what is
+        # found in them afterwards is the agent's (Harbor mounts host folders there).
+        hidden = sorted({self.vcfg.reward_dir, "/logs/verifier", "/logs/agent"})
+        ctr = self.rt.start_agent_container(
+            image, self.limits, self.workdir, self.task.name, binds, self.task_env, hidden
+        )
         self.containers.append(ctr)
         # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
         # same so that the attacks they control for are real.
@@ -260,6 +325,7 @@ class _Rollout:
             ctr,
             argv,
             user=self.task.config.agent.user,
+            env=self.solution_env if self.agent.kind == "solution" else None,
             workdir=self.workdir,
             timeout=self.task.config.agent.timeout_sec,
         )
@@ -426,8 +492,15 @@ class _Rollout:
                 {tests: TESTS_DIR, reward_dir: self.vcfg.reward_dir, guard: PYTHON_GUARD_DIR},
                 join_network_of=agent_ctr if self.vcfg.live_processes else None,
                 read_only=(PYTHON_GUARD_DIR,),
+                network=self.task.config.verifier_network,
+                environment=self.task_env,
             )
         self.containers.append(vctr)
+        # The task's readiness check holds for the verifier's environment too; it runs
+        # before the agent's state is installed, so what it finds is never the agent's.
+        unhealthy = self._unhealthy(vctr)
+        if unhealthy:
+            raise _Unhealthy(f"in the verifier's container, {unhealthy}")
         return vctr
 
     def _verify_on_pristine(self, vctr: str, reward_dir: Path) -> None:
@@ -584,12 +657,12 @@ class _Rollout:
 
     def _verifier_env(self) -> dict[str, str]:
         if not self.plan.freezes_agent:
-            return dict(self.vcfg.env)
+            return dict(self.verifier_env)
         # Python finds nothing of the agent's ahead of what the image provides (see
         # python_guard/sitecustomize.py), and reads no user site of anyone's.
-        own = self.vcfg.env.get("PYTHONPATH")
+        own = self.verifier_env.get("PYTHONPATH")
         return {
-            **self.vcfg.env,
+            **self.verifier_env,
             "PYTHONSAFEPATH": "1",
             "PYTHONNOUSERSITE": "1",
             "PYTHONPATH": f"{PYTHON_GUARD_DIR}:{own}" if own else PYTHON_GUARD_DIR,
@@ -644,6 +717,10 @@ class _Rollout:
                 self.rt.remove(ctr)
         if self.workspace is not None:
             remove_tree(self.workspace)
+
+
+class _Unhealthy(Exception):
+    """The task's healthcheck failed in a container the harness started."""
 
 
 def _a(kind: str) -> str:

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -euo pipefail
+echo "$GREETING $SUFFIX" > "$ANSWER_FILE"

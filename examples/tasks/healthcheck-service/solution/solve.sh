@@ -1,0 +1,3 @@
+#!/bin/bash
+set -euo pipefail
+cp /var/lib/svc/token /app/answer.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -euo pipefail
+awk '$1 > 50' /logs/inputs/readings.txt | wc -l > /app/count.txt
