@@ -8,6 +8,7 @@ score, or an `InvalidOutcomeError` for an outcome that must not be scored.
 
 from __future__ import annotations
 
+import math
 import posixpath
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -23,6 +24,41 @@ from cleanroom.verifiers.container.verify import ActedOn, VerifyOptions, verify_
 # The labels Docker Compose puts on every container it starts.
 COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
 COMPOSE_SERVICE_LABEL = "com.docker.compose.service"
+
+
+# Besides its tests, a verification freezes the agent, copies its state and starts
+# containers; the time a harness allows must cover that as well.
+OVERHEAD_S = 60.0
+
+
+class BudgetTooShortError(Exception):
+    """The harness stops the verifier before cleanroom's own limits can act: an agent
+    could then make its run end in the harness's timeout, with no reward, instead of its
+    0. Refused before the agent's container is looked at."""
+
+
+def budget_needed(limit_s: float, mode: Mode) -> float:
+    """The time a harness must allow a verification of a task whose tests may run
+    ``limit_s``: in `sealed` the tests may run twice (on the agent's state, then as the
+    pristine control), plus `OVERHEAD_S`."""
+    runs = 2 if mode is Mode.SEALED else 1
+    return runs * limit_s + OVERHEAD_S
+
+
+def check_budget(
+    allowed_s: float | None, limit_s: float, mode: Mode, how: str, base_s: float | None = None
+) -> None:
+    """`BudgetTooShortError` when ``allowed_s`` (None: no limit) is under `budget_needed`,
+    naming what to change: ``how``, given the factor needed on ``base_s`` (the harness's
+    own base for its limit; the task's ``limit_s`` unless the harness overrides it)."""
+    needed = budget_needed(limit_s, mode)
+    if allowed_s is None or allowed_s >= needed:
+        return
+    factor = math.ceil(needed / (base_s or limit_s) * 10) / 10
+    raise BudgetTooShortError(
+        f"the verifier is allowed {allowed_s:g} s, but a {mode.value} verification of this "
+        f"task (tests limited to {limit_s:g} s) needs up to {needed:g} s: {how.format(factor)}"
+    )
 
 
 class InvalidOutcomeError(Exception):

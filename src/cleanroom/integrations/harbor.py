@@ -25,11 +25,18 @@ from harbor.environments.docker.docker import (
     DockerEnvironment,
     _sanitize_docker_compose_project_name,
 )
+from harbor.models.trial.config import TrialConfig
 from harbor.models.trial.paths import EnvironmentPaths
 from harbor.models.verifier.result import VerifierResult
 from harbor.verifier.base import BaseVerifier
 
-from cleanroom.integrations.acted_on import InvalidOutcomeError, rewards_of, verify_compose_service
+from cleanroom.integrations.acted_on import (
+    BudgetTooShortError,
+    InvalidOutcomeError,
+    check_budget,
+    rewards_of,
+    verify_compose_service,
+)
 from cleanroom.verifiers.container.modes import Mode
 
 # Harbor's name for the service the agent runs in.
@@ -37,7 +44,7 @@ MAIN_SERVICE = "main"
 # Written into the trial folder (not a folder bound into the agent's container).
 OUTCOME_FILE = "cleanroom-outcome.json"
 
-__all__ = ["InvalidOutcomeError", "SealedVerifier"]
+__all__ = ["BudgetTooShortError", "InvalidOutcomeError", "SealedVerifier"]
 
 
 class SealedVerifier(BaseVerifier):
@@ -59,6 +66,15 @@ class SealedVerifier(BaseVerifier):
                 f"cleanroom's SealedVerifier needs Harbor's docker environment, "
                 f"not {type(environment).__name__}"
             )
+        limit = float(self.task.config.verifier.timeout_sec)
+        allowed, base = self._harbor_budget(limit)
+        check_budget(
+            allowed,
+            limit,
+            self.mode,
+            "run harbor with --verifier-timeout-multiplier {} (or more)",
+            base,
+        )
         project = _sanitize_docker_compose_project_name(environment.session_id)
         task_dir = Path(self.task.paths.task_dir)
         # The folders Harbor makes in the agent's container before the agent starts,
@@ -78,3 +94,16 @@ class SealedVerifier(BaseVerifier):
             outcome.reason.value if outcome.reason else None,
         )
         return VerifierResult(rewards=rewards_of(outcome))
+
+    def _harbor_budget(self, limit_s: float) -> tuple[float, float]:
+        """The time Harbor allows this verifier and the base its multiplier applies to,
+        as its trial computes them (the trial's config.json holds the overrides and
+        multipliers it runs with)."""
+        config_path = Path(self.trial_paths.trial_dir) / "config.json"
+        config = TrialConfig.model_validate_json(config_path.read_text())
+        base = config.verifier.override_timeout_sec or limit_s
+        if config.verifier.max_timeout_sec:
+            base = min(base, config.verifier.max_timeout_sec)
+        multiplier = config.verifier_timeout_multiplier
+        factor = multiplier if multiplier is not None else config.timeout_multiplier
+        return base * factor, base

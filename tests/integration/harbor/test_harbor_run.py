@@ -27,7 +27,10 @@ REPO = Path(__file__).resolve().parents[3]
 HARBOR = REPO / ".venv-harbor" / "bin" / "harbor"
 TASK = REPO / "examples" / "tasks" / "fix-median"
 SEALED = "cleanroom.integrations.harbor:SealedVerifier"
-PLANTING_AGENT = "planting_agent:PlantingAgent"
+PLANTING_AGENT = "harbor_agents:PlantingAgent"
+HANGING_AGENT = "harbor_agents:HangingAgent"
+# fix-median's tests may run 60 s, twice in sealed, plus the overhead: see check_budget.
+SEALED_ARGS = ("--verifier-import-path", SEALED, "--verifier-timeout-multiplier", "3")
 
 
 def harbor_run(
@@ -71,9 +74,7 @@ def outcome(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_oracle_scores_one_with_the_sealed_verifier(runtime: DockerRuntime, tmp_path: Path) -> None:
-    result = harbor_run(
-        runtime, tmp_path, TASK, ["--agent", "oracle"], ("--verifier-import-path", SEALED)
-    )
+    result = harbor_run(runtime, tmp_path, TASK, ["--agent", "oracle"], SEALED_ARGS)
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 1.0
     seen = outcome(result)
@@ -109,7 +110,7 @@ def test_the_sealed_verifier_scores_the_same_attack_zero(
         tmp_path,
         TASK,
         ["--agent-import-path", PLANTING_AGENT, *mounting],
-        ("--verifier-import-path", SEALED),
+        SEALED_ARGS,
     )
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 0.0
@@ -131,7 +132,7 @@ def test_an_invalid_outcome_reaches_harbor_as_an_exception_not_a_zero(
         tmp_path / "jobs",
         task,
         ["--agent", "oracle"],
-        ("--verifier-import-path", SEALED),
+        SEALED_ARGS,
     )
     assert reward(result) is None
     info = result["exception_info"]
@@ -139,3 +140,46 @@ def test_an_invalid_outcome_reaches_harbor_as_an_exception_not_a_zero(
     assert "bad_reward" in info["exception_message"]
     seen = outcome(result)
     assert (seen["outcome"], seen["reason"]) == ("invalid", "bad_reward")
+
+
+def with_verifier_limit(tmp_path: Path, seconds: int) -> Path:
+    """A copy of fix-median whose tests may run ``seconds``."""
+    task = tmp_path / "fix-median"
+    shutil.copytree(TASK, task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_sec = 60", f"timeout_sec = {seconds}"))
+    return task
+
+
+def test_an_agent_that_hangs_the_tests_gets_its_zero_not_harbors_timeout(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """The tests time out on the agent's state and pass cleanly on the pristine one: the
+    agent broke the verifier, a 0, inside the time Harbor allows."""
+    task = with_verifier_limit(tmp_path, 10)
+    result = harbor_run(
+        runtime,
+        tmp_path / "jobs",
+        task,
+        ["--agent-import-path", HANGING_AGENT],
+        ("--verifier-import-path", SEALED, "--verifier-timeout-multiplier", "8"),
+    )
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 0.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["reason"]) == ("failure", "broke_verifier")
+
+
+def test_a_harbor_timeout_shorter_than_cleanroom_s_limits_is_refused_before_verifying(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """Harbor's default allows the verifier only the task's own limit: an agent could make
+    the run end in Harbor's timeout, with no reward, so the verifier refuses to start."""
+    result = harbor_run(
+        runtime, tmp_path, TASK, ["--agent", "oracle"], ("--verifier-import-path", SEALED)
+    )
+    assert reward(result) is None
+    info = result["exception_info"]
+    assert info is not None and info["exception_type"] == "BudgetTooShortError"
+    assert "--verifier-timeout-multiplier 3.0" in info["exception_message"]
+    assert not (result["trial_dir"] / "cleanroom-outcome.json").exists()

@@ -7,8 +7,17 @@ from __future__ import annotations
 import pytest
 
 from cleanroom.core.outcomes import Outcome, Reason
-from cleanroom.integrations.acted_on import InvalidOutcomeError, mount_baseline, rewards_of
+from cleanroom.integrations.acted_on import (
+    OVERHEAD_S,
+    BudgetTooShortError,
+    InvalidOutcomeError,
+    budget_needed,
+    check_budget,
+    mount_baseline,
+    rewards_of,
+)
 from cleanroom.verifiers.container.docker_runtime import RuntimeUnavailable, started_container
+from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.tamper import Change, ChangeKind
 
 
@@ -65,3 +74,23 @@ def test_inspect_gives_the_image_and_the_host_folders_bound_in() -> None:
 def test_an_inspect_without_an_image_is_the_daemon_s_failure() -> None:
     with pytest.raises(RuntimeUnavailable, match="names no image"):
         started_container({"Mounts": []})
+
+
+def test_sealed_needs_room_for_the_pristine_control_besides_the_tests() -> None:
+    assert budget_needed(60, Mode.SEALED) == 2 * 60 + OVERHEAD_S
+    assert budget_needed(60, Mode.CLEARED) == 60 + OVERHEAD_S
+
+
+def test_a_budget_that_covers_the_verification_passes() -> None:
+    check_budget(180, 60, Mode.SEALED, "x {}")
+    check_budget(None, 60, Mode.SEALED, "x {}")
+
+
+def test_a_harness_timeout_under_cleanroom_s_own_limits_is_refused_with_the_fix() -> None:
+    how = "run harbor with --verifier-timeout-multiplier {}"
+    refused = r"allowed 60 s.*needs up to 180 s.*multiplier 3\.0"
+    with pytest.raises(BudgetTooShortError, match=refused):
+        check_budget(60, 60, Mode.SEALED, how)
+    # The factor applies to the harness's own base when it overrides the task's limit.
+    with pytest.raises(BudgetTooShortError, match=r"multiplier 1\.8"):
+        check_budget(100, 60, Mode.SEALED, how, base_s=100)
