@@ -25,6 +25,10 @@ from harbor.environments.docker.docker import (
     DockerEnvironment,
     _sanitize_docker_compose_project_name,
 )
+from harbor.models.task.verifier_mode import (
+    VerifierEnvironmentMode,
+    resolve_task_verifier_mode,
+)
 from harbor.models.trial.config import TrialConfig
 from harbor.models.trial.paths import EnvironmentPaths
 from harbor.models.verifier.result import VerifierResult
@@ -65,6 +69,15 @@ class SealedVerifier(BaseVerifier):
             raise TypeError(
                 f"cleanroom's SealedVerifier needs Harbor's docker environment, "
                 f"not {type(environment).__name__}"
+            )
+        if self.task.has_steps or (
+            resolve_task_verifier_mode(self.task.config) is not VerifierEnvironmentMode.SHARED
+        ):
+            # Elsewhere Harbor hands the verifier another environment than the agent's.
+            raise ValueError(
+                "cleanroom's SealedVerifier verifies single-step tasks in Harbor's shared "
+                "verifier mode (the agent's own container): remove [verifier] environment "
+                "or environment_mode = 'separate', and [[steps]], from task.toml"
             )
         limit = float(self.task.config.verifier.timeout_sec)
         allowed, base = self._harbor_budget(limit)
