@@ -25,7 +25,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(600)]
 
 REPO = Path(__file__).resolve().parents[3]
 HARBOR = REPO / ".venv-harbor" / "bin" / "harbor"
-TASK = REPO / "examples" / "tasks" / "fix-median"
+TASKS = REPO / "examples" / "tasks"
+TASK = TASKS / "fix-median"
 SEALED = "cleanroom.integrations.harbor:SealedVerifier"
 PLANTING_AGENT = "harbor_agents:PlantingAgent"
 HANGING_AGENT = "harbor_agents:HangingAgent"
@@ -73,14 +74,21 @@ def outcome(result: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def test_oracle_scores_one_with_the_sealed_verifier(runtime: DockerRuntime, tmp_path: Path) -> None:
-    result = harbor_run(runtime, tmp_path, TASK, ["--agent", "oracle"], SEALED_ARGS)
+@pytest.mark.parametrize(
+    ("task", "processes"),
+    # http-sum's verifier talks to the server the agent left running (live_processes).
+    [("fix-median", "killed"), ("http-sum", "frozen")],
+)
+def test_the_oracle_scores_one_with_the_sealed_verifier(
+    runtime: DockerRuntime, tmp_path: Path, task: str, processes: str
+) -> None:
+    result = harbor_run(runtime, tmp_path, TASKS / task, ["--agent", "oracle"], SEALED_ARGS)
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 1.0
     seen = outcome(result)
     assert seen["outcome"] == "success"
     assert seen["details"]["mode"] == "sealed"
-    assert seen["details"]["agent_processes"] == "killed"
+    assert seen["details"]["agent_processes"] == processes
 
 
 def test_a_rewriting_process_fools_harbors_own_verifier(
