@@ -176,6 +176,8 @@ def test_an_agent_that_hangs_the_tests_gets_its_zero_not_harbors_timeout(
     assert reward(result) == 0.0
     seen = outcome(result)
     assert (seen["outcome"], seen["reason"]) == ("failure", "broke_verifier")
+    # The control ran on the image Harbor built and started the agent's container from.
+    assert seen["details"]["pristine_control"]["image"] == seen["details"]["image"]
 
 
 def test_a_harbor_timeout_shorter_than_cleanroom_s_limits_is_refused_before_verifying(

@@ -172,7 +172,9 @@ def verify_acted_on(
     outcome = _guarded(_Existing(task, acted, runtime, options))
     if options.mode is not Mode.SEALED or not needs_pristine_control(outcome):
         return outcome
-    control = _verify_once(task, AgentSpec.noop(), runtime, VerifyOptions(options.mode))
+    # The control runs on the very image the agent's container was started from.
+    noop = _Rollout(task, AgentSpec.noop(), runtime, VerifyOptions(options.mode), acted.image)
+    control = _guarded(noop)
     return blame_state(outcome, control, task.config.verifier.timeout_sec)
 
 
@@ -610,10 +612,17 @@ class _Rollout(_Verification):
     """cleanroom's own rollout: the task's image, an agent container, the agent phase."""
 
     def __init__(
-        self, task: Task, agent: AgentSpec, runtime: DockerRuntime, options: VerifyOptions
+        self,
+        task: Task,
+        agent: AgentSpec,
+        runtime: DockerRuntime,
+        options: VerifyOptions,
+        image: str | None = None,
     ) -> None:
         super().__init__(task, agent.label, runtime, options)
         self.agent = agent
+        # An image already built from the task's environment; otherwise built or reused.
+        self.given_image = image
 
     def execute(self) -> Outcome:
         started = time.monotonic()
@@ -632,7 +641,10 @@ class _Rollout(_Verification):
 
     def _image(self) -> str | None:
         try:
-            image, built = self.rt.image_for(self.task)
+            if self.given_image is not None:
+                image, built = self.given_image, False
+            else:
+                image, built = self.rt.image_for(self.task)
         except ImageBuildFailed as exc:
             self.ev.environment_error = f"the task image {exc.tag} did not build"
             self.ev.build_log = exc.log
