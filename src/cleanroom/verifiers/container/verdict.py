@@ -131,6 +131,7 @@ def blame_state(outcome: Outcome, control: Outcome, limit_s: float) -> Outcome:
         "reason": control.reason.value if control.reason else None,
         "score": control.score,
         "setup_and_test_s": round(ran_s, 3),
+        "image": control.details.get("image"),
     }
     details = {**outcome.details, "pristine_control": summary}
     if control.status is Status.INVALID or ran_s > limit_s / 2:

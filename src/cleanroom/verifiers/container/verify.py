@@ -154,10 +154,48 @@ def verify_task(
     return blame_state(outcome, control, task.config.verifier.timeout_sec)
 
 
+@dataclass(frozen=True)
+class ActedOn:
+    """A container an agent has already acted in, started by another harness (Harbor).
+
+    ``image`` is the image it was started from, the pristine state the sealed verifier
+    runs on. ``reward_dir`` is the host folder bound at the task's reward folder, watched
+    for what the agent planted there; ``baseline`` is what that harness changed in the
+    container before the agent started (its mount points).
+    """
+
+    container: str
+    image: str
+    reward_dir: Path | None = None
+    baseline: tuple[Change, ...] = ()
+    label: str = "agent"
+
+
+def verify_acted_on(
+    task: Task, acted: ActedOn, runtime: DockerRuntime, options: VerifyOptions
+) -> Outcome:
+    """Verify a container someone else started and the agent already acted in.
+
+    The same verification `verify_task` runs after its own agent phase, with the same
+    pristine control in `sealed`. The container is left to its owner: frozen or killed
+    (as the mode needs), never removed.
+    """
+    outcome = _guarded(_Existing(task, acted, runtime, options))
+    if options.mode is not Mode.SEALED or not needs_pristine_control(outcome):
+        return outcome
+    # The control runs on the very image the agent's container was started from.
+    noop = _Rollout(task, AgentSpec.noop(), runtime, VerifyOptions(options.mode), acted.image)
+    control = _guarded(noop)
+    return blame_state(outcome, control, task.config.verifier.timeout_sec)
+
+
 def _verify_once(
     task: Task, agent: AgentSpec, runtime: DockerRuntime, options: VerifyOptions
 ) -> Outcome:
-    run = _Rollout(task, agent, runtime, options)
+    return _guarded(_Rollout(task, agent, runtime, options))
+
+
+def _guarded(run: _Verification) -> Outcome:
     try:
         return run.execute()
     except Exception as exc:  # a bug of cleanroom's own: still an outcome, with its trace
@@ -168,12 +206,17 @@ def _verify_once(
             run.teardown()
 
 
-class _Rollout:
+class _Verification:
+    """Verifying an agent's container in a mode; `execute` supplies that container."""
+
+    # Whether this run started the agent's container (and so removes it when done) and
+    # made its reward folder (and so knows the mode it left it in).
+    owns_agent_container = True
+
     def __init__(
-        self, task: Task, agent: AgentSpec, runtime: DockerRuntime, options: VerifyOptions
+        self, task: Task, label: str, runtime: DockerRuntime, options: VerifyOptions
     ) -> None:
         self.task = task
-        self.agent = agent
         self.rt = runtime
         self.options = options
         self.plan = plan(options.mode)
@@ -182,7 +225,7 @@ class _Rollout:
         self.workdir = task.config.environment.workdir
         self.timings: dict[str, float] = {}
         self.ev = Evidence(options.mode)
-        self.ev.details.update(task=task.name, agent=agent.label)
+        self.ev.details.update(task=task.name, agent=label)
         if task.warnings:
             self.ev.details["task_warnings"] = [str(w) for w in task.warnings]
         self.containers: list[str] = []
@@ -195,36 +238,17 @@ class _Rollout:
         self.solution_env: dict[str, str] = {}
         self.verifier_env: dict[str, str] = {}
 
-    # The sequence ------------------------------------------------------------------
-
     def execute(self) -> Outcome:
-        started = time.monotonic()
-        try:
-            if not self._resolve_env():
-                return self._decide(started)
-            with self._timed("build_s"):
-                image = self._image()
-            if image is None:
-                return self._decide(started)
-            agent_ctr = self._start_agent_container(image)
-            with self._timed("healthcheck_s"):
-                unhealthy = self._unhealthy(agent_ctr)
-            if unhealthy:
-                self.ev.environment_error = f"before the agent phase, {unhealthy}"
-                return self._decide(started)
-            with self._timed("agent_s"):
-                self._agent_phase(agent_ctr)
-            verify_start = time.monotonic()
-            if self.plan.in_agent_container:
-                self._verify_in_place(agent_ctr)
-            else:
-                self._verify_sealed(agent_ctr, image)
-            self.timings["verify_s"] = time.monotonic() - verify_start
-        except RuntimeUnavailable as exc:
-            self.ev.unavailable = str(exc)
-        except _Unhealthy as exc:
-            self.ev.environment_error = str(exc)
-        return self._decide(started)
+        raise NotImplementedError
+
+    def _verify_agent_container(self, agent_ctr: str, image: str) -> None:
+        """The verification both paths share, once the agent has acted in ``agent_ctr``."""
+        verify_start = time.monotonic()
+        if self.plan.in_agent_container:
+            self._verify_in_place(agent_ctr)
+        else:
+            self._verify_sealed(agent_ctr, image)
+        self.timings["verify_s"] = time.monotonic() - verify_start
 
     def _resolve_env(self) -> bool:
         """Resolve the ``${VAR}`` templates of the task's three environments from the
@@ -271,86 +295,6 @@ class _Rollout:
                 "workspace": str(self.workspace) if self.workspace else None,
             }
         return decide(self.ev)
-
-    def _image(self) -> str | None:
-        try:
-            image, built = self.rt.image_for(self.task, dict(self.options.image_map))
-        except ImageBuildFailed as exc:
-            self.ev.environment_error = f"the task image {exc.tag} could not be made"
-            self.ev.build_log = exc.log
-            return None
-        self.ev.details.update(image=image, image_built=built)
-        if self.workdir is None:
-            self.workdir = self.rt.image_workdir(image)
-        return image
-
-    def _start_agent_container(self, image: str) -> str:
-        binds: dict[Path, str] = {}
-        if self.plan.freezes_agent:
-            # The agent's own reward folder is a host folder, watched from the host: what
-            # the agent leaves there is an attempt at forging, found without an exec.
-            self.agent_reward_dir = self._workspace() / "agent-verifier"
-            self.agent_reward_dir.mkdir()
-            self.agent_reward_dir.chmod(0o777)
-            binds[self.agent_reward_dir] = self.vcfg.reward_dir
-        # The reward and log folders start empty, whatever the image holds there: what is
-        # found in them afterwards is the agent's (Harbor mounts host folders there).
-        hidden = sorted({self.vcfg.reward_dir, "/logs/verifier", "/logs/agent"})
-        ctr = self.rt.start_agent_container(
-            image, self.limits, self.workdir, self.task.name, binds, self.task_env, hidden
-        )
-        self.containers.append(ctr)
-        # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
-        # same so that the attacks they control for are real.
-        dirs = sorted({self.vcfg.reward_dir, "/logs/agent"})
-        made = self.rt.exec(
-            ctr, ["sh", "-c", 'mkdir -p "$@" && chmod 0777 "$@"', "mkdirs", *dirs], user="0"
-        )
-        if made.exit_code != 0:
-            raise RuntimeUnavailable(f"preparing {dirs} failed: {_tail(made.output)}")
-        if self.plan.freezes_agent:
-            # The reward folder is a bind mount: Docker makes its mount point in the
-            # container's own layer whenever it copies files in (the solution), so it is
-            # the harness's change, not the agent's.
-            mount_point = Change(self.vcfg.reward_dir, ChangeKind.ADDED)
-            self.baseline = [*self.rt.changes(ctr).changes, mount_point]
-        return ctr
-
-    def _agent_phase(self, ctr: str) -> None:
-        argv = self._agent_argv(ctr)
-        if argv is None:
-            self.ev.details["agent_phase"] = {"ran": False}
-            return
-        result = self.rt.exec(
-            ctr,
-            argv,
-            user=self.task.config.agent.user,
-            env=self.solution_env if self.agent.kind == "solution" else None,
-            workdir=self.workdir,
-            timeout=self.task.config.agent.timeout_sec,
-        )
-        self.ev.details["agent_phase"] = {
-            "exit_code": result.exit_code,
-            "timed_out": result.timed_out,
-            "seconds": round(result.seconds, 3),
-            "output_tail": _tail(result.output),
-        }
-
-    def _agent_argv(self, ctr: str) -> list[str] | None:
-        if self.agent.kind == "noop":
-            return None
-        if self.agent.kind == "solution":
-            if not (self.task.solution_dir / "solve.sh").is_file():
-                raise RuntimeUnavailable(f"{self.task.name} has no solution/solve.sh")
-            self.rt.put_dir(ctr, self.task.solution_dir, "/solution")
-            return ["bash", "/solution/solve.sh"]
-        if self.agent.files:
-            folder = self._workspace() / "agent-files"
-            folder.mkdir()
-            for name, data in self.agent.files:
-                (folder / name).write_bytes(data)
-            self.rt.put_dir(ctr, folder, AGENT_FILES_DIR)
-        return ["bash", "-c", self.agent.text]
 
     # shared and cleared: in the live agent container ---------------------------------
 
@@ -418,12 +362,14 @@ class _Rollout:
                     self.ev.details["diff"]["incomplete"] = diff.incomplete
                 if self.vcfg.live_processes:
                     self.rt.unpause(agent_ctr)  # honest work lives in its processes
-                else:
+                elif self.owns_agent_container:
                     self._in_background(lambda: self.rt.remove(agent_ctr))
+                # The reward folder is watched from the host (`_planted`) when it is
+                # bound from there; otherwise what the agent wrote into it is in the diff.
+                watched = self.agent_reward_dir is not None
                 self.ev.tamper = classify(
                     diff.changes,
-                    # The reward folder is watched from the host (`_planted`), not in the diff.
-                    verifier_places=(TESTS_DIR,),
+                    verifier_places=(TESTS_DIR,) if watched else (TESTS_DIR, self.vcfg.reward_dir),
                     state_paths=state_paths,
                     planted=planted,
                     baseline=self.baseline,
@@ -549,7 +495,8 @@ class _Rollout:
             return []
         found: list[str] = []
         mode = stat.S_IMODE(os.lstat(folder).st_mode)
-        if mode != 0o777:
+        # Only the harness that made the folder knows the mode it was left in.
+        if self.owns_agent_container and mode != 0o777:
             found.append(f"{self.vcfg.reward_dir} (its mode changed to {mode:04o})")
         with os.scandir(folder) as entries:
             for entry in sorted(entries, key=lambda e: e.name)[:20]:
@@ -721,6 +668,157 @@ class _Rollout:
 
 class _Unhealthy(Exception):
     """The task's healthcheck failed in a container the harness started."""
+
+
+class _Rollout(_Verification):
+    """cleanroom's own rollout: the task's image, an agent container, the agent phase."""
+
+    def __init__(
+        self,
+        task: Task,
+        agent: AgentSpec,
+        runtime: DockerRuntime,
+        options: VerifyOptions,
+        image: str | None = None,
+    ) -> None:
+        super().__init__(task, agent.label, runtime, options)
+        self.agent = agent
+        # An image already built from the task's environment; otherwise built or reused.
+        self.given_image = image
+
+    def execute(self) -> Outcome:
+        started = time.monotonic()
+        try:
+            if not self._resolve_env():
+                return self._decide(started)
+            with self._timed("build_s"):
+                image = self._image()
+            if image is None:
+                return self._decide(started)
+            agent_ctr = self._start_agent_container(image)
+            with self._timed("healthcheck_s"):
+                unhealthy = self._unhealthy(agent_ctr)
+            if unhealthy:
+                self.ev.environment_error = f"before the agent phase, {unhealthy}"
+                return self._decide(started)
+            with self._timed("agent_s"):
+                self._agent_phase(agent_ctr)
+            self._verify_agent_container(agent_ctr, image)
+        except RuntimeUnavailable as exc:
+            self.ev.unavailable = str(exc)
+        except _Unhealthy as exc:
+            self.ev.environment_error = str(exc)
+        return self._decide(started)
+
+    def _image(self) -> str | None:
+        try:
+            if self.given_image is not None:
+                image, built = self.given_image, False
+            else:
+                image, built = self.rt.image_for(self.task, dict(self.options.image_map))
+        except ImageBuildFailed as exc:
+            self.ev.environment_error = f"the task image {exc.tag} could not be made"
+            self.ev.build_log = exc.log
+            return None
+        self.ev.details.update(image=image, image_built=built)
+        if self.workdir is None:
+            self.workdir = self.rt.image_workdir(image)
+        return image
+
+    def _start_agent_container(self, image: str) -> str:
+        binds: dict[Path, str] = {}
+        if self.plan.freezes_agent:
+            # The agent's own reward folder is a host folder, watched from the host: what
+            # the agent leaves there is an attempt at forging, found without an exec.
+            self.agent_reward_dir = self._workspace() / "agent-verifier"
+            self.agent_reward_dir.mkdir()
+            self.agent_reward_dir.chmod(0o777)
+            binds[self.agent_reward_dir] = self.vcfg.reward_dir
+        # The reward and log folders start empty, whatever the image holds there: what is
+        # found in them afterwards is the agent's (Harbor mounts host folders there).
+        hidden = sorted({self.vcfg.reward_dir, "/logs/verifier", "/logs/agent"})
+        ctr = self.rt.start_agent_container(
+            image, self.limits, self.workdir, self.task.name, binds, self.task_env, hidden
+        )
+        self.containers.append(ctr)
+        # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
+        # same so that the attacks they control for are real.
+        dirs = sorted({self.vcfg.reward_dir, "/logs/agent"})
+        made = self.rt.exec(
+            ctr, ["sh", "-c", 'mkdir -p "$@" && chmod 0777 "$@"', "mkdirs", *dirs], user="0"
+        )
+        if made.exit_code != 0:
+            raise RuntimeUnavailable(f"preparing {dirs} failed: {_tail(made.output)}")
+        if self.plan.freezes_agent:
+            # The reward folder is a bind mount: Docker makes its mount point in the
+            # container's own layer whenever it copies files in (the solution), so it is
+            # the harness's change, not the agent's.
+            mount_point = Change(self.vcfg.reward_dir, ChangeKind.ADDED)
+            self.baseline = [*self.rt.changes(ctr).changes, mount_point]
+        return ctr
+
+    def _agent_phase(self, ctr: str) -> None:
+        argv = self._agent_argv(ctr)
+        if argv is None:
+            self.ev.details["agent_phase"] = {"ran": False}
+            return
+        result = self.rt.exec(
+            ctr,
+            argv,
+            user=self.task.config.agent.user,
+            env=self.solution_env if self.agent.kind == "solution" else None,
+            workdir=self.workdir,
+            timeout=self.task.config.agent.timeout_sec,
+        )
+        self.ev.details["agent_phase"] = {
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "seconds": round(result.seconds, 3),
+            "output_tail": _tail(result.output),
+        }
+
+    def _agent_argv(self, ctr: str) -> list[str] | None:
+        if self.agent.kind == "noop":
+            return None
+        if self.agent.kind == "solution":
+            if not (self.task.solution_dir / "solve.sh").is_file():
+                raise RuntimeUnavailable(f"{self.task.name} has no solution/solve.sh")
+            self.rt.put_dir(ctr, self.task.solution_dir, "/solution")
+            return ["bash", "/solution/solve.sh"]
+        if self.agent.files:
+            folder = self._workspace() / "agent-files"
+            folder.mkdir()
+            for name, data in self.agent.files:
+                (folder / name).write_bytes(data)
+            self.rt.put_dir(ctr, folder, AGENT_FILES_DIR)
+        return ["bash", "-c", self.agent.text]
+
+
+class _Existing(_Verification):
+    """A container another harness started and the agent acted in (`ActedOn`)."""
+
+    owns_agent_container = False
+
+    def __init__(
+        self, task: Task, acted: ActedOn, runtime: DockerRuntime, options: VerifyOptions
+    ) -> None:
+        super().__init__(task, acted.label, runtime, options)
+        self.acted = acted
+        self.agent_reward_dir = acted.reward_dir
+        self.baseline = list(acted.baseline)
+
+    def execute(self) -> Outcome:
+        started = time.monotonic()
+        try:
+            if not self._resolve_env():
+                return self._decide(started)
+            self.ev.details.update(image=self.acted.image, container=self.acted.container)
+            if self.workdir is None:
+                self.workdir = self.rt.image_workdir(self.acted.image)
+            self._verify_agent_container(self.acted.container, self.acted.image)
+        except RuntimeUnavailable as exc:
+            self.ev.unavailable = str(exc)
+        return self._decide(started)
 
 
 def _a(kind: str) -> str:

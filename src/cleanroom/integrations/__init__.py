@@ -1,0 +1,2 @@
+"""cleanroom inside other harnesses: `harbor` (needs the ``harbor`` extra) and the
+harness-neutral part it uses, `acted_on`."""

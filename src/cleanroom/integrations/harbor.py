@@ -1,0 +1,122 @@
+"""cleanroom's sealed verification as a Harbor verifier (needs ``cleanroom[harbor]``).
+
+    harbor run -p TASK -a AGENT \\
+        --verifier-import-path cleanroom.integrations.harbor:SealedVerifier
+
+Harbor's docker environment starts the agent's container as the ``main`` service of a
+Compose project named after the trial's session. After the agent phase Harbor hands this
+verifier that environment; it freezes (or kills) the agent's processes, checks what the
+agent left in the verifier's places, and runs the task's tests on a fresh container of the
+pristine image with only the agent's state copied in (see `acted_on` and
+`verifiers.container.verify`). A valid outcome, including the agent's own 0 for
+tampering, is returned as the reward; an invalid one is raised, so that Harbor records
+the trial's exception and no reward rather than a 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from harbor.environments.base import BaseEnvironment
+from harbor.environments.docker.docker import (
+    DockerEnvironment,
+    _sanitize_docker_compose_project_name,
+)
+from harbor.models.task.verifier_mode import (
+    VerifierEnvironmentMode,
+    resolve_task_verifier_mode,
+)
+from harbor.models.trial.config import TrialConfig
+from harbor.models.trial.paths import EnvironmentPaths
+from harbor.models.verifier.result import VerifierResult
+from harbor.verifier.base import BaseVerifier
+
+from cleanroom.integrations.acted_on import (
+    BudgetTooShortError,
+    InvalidOutcomeError,
+    check_budget,
+    rewards_of,
+    verify_compose_service,
+)
+from cleanroom.verifiers.container.modes import Mode
+
+# Harbor's name for the service the agent runs in.
+MAIN_SERVICE = "main"
+# Written into the trial folder (not a folder bound into the agent's container).
+OUTCOME_FILE = "cleanroom-outcome.json"
+
+__all__ = ["BudgetTooShortError", "InvalidOutcomeError", "SealedVerifier"]
+
+
+class SealedVerifier(BaseVerifier):
+    """Harbor's verifier hook running cleanroom's verification (``sealed`` by default;
+    ``--verifier-kwarg mode=cleared`` or ``shared`` for comparison)."""
+
+    def __init__(self, *, mode: str = Mode.SEALED.value, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        try:
+            self.mode = Mode(mode)
+        except ValueError:
+            choices = ", ".join(m.value for m in Mode)
+            raise ValueError(f"verifier kwarg mode={mode!r}: choose one of {choices}") from None
+
+    async def verify(self) -> VerifierResult:
+        environment: BaseEnvironment = self.environment
+        if not isinstance(environment, DockerEnvironment):
+            raise TypeError(
+                f"cleanroom's SealedVerifier needs Harbor's docker environment, "
+                f"not {type(environment).__name__}"
+            )
+        if self.task.has_steps or (
+            resolve_task_verifier_mode(self.task.config) is not VerifierEnvironmentMode.SHARED
+        ):
+            # Elsewhere Harbor hands the verifier another environment than the agent's.
+            raise ValueError(
+                "cleanroom's SealedVerifier verifies single-step tasks in Harbor's shared "
+                "verifier mode (the agent's own container): remove [verifier] environment "
+                "or environment_mode = 'separate', and [[steps]], from task.toml"
+            )
+        limit = float(self.task.config.verifier.timeout_sec)
+        allowed, base = self._harbor_budget(limit)
+        check_budget(
+            allowed,
+            limit,
+            self.mode,
+            "run harbor with --verifier-timeout-multiplier {} (or more)",
+            base,
+        )
+        project = _sanitize_docker_compose_project_name(environment.session_id)
+        task_dir = Path(self.task.paths.task_dir)
+        # The folders Harbor makes in the agent's container before the agent starts,
+        # bound from the trial folder or not (``--ek auto_mounting=true``).
+        paths = EnvironmentPaths.for_os(environment.os)
+        harness_dirs = [str(p) for p in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir)]
+        outcome = await asyncio.to_thread(
+            verify_compose_service, task_dir, project, MAIN_SERVICE, self.mode, harness_dirs
+        )
+        record = Path(self.trial_paths.trial_dir) / OUTCOME_FILE
+        record.write_text(json.dumps(outcome.to_json(), indent=2, default=str) + "\n")
+        self.logger.info(
+            "cleanroom: %s (%s) score=%s reason=%s",
+            outcome.status.value,
+            self.mode.value,
+            outcome.score,
+            outcome.reason.value if outcome.reason else None,
+        )
+        return VerifierResult(rewards=rewards_of(outcome))
+
+    def _harbor_budget(self, limit_s: float) -> tuple[float, float]:
+        """The time Harbor allows this verifier and the base its multiplier applies to,
+        as its trial computes them (the trial's config.json holds the overrides and
+        multipliers it runs with)."""
+        config_path = Path(self.trial_paths.trial_dir) / "config.json"
+        config = TrialConfig.model_validate_json(config_path.read_text())
+        base = config.verifier.override_timeout_sec or limit_s
+        if config.verifier.max_timeout_sec:
+            base = min(base, config.verifier.max_timeout_sec)
+        multiplier = config.verifier_timeout_multiplier
+        factor = multiplier if multiplier is not None else config.timeout_multiplier
+        return base * factor, base

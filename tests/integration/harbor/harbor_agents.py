@@ -1,0 +1,51 @@
+"""Harbor agents of the tests' own (``--agent-import-path harbor_agents:PlantingAgent``,
+with this folder on PYTHONPATH), for the fix-median task; they run in Harbor's Python.
+
+`PlantingAgent` does not do the task: it plants a reward of 1 and leaves a process
+rewriting it every 50 ms, so that a verifier that removes the reward before its tests and
+reads it after them still reads 1. `HangingAgent` leaves a module under test that never
+returns, so the tests run out of time on its state."""
+
+from __future__ import annotations
+
+from harbor.agents.base import BaseAgent
+from harbor.environments.base import BaseEnvironment
+from harbor.models.agent.context import AgentContext
+
+REWRITER = (
+    "nohup setsid sh -c 'while :; do echo 1 > /logs/verifier/reward.txt; sleep 0.05; done' "
+    ">/dev/null 2>&1 < /dev/null &"
+)
+
+
+class PlantingAgent(BaseAgent):
+    @staticmethod
+    def name() -> str:
+        return "cleanroom-test-planting-agent"
+
+    def version(self) -> str:
+        return "1"
+
+    async def setup(self, environment: BaseEnvironment) -> None:
+        return None
+
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
+        result = await environment.exec(command=f"echo 1 > /logs/verifier/reward.txt; {REWRITER}")
+        if result.return_code != 0:
+            raise RuntimeError(f"planting failed: {result.stdout} {result.stderr}")
+
+
+class HangingAgent(PlantingAgent):
+    @staticmethod
+    def name() -> str:
+        return "cleanroom-test-hanging-agent"
+
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
+        hang = "printf 'import time\\ntime.sleep(10**6)\\n' > /app/stats.py"
+        result = await environment.exec(command=hang)
+        if result.return_code != 0:
+            raise RuntimeError(f"writing stats.py failed: {result.stdout} {result.stderr}")

@@ -1,0 +1,195 @@
+"""Real `harbor run` (Harbor 0.25.0 in .venv-harbor, its docker environment, Docker
+Compose) with cleanroom's verifier plugged in through Harbor's own hook.
+
+The planting agent is the positive control: Harbor's default verifier removes a planted
+reward before the tests, but the agent's process rewrites it, and Harbor scores the agent
+1 for a task it never did. cleanroom's `SealedVerifier` must score the same run 0 (the
+agent's tamper), still score the oracle 1, and hand an invalid outcome to Harbor as an
+exception, with no reward.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cleanroom.verifiers.container.docker_runtime import DockerRuntime
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(600)]
+
+REPO = Path(__file__).resolve().parents[3]
+HARBOR = REPO / ".venv-harbor" / "bin" / "harbor"
+TASKS = REPO / "examples" / "tasks"
+TASK = TASKS / "fix-median"
+SEALED = "cleanroom.integrations.harbor:SealedVerifier"
+PLANTING_AGENT = "harbor_agents:PlantingAgent"
+HANGING_AGENT = "harbor_agents:HangingAgent"
+# fix-median's tests may run 60 s, twice in sealed, plus the overhead: see check_budget.
+SEALED_ARGS = ("--verifier-import-path", SEALED, "--verifier-timeout-multiplier", "3")
+
+
+def harbor_run(
+    runtime: DockerRuntime,
+    jobs: Path,
+    task: Path,
+    agent: list[str],
+    verifier: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """One trial of ``task`` through `harbor run`; its trial folder's result.json, with
+    the trial folder itself under ``"trial_dir"``."""
+    if not HARBOR.is_file():
+        pytest.fail("no .venv-harbor with Harbor: run `make setup` (needs Python 3.12+)")
+    env = {
+        **os.environ,
+        # The agent of the tests' own is imported by Harbor from this folder.
+        "PYTHONPATH": str(Path(__file__).parent),
+        # What cleanroom starts inside Harbor is removed with the test's runtime.
+        "CLEANROOM_LABELS": ",".join(f"{k}={v}" for k, v in runtime.labels.items()),
+    }
+    argv = [str(HARBOR), "run", "-p", str(task), *agent, *verifier]
+    argv += ["-o", str(jobs), "-n", "1", "-y"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=540)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = [p for p in jobs.glob("*/*/result.json")]
+    assert len(results) == 1, f"expected one trial, found {results}: {done.stdout[-2000:]}"
+    result: dict[str, Any] = json.loads(results[0].read_text())
+    result["trial_dir"] = results[0].parent
+    return result
+
+
+def reward(result: dict[str, Any]) -> float | None:
+    rewards = (result.get("verifier_result") or {}).get("rewards") or {}
+    value = rewards.get("reward")
+    return None if value is None else float(value)
+
+
+def outcome(result: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((result["trial_dir"] / "cleanroom-outcome.json").read_text())
+    return data
+
+
+@pytest.mark.parametrize(
+    ("task", "processes"),
+    # http-sum's verifier talks to the server the agent left running (live_processes).
+    [("fix-median", "killed"), ("http-sum", "frozen")],
+)
+def test_the_oracle_scores_one_with_the_sealed_verifier(
+    runtime: DockerRuntime, tmp_path: Path, task: str, processes: str
+) -> None:
+    result = harbor_run(runtime, tmp_path, TASKS / task, ["--agent", "oracle"], SEALED_ARGS)
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 1.0
+    seen = outcome(result)
+    assert seen["outcome"] == "success"
+    assert seen["details"]["mode"] == "sealed"
+    assert seen["details"]["agent_processes"] == processes
+
+
+def test_a_rewriting_process_fools_harbors_own_verifier(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """The positive control: the attack works against Harbor's default verifier."""
+    result = harbor_run(runtime, tmp_path, TASK, ["--agent-import-path", PLANTING_AGENT])
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 1.0  # the task was never done
+
+
+@pytest.mark.parametrize(
+    ("mounting", "evidence"),
+    [
+        # Harbor's default: /logs is in the container's own layer, so is the plant.
+        ((), "A /logs/verifier/reward.txt"),
+        # /logs bound from the trial folder: the plant is seen there, from the host.
+        (("--ek", "auto_mounting=true"), "planted /logs/verifier/reward.txt"),
+    ],
+    ids=["logs-in-container", "logs-bound-from-host"],
+)
+def test_the_sealed_verifier_scores_the_same_attack_zero(
+    runtime: DockerRuntime, tmp_path: Path, mounting: tuple[str, ...], evidence: str
+) -> None:
+    result = harbor_run(
+        runtime,
+        tmp_path,
+        TASK,
+        ["--agent-import-path", PLANTING_AGENT, *mounting],
+        SEALED_ARGS,
+    )
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 0.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["reason"], seen["caused_by"]) == ("failure", "tamper", "agent")
+    assert seen["details"]["tamper"] == [evidence]
+
+
+def test_an_invalid_outcome_reaches_harbor_as_an_exception_not_a_zero(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """A verifier that writes a junk reward on every state (the agent's and the pristine
+    one) is the infrastructure's fault: Harbor records the exception and no reward."""
+    task = tmp_path / "junk-reward"
+    shutil.copytree(TASK, task)
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho nan > /logs/verifier/reward.txt\n")
+    result = harbor_run(
+        runtime,
+        tmp_path / "jobs",
+        task,
+        ["--agent", "oracle"],
+        SEALED_ARGS,
+    )
+    assert reward(result) is None
+    info = result["exception_info"]
+    assert info is not None and info["exception_type"] == "InvalidOutcomeError"
+    assert "bad_reward" in info["exception_message"]
+    seen = outcome(result)
+    assert (seen["outcome"], seen["reason"]) == ("invalid", "bad_reward")
+
+
+def with_verifier_limit(tmp_path: Path, seconds: int) -> Path:
+    """A copy of fix-median whose tests may run ``seconds``."""
+    task = tmp_path / "fix-median"
+    shutil.copytree(TASK, task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_sec = 60", f"timeout_sec = {seconds}"))
+    return task
+
+
+def test_an_agent_that_hangs_the_tests_gets_its_zero_not_harbors_timeout(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """The tests time out on the agent's state and pass cleanly on the pristine one: the
+    agent broke the verifier, a 0, inside the time Harbor allows."""
+    task = with_verifier_limit(tmp_path, 10)
+    result = harbor_run(
+        runtime,
+        tmp_path / "jobs",
+        task,
+        ["--agent-import-path", HANGING_AGENT],
+        ("--verifier-import-path", SEALED, "--verifier-timeout-multiplier", "8"),
+    )
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 0.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["reason"]) == ("failure", "broke_verifier")
+    # The control ran on the image Harbor built and started the agent's container from.
+    assert seen["details"]["pristine_control"]["image"] == seen["details"]["image"]
+
+
+def test_a_harbor_timeout_shorter_than_cleanroom_s_limits_is_refused_before_verifying(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """Harbor's default allows the verifier only the task's own limit: an agent could make
+    the run end in Harbor's timeout, with no reward, so the verifier refuses to start."""
+    result = harbor_run(
+        runtime, tmp_path, TASK, ["--agent", "oracle"], ("--verifier-import-path", SEALED)
+    )
+    assert reward(result) is None
+    info = result["exception_info"]
+    assert info is not None and info["exception_type"] == "BudgetTooShortError"
+    assert "--verifier-timeout-multiplier 3.0" in info["exception_message"]
+    assert not (result["trial_dir"] / "cleanroom-outcome.json").exists()
