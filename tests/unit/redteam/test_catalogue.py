@@ -31,7 +31,7 @@ FORGING_ROUTES = [
     "junk reward 'inf'",
     "junk reward '1e9'",
     "junk reward '-1'",
-    "junk reward ' 1 '",
+    "a planted reward padded with spaces (' 1 '), which Harbor's float() reads as 1",
     "killing test.sh from a process left behind",
 ]
 # The outside red team's routes and crash inputs, added to those.
@@ -77,7 +77,6 @@ def test_rewards_the_strict_parser_refuses_are_controlled_by_disturbance() -> No
         "junk-inf",
         "junk-huge-number",
         "junk-negative",
-        "junk-padded",
         "junk-deep-json",
         "junk-huge-int",
         "device-reward",
