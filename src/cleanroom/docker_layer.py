@@ -71,6 +71,12 @@ def _error(error: type[DockerError], message: str, status: int | None) -> Docker
     return out
 
 
+def anonymous_volume(target: str) -> Any:
+    """A ``mounts`` entry for a fresh anonymous volume at ``target``, removed with its
+    container when that is removed with its volumes."""
+    return docker.types.Mount(target, None, type="volume")
+
+
 @dataclass(frozen=True)
 class ExecResult:
     """What one command in a container did.

@@ -22,6 +22,7 @@ FORGING_ROUTES = [
     "a trojaned python on PATH",
     "a trojaned curl on PATH",
     "a trojaned bash on PATH",
+    "a trojaned head on PATH, which a reward reader runs in the container as root",
     "a sitecustomize.py hook",
     "a .pth hook",
     "a read-only or immutable verifier directory",
@@ -82,6 +83,14 @@ def test_rewards_the_strict_parser_refuses_are_controlled_by_disturbance() -> No
         "device-reward",
         "workdir-replaced",
     }
+
+
+def test_a_trojaned_reward_reader_is_an_attack_cleared_holds_against() -> None:
+    # cleared reads the reward through the archive API, not with the container's head.
+    attack = by_id("trojan-head")
+
+    assert (attack.control, attack.cleared) == (Control.FOOLED, ClearedExpectation.HOLDS)
+    assert "/usr/local/bin/head" in attack.script
 
 
 def test_the_background_writer_is_cleared_modes_known_limit() -> None:

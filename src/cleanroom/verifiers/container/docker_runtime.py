@@ -28,8 +28,9 @@ from cleanroom.docker_layer import (
     DockerError,
     ExecResult,
     ImageBuildFailed,
+    anonymous_volume,
 )
-from cleanroom.verifiers.container import overlay, state_archive
+from cleanroom.verifiers.container import archive_read, overlay, state_archive
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.tamper import Change, ChangeKind, Diff
 from cleanroom.verifiers.container.task import Task
@@ -42,9 +43,11 @@ LOGS_TMPFS = "rw,size=64m,mode=0777"
 BUILD_LOG_SHOWN = 4000
 _READ_ATTEMPTS = 3
 _READ_TIMEOUT_S = 10.0
+_NOT_A_FOLDER = "not a directory"  # the daemon's words when a parent is a file
 
-# Reads one file as uid 0 the way a program in the container would see it (following
-# links), without blocking on a FIFO and without reading past the cap. Exit 3: missing;
+# The naive reader (``shared`` only): one file read as uid 0 the way a program in the
+# container would see it (following links), without blocking on a FIFO and without
+# reading past the cap. Exit 3: missing;
 # 4: not a regular file (its type on stderr); otherwise stderr holds the size.
 _READ_SCRIPT = r"""
 p="$1"; cap="$2"
@@ -200,19 +203,28 @@ class DockerRuntime:
         workdir: str | None,
         name_hint: str,
         binds: Mapping[Path, str] | None = None,
+        logs_on_volume: bool = False,
     ) -> str:
-        """Start the task container idle, no network unless asked, ``/logs`` a tmpfs.
+        """Start the task container idle, no network unless asked, ``/logs`` its own.
 
-        ``/logs`` is a tmpfs the agent can write (as in Harbor, where it is a shared
-        folder): the naive modes need the planted files to be there. ``binds`` puts host
-        folders inside it (sealed mode watches the reward folder from the host).
+        ``/logs`` is a folder the agent can write (as in Harbor, where it is a shared
+        folder): the naive modes need the planted files to be there. It is a tmpfs, or
+        with ``logs_on_volume`` an anonymous volume removed with the container: the
+        Docker archive API, which reads the reward without running anything in the
+        container, sees volumes but not tmpfs mounts. ``binds`` puts host folders inside
+        it (sealed mode watches the reward folder from the host).
         """
         volumes = {str(h): {"bind": d, "mode": "rw"} for h, d in (binds or {}).items()}
+        logs: dict[str, Any] = (
+            {"mounts": [anonymous_volume("/logs")]}
+            if logs_on_volume
+            else {"tmpfs": {"/logs": LOGS_TMPFS}}
+        )
         return self.docker.run_container(
             image,
             KEEPALIVE,
             network_mode="bridge" if limits.network else "none",
-            tmpfs={"/logs": LOGS_TMPFS},
+            **logs,
             volumes=volumes,
             working_dir=workdir or "",
             labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": name_hint},
@@ -400,11 +412,42 @@ class DockerRuntime:
         )
 
     def read_file(self, container: str, path: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:
-        """Observe a file inside a container as uid 0, following links as a program would.
+        """Observe a file in a container through the Docker archive API: nothing runs in
+        the container, links are reported and not followed, a FIFO, socket, device or
+        folder is reported from its stat alone, and at most ``cap + 1`` bytes are read.
 
-        A read that returns fewer bytes than the file's size (the output lost on its way,
-        or the file changing under the reader) is tried again; if it stays short the
-        daemon's word cannot be trusted and `RuntimeUnavailable` says so.
+        A stream cut short or unreadable (the daemon's output lost on its way, or the
+        file changing under the reader) is tried again; if it stays so the daemon's word
+        cannot be trusted and `RuntimeUnavailable` says so.
+        """
+        failed = ""
+        for _ in range(_READ_ATTEMPTS):
+            try:
+                chunks, stat = self.docker.get_archive(container, path)
+            except RuntimeUnavailable as exc:
+                # A path under a file (ENOTDIR) names nothing, as for a program that looks.
+                if exc.status == 404 or (exc.status is not None and _NOT_A_FOLDER in str(exc)):
+                    return RewardFile.missing(path)
+                raise
+            try:
+                return archive_read.observe(path, stat, chunks, cap)
+            except archive_read.ArchiveReadError as exc:
+                failed = str(exc)
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()
+        raise RuntimeUnavailable(f"reading {path}: {failed} in {_READ_ATTEMPTS} attempts")
+
+    def read_file_in_container(
+        self, container: str, path: str, cap: int = REWARD_CAP_BYTES
+    ) -> RewardFile:
+        """Observe a file the naive way, by running ``sh``, ``stat`` and ``head`` in the
+        container as uid 0 (following links as a program would). Only the ``shared``
+        baseline reads so: a program the agent replaced answers for the file.
+
+        A read that returns fewer bytes than the file's size is tried again; if it stays
+        short `RuntimeUnavailable` says so.
         """
         short = ""
         for _ in range(_READ_ATTEMPTS):

@@ -35,7 +35,7 @@ from cleanroom.verifiers.container.docker_runtime import (
     StateTooLarge,
 )
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
-from cleanroom.verifiers.container.reward import FileKind, RewardFile
+from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.state_archive import StateArchiveError
 from cleanroom.verifiers.container.tamper import (
     Change,
@@ -233,11 +233,20 @@ class _Rollout:
             self.agent_reward_dir.mkdir()
             self.agent_reward_dir.chmod(0o777)
             binds[self.agent_reward_dir] = self.vcfg.reward_dir
-        ctr = self.rt.start_agent_container(image, self.limits, self.workdir, self.task.name, binds)
+        # Where the reward is read in this container, /logs is a volume: the archive API
+        # that reads it does not see a tmpfs.
+        ctr = self.rt.start_agent_container(
+            image,
+            self.limits,
+            self.workdir,
+            self.task.name,
+            binds,
+            logs_on_volume=not self.plan.freezes_agent,
+        )
         self.containers.append(ctr)
         # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
         # same so that the attacks they control for are real.
-        dirs = sorted({self.vcfg.reward_dir, "/logs/agent"})
+        dirs = sorted({"/logs", self.vcfg.reward_dir, "/logs/agent"})
         made = self.rt.exec(
             ctr, ["sh", "-c", 'mkdir -p "$@" && chmod 0777 "$@"', "mkdirs", *dirs], user="0"
         )
@@ -320,13 +329,20 @@ class _Rollout:
             return
         with self._timed("read_s"):
             self._read_results(ctr)
-            self.ev.json_file = self.rt.read_file(ctr, self.vcfg.reward_json_path)
+            self.ev.json_file = self._read_in_place(ctr, self.vcfg.reward_json_path)
             self.ev.text_file = self._text_reward_in(ctr)
 
     def _text_reward_in(self, ctr: str) -> RewardFile:
         if self.ev.json_file is not None and self.ev.json_file.kind is not FileKind.MISSING:
             return RewardFile.missing(self.vcfg.reward_path)  # JSON wins; text is not read
-        return self.rt.read_file(ctr, self.vcfg.reward_path)
+        return self._read_in_place(ctr, self.vcfg.reward_path)
+
+    def _read_in_place(self, ctr: str, path: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:
+        # ``shared`` reads as naive harnesses do, with the container's own programs (its
+        # positive control for a trojaned reader); ``cleared`` through the archive API.
+        if self.plan.reads_in_container:
+            return self.rt.read_file_in_container(ctr, path, cap)
+        return self.rt.read_file(ctr, path, cap)
 
     # sealed: the pristine image, with the agent's state at the state paths ------------
 
@@ -606,7 +622,7 @@ class _Rollout:
                     host_reward_dir, posixpath.basename(path), path, RESULT_CAP_BYTES
                 )
             else:
-                found = self.rt.read_file(ctr, path, RESULT_CAP_BYTES)
+                found = self._read_in_place(ctr, path, RESULT_CAP_BYTES)
             entry: dict[str, Any] = {"kind": found.kind.value}
             if found.kind in (FileKind.REGULAR, FileKind.OVERSIZE):
                 entry.update(size=found.size, text=found.data.decode("utf-8", "replace"))
