@@ -1,8 +1,9 @@
-"""Rewards read through the Docker archive API: nothing runs in the agent's container.
+"""Files looked at through the Docker archive API: nothing runs in the agent's container.
 
-``cleared`` reads the reward this way, so an agent that replaces the programs a reader
-would run (``sh``, ``stat``, ``head``) no longer answers for the file; links, FIFOs and
-devices are refused and a huge file costs its first bytes, as on the host.
+``cleared`` reads the reward, checks that it was cleared and that the work dir is a
+folder this way, so an agent that replaces the programs a reader would run (``sh``,
+``stat``, ``head``, ``rm``, ``test``) no longer answers for them; links, FIFOs and devices
+are refused and a huge file costs its first bytes, as on the host.
 """
 
 from __future__ import annotations
@@ -114,6 +115,24 @@ def test_cleared_is_not_fooled_by_a_trojaned_head_that_shared_believes(
     assert (shared.status, shared.score) == (Status.SUCCESS, 1.0), shared
     assert (cleared.status, cleared.score) == (Status.FAILURE, 0.0), cleared
     assert cleared.details["reward_source"] == "/logs/verifier/reward.txt"
+
+
+@pytest.mark.parametrize(
+    ("attack_id", "reason"),
+    [("trojan-rm", Reason.TAMPER), ("trojan-test", Reason.WORKSPACE_BROKEN)],
+)
+def test_cleared_sees_through_a_trojaned_rm_or_test_and_scores_the_agents_zero(
+    runtime: DockerRuntime, example: Callable[[str], Task], attack_id: str, reason: Reason
+) -> None:
+    # Before cleared looked through the archive API, the trojaned rm left the planted
+    # reward in place (scored 1) and the trojaned test let a setup command fail to start
+    # in a work dir that is a file (invalid: an escaped 0).
+    attack = by_id(attack_id)
+    agent = AgentSpec.script(attack.script, attack.id)
+
+    outcome = verify_task(example(attack.target), agent, runtime, VerifyOptions(Mode.CLEARED))
+
+    assert (outcome.status, outcome.score, outcome.reason) == (Status.FAILURE, 0.0, reason)
 
 
 def test_cleared_reads_a_harbor_reward_json_of_several_metrics(

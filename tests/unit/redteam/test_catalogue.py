@@ -23,6 +23,8 @@ FORGING_ROUTES = [
     "a trojaned curl on PATH",
     "a trojaned bash on PATH",
     "a trojaned head on PATH, which a reward reader runs in the container as root",
+    "a planted reward and a trojaned rm on PATH, which clears nothing and reports success",
+    "the work dir replaced by a file and a trojaned test on PATH that calls it a folder",
     "a sitecustomize.py hook",
     "a .pth hook",
     "a read-only or immutable verifier directory",
@@ -82,15 +84,19 @@ def test_rewards_the_strict_parser_refuses_are_controlled_by_disturbance() -> No
         "junk-huge-int",
         "device-reward",
         "workdir-replaced",
+        "trojan-test",
     }
 
 
-def test_a_trojaned_reward_reader_is_an_attack_cleared_holds_against() -> None:
-    # cleared reads the reward through the archive API, not with the container's head.
-    attack = by_id("trojan-head")
+@pytest.mark.parametrize("program", ["head", "rm", "test"])
+def test_a_trojaned_program_cleared_would_run_is_an_attack_it_holds_against(
+    program: str,
+) -> None:
+    # cleared looks through the archive API, never with the container's own programs.
+    attack = by_id(f"trojan-{program}")
 
-    assert (attack.control, attack.cleared) == (Control.FOOLED, ClearedExpectation.HOLDS)
-    assert "/usr/local/bin/head" in attack.script
+    assert attack.cleared is ClearedExpectation.HOLDS
+    assert f"/usr/local/bin/{program}" in attack.script
 
 
 def test_the_background_writer_is_cleared_modes_known_limit() -> None:

@@ -5,9 +5,11 @@
   baseline many harnesses ship; kept only as the red team's positive control, never the
   default.
 - ``cleared``: ``shared`` plus the reviewed fix: after the setup commands and right before
-  test.sh, the reward file(s) alone are removed as uid 0 from ``/``, failing loudly; the
-  reward is read through the Docker archive API, so no program of the container's takes
-  part in reading it. Known limit: a process the agent left running can still write the reward.
+  test.sh, the reward file(s) alone are removed as uid 0 from ``/``, failing loudly. That
+  they are gone, that the work dir is a folder, and the reward itself are looked at
+  through the Docker archive API, so no program of the container's answers for them (an
+  agent can replace ``rm``, ``test`` or ``head``). Known limit: a process the agent left
+  running can still write the reward once test.sh runs.
 - ``sealed`` (default): the agent container is frozen and its state paths (the work dir,
   what ``[verifier] state`` names, top-level folders the agent created) are taken out;
   test.sh runs in a fresh container from the *pristine* task image with that state

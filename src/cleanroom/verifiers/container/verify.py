@@ -300,9 +300,11 @@ class _Rollout:
     def _verify_in_place(self, ctr: str) -> None:
         # ``shared`` is the naive baseline and does what such harnesses do: a work dir the
         # agent broke makes test.sh fail to start (invalid: the hole this check closes).
+        # ``cleared`` looks through the archive API, never with a program of the
+        # container's (a ``test`` the agent replaced could call a broken work dir fine).
         if self.workdir and self.plan.clears_reward:
-            there = self.rt.exec(ctr, ["test", "-d", self.workdir], user="0", workdir="/")
-            if there.exit_code != 0:
+            there = self.rt.read_file(ctr, posixpath.join(self.workdir, "."), cap=0)
+            if (there.kind, there.note) != (FileKind.OTHER, "directory"):
                 self.ev.agent_fault = AgentFault(
                     Reason.WORKSPACE_BROKEN,
                     f"the work dir {self.workdir} is not a folder after the agent phase",
@@ -323,6 +325,20 @@ class _Rollout:
                     Reason.TAMPER,
                     f"the reward could not be cleared before test.sh: rm exited "
                     f"{cleared.exit_code}: {_tail(cleared.output, 500)}",
+                )
+                return
+            # The rm that ran is the container's: what it left is seen through the
+            # archive API (an rm the agent replaced reports success and removes nothing).
+            left = [
+                p
+                for p in self.vcfg.reward_paths
+                if self.rt.read_file(ctr, p, cap=0).kind is not FileKind.MISSING
+            ]
+            if left:
+                self.ev.agent_fault = AgentFault(
+                    Reason.TAMPER,
+                    f"the reward could not be cleared before test.sh: {', '.join(left)} "
+                    f"still there after rm reported success",
                 )
                 return
         if not self._run_test(ctr, deadline):
