@@ -70,7 +70,7 @@ def test_every_attack_is_a_bash_script_against_an_example_task(attack: object) -
     assert attack.control_means
 
 
-def test_rewards_the_strict_parser_refuses_are_controlled_by_disturbance() -> None:
+def test_rewards_cleanroom_refuses_and_escapes_to_invalid_are_controlled_by_disturbance() -> None:
     disturbed = {a.id for a in ATTACKS if a.control is Control.DISTURBED}
 
     assert disturbed == {
