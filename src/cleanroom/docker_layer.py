@@ -199,7 +199,8 @@ class Docker:
 
     def run_container(self, image: str, command: Sequence[str] | None, **options: Any) -> str:
         """Create and start a detached container (the SDK's ``containers.run`` options,
-        never pulling); it is removed again if it does not start. Returns its id."""
+        never pulling); it is removed again, with its anonymous volumes, if it does not start.
+        Returns its id."""
         with self._call(f"starting a container from {image}"):
             container = self.client.containers.create(
                 image, list(command) if command is not None else None, detach=True, **options
@@ -208,7 +209,7 @@ class Docker:
                 container.start()
             except BaseException:
                 with contextlib.suppress(Exception):
-                    container.remove(force=True)
+                    container.remove(force=True, v=True)
                 raise
         return str(container.id)
 
