@@ -165,3 +165,17 @@ def test_cleared_refuses_a_reward_the_verifier_left_as_a_fifo(
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.BAD_REWARD)
     assert "fifo" in outcome.detail
     assert outcome.details["timings"]["read_s"] < 5
+
+
+@pytest.mark.parametrize("mode", [Mode.CLEARED, Mode.SEALED])
+def test_a_result_path_is_read_through_the_archive_api(
+    runtime: DockerRuntime, example: Callable[[str], Task], mode: Mode
+) -> None:
+    # In sealed, a result path outside the reward folder is in the verifier's container.
+    outcome = verify_task(
+        example("engine-handoff"), AgentSpec.solution(), runtime, VerifyOptions(mode)
+    )
+
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0)
+    tail = outcome.details["results"]["/work/events.tail.json"]
+    assert tail["kind"] == "regular" and '"events"' in tail["text"]
