@@ -37,6 +37,7 @@ mknod {DIR}/null.txt c 1 3
 mkdir {DIR}/dir.txt
 printf '1\\n' > {DIR}/huge.txt && truncate -s 1G {DIR}/huge.txt
 printf 'x' > {DIR}/file
+ln -s {DIR}/loop.txt {DIR}/loop.txt
 rm -f /usr/bin/head /usr/bin/stat /usr/bin/cat /bin/dash /bin/bash
 """
 
@@ -95,6 +96,15 @@ def test_a_huge_file_is_oversize_and_costs_only_its_first_bytes(
     assert time.monotonic() - start < 5
 
 
+@pytest.mark.parametrize("path", [f"{DIR}/loop.txt", f"{DIR}/loop.txt/reward.txt"])
+def test_a_loop_of_links_is_reported_not_a_failure_of_the_daemon(
+    runtime: DockerRuntime, agent_container: str, path: str
+) -> None:
+    found = runtime.read_file(agent_container, path)
+
+    assert (found.kind, found.note) == (FileKind.OTHER, "a loop of symbolic links")
+
+
 @pytest.mark.parametrize("path", [f"{DIR}/absent.txt", f"{DIR}/file/reward.txt", "/nowhere/x"])
 def test_nothing_at_the_path_is_missing(
     runtime: DockerRuntime, agent_container: str, path: str
@@ -115,6 +125,17 @@ def test_cleared_is_not_fooled_by_a_trojaned_head_that_shared_believes(
     assert (shared.status, shared.score) == (Status.SUCCESS, 1.0), shared
     assert (cleared.status, cleared.score) == (Status.FAILURE, 0.0), cleared
     assert cleared.details["reward_source"] == "/logs/verifier/reward.txt"
+
+
+def test_a_work_dir_made_a_loop_of_links_is_the_agents_zero_in_cleared(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    agent = AgentSpec.command("cd / && rm -rf /app && ln -s /app /app")
+
+    outcome = verify_task(example("fix-median"), agent, runtime, VerifyOptions(Mode.CLEARED))
+
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0), outcome
+    assert outcome.reason is Reason.WORKSPACE_BROKEN
 
 
 @pytest.mark.parametrize(

@@ -204,3 +204,11 @@ def test_a_path_under_a_file_is_missing_as_for_a_program_that_looks() -> None:
 def test_any_other_refusal_of_the_daemon_is_its_failure_not_a_missing_reward() -> None:
     with pytest.raises(RuntimeUnavailable, match="no space left"):
         _runtime(_ArchiveApi([], refusal="no space left on device")).read_file("ctr", PATH)
+
+
+def test_a_loop_of_links_is_what_the_agent_left_not_the_daemon_failing() -> None:
+    refusal = "evalSymlinksInScope: too many links in /merged/logs/verifier"
+
+    found = _runtime(_ArchiveApi([], refusal=refusal)).read_file("ctr", PATH)
+
+    assert (found.kind, found.note) == (FileKind.OTHER, "a loop of symbolic links")
