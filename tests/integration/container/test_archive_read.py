@@ -127,10 +127,16 @@ def test_cleared_is_not_fooled_by_a_trojaned_head_that_shared_believes(
     assert cleared.details["reward_source"] == "/logs/verifier/reward.txt"
 
 
-def test_a_work_dir_made_a_loop_of_links_is_the_agents_zero_in_cleared(
-    runtime: DockerRuntime, example: Callable[[str], Task]
+LONG_TARGET = "/" + "/".join(["a" * 250] * 16)
+
+
+@pytest.mark.parametrize(
+    "link", ["ln -s /app /app", f"ln -s {LONG_TARGET} /app"], ids=["loop", "too-long"]
+)
+def test_a_work_dir_made_a_link_the_daemon_cannot_follow_is_the_agents_zero_in_cleared(
+    runtime: DockerRuntime, example: Callable[[str], Task], link: str
 ) -> None:
-    agent = AgentSpec.command("cd / && rm -rf /app && ln -s /app /app")
+    agent = AgentSpec.command(f"cd / && rm -rf /app && {link}")
 
     outcome = verify_task(example("fix-median"), agent, runtime, VerifyOptions(Mode.CLEARED))
 

@@ -206,9 +206,16 @@ def test_any_other_refusal_of_the_daemon_is_its_failure_not_a_missing_reward() -
         _runtime(_ArchiveApi([], refusal="no space left on device")).read_file("ctr", PATH)
 
 
-def test_a_loop_of_links_is_what_the_agent_left_not_the_daemon_failing() -> None:
-    refusal = "evalSymlinksInScope: too many links in /merged/logs/verifier"
-
+@pytest.mark.parametrize(
+    ("refusal", "note"),
+    [
+        ("evalSymlinksInScope: too many links in /merged/app", "a loop of symbolic links"),
+        ("lstat /merged/aaaa/bbbb: file name too long", "a path too long to follow"),
+    ],
+)
+def test_links_the_daemon_cannot_follow_are_what_the_agent_left_not_its_failure(
+    refusal: str, note: str
+) -> None:
     found = _runtime(_ArchiveApi([], refusal=refusal)).read_file("ctr", PATH)
 
-    assert (found.kind, found.note) == (FileKind.OTHER, "a loop of symbolic links")
+    assert (found.kind, found.note) == (FileKind.OTHER, note)

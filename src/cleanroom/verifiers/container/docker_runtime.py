@@ -44,7 +44,11 @@ BUILD_LOG_SHOWN = 4000
 _READ_ATTEMPTS = 3
 _READ_TIMEOUT_S = 10.0
 _NOT_A_FOLDER = "not a directory"  # the daemon's words when a parent is a file
-_LINK_LOOP = "too many links"  # and when links on the path lead back to themselves
+# The daemon's words for a path it cannot follow to its end, and what that is.
+_UNREACHABLE = {
+    "too many links": "a loop of symbolic links",
+    "file name too long": "a path too long to follow",
+}
 
 # The naive reader (``shared`` only): one file read as uid 0 the way a program in the
 # container would see it (following links), without blocking on a FIFO and without
@@ -430,9 +434,11 @@ class DockerRuntime:
                 # A path under a file (ENOTDIR) names nothing, as for a program that looks.
                 if exc.status == 404 or (answered and _NOT_A_FOLDER in str(exc)):
                     return RewardFile.missing(path)
-                # Links that lead back to themselves are what the agent left, not a fault.
-                if answered and _LINK_LOOP in str(exc):
-                    return RewardFile(path, FileKind.OTHER, note="a loop of symbolic links")
+                # Links that lead back to themselves or further than a path can go are
+                # what the agent left, not a fault of the daemon's.
+                for words, note in _UNREACHABLE.items():
+                    if answered and words in str(exc):
+                        return RewardFile(path, FileKind.OTHER, note=note)
                 raise
             try:
                 return archive_read.observe(path, stat, chunks, cap)
