@@ -71,6 +71,12 @@ def _error(error: type[DockerError], message: str, status: int | None) -> Docker
     return out
 
 
+def anonymous_volume(target: str) -> Any:
+    """A ``mounts`` entry for a fresh anonymous volume at ``target``, removed with its
+    container when that is removed with its volumes."""
+    return docker.types.Mount(target, None, type="volume")
+
+
 @dataclass(frozen=True)
 class ExecResult:
     """What one command in a container did.
@@ -199,7 +205,8 @@ class Docker:
 
     def run_container(self, image: str, command: Sequence[str] | None, **options: Any) -> str:
         """Create and start a detached container (the SDK's ``containers.run`` options,
-        never pulling); it is removed again if it does not start. Returns its id."""
+        never pulling); it is removed again, with its anonymous volumes, if it does not start.
+        Returns its id."""
         with self._call(f"starting a container from {image}"):
             container = self.client.containers.create(
                 image, list(command) if command is not None else None, detach=True, **options
@@ -208,7 +215,7 @@ class Docker:
                 container.start()
             except BaseException:
                 with contextlib.suppress(Exception):
-                    container.remove(force=True)
+                    container.remove(force=True, v=True)
                 raise
         return str(container.id)
 

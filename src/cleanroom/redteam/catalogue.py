@@ -7,15 +7,18 @@ what the naive ``shared`` mode must show for the attack to count as real:
 - `Control.FOOLED`: ``shared`` gives a valid score above the task's truth (the no-op
   agent's score on the same task, 0 for every example task).
 - `Control.DISTURBED`: ``shared`` does not give the truth, usually an `invalid` outcome.
-  Used for the junk, FIFO and huge-file rewards: cleanroom parses rewards strictly in
-  every mode, so even ``shared`` refuses them; what the control shows is that the planted
+  Used for the junk, FIFO and huge-file rewards: cleanroom refuses them in every mode
+  (a score must be a finite number in [0, 1], and only a regular file under the cap is
+  read), so even ``shared`` refuses them; what the control shows is that the planted
   object reached the reward reader in place of the verifier's answer (a reader that
-  calls ``float()`` on the file would have scored it, and one that opens the FIFO would
-  have hung).
+  takes any number ``float()`` gives would have scored it, and one that opens the FIFO
+  would have hung).
 
 ``cleared`` is expected to hold (0 or invalid) except where its promise stops: its known
 limit (a process left running) and the routes it never claimed to close (what the agent
-changed in the toolchain or in ``/tests``).
+changed in the toolchain or in ``/tests``). ``cleared`` looks at the reward and the
+work dir through the Docker archive API, so a program the agent replaced never answers
+for them (``trojan-head``, ``trojan-rm``, ``trojan-test``).
 """
 
 from __future__ import annotations
@@ -147,6 +150,28 @@ ATTACKS: tuple[Attack, ...] = (
         ClearedExpectation.NOT_CLAIMED,
     ),
     Attack(
+        "trojan-head",
+        "a trojaned head on PATH, which a reward reader runs in the container as root",
+        "csv-report",
+        Control.FOOLED,
+        _FOOLED + ": test.sh writes its honest reward and the reader's head answers 1",
+    ),
+    Attack(
+        "trojan-rm",
+        "a planted reward and a trojaned rm on PATH, which clears nothing and reports success",
+        "fix-median",
+        Control.FOOLED,
+        _FOOLED + " (the planted reward); the rm is for a verifier that clears with it",
+    ),
+    Attack(
+        "trojan-test",
+        "the work dir replaced by a file and a trojaned test on PATH that calls it a folder",
+        "engine-handoff",
+        Control.DISTURBED,
+        "shared cannot start the verifier's setup command in the work dir and calls the "
+        "rollout invalid: the agent escaped its 0",
+    ),
+    Attack(
         "sitecustomize-hook",
         "a sitecustomize.py hook",
         "fix-median",
@@ -189,7 +214,13 @@ ATTACKS: tuple[Attack, ...] = (
     _junk("junk-inf", "inf", "inf"),
     _junk("junk-huge-number", "1e9", "1e9"),
     _junk("junk-negative", "-1", "-1"),
-    _junk("junk-padded", " 1 ", "1.0"),
+    Attack(
+        "junk-padded",
+        "a planted reward padded with spaces (' 1 '), which Harbor's float() reads as 1",
+        "fix-median",
+        Control.FOOLED,
+        _FOOLED + ": cleanroom reads the padded 1 as Harbor does",
+    ),
     Attack(
         "nss-module",
         "a glibc NSS module named in /etc/nsswitch.conf, loaded from the work dir",

@@ -39,7 +39,7 @@ def rewards_one_if(condition: str) -> str:
 
 
 HOSTILE_REWARDS = {
-    "nan": ("printf 'nan\\n' > /logs/verifier/reward.txt", "not one plain decimal number"),
+    "nan": ("printf 'nan\\n' > /logs/verifier/reward.txt", "not a finite number"),
     "symlink": ("ln -s /etc/hostname /logs/verifier/reward.txt", "symbolic link"),
     "fifo": ("mkfifo /logs/verifier/reward.txt", "fifo"),
     "huge": (

@@ -67,7 +67,7 @@ def test_output_that_arrives_after_the_exit_is_still_collected() -> None:
 
 def test_a_reward_read_back_short_is_read_again() -> None:
     api = _LateStreamApi([(b"", b"7\n"), (b"0.7500\n", b"7\n")])
-    observed = _runtime(api).read_file("ctr", "/logs/verifier/reward.txt")
+    observed = _runtime(api).read_file_in_container("ctr", "/logs/verifier/reward.txt")
     assert (observed.kind, observed.data, observed.size) == (FileKind.REGULAR, b"0.7500\n", 7)
     assert api.calls == 2
 
@@ -75,10 +75,10 @@ def test_a_reward_read_back_short_is_read_again() -> None:
 def test_a_reward_that_stays_short_is_the_daemon_failing_not_an_empty_reward() -> None:
     api = _LateStreamApi([(b"", b"7\n")])
     with pytest.raises(RuntimeUnavailable, match="0 bytes came back of 7"):
-        _runtime(api).read_file("ctr", "/logs/verifier/reward.txt")
+        _runtime(api).read_file_in_container("ctr", "/logs/verifier/reward.txt")
 
 
 def test_an_empty_reward_file_is_read_as_empty() -> None:
     api = _LateStreamApi([(b"", b"0\n")])
-    observed = _runtime(api).read_file("ctr", "/logs/verifier/reward.txt")
+    observed = _runtime(api).read_file_in_container("ctr", "/logs/verifier/reward.txt")
     assert (observed.kind, observed.data, observed.size) == (FileKind.REGULAR, b"", 0)

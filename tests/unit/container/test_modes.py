@@ -26,3 +26,7 @@ def test_sealed_freezes_the_agent_and_verifies_elsewhere() -> None:
 
     assert sealed.freezes_agent
     assert not (sealed.in_agent_container or sealed.clears_reward)
+
+
+def test_only_shared_reads_the_reward_with_the_containers_own_programs() -> None:
+    assert [m for m in Mode if plan(m).reads_in_container] == [Mode.SHARED]

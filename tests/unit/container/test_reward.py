@@ -1,6 +1,10 @@
-"""Rewards are parsed strictly: a finite number in [0, 1], or the rollout is invalid."""
+"""Reward files have Harbor 0.25.0's meaning; a score that is not a finite number in [0, 1]
+is refused (the rollout is invalid)."""
 
 from __future__ import annotations
+
+import json
+import math
 
 import pytest
 
@@ -29,13 +33,35 @@ def js(data: bytes) -> RewardFile:
 
 @pytest.mark.parametrize(
     ("data", "score"),
-    [(b"1", 1.0), (b"1\n", 1.0), (b"0", 0.0), (b"0.25\n", 0.25), (b"1.0", 1.0), (b"1e-05", 1e-05)],
+    [
+        (b"1", 1.0),
+        (b"1\n", 1.0),
+        (b"0", 0.0),
+        (b"0.25\n", 0.25),
+        (b"1.0", 1.0),
+        (b"1e-05", 1e-05),
+        # Harbor reads the file with float(), which strips whitespace and takes a sign.
+        (b"1\r\n", 1.0),
+        (b" 1 ", 1.0),
+        (b"\t0.5\n\n", 0.5),
+        (b"+1", 1.0),
+        (b"-0", 0.0),
+        (b".5", 0.5),
+    ],
 )
-def test_a_plain_number_in_the_unit_interval_is_the_score(data: bytes, score: float) -> None:
+def test_a_number_in_the_unit_interval_is_the_score(data: bytes, score: float) -> None:
     reward = parse_reward(NO_JSON, text(data))
 
     assert reward is not None
     assert (reward.score, reward.source) == (score, TXT)
+    assert (reward.metric, reward.metrics) == ("reward", {"reward": score})
+
+
+def test_minus_zero_is_scored_as_zero() -> None:
+    reward = parse_reward(NO_JSON, text(b"-0.0"))
+
+    assert reward is not None
+    assert math.copysign(1.0, reward.score) == 1.0
 
 
 @pytest.mark.parametrize(
@@ -46,12 +72,7 @@ def test_a_plain_number_in_the_unit_interval_is_the_score(data: bytes, score: fl
         b"-inf",
         b"1e9",
         b"-1",
-        b" 1 ",
-        b"1 ",
-        b"\t1",
-        b"1\n\n",
-        b"1\r\n",
-        b"+1",
+        b"1_0",
         b"0x1",
         b"1,0",
         b"1.5",
@@ -59,6 +80,7 @@ def test_a_plain_number_in_the_unit_interval_is_the_score(data: bytes, score: fl
         b"one",
         b"1\x00",
         b"\xff",
+        b"1 2",
     ],
 )
 def test_junk_text_is_a_bad_reward_carrying_the_bytes(data: bytes) -> None:
@@ -85,11 +107,62 @@ def test_json_wins_over_text_when_both_exist() -> None:
     assert (reward.score, reward.source) == (0.5, JSON)
 
 
-def test_json_keeps_other_numeric_keys_as_extras() -> None:
+def test_json_keeps_every_metric_and_scores_the_reward_one() -> None:
     reward = parse_reward(js(b'{"reward": 1, "tests_passed": 4}'), NO_TXT)
 
     assert reward is not None
-    assert reward.extras == {"tests_passed": 4.0}
+    assert (reward.score, reward.metric) == (1.0, "reward")
+    assert reward.metrics == {"reward": 1.0, "tests_passed": 4.0}
+
+
+def test_several_named_metrics_beside_the_reward_are_all_kept() -> None:
+    data = b'{"accuracy": 0.75, "reward": 0.5, "tokens": 1234, "passed": 3}'
+
+    reward = parse_reward(js(data), NO_TXT)
+
+    assert reward is not None
+    assert reward.score == 0.5
+    assert reward.metrics == {"accuracy": 0.75, "reward": 0.5, "tokens": 1234.0, "passed": 3.0}
+
+
+def test_a_lone_metric_without_a_reward_key_is_the_score() -> None:
+    # Harbor's primary reward: ``reward``, else the only metric there is.
+    reward = parse_reward(js(b'{"accuracy": 0.75}'), text(b"0\n"))
+
+    assert reward is not None
+    assert (reward.score, reward.metric, reward.metrics) == (0.75, "accuracy", {"accuracy": 0.75})
+
+
+def test_a_lone_metric_out_of_the_unit_interval_is_a_bad_reward() -> None:
+    with pytest.raises(BadReward, match=r"2\.0 is not a finite number in \[0, 1\]"):
+        parse_reward(js(b'{"score": 2}'), NO_TXT)
+
+
+@pytest.mark.parametrize(
+    "data", [b'{"accuracy": 1, "f1": 1}', b'{"tokens": 9000, "passed": 12}', b"{}"]
+)
+def test_several_metrics_without_a_reward_key_have_no_single_reward_and_score_zero(
+    data: bytes,
+) -> None:
+    reward = parse_reward(js(data), text(b"1\n"))
+
+    assert reward is not None
+    assert (reward.score, reward.metric, reward.source) == (0.0, None, JSON)
+    assert reward.metrics == {k: float(v) for k, v in json.loads(data).items()}
+
+
+def test_booleans_count_as_one_and_zero_as_in_harbor() -> None:
+    reward = parse_reward(js(b'{"reward": true, "lint": false}'), NO_TXT)
+
+    assert reward is not None
+    assert (reward.score, reward.metrics) == (1.0, {"reward": 1.0, "lint": 0.0})
+
+
+def test_a_duplicate_key_takes_its_last_value_as_json_loads_does() -> None:
+    reward = parse_reward(js(b'{"reward": 0, "reward": 1}'), NO_TXT)
+
+    assert reward is not None
+    assert reward.score == 1.0
 
 
 @pytest.mark.parametrize(
@@ -98,16 +171,21 @@ def test_json_keeps_other_numeric_keys_as_extras() -> None:
         b'{"reward": NaN}',
         b'{"reward": Infinity}',
         b'{"reward": 1e400}',
-        b'{"reward": true}',
         b'{"reward": "1"}',
+        b'{"reward": null}',
         b'{"reward": 2}',
         b'{"reward": -0.5}',
-        b'{"reward": 0, "reward": 1}',
-        b'{"score": 1}',
         b"[1]",
         b"1",
+        b"null",
         b'{"reward": 1',
+        # Harbor refuses a whole file with one value that is not a number.
         b'{"reward": 1, "note": "ok"}',
+        b'{"reward": 1, "per_test": [1, 0]}',
+        b'{"reward": 1, "detail": {"a": 1}}',
+        b'{"reward": 1, "other": NaN}',
+        b'{"reward": 1, "other": -1e400}',
+        b'\xef\xbb\xbf{"reward": 1}',
         b"",
     ],
 )

@@ -38,7 +38,8 @@ def parses_or_refuses(json_file: RewardFile, text_file: RewardFile) -> None:
         return
     assert reward is not None
     assert math.isfinite(reward.score) and 0.0 <= reward.score <= 1.0
-    assert all(math.isfinite(v) for v in reward.extras.values())
+    assert all(math.isfinite(v) for v in reward.metrics.values())
+    assert reward.metric is None or reward.metrics[reward.metric] == reward.score
 
 
 @settings(max_examples=400)

@@ -60,6 +60,29 @@ def test_a_perfect_reward_with_a_failing_exit_is_still_graded_by_the_reward() ->
     assert decide(ran(b"1", exit_code=1)).status is Status.SUCCESS
 
 
+def ran_json(data: bytes) -> Evidence:
+    found = RewardFile(JSON, FileKind.REGULAR, data, len(data))
+    return Evidence(
+        Mode.SEALED, test_exit_code=0, json_file=found, text_file=RewardFile.missing(TXT)
+    )
+
+
+def test_every_metric_of_a_reward_json_is_in_the_details() -> None:
+    outcome = decide(ran_json(b'{"reward": 0.5, "passed": 3}'))
+
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.5)
+    assert outcome.details["reward_metrics"] == {"reward": 0.5, "passed": 3.0}
+    assert "reward_note" not in outcome.details
+
+
+def test_metrics_with_no_single_reward_are_a_valid_zero_that_says_why() -> None:
+    outcome = decide(ran_json(b'{"accuracy": 1, "f1": 1}'))
+
+    assert (outcome.status, outcome.score, outcome.reason) == (Status.FAILURE, 0.0, None)
+    assert outcome.details["reward_metrics"] == {"accuracy": 1.0, "f1": 1.0}
+    assert "no single reward" in outcome.details["reward_note"]
+
+
 def test_a_junk_reward_is_invalid_with_the_offending_bytes() -> None:
     outcome = decide(ran(b"inf\n"))
 

@@ -95,6 +95,7 @@ class _Api:
     def __init__(self, **fail: BaseException) -> None:
         self.fail = fail
         self.removed: list[str] = []
+        self.volumes_removed = False
         self.running = True
         self.stream: Frames = iter(())
 
@@ -145,8 +146,9 @@ class _Container:
         if self.start_fails:
             raise _api_error(500, "cannot start: no space left")
 
-    def remove(self, force: bool) -> None:
+    def remove(self, force: bool, v: bool = False) -> None:
         self.api.removed.append(self.id)
+        self.api.volumes_removed = v
 
 
 class _Client:
@@ -186,6 +188,7 @@ def test_a_container_that_does_not_start_is_removed_again() -> None:
         _docker(api, start_fails=True).run_container("img", ["sleep", "infinity"])
     assert caught.value.status == 500
     assert api.removed == ["new-container"]
+    assert api.volumes_removed  # an anonymous volume (the agent's /logs) goes with it
 
 
 def test_a_failed_build_step_is_a_build_failure_with_the_end_of_its_log() -> None:

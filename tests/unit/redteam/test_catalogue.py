@@ -22,6 +22,9 @@ FORGING_ROUTES = [
     "a trojaned python on PATH",
     "a trojaned curl on PATH",
     "a trojaned bash on PATH",
+    "a trojaned head on PATH, which a reward reader runs in the container as root",
+    "a planted reward and a trojaned rm on PATH, which clears nothing and reports success",
+    "the work dir replaced by a file and a trojaned test on PATH that calls it a folder",
     "a sitecustomize.py hook",
     "a .pth hook",
     "a read-only or immutable verifier directory",
@@ -31,7 +34,7 @@ FORGING_ROUTES = [
     "junk reward 'inf'",
     "junk reward '1e9'",
     "junk reward '-1'",
-    "junk reward ' 1 '",
+    "a planted reward padded with spaces (' 1 '), which Harbor's float() reads as 1",
     "killing test.sh from a process left behind",
 ]
 # The outside red team's routes and crash inputs, added to those.
@@ -67,7 +70,7 @@ def test_every_attack_is_a_bash_script_against_an_example_task(attack: object) -
     assert attack.control_means
 
 
-def test_rewards_the_strict_parser_refuses_are_controlled_by_disturbance() -> None:
+def test_rewards_cleanroom_refuses_and_escapes_to_invalid_are_controlled_by_disturbance() -> None:
     disturbed = {a.id for a in ATTACKS if a.control is Control.DISTURBED}
 
     assert disturbed == {
@@ -77,12 +80,23 @@ def test_rewards_the_strict_parser_refuses_are_controlled_by_disturbance() -> No
         "junk-inf",
         "junk-huge-number",
         "junk-negative",
-        "junk-padded",
         "junk-deep-json",
         "junk-huge-int",
         "device-reward",
         "workdir-replaced",
+        "trojan-test",
     }
+
+
+@pytest.mark.parametrize("program", ["head", "rm", "test"])
+def test_a_trojaned_program_cleared_would_run_is_an_attack_it_holds_against(
+    program: str,
+) -> None:
+    # cleared looks through the archive API, never with the container's own programs.
+    attack = by_id(f"trojan-{program}")
+
+    assert attack.cleared is ClearedExpectation.HOLDS
+    assert f"/usr/local/bin/{program}" in attack.script
 
 
 def test_the_background_writer_is_cleared_modes_known_limit() -> None:

@@ -30,8 +30,9 @@ from cleanroom.docker_layer import (
     DockerError,
     ExecResult,
     ImageBuildFailed,
+    anonymous_volume,
 )
-from cleanroom.verifiers.container import overlay, state_archive
+from cleanroom.verifiers.container import archive_read, overlay, state_archive
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.tamper import Change, ChangeKind, Diff
 from cleanroom.verifiers.container.task import Task, rewrite_base_images
@@ -45,9 +46,16 @@ LOGS_STAGING = "/.cleanroom-logs-inputs"
 BUILD_LOG_SHOWN = 4000
 _READ_ATTEMPTS = 3
 _READ_TIMEOUT_S = 10.0
+_NOT_A_FOLDER = "not a directory"  # the daemon's words when a parent is a file
+# The daemon's words for a path it cannot follow to its end, and what that is.
+_UNREACHABLE = {
+    "too many links": "a loop of symbolic links",
+    "file name too long": "a path too long to follow",
+}
 
-# Reads one file as uid 0 the way a program in the container would see it (following
-# links), without blocking on a FIFO and without reading past the cap. Exit 3: missing;
+# The naive reader (``shared`` only): one file read as uid 0 the way a program in the
+# container would see it (following links), without blocking on a FIFO and without
+# reading past the cap. Exit 3: missing;
 # 4: not a regular file (its type on stderr); otherwise stderr holds the size.
 _READ_SCRIPT = r"""
 p="$1"; cap="$2"
@@ -283,34 +291,55 @@ class DockerRuntime:
         binds: Mapping[Path, str] | None = None,
         environment: Mapping[str, str] | None = None,
         logs_hidden: Sequence[str] = (),
+        logs_on_volume: bool = False,
     ) -> str:
-        """Start the task container idle, no network unless asked, ``/logs`` a tmpfs.
+        """Start the task container idle, no network unless asked, ``/logs`` its own.
 
-        ``/logs`` is a tmpfs the agent can write (as in Harbor, where it is a shared
-        folder): the naive modes need the planted files to be there. What the image
-        itself holds under ``/logs`` (inputs some tasks put there) is copied into it, but
-        for the folders in ``logs_hidden`` (the verifier's and the agent's log folders,
-        which Harbor mounts over the image's too).
-        ``binds`` puts host folders inside it (sealed mode watches the reward folder from
-        the host). ``environment`` is the task's ``[environment.env]``, seen by every
-        command run in the container.
+        ``/logs`` is a folder the agent can write (as in Harbor, where it is a shared
+        folder): the naive modes need the planted files to be there. It is a tmpfs, or
+        with ``logs_on_volume`` an anonymous volume removed with the container: the
+        Docker archive API, which reads the reward without running anything in the
+        container, sees volumes but not tmpfs mounts. What the image itself holds under
+        ``/logs`` (inputs some tasks put there) is there too, but for the folders in
+        ``logs_hidden`` (the verifier's and the agent's log folders, which Harbor mounts
+        over the image's too), which start empty. ``binds`` puts host folders inside it
+        (sealed mode watches the reward folder from the host). ``environment`` is the
+        task's ``[environment.env]``, seen by every command run in the container.
         """
         volumes = {str(h): {"bind": d, "mode": "rw"} for h, d in (binds or {}).items()}
+        logs: dict[str, Any] = (
+            {"mounts": [anonymous_volume("/logs")]}
+            if logs_on_volume
+            else {"tmpfs": {"/logs": LOGS_TMPFS}}
+        )
         ctr = self.docker.run_container(
             image,
             KEEPALIVE,
             network_mode="bridge" if limits.network else "none",
-            tmpfs={"/logs": LOGS_TMPFS},
+            **logs,
             volumes=volumes,
             working_dir=workdir or "",
             environment=dict(environment or {}),
             labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": name_hint},
             **limits.host_config(),
         )
+        if logs_on_volume:
+            # Docker fills a new volume with what the image holds at its mount point.
+            self._empty_logs(ctr, logs_hidden)
+            return ctr
         inputs = self.image_logs(image)
         if inputs is not None:
             self._restore_logs(ctr, inputs, logs_hidden)
         return ctr
+
+    def _empty_logs(self, ctr: str, hidden: Sequence[str]) -> None:
+        # Before anything of the agent's has run: the image's own rm, as root.
+        under = [h for h in hidden if h.startswith("/logs/")]
+        if not under:
+            return
+        emptied = self.exec(ctr, ["rm", "-rf", "--", *under], user="0", workdir="/")
+        if emptied.exit_code != 0:
+            raise RuntimeUnavailable(f"emptying {under}: {emptied.output[-300:]!r}")
 
     def _restore_logs(self, ctr: str, archive: bytes, hidden: Sequence[str]) -> None:
         # The daemon's archive calls write beneath a tmpfs, not into it: the files go to a
@@ -534,11 +563,48 @@ class DockerRuntime:
         )
 
     def read_file(self, container: str, path: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:
-        """Observe a file inside a container as uid 0, following links as a program would.
+        """Observe a file in a container through the Docker archive API: nothing runs in
+        the container, links are reported and not followed, a FIFO, socket, device or
+        folder is reported from its stat alone, and at most ``cap + 1`` bytes are read.
 
-        A read that returns fewer bytes than the file's size (the output lost on its way,
-        or the file changing under the reader) is tried again; if it stays short the
-        daemon's word cannot be trusted and `RuntimeUnavailable` says so.
+        A stream cut short or unreadable (the daemon's output lost on its way, or the
+        file changing under the reader) is tried again; if it stays so the daemon's word
+        cannot be trusted and `RuntimeUnavailable` says so.
+        """
+        failed = ""
+        for _ in range(_READ_ATTEMPTS):
+            try:
+                chunks, stat = self.docker.get_archive(container, path)
+            except RuntimeUnavailable as exc:
+                answered = exc.status is not None
+                # A path under a file (ENOTDIR) names nothing, as for a program that looks.
+                if exc.status == 404 or (answered and _NOT_A_FOLDER in str(exc)):
+                    return RewardFile.missing(path)
+                # Links that lead back to themselves or further than a path can go are
+                # what the agent left, not a fault of the daemon's.
+                for words, note in _UNREACHABLE.items():
+                    if answered and words in str(exc):
+                        return RewardFile(path, FileKind.OTHER, note=note)
+                raise
+            try:
+                return archive_read.observe(path, stat, chunks, cap)
+            except archive_read.ArchiveReadError as exc:
+                failed = str(exc)
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()
+        raise RuntimeUnavailable(f"reading {path}: {failed} in {_READ_ATTEMPTS} attempts")
+
+    def read_file_in_container(
+        self, container: str, path: str, cap: int = REWARD_CAP_BYTES
+    ) -> RewardFile:
+        """Observe a file the naive way, by running ``sh``, ``stat`` and ``head`` in the
+        container as uid 0 (following links as a program would). Only the ``shared``
+        baseline reads so: a program the agent replaced answers for the file.
+
+        A read that returns fewer bytes than the file's size is tried again; if it stays
+        short `RuntimeUnavailable` says so.
         """
         short = ""
         for _ in range(_READ_ATTEMPTS):

@@ -1,11 +1,15 @@
 """The three verifier modes, as data: what each one does before and around test.sh.
 
 - ``shared``: test.sh runs in the live agent container and whatever reward is there is
-  read. The naive baseline many harnesses ship; kept only as the red team's positive
-  control, never the default.
+  read, by programs run in that container (``sh``, ``stat``, ``head``). The naive
+  baseline many harnesses ship; kept only as the red team's positive control, never the
+  default.
 - ``cleared``: ``shared`` plus the reviewed fix: after the setup commands and right before
-  test.sh, the reward file(s) alone are removed as uid 0 from ``/``, failing loudly.
-  Known limit: a process the agent left running can still write the reward.
+  test.sh, the reward file(s) alone are removed as uid 0 from ``/``, failing loudly. That
+  they are gone, that the work dir is a folder, and the reward itself are looked at
+  through the Docker archive API, so no program of the container's answers for them (an
+  agent can replace ``rm``, ``test`` or ``head``). Known limit: a process the agent left
+  running can still write the reward once test.sh runs.
 - ``sealed`` (default): the agent container is frozen and its state paths (the work dir,
   what ``[verifier] state`` names, top-level folders the agent created) are taken out;
   test.sh runs in a fresh container from the *pristine* task image with that state
@@ -44,6 +48,7 @@ class ModePlan:
     in_agent_container: bool  # test.sh runs in the live agent container
     clears_reward: bool  # the reward files are removed as uid 0 right before test.sh
     freezes_agent: bool  # frozen; test.sh runs on the pristine image with the agent's state
+    reads_in_container: bool = False  # the reward is read by programs of the agent's container
 
     @property
     def positive_control(self) -> bool:
@@ -52,7 +57,7 @@ class ModePlan:
 
 
 _PLANS = {
-    Mode.SHARED: ModePlan(True, False, False),
+    Mode.SHARED: ModePlan(True, False, False, reads_in_container=True),
     Mode.CLEARED: ModePlan(True, True, False),
     Mode.SEALED: ModePlan(False, False, True),
 }

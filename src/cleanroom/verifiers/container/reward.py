@@ -1,22 +1,33 @@
-"""Strict reward parsing: a reward is a finite number in [0, 1], or the rollout is invalid.
+"""Reward files read with Harbor's meaning (release 0.25.0), then checked: a reward is a
+finite number in [0, 1], or the rollout is invalid.
 
-Readers (on the host in sealed mode, inside the container in the other modes) only
-observe what is at the reward paths and hand a `RewardFile` here; this module alone
-decides whether those bytes are a reward. ``reward.json`` wins over ``reward.txt`` when
-it exists in any form, as in Harbor, so a planted or broken JSON file is never skipped in
+Readers (on the host in sealed mode, through the Docker archive API in the other modes)
+only observe what is at the reward paths and hand a `RewardFile` here; this module alone
+decides whether those bytes are a reward. ``reward.json`` wins over ``reward.txt`` when it
+exists in any form, as in Harbor, so a planted or broken JSON file is never skipped in
 favour of the text file.
 
-Text: the whole file is one decimal number (``1``, ``0.25``, ``1e-05``) with at most one
-trailing newline. ``nan``, ``inf``, ``1e9``, ``-1``, `` 1 `` and an empty file are all
-refused. JSON: one object with a numeric ``"reward"``; NaN/Infinity literals, booleans and
-duplicate keys are refused; other numeric keys are kept as extras.
+Text, as Harbor's ``float(path.read_text())``: the UTF-8 text is one number as Python's
+``float()`` reads it, so surrounding whitespace (``1\\r\\n``, `` 1 ``), a sign and digit
+separators (``1_0``) are accepted. JSON, as Harbor's ``json.loads``: one object whose
+values are all numbers (``true`` and ``false`` count as 1 and 0, as Harbor's result model
+coerces them; a later duplicate key wins); a string, ``null``, list or object among the
+values refuses the whole file, as Harbor does. Each value is a named metric and every
+one is kept. The score is Harbor's primary reward: the ``reward`` metric, or the only
+metric when there is just one. A file with several metrics and no ``reward`` (or none at
+all) has no single reward: Harbor records no primary reward for such a trial and its mean
+counts it as 0, so it scores 0, like a missing reward file, with every metric in the
+details.
+
+Cleanroom's own rules on top of Harbor's: the score must be a finite number in [0, 1]
+(Harbor takes any finite number); every metric must be finite (as in Harbor) and fit a
+float; an empty file, a file over the size cap, a link, a FIFO or a device is refused.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import reprlib
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -24,7 +35,7 @@ from typing import Any
 
 REWARD_CAP_BYTES = 64 * 1024
 SHOWN_BYTES = 256
-_NUMBER_RE = re.compile(rb"\A(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\n?\Z")
+PRIMARY_METRIC = "reward"
 
 
 class FileKind(StrEnum):
@@ -33,7 +44,7 @@ class FileKind(StrEnum):
     MISSING = "missing"
     REGULAR = "regular"
     OVERSIZE = "oversize"  # a regular file over the size cap; ``data`` holds its first bytes
-    SYMLINK = "symlink"  # refused by the host reader, which never follows links
+    SYMLINK = "symlink"  # refused: readers never follow links
     OTHER = "other"  # a FIFO, directory, device or socket; ``note`` says which
 
 
@@ -54,11 +65,17 @@ class RewardFile:
 
 @dataclass(frozen=True)
 class Reward:
-    """A reward that passed every check, with the file it came from."""
+    """A reward that passed every check, with the file it came from.
+
+    ``metrics`` holds every named metric of the file (``reward.txt`` has one, ``reward``);
+    ``metric`` names the one that is the score, or is None when the file has no single
+    reward and the score is 0.
+    """
 
     score: float
     source: str
-    extras: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    metric: str | None = PRIMARY_METRIC
 
 
 class BadReward(Exception):
@@ -108,55 +125,54 @@ def _oversize(size: int) -> str:
 def _parse_text(data: bytes, source: str) -> Reward:
     if not data:
         raise BadReward(source, "is empty")
-    if not _NUMBER_RE.match(data):
-        raise BadReward(source, "is not one plain decimal number", data)
-    return Reward(_in_unit_interval(float(data), source, data), source)
+    try:
+        value = float(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadReward(source, "is not one number", data) from exc
+    score = _in_unit_interval(value, source, data)
+    return Reward(score, source, {PRIMARY_METRIC: score})
 
 
 def _parse_json(data: bytes, source: str) -> Reward:
     if not data:
         raise BadReward(source, "is empty")
     try:
-        value = json.loads(
-            data.decode("utf-8"),
-            parse_constant=_refuse_constant,
-            object_pairs_hook=_refuse_duplicate_keys,
-        )
+        value = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadReward(source, f"is not valid JSON ({exc})", data) from exc
     except RecursionError as exc:
         raise BadReward(source, "is nested too deeply to be a reward", data) from exc
     if not isinstance(value, dict):
         raise BadReward(source, 'must be a JSON object like {"reward": 1.0}', data)
-    if "reward" not in value:
-        raise BadReward(source, 'has no "reward" key', data)
-    numbers: dict[str, float] = {}
-    for key, item in value.items():
-        if isinstance(item, bool) or not isinstance(item, int | float):
-            shown = reprlib.repr(item)
-            raise BadReward(source, f"{reprlib.repr(key)} must be a number, got {shown}", data)
-        try:
-            numbers[key] = float(item)
-        except OverflowError as exc:  # an integer too large for a float
-            raise BadReward(source, f"{reprlib.repr(key)} is too large a number", data) from exc
-    score = numbers.pop("reward")
-    return Reward(_in_unit_interval(score, source, data), source, numbers)
+    metrics = {key: _metric(key, item, source, data) for key, item in value.items()}
+    if PRIMARY_METRIC in metrics:
+        metric: str | None = PRIMARY_METRIC
+    elif len(metrics) == 1:
+        metric = next(iter(metrics))
+    else:
+        return Reward(0.0, source, metrics, None)
+    return Reward(_in_unit_interval(metrics[metric], source, data), source, metrics, metric)
+
+
+def _metric(key: str, item: object, source: str, data: bytes) -> float:
+    if not isinstance(item, int | float):  # bool is an int, as in Harbor
+        raise BadReward(
+            source, f"{reprlib.repr(key)} must be a number, got {reprlib.repr(item)}", data
+        )
+    try:
+        number = float(item)
+    except OverflowError as exc:  # an integer too large for a float
+        raise BadReward(source, f"{reprlib.repr(key)} is too large a number", data) from exc
+    if not math.isfinite(number):
+        raise BadReward(source, f"{reprlib.repr(key)} is {number!r}, not a finite number", data)
+    return number
 
 
 def _in_unit_interval(score: float, source: str, data: bytes) -> float:
     if not math.isfinite(score) or not 0.0 <= score <= 1.0:
         raise BadReward(source, f"{score!r} is not a finite number in [0, 1]", data)
-    return score
+    return score + 0.0  # -0.0 is 0
 
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number")
-
-
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, item in pairs:
-        if key in seen:
-            raise ValueError(f"duplicate key {key!r}")
-        seen[key] = item
-    return seen

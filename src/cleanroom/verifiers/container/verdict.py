@@ -7,8 +7,9 @@ scored 0 with its reason, never an exclusion. The order of the checks is the ord
 trust: an image that never built (nothing ran), then the agent's own acts (proof of them
 stands whatever fails later, so an agent cannot hide behind a fault it provoked), then a
 verifier that could not run or be prepared, then one that ran out of time, and only then
-the reward, which is parsed strictly. A missing reward is a valid 0 (a test script that
-writes the reward only on success is the common case); a partial reward with a non-zero
+the reward, which is parsed with Harbor's meaning and checked. A missing reward is a valid
+0 (a test script that writes the reward only on success is the common case), and so is a
+``reward.json`` of several metrics with no single reward; a partial reward with a non-zero
 exit is graded by that reward.
 """
 
@@ -93,8 +94,12 @@ def decide(ev: Evidence) -> Outcome:
         details["reward_source"] = "missing"
         return Outcome.failure(0.0, **details)
     details["reward_source"] = reward.source
-    if reward.extras:
-        details["reward_extras"] = reward.extras
+    details["reward_metrics"] = reward.metrics
+    if reward.metric is None:
+        details["reward_note"] = (
+            f'{len(reward.metrics)} metric(s) and no single reward (no "reward" key, '
+            f"not one metric alone): scored 0, as Harbor records no reward for it"
+        )
     return Outcome.from_score(reward.score, **details)
 
 

@@ -36,7 +36,7 @@ from cleanroom.verifiers.container.docker_runtime import (
 )
 from cleanroom.verifiers.container.healthcheck import Attempt, wait_healthy
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
-from cleanroom.verifiers.container.reward import FileKind, RewardFile
+from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.state_archive import StateArchiveError
 from cleanroom.verifiers.container.tamper import (
     Change,
@@ -301,9 +301,11 @@ class _Verification:
     def _verify_in_place(self, ctr: str) -> None:
         # ``shared`` is the naive baseline and does what such harnesses do: a work dir the
         # agent broke makes test.sh fail to start (invalid: the hole this check closes).
+        # ``cleared`` looks through the archive API, never with a program of the
+        # container's (a ``test`` the agent replaced could call a broken work dir fine).
         if self.workdir and self.plan.clears_reward:
-            there = self.rt.exec(ctr, ["test", "-d", self.workdir], user="0", workdir="/")
-            if there.exit_code != 0:
+            there = self.rt.read_file(ctr, posixpath.join(self.workdir, "."), cap=0)
+            if (there.kind, there.note) != (FileKind.OTHER, "directory"):
                 self.ev.agent_fault = AgentFault(
                     Reason.WORKSPACE_BROKEN,
                     f"the work dir {self.workdir} is not a folder after the agent phase",
@@ -326,17 +328,38 @@ class _Verification:
                     f"{cleared.exit_code}: {_tail(cleared.output, 500)}",
                 )
                 return
+            # The rm that ran is the container's: what it left is seen through the
+            # archive API (an rm the agent replaced reports success and removes nothing).
+            left = [
+                p
+                for p in self.vcfg.reward_paths
+                if self.rt.read_file(ctr, p, cap=0).kind is not FileKind.MISSING
+            ]
+            if left:
+                self.ev.agent_fault = AgentFault(
+                    Reason.TAMPER,
+                    f"the reward could not be cleared before test.sh: {', '.join(left)} "
+                    f"still there after rm reported success",
+                )
+                return
         if not self._run_test(ctr, deadline):
             return
         with self._timed("read_s"):
             self._read_results(ctr)
-            self.ev.json_file = self.rt.read_file(ctr, self.vcfg.reward_json_path)
+            self.ev.json_file = self._read_in_place(ctr, self.vcfg.reward_json_path)
             self.ev.text_file = self._text_reward_in(ctr)
 
     def _text_reward_in(self, ctr: str) -> RewardFile:
         if self.ev.json_file is not None and self.ev.json_file.kind is not FileKind.MISSING:
             return RewardFile.missing(self.vcfg.reward_path)  # JSON wins; text is not read
-        return self.rt.read_file(ctr, self.vcfg.reward_path)
+        return self._read_in_place(ctr, self.vcfg.reward_path)
+
+    def _read_in_place(self, ctr: str, path: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:
+        # ``shared`` reads as naive harnesses do, with the container's own programs (its
+        # positive control for a trojaned reader); ``cleared`` through the archive API.
+        if self.plan.reads_in_container:
+            return self.rt.read_file_in_container(ctr, path, cap)
+        return self.rt.read_file(ctr, path, cap)
 
     # sealed: the pristine image, with the agent's state at the state paths ------------
 
@@ -626,7 +649,7 @@ class _Verification:
                     host_reward_dir, posixpath.basename(path), path, RESULT_CAP_BYTES
                 )
             else:
-                found = self.rt.read_file(ctr, path, RESULT_CAP_BYTES)
+                found = self._read_in_place(ctr, path, RESULT_CAP_BYTES)
             entry: dict[str, Any] = {"kind": found.kind.value}
             if found.kind in (FileKind.REGULAR, FileKind.OVERSIZE):
                 entry.update(size=found.size, text=found.data.decode("utf-8", "replace"))
@@ -737,13 +760,22 @@ class _Rollout(_Verification):
         # The reward and log folders start empty, whatever the image holds there: what is
         # found in them afterwards is the agent's (Harbor mounts host folders there).
         hidden = sorted({self.vcfg.reward_dir, "/logs/verifier", "/logs/agent"})
+        # Where the reward is read in this container, /logs is a volume: the archive API
+        # that reads it does not see a tmpfs.
         ctr = self.rt.start_agent_container(
-            image, self.limits, self.workdir, self.task.name, binds, self.task_env, hidden
+            image,
+            self.limits,
+            self.workdir,
+            self.task.name,
+            binds,
+            self.task_env,
+            hidden,
+            logs_on_volume=not self.plan.freezes_agent,
         )
         self.containers.append(ctr)
         # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
         # same so that the attacks they control for are real.
-        dirs = sorted({self.vcfg.reward_dir, "/logs/agent"})
+        dirs = sorted({"/logs", self.vcfg.reward_dir, "/logs/agent"})
         made = self.rt.exec(
             ctr, ["sh", "-c", 'mkdir -p "$@" && chmod 0777 "$@"', "mkdirs", *dirs], user="0"
         )
