@@ -1,13 +1,16 @@
 """What every kind of integration test shares: the check that the desktop stack is here,
-and the runtime on the real Docker daemon. A missing part fails the tests with what to do
-about it; nothing is skipped."""
+the runtime on the real Docker daemon, and one run of `cleanroom demo`. A missing part
+fails the tests with what to do about it; nothing is skipped."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +55,26 @@ def runtime() -> Iterator[DockerRuntime]:
         pytest.fail(f"the base image {BASE_IMAGE} is missing ({exc}); run `make setup`")
     yield rt
     rt.remove_labelled(labels)
+
+
+# One finished `cleanroom demo`: its run folder and what it printed.
+DemoRun = tuple[Path, subprocess.CompletedProcess[str]]
+
+# A session fixture's setup counts against the first test that asks for it.
+DEMO_TIMEOUT_S = 880
+
+
+@pytest.fixture(scope="session")
+def demo_run(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """`cleanroom demo`, run once per session as a user runs it. Its own test reads all of
+    it; the red-team tests judge the container matrix it ran (the product's own run of
+    it) instead of running the same matrix again."""
+    run = tmp_path_factory.mktemp("demo") / "run"
+    cli = Path(sys.executable).with_name("cleanroom")
+    proc = subprocess.run(
+        [str(cli), "demo", "--run", str(run)],
+        capture_output=True,
+        text=True,
+        timeout=DEMO_TIMEOUT_S,
+    )
+    return run, proc

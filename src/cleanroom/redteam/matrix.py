@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Any
 
 from cleanroom.core.outcomes import Outcome
-from cleanroom.redteam.catalogue import Attack, ClearedExpectation, Control
+from cleanroom.redteam.catalogue import Attack, ClearedExpectation, Control, by_id
 from cleanroom.verifiers.container.modes import Mode, plan
 
 
@@ -302,6 +302,36 @@ class Matrix:
             "rows": rows,
             "verdict": self.summary().to_json(),
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Matrix:
+        """A matrix stored with `to_json`, to be judged again (its attacks are looked up
+        in today's catalogue by id); `ValueError` naming what does not fit."""
+        try:
+            modes = tuple(Mode(m) for m in data["modes"])
+            matrix = cls(modes, [])
+            for entry in data["rows"]:
+                attack = by_id(entry["attack"]) if entry.get("attack") else None
+                row = Row(entry["task"], RowKind(entry["kind"]), attack)
+                matrix.rows.append(row)
+                for mode in modes:
+                    stored = entry["cells"][mode.value]
+                    if stored.get("outcome") is None:
+                        continue
+                    matrix.put(
+                        row,
+                        mode,
+                        Cell(
+                            stored["outcome"],
+                            stored["score"],
+                            stored.get("reason"),
+                            stored.get("detail", ""),
+                            stored.get("details", {}),
+                        ),
+                    )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a stored red-team matrix: {exc!r}") from exc
+        return matrix
 
 
 def _fired(attack: Attack, cell: Cell, truth: float) -> bool:

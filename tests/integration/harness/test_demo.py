@@ -20,12 +20,9 @@ CLI = Path(sys.executable).with_name("cleanroom")
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_demo_runs_every_piece_and_records_every_outcome(
-    desktop_stack: None, tmp_path: Path
+    demo_run: tuple[Path, subprocess.CompletedProcess[str]],
 ) -> None:
-    run = tmp_path / "run"
-    proc = subprocess.run(
-        [str(CLI), "demo", "--run", str(run)], capture_output=True, text=True, timeout=880
-    )
+    run, proc = demo_run
     out = proc.stdout
     assert proc.returncode == 0, out[-6000:] + proc.stderr[-3000:]
     assert "validation: valid" in out

@@ -9,7 +9,9 @@ from cleanroom.redteam.matrix import Matrix, Row, RowKind, Verdict
 from cleanroom.redteam.run_matrix import EXAMPLE_TASK_NAMES
 from cleanroom.verifiers.container.modes import Mode
 
-pytestmark = pytest.mark.docker
+# The matrix comes from the demo (see conftest.py): the first test to ask for it waits
+# for the whole demo.
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 
 def row_of(attack: Attack) -> Row:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from cleanroom.redteam.catalogue import by_id
 from cleanroom.redteam.matrix import Cell, Matrix, Row, RowKind, Verdict
 from cleanroom.verifiers.container.modes import Mode
@@ -175,3 +179,22 @@ def test_the_matrix_as_data_carries_each_cell_with_its_verdict() -> None:
     assert attack["cells"]["shared"]["verdict"] == "control fired"
     assert attack["cells"]["sealed"]["reason"] == "tamper"
     assert data["verdict"]["passed"] is True
+
+
+def test_a_stored_matrix_is_judged_again_the_same_way() -> None:
+    stored = filled(
+        planted_reward_txt=(score(1), score(0), agents_zero("tamper")),
+        background_writer=(score(1), score(1), invalid("verifier_timeout")),
+    )
+    stored.cells.pop((NOOP.id, Mode.CLEARED))  # a cell that was not run stays missing
+
+    again = Matrix.from_json(json.loads(json.dumps(stored.to_json())))
+
+    assert again.to_json() == stored.to_json()
+    assert again.judge(WRITER, Mode.SEALED) is Verdict.ESCAPED
+    assert again.judge(NOOP, Mode.CLEARED) is Verdict.MISSING
+
+
+def test_what_is_not_a_stored_matrix_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="not a stored red-team matrix"):
+        Matrix.from_json({"modes": ["shared"], "rows": [{"task": "t", "kind": "nope"}]})
