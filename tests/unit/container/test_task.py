@@ -28,7 +28,7 @@ def test_an_empty_file_gives_harbor_defaults() -> None:
     assert config.verifier.reward_path == DEFAULT_REWARD_PATH
     assert config.verifier.reward_json_path == "/logs/verifier/reward.json"
     assert config.verifier.user == "0"
-    assert config.agent_network is False
+    assert config.agent_network is True  # Harbor: public unless the task says otherwise
     assert config.verifier_network is False
     assert config.verifier.live_processes is False
     assert warnings == []

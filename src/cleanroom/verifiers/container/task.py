@@ -348,12 +348,12 @@ class EnvironmentConfig(_Section):
     @property
     def network_public(self) -> bool:
         """The environment's network: ``network_mode``, else ``allow_internet``, else
-        cleanroom's ``network``; none when the task says nothing (Harbor: public)."""
+        cleanroom's ``network``; public when the task says nothing, as in Harbor."""
         if self.network_mode is not None:
             return self.network_mode == "public"
         if self.allow_internet is not None:
             return self.allow_internet
-        return bool(self.network)
+        return True if self.network is None else self.network
 
     @property
     def memory_limit_mb(self) -> int | None:
