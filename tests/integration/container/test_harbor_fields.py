@@ -138,8 +138,16 @@ def test_the_image_map_rewrites_base_images_before_the_build(
     assert mapped.returncode == 0, mapped.stdout + mapped.stderr
 
 
-@pytest.mark.parametrize(("setting", "has_network"), [("allow_internet = true", True), ("", False)])
-def test_the_agent_phase_has_a_network_only_when_the_task_asks(
+@pytest.mark.parametrize(
+    ("setting", "has_network"),
+    [
+        ("allow_internet = true", True),
+        ("allow_internet = false", False),
+        ('network_mode = "no-network"', False),
+        ("", True),  # Harbor's default is public
+    ],
+)
+def test_the_agent_phase_has_a_network_as_the_task_says(
     setting: str, has_network: bool, runtime: DockerRuntime, tmp_path: Path
 ) -> None:
     root = copy_of("logs-inputs", tmp_path, ('network_mode = "no-network"\n', f"{setting}\n"))
