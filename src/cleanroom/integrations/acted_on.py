@@ -17,9 +17,13 @@ from cleanroom.core.outcomes import Outcome, Status
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.tamper import Change, ChangeKind
-from cleanroom.verifiers.container.task import TaskError, load_task
 from cleanroom.verifiers.container.verdict import Evidence, decide
-from cleanroom.verifiers.container.verify import ActedOn, VerifyOptions, verify_acted_on
+from cleanroom.verifiers.container.verify import (
+    ActedOn,
+    VerifyOptions,
+    load_into,
+    verify_acted_on,
+)
 
 # The labels Docker Compose puts on every container it starts.
 COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
@@ -111,13 +115,8 @@ def verify_compose_service(
     host or not: they are its changes, not the agent's; what is inside them is not.
     """
     ev = Evidence(mode, details={"task": str(task_dir), "project": project, "service": service})
-    try:
-        task = load_task(task_dir)
-    except TaskError as exc:
-        ev.environment_error = str(exc)
-        return decide(ev)
-    except Exception as exc:  # a task file no parser expected: still an outcome
-        ev.environment_error = f"the task folder could not be read: {exc!r}"
+    task = load_into(ev, task_dir)
+    if task is None:
         return decide(ev)
     try:
         runtime = connect()

@@ -109,6 +109,18 @@ class VerifyOptions:
     image_map: tuple[tuple[str, str], ...] = ()
 
 
+def load_into(ev: Evidence, task_dir: Path) -> Task | None:
+    """The task in ``task_dir``; None, with what is wrong with it in ``ev``, when it
+    cannot be loaded."""
+    try:
+        return load_task(task_dir)
+    except TaskError as exc:
+        ev.environment_error = str(exc)
+    except Exception as exc:  # a task file no parser expected: still an outcome
+        ev.environment_error = f"the task folder could not be read: {exc!r}"
+    return None
+
+
 def verify_path(
     task_dir: Path,
     agent: AgentSpec,
@@ -117,13 +129,8 @@ def verify_path(
 ) -> Outcome:
     """Load the task folder, connect to Docker, and verify; every failure is an outcome."""
     ev = Evidence(options.mode, details={"task": str(task_dir), "agent": agent.label})
-    try:
-        task = load_task(task_dir)
-    except TaskError as exc:
-        ev.environment_error = str(exc)
-        return decide(ev)
-    except Exception as exc:  # a task file no parser expected: still an outcome
-        ev.environment_error = f"the task folder could not be read: {exc!r}"
+    task = load_into(ev, task_dir)
+    if task is None:
         return decide(ev)
     try:
         runtime = connect()
