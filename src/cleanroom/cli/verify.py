@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,13 @@ def verify(
         help="Build with image TO wherever the task names base image FROM (a Dockerfile's "
         "FROM line or docker_image), for offline use; repeatable.",
     ),
+    image_map_file: Path | None = typer.Option(  # noqa: B008
+        None,
+        "--image-map-file",
+        metavar="FILE",
+        help='A TOML file whose [image_map] table maps FROM = "TO" the same way; a pair '
+        "given with --image-map wins over the file's.",
+    ),
 ) -> None:
     """Verify a container task; exit 0 success, 1 failure, 2 invalid (the infrastructure's
     fault, excluded), 3 a failure scored 0 for the agent's own act (tamper, ...)."""
@@ -54,7 +62,8 @@ def verify(
         if noop
         else AgentSpec.command(agent or "")
     )
-    mapping = parse_image_map(image_map)
+    from_file = read_image_map_file(image_map_file) if image_map_file else ()
+    mapping = tuple({**dict(from_file), **dict(parse_image_map(image_map))}.items())
     outcome = verify_path(task_dir, spec, VerifyOptions(mode=mode, keep=keep, image_map=mapping))
     payload = outcome_json(outcome, mode)
     if as_json:
@@ -77,6 +86,26 @@ def parse_image_map(items: list[str]) -> tuple[tuple[str, str], ...]:
             raise typer.BadParameter(f"{source} is mapped twice", param_hint="--image-map")
         pairs[source.strip()] = target.strip()
     return tuple(pairs.items())
+
+
+def read_image_map_file(path: Path) -> tuple[tuple[str, str], ...]:
+    """The ``[image_map]`` table of a TOML file as pairs; anything else is a usage error
+    naming the file and what is wrong."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise typer.BadParameter(f"{path}: {exc}", param_hint="--image-map-file") from exc
+    table = data.get("image_map")
+    if not isinstance(table, dict) or set(data) != {"image_map"}:
+        raise typer.BadParameter(
+            f"{path}: needs one [image_map] table and nothing else", param_hint="--image-map-file"
+        )
+    bad = [k for k, v in table.items() if not isinstance(v, str) or not v.strip() or " " in v]
+    if bad:
+        raise typer.BadParameter(
+            f"{path}: {bad[0]!r} does not map to one image name", param_hint="--image-map-file"
+        )
+    return tuple((k.strip(), v.strip()) for k, v in table.items())
 
 
 def outcome_json(outcome: Outcome, mode: Mode) -> dict[str, Any]:

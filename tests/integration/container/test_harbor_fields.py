@@ -119,22 +119,23 @@ def test_a_prebuilt_image_is_used_when_there_is_no_dockerfile(
     assert solved.details["image"] == "cleanroom/base:bookworm"
 
 
+@pytest.mark.parametrize("given", ["flag", "file"])
 def test_the_image_map_rewrites_base_images_before_the_build(
-    runtime: DockerRuntime, tmp_path: Path
+    given: str, runtime: DockerRuntime, tmp_path: Path
 ) -> None:
     root = copy_of("logs-inputs", tmp_path)
     dockerfile = root / "environment" / "Dockerfile"
     dockerfile.write_text(
         dockerfile.read_text().replace("cleanroom/base:bookworm", "mirror.invalid/base:12")
     )
-    mapped = cleanroom(
-        "verify",
-        str(root),
-        "--solution",
-        "--image-map",
-        "mirror.invalid/base:12=cleanroom/base:bookworm",
-        env=labelled(runtime),
+    file = tmp_path / "images.toml"
+    file.write_text('[image_map]\n"mirror.invalid/base:12" = "cleanroom/base:bookworm"\n')
+    how = (
+        ["--image-map", "mirror.invalid/base:12=cleanroom/base:bookworm"]
+        if given == "flag"
+        else ["--image-map-file", str(file)]
     )
+    mapped = cleanroom("verify", str(root), "--solution", *how, env=labelled(runtime))
     assert mapped.returncode == 0, mapped.stdout + mapped.stderr
 
 
