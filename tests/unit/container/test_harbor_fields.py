@@ -32,8 +32,6 @@ REFUSING = {
     "verifier.environment": '[verifier.environment]\ndocker_image = "alpine"',
     "verifier.collect": '[[verifier.collect]]\ncommand = "true"',
     "environment.allowed_hosts": '[environment]\nallowed_hosts = ["pypi.org"]',
-    "environment.storage_mb": "[environment]\nstorage_mb = 1024",
-    "environment.storage": '[environment]\nstorage = "1G"',
     "environment.gpu_types": '[environment]\ngpu_types = ["H100"]',
     "environment.tpu": '[environment.tpu]\ntype = "v6e"\ntopology = "2x4"',
     "environment.mcp_servers": '[[environment.mcp_servers]]\nname = "m"\nurl = "http://x"',
@@ -142,3 +140,8 @@ def test_a_refused_field_makes_the_rollout_an_environment_error(tmp_path: Path) 
     outcome = verify_path(tmp_path, AgentSpec.noop(), VerifyOptions(), connect=no_daemon)
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
     assert "steps" in outcome.detail and "line 1" in outcome.detail
+
+
+@pytest.mark.parametrize("setting", ["storage_mb = 10240", 'storage = "10G"'])
+def test_a_disk_size_is_kept_as_harbors_docker_environment_keeps_it(setting: str) -> None:
+    parse_task_toml(f"[environment]\n{setting}", HERE)  # no error: many public tasks set it

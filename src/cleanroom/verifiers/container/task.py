@@ -293,11 +293,15 @@ class EnvironmentConfig(_Section):
 
     @field_validator("storage_mb", "storage")
     @classmethod
-    def _no_disk_quota(cls, value: Any) -> Any:
-        raise _not_supported(
-            "a disk quota (storage_mb); the state the verifier reads is capped by "
-            "[verifier] state_cap_mb instead"
-        )
+    def _a_disk_size(cls, value: Any) -> Any:
+        # Kept as Harbor's docker environment keeps it: read, and enforced by neither (no
+        # disk quota on the container's layer; the state the verifier reads is capped by
+        # [verifier] state_cap_mb).
+        if value is not None and not isinstance(value, int | str):
+            raise ValueError(
+                f"a disk size is a number of MB or a size such as '10G', not {value!r}"
+            )
+        return value
 
     @field_validator("gpus")
     @classmethod
@@ -482,8 +486,8 @@ HARBOR_FIELDS: dict[str, str] = {
     "environment.cpus": "read",
     "environment.memory_mb": "read",
     "environment.memory": "read",
-    "environment.storage_mb": "refused: disk quotas",
-    "environment.storage": "refused: disk quotas",
+    "environment.storage_mb": "kept: enforced by neither Harbor's docker environment nor cleanroom",
+    "environment.storage": "kept: enforced by neither Harbor's docker environment nor cleanroom",
     "environment.gpus": "read: 0; more refused",
     "environment.gpu_types": "refused: GPUs",
     "environment.tpu": "refused: TPUs",
