@@ -454,10 +454,12 @@ class _Verification:
                 # The reward folder is watched from the host (`_planted`) when it is
                 # bound from there; otherwise what the agent wrote into it is in the diff.
                 watched = self.agent_reward_dir is not None
+                # What the verifier gets as an artifact it sees, as it sees the state.
+                seen = [*state_paths, *(i.entry.source for i in taken if i.carried)]
                 self.ev.tamper = classify(
                     diff.changes,
                     verifier_places=(TESTS_DIR,) if watched else (TESTS_DIR, self.vcfg.reward_dir),
-                    state_paths=state_paths,
+                    state_paths=seen,
                     planted=planted,
                     baseline=self.baseline,
                 )
