@@ -409,7 +409,9 @@ class ArtifactEntry(_Section):
     def _source_is_the_agents(cls, value: str) -> str:
         path = _absolute(value, "artifact source")
         if path == "/" or any(under(path, t) or under(t, path) for t in _VERIFIERS[:1]):
-            raise ValueError(f"artifact source {path!r} would hand /tests to the agent")
+            raise ValueError(
+                f"artifact source {path!r} would hand the verifier's /tests to the agent"
+            )
         if under(path, "/logs") and not under(path, ARTIFACTS_DIR):
             # The rest of /logs is the harness's (the verifier's reward, the agent's logs).
             raise ValueError(
