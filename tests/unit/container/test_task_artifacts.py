@@ -94,7 +94,8 @@ def test_the_verifier_environment_has_the_environment_tables_refusals() -> None:
         ("[verifier.environment]\nallow_internet = true", True),
         ('[verifier.environment]\nnetwork_mode = "public"', True),
         (
-            '[verifier]\nnetwork_mode = "no-network"\n[verifier.environment]\nallow_internet = true',
+            '[verifier]\nnetwork_mode = "no-network"\n'
+            "[verifier.environment]\nallow_internet = true",
             False,
         ),
         (
@@ -146,5 +147,5 @@ def test_a_compose_verifier_environment_is_refused_by_name(tmp_path: Path) -> No
     root = make_task(tmp_path / "t", '[verifier]\nenvironment_mode = "separate"', False)
     (root / "tests/docker-compose.yaml").write_text("services: {}\n")
 
-    with pytest.raises(TaskConfigError, match="docker-compose.yaml"):
+    with pytest.raises(TaskConfigError, match=r"docker-compose\.yaml"):
         load_task(root)
