@@ -82,6 +82,18 @@ def test_an_artifact_over_the_state_cap_is_the_agents_zero_in_sealed(
     assert "/logs/artifacts" in outcome.detail
 
 
+@pytest.mark.parametrize("mode", list(Mode))
+def test_an_artifact_behind_a_loop_of_links_is_a_zero_never_invalid(
+    mode: Mode, runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    loop = "mkdir -p /var/log && ln -s summer /var/log/summer"
+    outcome = verify_task(
+        example("artifact-answer"), AgentSpec.command(loop), runtime, VerifyOptions(mode)
+    )
+
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0), outcome.detail
+
+
 @pytest.mark.parametrize("mode", [Mode.SHARED, Mode.CLEARED])
 def test_a_separate_verifier_runs_the_same_in_the_naive_modes(
     mode: Mode, runtime: DockerRuntime, example: Callable[[str], Task]

@@ -495,15 +495,23 @@ class DockerRuntime:
         """Take ``path`` from a (paused) container as a checked tar archive.
 
         Raises `StateTooLarge` past ``cap`` bytes, and `StateArchiveError` when what
-        arrived cannot be read as an archive (a transport failure is `RuntimeUnavailable`
-        instead); device nodes and sockets are dropped and listed; a name near PATH_MAX
-        is reported in ``too_long``. An ``artifact`` passes its stricter rules too.
+        arrived cannot be read as an archive or the path is reached through a loop of
+        links (a transport failure is `RuntimeUnavailable` instead); device nodes and
+        sockets are dropped and listed; a name near PATH_MAX is reported in ``too_long``.
+        An ``artifact`` passes its stricter rules too.
         """
         try:
             chunks, info = self.docker.get_archive(container, path)
         except RuntimeUnavailable as exc:
-            if exc.status == 404:
+            answered = exc.status is not None
+            if exc.status == 404 or (answered and _NOT_A_FOLDER in str(exc)):
                 return StateCopy(path, "missing")
+            # A path through a loop of links, or deeper than a path can go, is what the
+            # agent left there, not a fault of the daemon's.
+            for words, note in _UNREACHABLE.items():
+                if answered and words in str(exc):
+                    unreachable = f"{path} is reached through {note}"
+                    raise state_archive.StateArchiveError(unreachable) from exc
             raise
         kind = _kind_of_mode(int(info.get("mode", 0)))
         spooled: IO[bytes] = tempfile.TemporaryFile(prefix="cleanroom-state-")  # noqa: SIM115
