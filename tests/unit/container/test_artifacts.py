@@ -85,3 +85,18 @@ def test_nothing_lands_outside_the_host_folder_whatever_the_archive_holds(
     assert not (tmp_path / "escaped").exists()
     assert not (tmp_path / "host/logs/artifacts/out").is_symlink()
     assert len(item.dropped) == 2
+
+
+def test_a_second_collection_into_the_same_folder_replaces_the_first(tmp_path: Path) -> None:
+    def collected(name: str) -> artifacts.Collected:
+        return artifacts.Collected(
+            ArtifactEntry(source="/logs/artifacts"),
+            status="ok",
+            kind="directory",
+            archive=archive(entry("artifacts", tarfile.DIRTYPE), entry(f"artifacts/{name}")),
+        )
+
+    artifacts.write_to_host(tmp_path, [collected("first.txt")])
+    artifacts.write_to_host(tmp_path, [collected("second.txt")])
+
+    assert sorted(p.name for p in (tmp_path / "logs/artifacts").iterdir()) == ["second.txt"]

@@ -115,10 +115,15 @@ def write_to_host(folder: Path, collected: Sequence[Collected]) -> None:
         with tempfile.TemporaryDirectory(dir=folder, prefix=".unpacking-") as staging:
             refused = _unpack(rewind(item.archive), Path(staging))
             item.dropped.extend(refused)
-            unpacked = [p for p in Path(staging).iterdir()]
+            unpacked = list(Path(staging).iterdir())
             if not unpacked:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
+            # A collection into a folder used before replaces what it holds there.
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
             shutil.move(str(unpacked[0]), target)
     manifest = [c.describe() for c in collected]
     (folder / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
