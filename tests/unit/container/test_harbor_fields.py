@@ -30,6 +30,13 @@ REFUSING = {
     "agent.allowed_hosts": '[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]',
     "verifier.allowed_hosts": '[verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = ["a.b"]',
     "verifier.collect": '[[verifier.collect]]\ncommand = "true"',
+    "verifier.environment.allowed_hosts": '[verifier.environment]\nallowed_hosts = ["a.b"]',
+    "verifier.environment.gpu_types": '[verifier.environment]\ngpu_types = ["H100"]',
+    "verifier.environment.tpu": '[verifier.environment.tpu]\ntype = "v6e"\ntopology = "2x4"',
+    "verifier.environment.mcp_servers": (
+        '[[verifier.environment.mcp_servers]]\nname = "m"\nurl = "http://x"'
+    ),
+    "verifier.environment.skills_dir": '[verifier.environment]\nskills_dir = "/skills"',
     "environment.allowed_hosts": '[environment]\nallowed_hosts = ["pypi.org"]',
     "environment.gpu_types": '[environment]\ngpu_types = ["H100"]',
     "environment.tpu": '[environment.tpu]\ntype = "v6e"\ntopology = "2x4"',
