@@ -71,10 +71,11 @@ def _error(error: type[DockerError], message: str, status: int | None) -> Docker
     return out
 
 
-def anonymous_volume(target: str) -> Any:
+def anonymous_volume(target: str, empty: bool = False) -> Any:
     """A ``mounts`` entry for a fresh anonymous volume at ``target``, removed with its
-    container when that is removed with its volumes."""
-    return docker.types.Mount(target, None, type="volume")
+    container when that is removed with its volumes. Docker fills a new volume with what
+    the image holds at ``target``, unless ``empty``."""
+    return docker.types.Mount(target, None, type="volume", no_copy=empty)
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,18 @@ EXAMPLE_TASK_NAMES = (
     "engine-handoff",
     "install-tool",
     "venv-tool",
+    "artifact-answer",
 )
-# Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs). They
-# open no route to the verifier that the tasks above lack, so the matrix leaves them out;
-# tests/integration/container/test_harbor_fields.py runs them in sealed.
-HARBOR_FORMAT_EXAMPLES = ("healthcheck-service", "env-templates", "logs-inputs")
+# Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs, a
+# separate verifier environment). They open no route to the verifier that the tasks above
+# lack, so the matrix leaves them out; tests/integration/container/test_harbor_fields.py
+# runs them in sealed.
+HARBOR_FORMAT_EXAMPLES = (
+    "healthcheck-service",
+    "env-templates",
+    "logs-inputs",
+    "separate-verifier",
+)
 
 OnCell = Callable[[Row, Mode, Cell], None]
 

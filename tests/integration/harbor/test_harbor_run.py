@@ -76,8 +76,9 @@ def outcome(result: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("task", "processes"),
-    # http-sum's verifier talks to the server the agent left running (live_processes).
-    [("fix-median", "killed"), ("http-sum", "frozen")],
+    # http-sum's verifier talks to the server the agent left running (live_processes);
+    # artifact-answer's reads what the agent left in /logs/artifacts, Harbor's bound folder.
+    [("fix-median", "killed"), ("http-sum", "frozen"), ("artifact-answer", "killed")],
 )
 def test_the_oracle_scores_one_with_the_sealed_verifier(
     runtime: DockerRuntime, tmp_path: Path, task: str, processes: str

@@ -29,8 +29,14 @@ HERE = Path("/tasks/demo")
 REFUSING = {
     "agent.allowed_hosts": '[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]',
     "verifier.allowed_hosts": '[verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = ["a.b"]',
-    "verifier.environment": '[verifier.environment]\ndocker_image = "alpine"',
     "verifier.collect": '[[verifier.collect]]\ncommand = "true"',
+    "verifier.environment.allowed_hosts": '[verifier.environment]\nallowed_hosts = ["a.b"]',
+    "verifier.environment.gpu_types": '[verifier.environment]\ngpu_types = ["H100"]',
+    "verifier.environment.tpu": '[verifier.environment.tpu]\ntype = "v6e"\ntopology = "2x4"',
+    "verifier.environment.mcp_servers": (
+        '[[verifier.environment.mcp_servers]]\nname = "m"\nurl = "http://x"'
+    ),
+    "verifier.environment.skills_dir": '[verifier.environment]\nskills_dir = "/skills"',
     "environment.allowed_hosts": '[environment]\nallowed_hosts = ["pypi.org"]',
     "environment.gpu_types": '[environment]\ngpu_types = ["H100"]',
     "environment.tpu": '[environment.tpu]\ntype = "v6e"\ntopology = "2x4"',
@@ -38,12 +44,15 @@ REFUSING = {
     "environment.skills_dir": '[environment]\nskills_dir = "/skills"',
     "multi_step_reward_strategy": 'multi_step_reward_strategy = "mean"',
     "steps": '[[steps]]\nname = "one"',
-    "artifacts": 'artifacts = ["/app/out.txt"]',
 }
 # Read fields whose values outside what cleanroom runs are refused, with such a value.
 REFUSED_VALUES = {
     "agent.network_mode": ('[agent]\nnetwork_mode = "allowlist"', "allowlist"),
-    "verifier.environment_mode": ('[verifier]\nenvironment_mode = "separate"', "separate"),
+    "verifier.environment": (
+        '[verifier]\nenvironment_mode = "shared"\n[verifier.environment]\ncpus = 1',
+        "incompatible",
+    ),
+    "artifacts": ('artifacts = [{ source = "/data", service = "db" }]', "compose service"),
     "environment.network_mode": ('[environment]\nnetwork_mode = "allowlist"', "allowlist"),
     "environment.os": ('[environment]\nos = "windows"', "Windows"),
     "environment.gpus": ("[environment]\ngpus = 1", "GPUs"),

@@ -30,7 +30,12 @@ from pydantic import (
     model_validator,
 )
 
+from cleanroom.verifiers.container.tamper import under
+
 DEFAULT_REWARD_PATH = "/logs/verifier/reward.txt"
+# Harbor's folder for what the agent leaves the verifier: always an artifact.
+ARTIFACTS_DIR = "/logs/artifacts"
+MANIFEST_NAME = "manifest.json"  # Harbor's record of a collection, beside the artifacts
 _TEMPLATE_RE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")  # Harbor's, whole values only
 _FROM_RE = re.compile(r"\A(\s*FROM\s+(?:--\S+\s+)*)(\S+)(.*)\Z", re.IGNORECASE | re.DOTALL)
 _MEMORY_RE = re.compile(r"\A(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\Z", re.IGNORECASE)
@@ -171,7 +176,8 @@ class VerifierConfig(_Section):
     network_mode: NetworkMode | None = None
     allowed_hosts: list[str] | None = None
     environment_mode: Literal["shared", "separate"] | None = None
-    environment: Any = None
+    # The separate verifier's environment (`verifier_environment`); its own refusals apply.
+    environment: EnvironmentConfig | None = None
     collect: Any = None
     reward_path: str = DEFAULT_REWARD_PATH
     result_paths: list[str] = Field(default_factory=list)
@@ -186,18 +192,6 @@ class VerifierConfig(_Section):
 
     _user = field_validator("user", mode="before")(_user_name)
 
-    @field_validator("environment_mode")
-    @classmethod
-    def _no_separate_environment(cls, value: str | None) -> str | None:
-        if value == "separate":
-            raise _not_supported("a separate verifier environment (environment_mode 'separate')")
-        return value
-
-    @field_validator("environment")
-    @classmethod
-    def _no_verifier_environment(cls, value: Any) -> Any:
-        raise _not_supported("a separate verifier environment ([verifier.environment])")
-
     @field_validator("collect")
     @classmethod
     def _no_collect_hooks(cls, value: Any) -> Any:
@@ -207,6 +201,29 @@ class VerifierConfig(_Section):
     def _no_allowlist(self) -> VerifierConfig:
         _refuse_allowlist(self.network_mode, self.allowed_hosts)
         return self
+
+    @model_validator(mode="after")
+    def _one_environment_mode(self) -> VerifierConfig:
+        # Harbor's rule: an environment of the verifier's own means a separate one.
+        if self.environment_mode == "shared" and self.environment is not None:
+            raise ValueError(
+                "environment_mode = 'shared' is incompatible with [verifier.environment]; "
+                "omit the environment or set environment_mode = 'separate'"
+            )
+        if self.separate and self.live_processes:
+            raise ValueError(
+                "live_processes needs the agent's processes, which a separate verifier "
+                "environment never sees (Harbor stops the agent's container first)"
+            )
+        return self
+
+    @property
+    def separate(self) -> bool:
+        """Whether test.sh runs in an environment of its own (Harbor's separate mode):
+        ``environment_mode = "separate"``, or a ``[verifier.environment]`` without a mode."""
+        if self.environment_mode is not None:
+            return self.environment_mode == "separate"
+        return self.environment is not None
 
     @field_validator("reward_path")
     @classmethod
@@ -374,6 +391,61 @@ class EnvironmentConfig(_Section):
         return max(1, int(float(m[1]) * _MEMORY_UNITS[m[2].lower()]))
 
 
+VerifierConfig.model_rebuild()  # its [verifier.environment] is an EnvironmentConfig
+
+
+class ArtifactEntry(_Section):
+    """One entry of ``artifacts``: a path the agent leaves, carried to the verifier at
+    that same path and collected on the host (under ``destination`` when given)."""
+
+    source: str
+    destination: str | None = None
+    # Harbor's ``tar --exclude`` patterns: what matches is neither collected nor carried.
+    exclude: list[str] = Field(default_factory=list)
+    service: str | None = None
+
+    @field_validator("source")
+    @classmethod
+    def _source_is_the_agents(cls, value: str) -> str:
+        path = _absolute(value, "artifact source")
+        if path == "/" or any(under(path, t) or under(t, path) for t in _VERIFIERS[:1]):
+            raise ValueError(
+                f"artifact source {path!r} would hand the verifier's /tests to the agent"
+            )
+        if under(path, "/logs") and not under(path, ARTIFACTS_DIR):
+            # The rest of /logs is the harness's (the verifier's reward, the agent's logs).
+            raise ValueError(
+                f"artifact source {path!r}: under /logs, only {ARTIFACTS_DIR} is the agent's"
+            )
+        return path
+
+    @field_validator("destination")
+    @classmethod
+    def _destination_stays_in_the_artifacts_folder(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        parts = value.split("/")
+        if "\\" in value or value.startswith("/") or ".." in parts:
+            raise ValueError(
+                f"artifact destination must be a relative path without '..', got {value!r}"
+            )
+        if value.rstrip("/") == MANIFEST_NAME:
+            raise ValueError(f"artifact destination {MANIFEST_NAME!r} is the collection's record")
+        return posixpath.normpath(value)
+
+    @field_validator("service")
+    @classmethod
+    def _main_service_only(cls, value: str | None) -> str | None:
+        if value not in (None, "main"):
+            raise _not_supported(f"artifacts of a compose service (service = {value!r})")
+        return None
+
+    @property
+    def host_path(self) -> str:
+        """Where it is collected, relative to the artifacts folder (Harbor's layout)."""
+        return self.destination or self.source.lstrip("/")
+
+
 class TaskConfig(_Section):
     """The whole ``task.toml``."""
 
@@ -388,19 +460,40 @@ class TaskConfig(_Section):
     solution: SolutionConfig = Field(default_factory=SolutionConfig)
     steps: Any = None
     multi_step_reward_strategy: Any = None
-    artifacts: Any = None
+    artifacts: list[ArtifactEntry] = Field(default_factory=list)
+
+    @field_validator("artifacts", mode="before")
+    @classmethod
+    def _entries_from_paths(cls, value: Any) -> Any:
+        # Harbor's short form: a bare path is an entry with that source.
+        if isinstance(value, list):
+            return [{"source": v} if isinstance(v, str) else v for v in value]
+        return value
 
     @field_validator("steps", "multi_step_reward_strategy")
     @classmethod
     def _single_step_only(cls, value: Any) -> Any:
         raise _not_supported("multi-step tasks ([[steps]], multi_step_reward_strategy)")
 
-    @field_validator("artifacts")
-    @classmethod
-    def _no_artifacts(cls, value: Any) -> Any:
-        if value:
-            raise _not_supported("artifact collection (artifacts)")
-        return value
+    @model_validator(mode="after")
+    def _artifacts_are_not_the_reward(self) -> TaskConfig:
+        reward_dir = self.verifier.reward_dir
+        for entry in self.artifacts:
+            if under(entry.source, reward_dir) or under(reward_dir, entry.source):
+                raise ValueError(
+                    f"artifact source {entry.source!r} would hand the reward folder "
+                    f"{reward_dir} to the agent"
+                )
+        return self
+
+    @property
+    def artifact_entries(self) -> list[ArtifactEntry]:
+        """Every artifact, Harbor's way: ``/logs/artifacts`` first unless an entry names
+        it (an explicit entry, say with ``exclude``, replaces the implicit one)."""
+        entries = list(self.artifacts)
+        if not any(e.source == ARTIFACTS_DIR for e in entries):
+            entries.insert(0, ArtifactEntry(source=ARTIFACTS_DIR))
+        return entries
 
     @property
     def agent_network(self) -> bool:
@@ -412,9 +505,18 @@ class TaskConfig(_Section):
 
     @property
     def verifier_network(self) -> bool:
-        """Whether the sealed verifier has a network of its own: only when the task
-        sets ``[verifier] network_mode = "public"``."""
-        return self.verifier.network_mode == "public"
+        """Whether the verifier's own container has a network: only when the task asks
+        for one, by ``[verifier] network_mode = "public"`` or, for a separate verifier,
+        by its ``[verifier.environment]`` saying so (``network_mode`` or
+        ``allow_internet``); never by default."""
+        if self.verifier.network_mode is not None:
+            return self.verifier.network_mode == "public"
+        env = self.verifier.environment
+        if self.verifier.separate and env is not None:
+            return env.network_mode == "public" or (
+                env.network_mode is None and env.allow_internet is True
+            )
+        return False
 
 
 @dataclass(frozen=True)
@@ -451,6 +553,40 @@ class Task:
     def instruction(self) -> str:
         return (self.root / "instruction.md").read_text(encoding="utf-8")
 
+    def verifier_environment(self) -> VerifierEnvironment | None:
+        """Where a separate verifier runs, or None when test.sh runs where the agent
+        acted. Harbor's order: ``[verifier.environment] docker_image``, else an image
+        built from ``tests/`` (its Dockerfile), both holding ``/tests`` themselves; else
+        the task's own environment, with the tests copied in. Resources, environment
+        variables, work dir and readiness check come from ``[verifier.environment]``,
+        else from ``[environment]``."""
+        verifier = self.config.verifier
+        if not verifier.separate:
+            return None
+        own = verifier.environment
+        config = own if own is not None else self.config.environment
+        if own is not None and own.docker_image:
+            return VerifierEnvironment(config, None, own.docker_image, bundled_tests=True)
+        if (self.tests_dir / "Dockerfile").is_file():
+            return VerifierEnvironment(config, self.tests_dir, None, bundled_tests=True)
+        if self.dockerfile is not None:
+            return VerifierEnvironment(config, self.environment_dir, None, bundled_tests=False)
+        return VerifierEnvironment(
+            config, None, self.config.environment.docker_image, bundled_tests=False
+        )
+
+
+@dataclass(frozen=True)
+class VerifierEnvironment:
+    """A separate verifier's environment: its config, and its image, built from
+    ``build_dir`` (a folder with a Dockerfile) or named by ``image``. With
+    ``bundled_tests`` the image holds ``/tests`` and the task's tests are not copied in."""
+
+    config: EnvironmentConfig
+    build_dir: Path | None
+    image: str | None
+    bundled_tests: bool
+
 
 _VERIFIERS = ("/tests", "/logs")  # the verifier's own places, never the agent's state
 _REQUIRED = ("task.toml", "instruction.md", "tests/test.sh")
@@ -474,8 +610,13 @@ HARBOR_FIELDS: dict[str, str] = {
     "verifier.user": "read",
     "verifier.network_mode": "read: the sealed verifier's network; allowlist refused",
     "verifier.allowed_hosts": "refused: egress allowlists",
-    "verifier.environment_mode": "read: shared; separate refused",
-    "verifier.environment": "refused: separate verifier environments",
+    "verifier.environment_mode": "read: shared, or separate (test.sh in its own container)",
+    "verifier.environment": "read: the separate verifier's environment, as [environment]",
+    "verifier.environment.allowed_hosts": "refused: egress allowlists",
+    "verifier.environment.gpu_types": "refused: GPUs",
+    "verifier.environment.tpu": "refused: TPUs",
+    "verifier.environment.mcp_servers": "refused: MCP servers",
+    "verifier.environment.skills_dir": "refused: agent skills",
     "verifier.collect": "refused: compose collect hooks",
     "environment.network_mode": "read: no-network or public; allowlist refused",
     "environment.allowed_hosts": "refused: egress allowlists",
@@ -499,7 +640,8 @@ HARBOR_FIELDS: dict[str, str] = {
     "solution.env": "read, with ${VAR} and ${VAR:-default} from the host",
     "multi_step_reward_strategy": "refused: multi-step tasks",
     "steps": "refused: multi-step tasks",
-    "artifacts": "refused: artifact collection",
+    "artifacts": "read: carried into the verifier at their paths, collected on the host",
+    "artifacts.service": "read: the agent's container (main); compose services refused",
 }
 
 
@@ -566,6 +708,13 @@ def load_task(task_dir: Path | str) -> Task:
     config, warnings = parse_task_toml((root / "task.toml").read_text(encoding="utf-8"), root)
     if config.environment.docker_image is None and not (root / "environment/Dockerfile").is_file():
         raise TaskLayoutError(root, "environment/Dockerfile (or [environment] docker_image)")
+    if config.verifier.separate and (root / "tests/docker-compose.yaml").is_file():
+        raise TaskConfigError(
+            root / "task.toml",
+            None,
+            "tests/docker-compose.yaml: not supported by cleanroom: a compose verifier "
+            "environment; give tests/ a Dockerfile or [verifier.environment] docker_image",
+        )
     return Task(root, config, tuple(warnings))
 
 

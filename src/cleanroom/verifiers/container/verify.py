@@ -25,6 +25,7 @@ from typing import Any
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.host_files import read_capped, remove_tree
+from cleanroom.verifiers.container import artifacts
 from cleanroom.verifiers.container.docker_runtime import (
     DockerRuntime,
     ExecResult,
@@ -46,6 +47,8 @@ from cleanroom.verifiers.container.tamper import (
     under,
 )
 from cleanroom.verifiers.container.task import (
+    ARTIFACTS_DIR,
+    HealthcheckConfig,
     Task,
     TaskError,
     TemplateError,
@@ -107,6 +110,9 @@ class VerifyOptions:
     keep: bool = False
     # Base images rewritten before a task's image is built (``FROM`` lines, docker_image).
     image_map: tuple[tuple[str, str], ...] = ()
+    # Where the agent's artifacts are collected on the host (Harbor's layout and
+    # manifest.json); None: taken and listed in the outcome, not written.
+    artifacts_dir: Path | None = None
 
 
 def load_into(ev: Evidence, task_dir: Path) -> Task | None:
@@ -230,6 +236,12 @@ class _Verification:
         self.vcfg = task.config.verifier
         self.limits = Limits.of(task)
         self.workdir = task.config.environment.workdir
+        # A separate verifier environment (Harbor's environment_mode "separate"): test.sh
+        # runs in a container of its own image, with the agent's artifacts only.
+        self.separate = task.verifier_environment()
+        self.separate_image: str | None = None
+        self.separate_workdir: str | None = None
+        self.separate_env: dict[str, str] = {}
         self.timings: dict[str, float] = {}
         self.ev = Evidence(options.mode)
         self.ev.details.update(task=task.name, agent=label)
@@ -249,13 +261,50 @@ class _Verification:
         raise NotImplementedError
 
     def _verify_agent_container(self, agent_ctr: str, image: str) -> None:
-        """The verification both paths share, once the agent has acted in ``agent_ctr``."""
+        """The verification both paths share, once the agent has acted in ``agent_ctr``.
+
+        A separate verifier runs the sealed way in every mode, as Harbor runs it: the
+        agent's container is stopped and test.sh runs in a fresh container of the
+        verifier's image, which gets the agent's artifacts and nothing else of it.
+        """
         verify_start = time.monotonic()
-        if self.plan.in_agent_container:
+        if self.separate is not None:
+            assert self.separate_image is not None  # made before the agent phase
+            self._verify_sealed(agent_ctr, self.separate_image)
+        elif self.plan.in_agent_container:
+            # Harbor collects the artifacts before its verifier runs.
+            with self._timed("artifacts_s"):
+                self._close(self._take_artifacts(agent_ctr, carried=False))
             self._verify_in_place(agent_ctr)
         else:
             self._verify_sealed(agent_ctr, image)
         self.timings["verify_s"] = time.monotonic() - verify_start
+
+    def _verifier_image(self) -> bool:
+        """Build or find a separate verifier's image; False, with why in the evidence,
+        when it cannot be made."""
+        if self.separate is None:
+            return True
+        try:
+            with self._timed("build_s"):
+                image, built = self.rt.verifier_image_for(self.task, dict(self.options.image_map))
+        except ImageBuildFailed as exc:
+            self.ev.environment_error = f"the verifier's image {exc.tag} could not be made"
+            self.ev.build_log = exc.log
+            return False
+        self.separate_image = image
+        self.ev.details["verifier_image"] = {
+            "image": image,
+            "built": built,
+            "tests": "in the image" if self.separate.bundled_tests else "copied in",
+        }
+        own = self.separate.config.workdir
+        self.separate_workdir = own if own is not None else self.rt.image_workdir(image)
+        return True
+
+    @property
+    def _test_workdir(self) -> str | None:
+        return self.separate_workdir if self.separate is not None else self.workdir
 
     def _resolve_env(self) -> bool:
         """Resolve the ``${VAR}`` templates of the task's three environments from the
@@ -266,14 +315,19 @@ class _Verification:
             self.task_env = resolve_env(cfg.environment.env, host, "environment.env")
             self.solution_env = resolve_env(cfg.solution.env, host, "solution.env")
             self.verifier_env = resolve_env(cfg.verifier.env, host, "verifier.env")
+            own = cfg.verifier.environment
+            self.separate_env = (
+                resolve_env(own.env, host, "verifier.environment.env")
+                if own is not None
+                else self.task_env
+            )
         except TemplateError as exc:
             self.ev.environment_error = f"{self.task.name}/task.toml: {exc}"
             return False
         return True
 
-    def _unhealthy(self, ctr: str) -> str | None:
-        """Wait for the task's healthcheck in ``ctr``; what failed, or None when healthy."""
-        check = self.task.config.environment.healthcheck
+    def _unhealthy(self, ctr: str, check: HealthcheckConfig | None) -> str | None:
+        """Wait for a healthcheck in ``ctr``; what failed, or None when healthy."""
         if check is None:
             return None
 
@@ -373,6 +427,7 @@ class _Verification:
     def _verify_sealed(self, agent_ctr: str, image: str) -> None:
         tests, reward_dir, guard = self._fresh_folders()
         copies: list[StateCopy] = []
+        taken: list[artifacts.Collected] = []
         # The verifier's container depends on nothing the agent left, so it starts while
         # the agent's is frozen and read: the two waits on the daemon overlap.
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -387,6 +442,8 @@ class _Verification:
                     self.ev.details["state_paths"] = state_paths
                     planted = self._planted()
                     copies = self._export_state(agent_ctr, state_paths, diff.changes)
+                    if self.ev.agent_fault is None:
+                        taken = self._take_artifacts(agent_ctr, carried=True)
                 self.ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
                 if diff.incomplete:
                     self.ev.details["diff"]["incomplete"] = diff.incomplete
@@ -397,10 +454,12 @@ class _Verification:
                 # The reward folder is watched from the host (`_planted`) when it is
                 # bound from there; otherwise what the agent wrote into it is in the diff.
                 watched = self.agent_reward_dir is not None
+                # What the verifier gets as an artifact it sees, as it sees the state.
+                seen = [*state_paths, *(i.entry.source for i in taken if i.carried)]
                 self.ev.tamper = classify(
                     diff.changes,
                     verifier_places=(TESTS_DIR,) if watched else (TESTS_DIR, self.vcfg.reward_dir),
-                    state_paths=state_paths,
+                    state_paths=seen,
                     planted=planted,
                     baseline=self.baseline,
                 )
@@ -408,10 +467,11 @@ class _Verification:
                     return
                 vctr = starting.result()
                 with self._timed("install_s"):
-                    self.rt.install_state(vctr, copies)
+                    self.rt.install_state(vctr, self._carried(taken, state_paths) + copies)
             finally:
                 for copy in copies:
                     copy.close()
+                self._close(taken)
         self._verify_on_pristine(vctr, reward_dir)
 
     def _hold_agent_still(self, agent_ctr: str) -> None:
@@ -460,21 +520,29 @@ class _Verification:
         self, agent_ctr: str, image: str, tests: Path, reward_dir: Path, guard: Path
     ) -> str:
         """A fresh idle container of the pristine image, its folders bound in."""
+        binds = {reward_dir: self.vcfg.reward_dir, guard: PYTHON_GUARD_DIR}
+        limits, environment = self.limits, self.task_env
+        if self.separate is not None:
+            limits = Limits.of_environment(self.separate.config, False)
+            environment = self.separate_env
+        if self.separate is None or not self.separate.bundled_tests:
+            binds[tests] = TESTS_DIR
         with self._timed("start_s"):
             vctr = self.rt.start_verifier_container(
                 image,
-                self.limits,
+                limits,
                 "/",
-                {tests: TESTS_DIR, reward_dir: self.vcfg.reward_dir, guard: PYTHON_GUARD_DIR},
+                binds,
                 join_network_of=agent_ctr if self.vcfg.live_processes else None,
                 read_only=(PYTHON_GUARD_DIR,),
                 network=self.task.config.verifier_network,
-                environment=self.task_env,
+                environment=environment,
             )
         self.containers.append(vctr)
         # The task's readiness check holds for the verifier's environment too; it runs
         # before the agent's state is installed, so what it finds is never the agent's.
-        unhealthy = self._unhealthy(vctr)
+        config = self.separate.config if self.separate else self.task.config.environment
+        unhealthy = self._unhealthy(vctr, config.healthcheck)
         if unhealthy:
             raise _Unhealthy(f"in the verifier's container, {unhealthy}")
         return vctr
@@ -500,6 +568,8 @@ class _Verification:
         default: no tool of the verifier's searches a folder that did not exist, so only
         a test that names it looks there.
         """
+        if self.separate is not None:
+            return []  # Harbor carries the artifacts alone to a separate verifier
         declared = [self.workdir] if self.workdir and self.workdir != "/" else []
         declared += self.vcfg.state
         before = set(self.baseline)
@@ -576,6 +646,60 @@ class _Verification:
                 break
         return copies
 
+    def _take_artifacts(self, ctr: str, *, carried: bool) -> list[artifacts.Collected]:
+        """Take the agent's artifacts out of ``ctr`` (through the archive API, by the
+        rules of `artifacts`), list them in the outcome and write them to the host when
+        asked. Where they are ``carried`` to the verifier, one over the state cap is the
+        agent's ``workspace_too_large`` as state is; elsewhere it is only not collected."""
+        cap = self.vcfg.state_cap_mb << 20
+        taken = artifacts.plan(self.task.config.artifact_entries)
+        try:
+            for item in taken:
+                if item.status == "skipped":
+                    continue
+                try:
+                    copy = self.rt.export_state(
+                        ctr, item.entry.source, cap, artifacts.rules(item.entry)
+                    )
+                except (StateTooLarge, StateArchiveError) as exc:
+                    item.status, item.note = "failed", str(exc)
+                    if carried:
+                        reason = (
+                            Reason.WORKSPACE_TOO_LARGE
+                            if isinstance(exc, StateTooLarge)
+                            else Reason.WORKSPACE_BROKEN
+                        )
+                        self.ev.agent_fault = AgentFault(reason, f"artifact {exc}")
+                        break
+                    continue
+                item.kind, item.archive, item.dropped = copy.kind, copy.archive, copy.dropped
+                item.status = artifacts.status_of(copy.kind, copy.archive)
+                if copy.too_long:
+                    item.status, item.note = "failed", f"a path near PATH_MAX: {copy.too_long}"
+            if self.options.artifacts_dir is not None:
+                artifacts.write_to_host(self.options.artifacts_dir, taken)
+                self.ev.details["artifacts_dir"] = str(self.options.artifacts_dir)
+        except BaseException:
+            self._close(taken)
+            raise
+        self.ev.details["artifacts"] = [item.describe() for item in taken]
+        return taken
+
+    def _carried(self, taken: list[artifacts.Collected], state_paths: list[str]) -> list[StateCopy]:
+        """The artifacts the verifier gets at their source paths, ahead of the state
+        (installed after them, the state wins where the two meet). One inside a state
+        path is there already, as state."""
+        return [
+            StateCopy(item.entry.source, item.kind, item.archive)
+            for item in taken
+            if item.carried and not any(under(item.entry.source, s) for s in state_paths)
+        ]
+
+    @staticmethod
+    def _close(taken: list[artifacts.Collected]) -> None:
+        for item in taken:
+            item.close()
+
     def _workspace(self) -> Path:
         if self.workspace is None:
             self.workspace = Path(tempfile.mkdtemp(prefix="cleanroom-verify-"))
@@ -628,7 +752,7 @@ class _Verification:
             argv,
             user=self.vcfg.user,
             env=self._verifier_env(),
-            workdir=self.workdir,
+            workdir=self._test_workdir,
             timeout=max(0.0, deadline - time.monotonic()),
         )
 
@@ -723,11 +847,11 @@ class _Rollout(_Verification):
                 return self._decide(started)
             with self._timed("build_s"):
                 image = self._image()
-            if image is None:
+            if image is None or not self._verifier_image():
                 return self._decide(started)
             agent_ctr = self._start_agent_container(image)
             with self._timed("healthcheck_s"):
-                unhealthy = self._unhealthy(agent_ctr)
+                unhealthy = self._unhealthy(agent_ctr, self.task.config.environment.healthcheck)
             if unhealthy:
                 self.ev.environment_error = f"before the agent phase, {unhealthy}"
                 return self._decide(started)
@@ -766,7 +890,7 @@ class _Rollout(_Verification):
             binds[self.agent_reward_dir] = self.vcfg.reward_dir
         # The reward and log folders start empty, whatever the image holds there: what is
         # found in them afterwards is the agent's (Harbor mounts host folders there).
-        hidden = sorted({self.vcfg.reward_dir, "/logs/verifier", "/logs/agent"})
+        hidden = sorted({self.vcfg.reward_dir, "/logs/verifier", "/logs/agent", ARTIFACTS_DIR})
         # Where the reward is read in this container, /logs is a volume: the archive API
         # that reads it does not see a tmpfs.
         ctr = self.rt.start_agent_container(
@@ -782,7 +906,7 @@ class _Rollout(_Verification):
         self.containers.append(ctr)
         # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
         # same so that the attacks they control for are real.
-        dirs = sorted({"/logs", self.vcfg.reward_dir, "/logs/agent"})
+        dirs = sorted({"/logs", self.vcfg.reward_dir, "/logs/agent", ARTIFACTS_DIR})
         made = self.rt.exec(
             ctr, ["sh", "-c", 'mkdir -p "$@" && chmod 0777 "$@"', "mkdirs", *dirs], user="0"
         )
@@ -792,8 +916,11 @@ class _Rollout(_Verification):
             # The reward folder is a bind mount: Docker makes its mount point in the
             # container's own layer whenever it copies files in (the solution), so it is
             # the harness's change, not the agent's.
-            mount_point = Change(self.vcfg.reward_dir, ChangeKind.ADDED)
-            self.baseline = [*self.rt.changes(ctr).changes, mount_point]
+            mount_points = [
+                Change(self.vcfg.reward_dir, ChangeKind.ADDED),
+                Change(ARTIFACTS_DIR, ChangeKind.ADDED),
+            ]
+            self.baseline = [*self.rt.changes(ctr).changes, *mount_points]
         return ctr
 
     def _agent_phase(self, ctr: str) -> None:
@@ -854,6 +981,8 @@ class _Existing(_Verification):
             self.ev.details.update(image=self.acted.image, container=self.acted.container)
             if self.workdir is None:
                 self.workdir = self.rt.image_workdir(self.acted.image)
+            if not self._verifier_image():
+                return self._decide(started)
             self._verify_agent_container(self.acted.container, self.acted.image)
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
