@@ -136,6 +136,10 @@ def _print_human(payload: dict[str, Any]) -> None:
     for key in ("reward_source", "reward_bytes", "test_exit_code", "timings"):
         if key in details:
             console.print(f"  {key}: {details[key]}", markup=False)
+    for step in details.get("steps", []):
+        why = f" ({step['reason']}: {step['detail']})" if step["reason"] else ""
+        score = "" if step["score"] is None else f" score {step['score']:g}"
+        console.print(f"  step {step['step']}: {step['outcome']}{score}{why}", markup=False)
     for line in details.get("tamper", [])[:20]:
         console.print(f"  tamper: {line}", markup=False)
     unseen = details.get("unseen_by_verifier") or {}

@@ -35,10 +35,11 @@ EXAMPLE_TASK_NAMES = (
     "install-tool",
     "venv-tool",
 )
-# Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs). They
-# open no route to the verifier that the tasks above lack, so the matrix leaves them out;
-# tests/integration/container/test_harbor_fields.py runs them in sealed.
-HARBOR_FORMAT_EXAMPLES = ("healthcheck-service", "env-templates", "logs-inputs")
+# Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs, a
+# multi-step task). They open no route to the verifier that the tasks above lack, so the
+# matrix leaves them out; tests/integration/container/test_harbor_fields.py runs them in
+# sealed.
+HARBOR_FORMAT_EXAMPLES = ("healthcheck-service", "env-templates", "logs-inputs", "two-step-report")
 
 OnCell = Callable[[Row, Mode, Cell], None]
 
