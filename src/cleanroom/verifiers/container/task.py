@@ -620,9 +620,10 @@ class Task:
 
     @property
     def instruction(self) -> str:
-        """The task's instruction; a multi-step task's is each step's (`TaskStep`)."""
+        """The task's instruction; empty for a multi-step task, as in Harbor (each step
+        has its own, `TaskStep.instruction`)."""
         if self.steps:
-            return self.steps[0].instruction
+            return ""
         return (self.root / "instruction.md").read_text(encoding="utf-8")
 
 
