@@ -165,9 +165,9 @@ def verify_task(
 
 
 def _failed_step(task: Task, outcome: Outcome) -> TaskStep | None:
-    """The step whose verification ended a multi-step rollout, or None for a task
-    without steps."""
-    name = outcome.details.get("ended_at_step")
+    """The step whose verification ended a multi-step rollout (or the one step another
+    harness had verified), or None for a task without steps."""
+    name = outcome.details.get("ended_at_step") or outcome.details.get("step")
     return next((step for step in task.steps if step.name == name), None)
 
 
@@ -182,7 +182,9 @@ class ActedOn:
     ``image`` is the image it was started from, the pristine state the sealed verifier
     runs on. ``reward_dir`` is the host folder bound at the task's reward folder, watched
     for what the agent planted there; ``baseline`` is what that harness changed in the
-    container before the agent started (its mount points).
+    container before the agent started (its mount points). ``step`` names the step of a
+    multi-step task the agent just did: that step is verified, and unless it is the last
+    the container is left running for the next (frozen only while its state is read).
     """
 
     container: str
@@ -190,6 +192,7 @@ class ActedOn:
     reward_dir: Path | None = None
     baseline: tuple[Change, ...] = ()
     label: str = "agent"
+    step: str | None = None
 
 
 def verify_acted_on(
@@ -294,6 +297,27 @@ class _Verification:
             self.ev.environment_error = f"{self.task.name}/task.toml: {exc}"
             return False
         return True
+
+    def _step_verifier(self, step: TaskStep) -> VerifierConfig | None:
+        """The task's ``[verifier]`` with the step's Harbor fields over it (its env
+        added to the task's, templates resolved); None, with the error, when a template
+        has no value."""
+        own = step.config.verifier
+        task_vcfg = self.task.config.verifier
+        try:
+            env = resolve_env(own.env, dict(os.environ), f"steps.{step.name}.verifier.env")
+        except TemplateError as exc:
+            self.ev.environment_error = f"{self.task.name}/task.toml: {exc}"
+            return None
+        self.verifier_env = {**self.task_verifier_env, **env}
+        return task_vcfg.model_copy(
+            update={
+                "timeout_sec": own.timeout_sec,
+                "user": own.user if own.user is not None else task_vcfg.user,
+                "network_mode": own.network_mode or task_vcfg.network_mode,
+                "env": {**task_vcfg.env, **own.env},
+            }
+        )
 
     def _unhealthy(self, ctr: str) -> str | None:
         """Wait for the task's healthcheck in ``ctr``; what failed, or None when healthy."""
@@ -839,27 +863,6 @@ class _Rollout(_Verification):
             self.ev.harness_error = "".join(traceback.format_exception(exc))[-TAIL_CHARS:]
         return self._decide(started)
 
-    def _step_verifier(self, step: TaskStep) -> VerifierConfig | None:
-        """The task's ``[verifier]`` with the step's Harbor fields over it (its env
-        added to the task's, templates resolved); None, with the error, when a template
-        has no value."""
-        own = step.config.verifier
-        task_vcfg = self.task.config.verifier
-        try:
-            env = resolve_env(own.env, dict(os.environ), f"steps.{step.name}.verifier.env")
-        except TemplateError as exc:
-            self.ev.environment_error = f"{self.task.name}/task.toml: {exc}"
-            return None
-        self.verifier_env = {**self.task_verifier_env, **env}
-        return task_vcfg.model_copy(
-            update={
-                "timeout_sec": own.timeout_sec,
-                "user": own.user if own.user is not None else task_vcfg.user,
-                "network_mode": own.network_mode or task_vcfg.network_mode,
-                "env": {**task_vcfg.env, **own.env},
-            }
-        )
-
     def _reset_verifier_places(self, ctr: str) -> None:
         """Empty ``/tests`` and the reward folder a verifier used in the agent's container
         before the next step's agent phase, as Harbor does: the next step's agent sees
@@ -970,7 +973,8 @@ class _Rollout(_Verification):
 
 
 class _Existing(_Verification):
-    """A container another harness started and the agent acted in (`ActedOn`)."""
+    """A container another harness started and the agent acted in (`ActedOn`), after the
+    agent's one phase or, in a multi-step task, after one step's."""
 
     owns_agent_container = False
 
@@ -988,12 +992,37 @@ class _Existing(_Verification):
             if not self._resolve_env():
                 return self._decide(started)
             self.ev.details.update(image=self.acted.image, container=self.acted.container)
+            if not self._enter_step():
+                return self._decide(started)
             if self.workdir is None:
                 self.workdir = self.rt.image_workdir(self.acted.image)
             self._verify_agent_container(self.acted.container, self.acted.image)
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
         return self._decide(started)
+
+    def _enter_step(self) -> bool:
+        """Verify the step the harness names; False, with why in the evidence, when a
+        step is named that the task lacks or none is named in a multi-step task."""
+        name = self.acted.step
+        if name is None and not self.task.steps:
+            return True
+        step = next((s for s in self.task.steps if s.name == name), None)
+        if step is None:
+            known = ", ".join(repr(s.name) for s in self.task.steps) or "none"
+            self.ev.environment_error = (
+                f"{self.task.name}: the harness asked to verify step {name!r}; the task's "
+                f"steps are {known}"
+            )
+            return False
+        self.ev.details["step"] = step.name
+        self.step = step
+        self.more_steps = step is not self.task.steps[-1]
+        vcfg = self._step_verifier(step)
+        if vcfg is None:
+            return False
+        self.vcfg = vcfg
+        return True
 
 
 def _a(kind: str) -> str:
