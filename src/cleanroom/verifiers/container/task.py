@@ -4,6 +4,9 @@ Layout::
 
     task.toml  instruction.md  environment/Dockerfile  tests/test.sh  solution/solve.sh
 
+or, for a multi-step task (``[[steps]]``), no top-level ``instruction.md`` and a folder a
+step: ``steps/<name>/instruction.md``, ``steps/<name>/tests/``, ``steps/<name>/solution/``.
+
 Every field of Harbor's task model (pinned: ``tests/data/harbor/task-fields.json``) is
 either read with Harbor's meaning or refused by name (`HARBOR_FIELDS` says which, and
 why): a field that would change what runs is never silently ignored. Keys neither Harbor
