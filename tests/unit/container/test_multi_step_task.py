@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cleanroom.core.outcomes import Reason, Status
+from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.task import (
     TaskConfigError,
     TaskError,
@@ -13,6 +16,7 @@ from cleanroom.verifiers.container.task import (
     load_task,
     parse_task_toml,
 )
+from cleanroom.verifiers.container.verify import ActedOn, VerifyOptions, verify_acted_on
 
 HERE = Path("/tasks/demo")
 TWO_STEPS = """
@@ -181,3 +185,23 @@ def test_an_unknown_key_in_a_step_is_a_warning_with_its_line() -> None:
     _, warnings = parse_task_toml('[[steps]]\nname = "a"\n[steps.verifier]\nstate = []\n', HERE)
 
     assert [str(w) for w in warnings] == ["line 4: unknown key steps.verifier.state (kept)"]
+
+
+class NoDaemon:
+    """A runtime that fails any call: naming a wrong step is refused before Docker."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"{name} was called")
+
+
+@pytest.mark.parametrize(("step", "asked"), [("third", "step 'third'"), (None, "no step")])
+def test_a_harness_naming_a_step_the_task_lacks_is_an_environment_error(
+    tmp_path: Path, step: str | None, asked: str
+) -> None:
+    task = load_task(multi_step_folder(tmp_path))
+    runtime: DockerRuntime = NoDaemon()  # type: ignore[assignment]
+
+    outcome = verify_acted_on(task, ActedOn("ctr", "img", step=step), runtime, VerifyOptions())
+
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
+    assert f"asked to verify {asked}; the task's steps are 'first', 'second'" in outcome.detail

@@ -823,7 +823,9 @@ class _Rollout(_Verification):
     def _run_steps(self, agent_ctr: str, image: str, started: float) -> Outcome:
         """Each step's agent phase and verification, in order, until one ends the run."""
         steps = [self.only_step] if self.only_step is not None else list(self.task.steps)
-        common = {k: v for k, v in self.ev.details.items() if k in ("task", "agent", "image")}
+        # What the rollout saw before its first step holds for all of them.
+        kept = ("task", "agent", "image", "image_built", "task_warnings", "healthcheck")
+        common = {k: v for k, v in self.ev.details.items() if k in kept}
         done: list[StepOutcome] = []
         for index, step in enumerate(steps):
             self.more_steps = index < len(steps) - 1
@@ -1010,9 +1012,10 @@ class _Existing(_Verification):
         step = next((s for s in self.task.steps if s.name == name), None)
         if step is None:
             known = ", ".join(repr(s.name) for s in self.task.steps) or "none"
+            asked = f"step {name!r}" if name is not None else "no step"
             self.ev.environment_error = (
-                f"{self.task.name}: the harness asked to verify step {name!r}; the task's "
-                f"steps are {known}"
+                f"{self.task.name}: the harness asked to verify {asked}; the task's steps "
+                f"are {known}"
             )
             return False
         self.ev.details["step"] = step.name
