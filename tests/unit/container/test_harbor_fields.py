@@ -36,20 +36,16 @@ REFUSING = {
     "environment.tpu": '[environment.tpu]\ntype = "v6e"\ntopology = "2x4"',
     "environment.mcp_servers": '[[environment.mcp_servers]]\nname = "m"\nurl = "http://x"',
     "environment.skills_dir": '[environment]\nskills_dir = "/skills"',
-    "steps[].agent.allowed_hosts": (
-        '[[steps]]\nname = "a"\n[steps.agent]\nallowed_hosts = ["a.b"]'
-    ),
-    "steps[].verifier.allowed_hosts": (
+    "steps.agent.allowed_hosts": ('[[steps]]\nname = "a"\n[steps.agent]\nallowed_hosts = ["a.b"]'),
+    "steps.verifier.allowed_hosts": (
         '[[steps]]\nname = "a"\n[steps.verifier]\nallowed_hosts = ["a.b"]'
     ),
-    "steps[].verifier.environment": (
-        '[[steps]]\nname = "a"\n[steps.verifier.environment]\ncpus = 1'
-    ),
-    "steps[].verifier.collect": (
+    "steps.verifier.environment": ('[[steps]]\nname = "a"\n[steps.verifier.environment]\ncpus = 1'),
+    "steps.verifier.collect": (
         '[[steps]]\nname = "a"\n[[steps.verifier.collect]]\ncommand = "true"'
     ),
-    "steps[].healthcheck": '[[steps]]\nname = "a"\n[steps.healthcheck]\ncommand = "true"',
-    "steps[].artifacts": '[[steps]]\nname = "a"\nartifacts = ["/app/out.txt"]',
+    "steps.healthcheck": '[[steps]]\nname = "a"\n[steps.healthcheck]\ncommand = "true"',
+    "steps.artifacts": '[[steps]]\nname = "a"\nartifacts = ["/app/out.txt"]',
     "artifacts": 'artifacts = ["/app/out.txt"]',
 }
 # Read fields whose values outside what cleanroom runs are refused, with such a value.
@@ -59,12 +55,12 @@ REFUSED_VALUES = {
     "environment.network_mode": ('[environment]\nnetwork_mode = "allowlist"', "allowlist"),
     "environment.os": ('[environment]\nos = "windows"', "Windows"),
     "environment.gpus": ("[environment]\ngpus = 1", "GPUs"),
-    "steps[].agent.network_mode": (
+    "steps.agent.network_mode": (
         '[environment]\nnetwork_mode = "no-network"\n[[steps]]\nname = "a"\n'
         '[steps.agent]\nnetwork_mode = "public"',
         "keeps one network",
     ),
-    "steps[].verifier.environment_mode": (
+    "steps.verifier.environment_mode": (
         '[[steps]]\nname = "a"\n[steps.verifier]\nenvironment_mode = "separate"',
         "separate",
     ),

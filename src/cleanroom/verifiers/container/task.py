@@ -676,36 +676,44 @@ HARBOR_FIELDS: dict[str, str] = {
     "environment.workdir": "read",
     "solution.env": "read, with ${VAR} and ${VAR:-default} from the host",
     "multi_step_reward_strategy": "read: mean (the default) or final over the steps' rewards",
-    "steps": "read: run in order in one agent container, each verified in the rollout's mode",
-    "steps[].name": "read: the step's folder under steps/",
-    "steps[].agent.timeout_sec": "read: the task's when unset",
-    "steps[].agent.user": "read: the task's when unset",
-    "steps[].agent.network_mode": "read: the task's agent network; another one refused",
-    "steps[].agent.allowed_hosts": "refused: egress allowlists",
-    "steps[].verifier.timeout_sec": "read: 600 s when unset, as in Harbor",
-    "steps[].verifier.env": "read: added to [verifier.env], ${VAR} templates from the host",
-    "steps[].verifier.user": "read: the task's when unset",
-    "steps[].verifier.network_mode": "read: the step's sealed verifier network",
-    "steps[].verifier.allowed_hosts": "refused: egress allowlists",
-    "steps[].verifier.environment_mode": "read: shared; separate refused",
-    "steps[].verifier.environment": "refused: separate verifier environments",
-    "steps[].verifier.collect": "refused: compose collect hooks",
-    "steps[].min_reward": "read: a step below it ends the rollout's steps",
-    "steps[].healthcheck": "refused: per-step healthchecks",
-    "steps[].artifacts": "refused: artifact collection",
+    "steps.name": "read: the step's folder under steps/",
+    "steps.agent.timeout_sec": "read: the task's when unset",
+    "steps.agent.user": "read: the task's when unset",
+    "steps.agent.network_mode": "read: the task's agent network; another one refused",
+    "steps.agent.allowed_hosts": "refused: egress allowlists",
+    "steps.verifier.timeout_sec": "read: 600 s when unset, as in Harbor",
+    "steps.verifier.env": "read: added to [verifier.env], ${VAR} templates from the host",
+    "steps.verifier.user": "read: the task's when unset",
+    "steps.verifier.network_mode": "read: the step's sealed verifier network",
+    "steps.verifier.allowed_hosts": "refused: egress allowlists",
+    "steps.verifier.environment_mode": "read: shared; separate refused",
+    "steps.verifier.environment": "refused: separate verifier environments",
+    "steps.verifier.collect": "refused: compose collect hooks",
+    "steps.min_reward": "read: a step below it ends the rollout's steps",
+    "steps.healthcheck": "refused: per-step healthchecks",
+    "steps.artifacts": "refused: artifact collection",
     "artifacts": "refused: artifact collection",
 }
 
 
 # Tables whose fields are listed one by one: a new field in them is not covered.
-HARBOR_SECTIONS = ("agent", "verifier", "environment", "solution")
+HARBOR_SECTIONS = (
+    "agent",
+    "verifier",
+    "environment",
+    "solution",
+    "steps",
+    "steps.agent",
+    "steps.verifier",
+)
 
 
 def harbor_field_status(field_path: str) -> str | None:
     """What cleanroom does with a Harbor field (`HARBOR_FIELDS`), or None if unlisted."""
-    if field_path in HARBOR_SECTIONS:
+    path = field_path.replace("[]", "")
+    if path in HARBOR_SECTIONS:
         return "a section"
-    parts = field_path.replace("[]", "").split(".")
+    parts = path.split(".")
     for i in range(len(parts), 0, -1):
         status = HARBOR_FIELDS.get(".".join(parts[:i]))
         if status is not None:
