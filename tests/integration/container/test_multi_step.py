@@ -114,3 +114,20 @@ def test_a_step_whose_verifier_is_broken_makes_the_rollout_invalid(
     assert outcome.detail.startswith("step 'report': ")
     # The same step on the pristine state fails the same way: not the agent's doing.
     assert outcome.details["pristine_control"]["reason"] == "bad_reward"
+
+
+@pytest.mark.parametrize("mode", [Mode.SHARED, Mode.CLEARED])
+def test_the_next_steps_agent_sees_no_tests_of_the_step_before(
+    mode: Mode, runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    # The verifier ran in this container; as Harbor, it empties /tests before going on.
+    agent = r"""
+if [ ! -f /app/settings.ini ]; then
+    echo threshold=50 > /app/settings.ini
+elif [ -z "$(ls -A /tests 2>/dev/null)" ] && [ -z "$(ls -A /logs/verifier)" ]; then
+    awk '$1 > 50 { n++ } END { print n + 0 }' /app/readings.txt > /app/count.txt
+fi
+"""
+    outcome = verify_task(example(TASK), AgentSpec.command(agent), runtime, VerifyOptions(mode))
+
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome.details
