@@ -149,6 +149,10 @@ def _print_human(payload: dict[str, Any]) -> None:
         console.print(f"  artifact {item['source']}: {item['status']}{dropped}", markup=False)
     if "artifacts_dir" in details:
         console.print(f"  artifacts collected in {details['artifacts_dir']}", markup=False)
+    for step in details.get("steps", []):
+        why = f" ({step['reason']}: {step['detail']})" if step["reason"] else ""
+        score = "" if step["score"] is None else f" score {step['score']:g}"
+        console.print(f"  step {step['step']}: {step['outcome']}{score}{why}", markup=False)
     for line in details.get("tamper", [])[:20]:
         console.print(f"  tamper: {line}", markup=False)
     unseen = details.get("unseen_by_verifier") or {}

@@ -37,14 +37,15 @@ EXAMPLE_TASK_NAMES = (
     "artifact-answer",
 )
 # Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs, a
-# separate verifier environment). They open no route to the verifier that the tasks above
-# lack, so the matrix leaves them out; tests/integration/container/test_harbor_fields.py
-# runs them in sealed.
+# separate verifier environment, a multi-step task). They open no route to the verifier
+# that the tasks above lack, so the matrix leaves them out;
+# tests/integration/container/test_harbor_fields.py runs them in sealed.
 HARBOR_FORMAT_EXAMPLES = (
     "healthcheck-service",
     "env-templates",
     "logs-inputs",
     "separate-verifier",
+    "two-step-report",
 )
 
 OnCell = Callable[[Row, Mode, Cell], None]

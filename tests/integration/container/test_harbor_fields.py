@@ -20,7 +20,13 @@ from .test_cli_verify import cleanroom, labelled
 pytestmark = pytest.mark.docker
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
-HARBOR_EXAMPLES = ("healthcheck-service", "env-templates", "logs-inputs", "separate-verifier")
+HARBOR_EXAMPLES = (
+    "healthcheck-service",
+    "env-templates",
+    "logs-inputs",
+    "separate-verifier",
+    "two-step-report",
+)
 SEALED = VerifyOptions(Mode.SEALED)
 
 

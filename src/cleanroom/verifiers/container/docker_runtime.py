@@ -457,6 +457,10 @@ class DockerRuntime:
         needs it to run, and a throttled one may not get the CPU in time."""
         self.docker.lift_cpu_limit(container)
 
+    def limit_cpus(self, container: str, cpus: float) -> None:
+        """Put a CPU limit back on the container (after `lift_cpu_limit`)."""
+        self.docker.limit_cpus(container, cpus)
+
     def pause(self, container: str) -> None:
         """Freeze every process in the container (cgroup freezer)."""
         self.docker.pause(container)

@@ -39,6 +39,7 @@ from cleanroom.verifiers.container.healthcheck import Attempt, wait_healthy
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.state_archive import StateArchiveError
+from cleanroom.verifiers.container.steps import StepOutcome, combine, next_step_runs
 from cleanroom.verifiers.container.tamper import (
     Change,
     ChangeKind,
@@ -51,7 +52,9 @@ from cleanroom.verifiers.container.task import (
     HealthcheckConfig,
     Task,
     TaskError,
+    TaskStep,
     TemplateError,
+    VerifierConfig,
     load_task,
     resolve_env,
 )
@@ -161,10 +164,21 @@ def verify_task(
         return outcome
     if not needs_pristine_control(outcome):
         return outcome
-    control = _verify_once(
-        task, AgentSpec.noop(), runtime, VerifyOptions(options.mode, image_map=options.image_map)
-    )
-    return blame_state(outcome, control, task.config.verifier.timeout_sec)
+    control_options = VerifyOptions(options.mode, image_map=options.image_map)
+    step = _failed_step(task, outcome)
+    control = _guarded(_Rollout(task, AgentSpec.noop(), runtime, control_options, only_step=step))
+    return blame_state(outcome, control, _verifier_limit(task, step))
+
+
+def _failed_step(task: Task, outcome: Outcome) -> TaskStep | None:
+    """The step whose verification ended a multi-step rollout (or the one step another
+    harness had verified), or None for a task without steps."""
+    name = outcome.details.get("ended_at_step") or outcome.details.get("step")
+    return next((step for step in task.steps if step.name == name), None)
+
+
+def _verifier_limit(task: Task, step: TaskStep | None) -> float:
+    return step.config.verifier.timeout_sec if step else task.config.verifier.timeout_sec
 
 
 @dataclass(frozen=True)
@@ -174,7 +188,9 @@ class ActedOn:
     ``image`` is the image it was started from, the pristine state the sealed verifier
     runs on. ``reward_dir`` is the host folder bound at the task's reward folder, watched
     for what the agent planted there; ``baseline`` is what that harness changed in the
-    container before the agent started (its mount points).
+    container before the agent started (its mount points). ``step`` names the step of a
+    multi-step task the agent just did: that step is verified, and unless it is the last
+    the container is left running for the next (frozen only while its state is read).
     """
 
     container: str
@@ -182,6 +198,7 @@ class ActedOn:
     reward_dir: Path | None = None
     baseline: tuple[Change, ...] = ()
     label: str = "agent"
+    step: str | None = None
 
 
 def verify_acted_on(
@@ -197,9 +214,12 @@ def verify_acted_on(
     if options.mode is not Mode.SEALED or not needs_pristine_control(outcome):
         return outcome
     # The control runs on the very image the agent's container was started from.
-    noop = _Rollout(task, AgentSpec.noop(), runtime, VerifyOptions(options.mode), acted.image)
+    step = _failed_step(task, outcome)
+    noop = _Rollout(
+        task, AgentSpec.noop(), runtime, VerifyOptions(options.mode), acted.image, only_step=step
+    )
     control = _guarded(noop)
-    return blame_state(outcome, control, task.config.verifier.timeout_sec)
+    return blame_state(outcome, control, _verifier_limit(task, step))
 
 
 def _verify_once(
@@ -256,6 +276,12 @@ class _Verification:
         self.task_env: dict[str, str] = {}
         self.solution_env: dict[str, str] = {}
         self.verifier_env: dict[str, str] = {}
+        # [verifier.env] resolved: a step's verifier adds its own to it.
+        self.task_verifier_env: dict[str, str] = {}
+        # The step being verified in a multi-step task, and whether the agent's container
+        # has another step to run after it (then it is left running, as Harbor leaves it).
+        self.step: TaskStep | None = None
+        self.more_steps = False
 
     def execute(self) -> Outcome:
         raise NotImplementedError
@@ -321,10 +347,32 @@ class _Verification:
                 if own is not None
                 else self.task_env
             )
+            self.task_verifier_env = dict(self.verifier_env)
         except TemplateError as exc:
             self.ev.environment_error = f"{self.task.name}/task.toml: {exc}"
             return False
         return True
+
+    def _step_verifier(self, step: TaskStep) -> VerifierConfig | None:
+        """The task's ``[verifier]`` with the step's Harbor fields over it (its env
+        added to the task's, templates resolved); None, with the error, when a template
+        has no value."""
+        own = step.config.verifier
+        task_vcfg = self.task.config.verifier
+        try:
+            env = resolve_env(own.env, dict(os.environ), f"steps.{step.name}.verifier.env")
+        except TemplateError as exc:
+            self.ev.environment_error = f"{self.task.name}/task.toml: {exc}"
+            return None
+        self.verifier_env = {**self.task_verifier_env, **env}
+        return task_vcfg.model_copy(
+            update={
+                "timeout_sec": own.timeout_sec,
+                "user": own.user if own.user is not None else task_vcfg.user,
+                "network_mode": own.network_mode or task_vcfg.network_mode,
+                "env": {**task_vcfg.env, **own.env},
+            }
+        )
 
     def _unhealthy(self, ctr: str, check: HealthcheckConfig | None) -> str | None:
         """Wait for a healthcheck in ``ctr``; what failed, or None when healthy."""
@@ -372,7 +420,8 @@ class _Verification:
                     f"the work dir {self.workdir} is not a folder after the agent phase",
                 )
                 return
-        self.rt.put_dir(ctr, self.task.tests_dir, TESTS_DIR)
+        for tests in self._tests_dirs():
+            self.rt.put_dir(ctr, tests, TESTS_DIR)
         deadline = time.monotonic() + self.vcfg.timeout_sec
         if not self._setup(ctr, deadline):
             return
@@ -447,8 +496,9 @@ class _Verification:
                 self.ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
                 if diff.incomplete:
                     self.ev.details["diff"]["incomplete"] = diff.incomplete
-                if self.vcfg.live_processes:
-                    self.rt.unpause(agent_ctr)  # honest work lives in its processes
+                if self.vcfg.live_processes or self.more_steps:
+                    # Honest work lives in its processes, the verifier's or the next step's.
+                    self._thaw(agent_ctr)
                 elif self.owns_agent_container:
                     self._in_background(lambda: self.rt.remove(agent_ctr))
                 # The reward folder is watched from the host (`_planted`) when it is
@@ -488,7 +538,7 @@ class _Verification:
         """
         if self.limits.cpus is not None:
             self.rt.lift_cpu_limit(agent_ctr)
-        if not self.vcfg.live_processes:
+        if not self.vcfg.live_processes and not self.more_steps:
             self.rt.kill(agent_ctr)
             self.ev.details["agent_processes"] = "killed"
             return
@@ -511,10 +561,21 @@ class _Verification:
         self.ev.details["agent_processes"] = "killed: they could not be frozen"
         self.ev.agent_fault = AgentFault(
             Reason.UNFREEZABLE,
-            f"the agent's processes, which this task's verifier talks to (live_processes), "
-            f"could not be frozen for verification in {FREEZE_ATTEMPTS} attempts: "
+            f"the agent's processes, which {self._why_frozen()}, could not be frozen for "
+            f"verification in {FREEZE_ATTEMPTS} attempts: "
             f"{refusals[-1][-300:]}",
         )
+
+    def _why_frozen(self) -> str:
+        if self.vcfg.live_processes:
+            return "this task's verifier talks to (live_processes)"
+        return "the task's next step runs on"
+
+    def _thaw(self, agent_ctr: str) -> None:
+        """Let the agent's frozen processes run again, under the task's CPU limit."""
+        self.rt.unpause(agent_ctr)
+        if self.more_steps and self.limits.cpus is not None:
+            self.rt.limit_cpus(agent_ctr, self.limits.cpus)
 
     def _start_verifier(
         self, agent_ctr: str, image: str, tests: Path, reward_dir: Path, guard: Path
@@ -535,7 +596,11 @@ class _Verification:
                 binds,
                 join_network_of=agent_ctr if self.vcfg.live_processes else None,
                 read_only=(PYTHON_GUARD_DIR,),
-                network=self.task.config.verifier_network,
+                network=(
+                    self.vcfg.network_mode == "public"
+                    if self.vcfg.network_mode is not None
+                    else self.task.config.verifier_network
+                ),
                 environment=environment,
             )
         self.containers.append(vctr)
@@ -705,10 +770,18 @@ class _Verification:
             self.workspace = Path(tempfile.mkdtemp(prefix="cleanroom-verify-"))
         return self.workspace
 
+    def _tests_dirs(self) -> tuple[Path, ...]:
+        """The task's folders that make ``/tests``, later ones copied over earlier ones."""
+        return self.step.tests_dirs if self.step is not None else self.task.tests_dirs
+
     def _fresh_folders(self) -> tuple[Path, Path, Path]:
         workspace = self._workspace()
+        if self.step is not None:  # each step's verifier gets folders of its own
+            workspace = Path(tempfile.mkdtemp(prefix="step-", dir=workspace))
         tests = workspace / "tests"
-        shutil.copytree(self.task.tests_dir, tests, symlinks=False)
+        for source in self._tests_dirs():
+            shutil.copytree(source, tests, symlinks=False, dirs_exist_ok=True)
+        tests.mkdir(exist_ok=True)
         tests.chmod(0o755)
         reward_dir = workspace / "verifier"
         reward_dir.mkdir()
@@ -825,7 +898,14 @@ class _Unhealthy(Exception):
 
 
 class _Rollout(_Verification):
-    """cleanroom's own rollout: the task's image, an agent container, the agent phase."""
+    """cleanroom's own rollout: the task's image, an agent container, the agent phase.
+
+    A multi-step task runs its steps in order in the one agent container, as Harbor
+    does: each step's agent phase, then its verification in the rollout's mode; the
+    container goes on to the next step as that left it (`steps` makes the score).
+    ``only_step`` runs that step alone, the pristine control of a step: with no agent,
+    the steps before it change nothing the sealed verifier reads.
+    """
 
     def __init__(
         self,
@@ -834,11 +914,13 @@ class _Rollout(_Verification):
         runtime: DockerRuntime,
         options: VerifyOptions,
         image: str | None = None,
+        only_step: TaskStep | None = None,
     ) -> None:
         super().__init__(task, agent.label, runtime, options)
         self.agent = agent
         # An image already built from the task's environment; otherwise built or reused.
         self.given_image = image
+        self.only_step = only_step
 
     def execute(self) -> Outcome:
         started = time.monotonic()
@@ -855,6 +937,8 @@ class _Rollout(_Verification):
             if unhealthy:
                 self.ev.environment_error = f"before the agent phase, {unhealthy}"
                 return self._decide(started)
+            if self.task.steps:
+                return self._run_steps(agent_ctr, image, started)
             with self._timed("agent_s"):
                 self._agent_phase(agent_ctr)
             self._verify_agent_container(agent_ctr, image)
@@ -863,6 +947,63 @@ class _Rollout(_Verification):
         except _Unhealthy as exc:
             self.ev.environment_error = str(exc)
         return self._decide(started)
+
+    def _run_steps(self, agent_ctr: str, image: str, started: float) -> Outcome:
+        """Each step's agent phase and verification, in order, until one ends the run."""
+        steps = [self.only_step] if self.only_step is not None else list(self.task.steps)
+        # What the rollout saw before its first step holds for all of them.
+        kept = ("task", "agent", "image", "image_built", "task_warnings", "healthcheck")
+        common = {k: v for k, v in self.ev.details.items() if k in kept}
+        done: list[StepOutcome] = []
+        for index, step in enumerate(steps):
+            self.more_steps = index < len(steps) - 1
+            result = StepOutcome(step.config, self._run_step(step, agent_ctr, image))
+            done.append(result)
+            if not next_step_runs(result):
+                break
+            if self.more_steps and self.plan.in_agent_container:
+                self._reset_verifier_places(agent_ctr)
+        if self.only_step is not None:
+            return done[0].outcome
+        details = {**common, "mode": self.options.mode.value}
+        details["timings"] = {"total_s": round(time.monotonic() - started, 4)}
+        return combine(done, self.task.config.reward_strategy, len(steps), details)
+
+    def _run_step(self, step: TaskStep, agent_ctr: str, image: str) -> Outcome:
+        """One step, recorded in an `Evidence` of its own and decided alone."""
+        started = time.monotonic()
+        self.step = step
+        self.ev = Evidence(self.options.mode)
+        self.ev.details.update(task=self.task.name, agent=self.agent.label, step=step.name)
+        self.ev.details["image"] = image
+        self.timings = {}
+        try:
+            vcfg = self._step_verifier(step)
+            if vcfg is None:
+                return self._decide(started)
+            self.vcfg = vcfg
+            with self._timed("agent_s"):
+                self._agent_phase(agent_ctr)
+            self._verify_agent_container(agent_ctr, image)
+        except RuntimeUnavailable as exc:
+            self.ev.unavailable = str(exc)
+        except _Unhealthy as exc:
+            self.ev.environment_error = str(exc)
+        except Exception as exc:  # a bug of cleanroom's own: this step's outcome says so
+            self.ev.harness_error = "".join(traceback.format_exception(exc))[-TAIL_CHARS:]
+        return self._decide(started)
+
+    def _reset_verifier_places(self, ctr: str) -> None:
+        """Empty ``/tests`` and the reward folder a verifier used in the agent's container
+        before the next step's agent phase, as Harbor does: the next step's agent sees
+        no tests, and its verifier no earlier reward."""
+        script = 'rm -rf -- "$1" && mkdir -p "$2" && find "$2" -mindepth 1 -delete'
+        done = self.rt.exec(
+            ctr, ["sh", "-c", script, "reset", TESTS_DIR, self.vcfg.reward_dir], user="0"
+        )
+        if done.exit_code != 0:
+            # The agent may have made them unremovable; its next verification finds that.
+            self.ev.details["reset_failed"] = _tail(done.output, 300)
 
     def _image(self) -> str | None:
         try:
@@ -928,13 +1069,15 @@ class _Rollout(_Verification):
         if argv is None:
             self.ev.details["agent_phase"] = {"ran": False}
             return
+        agent = self.task.config.agent
+        own = self.step.config.agent if self.step is not None else None
         result = self.rt.exec(
             ctr,
             argv,
-            user=self.task.config.agent.user,
+            user=own.user if own is not None and own.user is not None else agent.user,
             env=self.solution_env if self.agent.kind == "solution" else None,
             workdir=self.workdir,
-            timeout=self.task.config.agent.timeout_sec,
+            timeout=own.timeout_sec if own is not None and own.timeout_sec else agent.timeout_sec,
         )
         self.ev.details["agent_phase"] = {
             "exit_code": result.exit_code,
@@ -947,13 +1090,15 @@ class _Rollout(_Verification):
         if self.agent.kind == "noop":
             return None
         if self.agent.kind == "solution":
-            if not (self.task.solution_dir / "solve.sh").is_file():
-                raise RuntimeUnavailable(f"{self.task.name} has no solution/solve.sh")
-            self.rt.put_dir(ctr, self.task.solution_dir, "/solution")
+            solution = self.step.solution_dir if self.step is not None else self.task.solution_dir
+            if not (solution / "solve.sh").is_file():
+                where = f"step {self.step.name!r}" if self.step is not None else self.task.name
+                raise RuntimeUnavailable(f"{where} has no solution/solve.sh")
+            self.rt.put_dir(ctr, solution, "/solution")
             return ["bash", "/solution/solve.sh"]
         if self.agent.files:
             folder = self._workspace() / "agent-files"
-            folder.mkdir()
+            folder.mkdir(exist_ok=True)
             for name, data in self.agent.files:
                 (folder / name).write_bytes(data)
             self.rt.put_dir(ctr, folder, AGENT_FILES_DIR)
@@ -961,7 +1106,8 @@ class _Rollout(_Verification):
 
 
 class _Existing(_Verification):
-    """A container another harness started and the agent acted in (`ActedOn`)."""
+    """A container another harness started and the agent acted in (`ActedOn`), after the
+    agent's one phase or, in a multi-step task, after one step's."""
 
     owns_agent_container = False
 
@@ -979,6 +1125,8 @@ class _Existing(_Verification):
             if not self._resolve_env():
                 return self._decide(started)
             self.ev.details.update(image=self.acted.image, container=self.acted.container)
+            if not self._enter_step():
+                return self._decide(started)
             if self.workdir is None:
                 self.workdir = self.rt.image_workdir(self.acted.image)
             if not self._verifier_image():
@@ -987,6 +1135,30 @@ class _Existing(_Verification):
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
         return self._decide(started)
+
+    def _enter_step(self) -> bool:
+        """Verify the step the harness names; False, with why in the evidence, when a
+        step is named that the task lacks or none is named in a multi-step task."""
+        name = self.acted.step
+        if name is None and not self.task.steps:
+            return True
+        step = next((s for s in self.task.steps if s.name == name), None)
+        if step is None:
+            known = ", ".join(repr(s.name) for s in self.task.steps) or "none"
+            asked = f"step {name!r}" if name is not None else "no step"
+            self.ev.environment_error = (
+                f"{self.task.name}: the harness asked to verify {asked}; the task's steps "
+                f"are {known}"
+            )
+            return False
+        self.ev.details["step"] = step.name
+        self.step = step
+        self.more_steps = step is not self.task.steps[-1]
+        vcfg = self._step_verifier(step)
+        if vcfg is None:
+            return False
+        self.vcfg = vcfg
+        return True
 
 
 def _a(kind: str) -> str:
