@@ -22,6 +22,7 @@ from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, _hit, _matches
 _CHUNK = 1 << 20
 PARALLEL_BYTES = 64 << 20  # below this a tree is scanned in the calling process
 _PER_FILE_COST = 32 << 10  # a file's system calls cost about as much as reading 32 KiB
+_SHARES_PER_WORKER = 4
 _OVERLAP = TOKEN_MAX_LEN + 1
 _buffers = threading.local()
 
@@ -43,6 +44,8 @@ def scan_file(path: str | os.PathLike[str], *, chunk_size: int = _CHUNK) -> list
     the chunk in which it starts before the overlap, so a token straddling a boundary is
     found exactly once and the look-around at either end always sees real bytes.
     """
+    if chunk_size <= _OVERLAP:
+        raise ValueError(f"chunk_size must be over {_OVERLAP} bytes, got {chunk_size}")
     source = os.fspath(path)
     # A bare descriptor, not a file object: opening a Python file object costs more than
     # reading a small file. Files are read, never mapped: a file that a running program
@@ -60,18 +63,21 @@ def _scan_stream(fd: int, source: str, chunk_size: int) -> list[TokenHit]:
     # buf[:end] holds file bytes from offset base on; scanning resumes at buf[pos].
     end, base, pos = 0, 0, 0
     while True:
-        got = os.readv(fd, [buf[end : end + chunk_size]])
-        if not got:
-            hits.extend(_hit(m, source, base) for m in _matches(buf[:end], pos))
-            return hits
-        end += got
-        cut = max(end - _OVERLAP, pos)
-        data = buf[:end]
-        for m in _matches(data, pos):
+        # Fill the buffer before scanning, so a file that fits in it (most files) is
+        # scanned in one call, once its end of file has been seen.
+        full = end + chunk_size
+        while end < full:
+            got = os.readv(fd, [buf[end:full]])
+            if not got:
+                hits.extend(_hit(m, source, base) for m in _matches(buf[:end], pos))
+                return hits
+            end += got
+        cut = end - _OVERLAP
+        for m in _matches(buf[:end], pos):
             if m.start() >= cut:
                 break
             hits.append(_hit(m, source, base))
-        keep = max(cut - 1, 0)  # one byte before the cut keeps the glued-word check honest
+        keep = cut - 1  # one byte before the cut keeps the glued-word check honest
         buf[: end - keep] = buf[keep:end]
         end, base, pos = end - keep, base + keep, cut - keep
 
@@ -176,10 +182,14 @@ def scan_tree(root: str | os.PathLike[str], *, workers: int | None = None) -> Tr
 def _scan_parallel(
     files: list[tuple[str, int]], workers: int
 ) -> tuple[list[TokenHit], list[ScanError]]:
-    # Deal files largest first to the least-loaded worker, then put the hits back in walk order.
+    # Deal files largest first to the least-loaded share, then put the hits back in walk
+    # order. There are several shares per worker, taken as workers come free: on a busy
+    # machine one worker can get less of a core than another, and a fixed split would
+    # leave the faster one idle at the end.
     order = {path: i for i, (path, _) in enumerate(files)}
-    shares: list[list[str]] = [[] for _ in range(workers)]
-    loads = [0] * workers
+    count = workers * _SHARES_PER_WORKER
+    shares: list[list[str]] = [[] for _ in range(count)]
+    loads = [0] * count
     for path, size in sorted(files, key=lambda f: -f[1]):
         k = loads.index(min(loads))
         shares[k].append(path)
@@ -187,7 +197,7 @@ def _scan_parallel(
     # fork, not spawn: a spawned worker would pay the interpreter start-up again.
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(workers) as pool:
-        results = pool.map(_scan_many, shares)
+        results = list(pool.imap_unordered(_scan_many, shares))
     hits = [h for part, _ in results for h in part]
     hits.sort(key=lambda h: (order[h.source], h.offset))
     return hits, [e for _, part in results for e in part]
