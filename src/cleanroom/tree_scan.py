@@ -3,15 +3,15 @@ every regular file under a folder, with every place that could not be read.
 
 The matching itself is pure and lives in `core.tokens` (`scan_bytes`, `scan_text`); this
 module adds the effects: opening and reading files, walking trees, and splitting a large
-tree across worker processes.
+tree across worker threads.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, _hit, _matches
@@ -162,7 +162,7 @@ def scan_tree(root: str | os.PathLike[str], *, workers: int | None = None) -> Tr
     """Every token in every regular file under ``root``, in one pass, with every file
     that could not be read and every folder that could not be listed (permission denied,
     vanished mid-walk, a root that is missing) in the result's errors: nothing is
-    skipped silently. A large tree is split across worker processes (``workers``, by
+    skipped silently. A large tree is split across worker threads (``workers``, by
     default one per core once the tree passes `PARALLEL_BYTES`): reading and matching
     run at memory speed, so the per-file system calls are what a second core pays for.
     """
@@ -194,10 +194,11 @@ def _scan_parallel(
         k = loads.index(min(loads))
         shares[k].append(path)
         loads[k] += size + _PER_FILE_COST
-    # fork, not spawn: a spawned worker would pay the interpreter start-up again.
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(workers) as pool:
-        results = list(pool.imap_unordered(_scan_many, shares))
+    # Threads, not processes: reading (a system call) and matching (Hyperscan) both run
+    # without the interpreter lock, and a thread costs neither a fork nor the copying of
+    # its results back; each thread has its own Hyperscan scratch and read buffer.
+    with ThreadPoolExecutor(workers, thread_name_prefix="token-scan") as pool:
+        results = list(pool.map(_scan_many, shares))
     hits = [h for part, _ in results for h in part]
     hits.sort(key=lambda h: (order[h.source], h.offset))
     return hits, [e for _, part in results for e in part]
