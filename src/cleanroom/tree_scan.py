@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, _hit, _matches
 
-# A chunk that fits in the core's cache: each file is read into the same buffer over and
-# over, so reading costs one copy from the page cache and no fresh pages (a new buffer per
-# file cost a page fault per 4 KiB, about as much again as the copy).
+# Each thread reads every file into one reused buffer of this size: memory stays at one
+# chunk per thread whatever the files' sizes, and most files fit in a single chunk.
 _CHUNK = 1 << 20
 PARALLEL_BYTES = 64 << 20  # below this a tree is scanned in the calling process
 _PER_FILE_COST = 32 << 10  # a file's system calls cost about as much as reading 32 KiB
