@@ -303,7 +303,7 @@ Ratio to baseline: **{form["ratio"]:.2f}** (median of the rounds' ratios:
 request (baseline / server): {form["cpu_ratio"]:.2f}. Rows stored during the runs:
 {form["rows_stored"]:,}, at least as many as the {form["answered_2xx_at_least"]:,} 2xx answers
 of the timed runs (the warm-up's rows come on top).
-
+{results["note"] + chr(10) if results.get("note") else ""}
 **Audit latency** (`GET /v1/audit?window=W` over HTTP, sequential, keep-alive) with
 {audit["rows"]:,} stored rows ({audit["windows"]:,} windows, {audit["cross_rows_per_window"]}
 cross rows in a window; bulk insert through the store took {audit["bulk_insert_s"]:.1f} s).
@@ -327,6 +327,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=300, help="audit requests to time")
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
+    parser.add_argument("--note", default="", help="a paragraph added under the form figures")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     try:
@@ -337,7 +338,13 @@ def main() -> int:
     print(json.dumps({"form": form}, indent=2))
     audit = bench_audit(OUT, args.rows, args.requests)
     print(json.dumps({"audit": audit}, indent=2))
-    results = {"form": form, "audit": audit, "machine": machine(), "command": COMMAND}
+    results = {
+        "form": form,
+        "audit": audit,
+        "machine": machine(),
+        "command": COMMAND,
+        "note": args.note,
+    }
     (OUT / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     section = markdown(results)
     print(section)
