@@ -38,7 +38,7 @@ EXAMPLE_TASK_NAMES = (
 # Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs). They
 # open no route to the verifier that the tasks above lack, so the matrix leaves them out;
 # tests/integration/container/test_harbor_fields.py runs them in sealed.
-HARBOR_FORMAT_EXAMPLES = ("healthcheck-service", "env-templates", "logs-inputs")
+HARBOR_FORMAT_EXAMPLES = ("healthcheck-service", "env-templates", "logs-inputs", "compose-store")
 
 OnCell = Callable[[Row, Mode, Cell], None]
 

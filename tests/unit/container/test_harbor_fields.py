@@ -30,7 +30,6 @@ REFUSING = {
     "agent.allowed_hosts": '[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]',
     "verifier.allowed_hosts": '[verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = ["a.b"]',
     "verifier.environment": '[verifier.environment]\ndocker_image = "alpine"',
-    "verifier.collect": '[[verifier.collect]]\ncommand = "true"',
     "environment.allowed_hosts": '[environment]\nallowed_hosts = ["pypi.org"]',
     "environment.gpu_types": '[environment]\ngpu_types = ["H100"]',
     "environment.tpu": '[environment.tpu]\ntype = "v6e"\ntopology = "2x4"',

@@ -14,6 +14,8 @@ field is a `TaskConfigError` naming the line and the field.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import posixpath
 import re
 import tomllib
@@ -29,6 +31,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from cleanroom.verifiers.container.compose import MAIN, ComposeError, ComposeProject, load_compose
 
 DEFAULT_REWARD_PATH = "/logs/verifier/reward.txt"
 _TEMPLATE_RE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")  # Harbor's, whole values only
@@ -159,6 +163,25 @@ class PackageInfo(_Section):
         return values
 
 
+class CollectHook(_Section):
+    """``[[verifier.collect]]``: a command run in a service once the agent phase ends,
+    before the verifier (Harbor's collect hook: best effort, its failure recorded)."""
+
+    command: str
+    service: str = MAIN
+    timeout_sec: float = Field(default=60.0, gt=0)
+    user: str | None = None
+
+    _user = field_validator("user", mode="before")(_user_name)
+
+    @field_validator("service")
+    @classmethod
+    def _service_is_named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("service must not be empty")
+        return value
+
+
 class VerifierConfig(_Section):
     """``[verifier]``: how test.sh runs and where its reward is read from."""
 
@@ -172,7 +195,7 @@ class VerifierConfig(_Section):
     allowed_hosts: list[str] | None = None
     environment_mode: Literal["shared", "separate"] | None = None
     environment: Any = None
-    collect: Any = None
+    collect: list[CollectHook] = Field(default_factory=list)
     reward_path: str = DEFAULT_REWARD_PATH
     result_paths: list[str] = Field(default_factory=list)
     setup_commands: list[str] = Field(default_factory=list)
@@ -197,11 +220,6 @@ class VerifierConfig(_Section):
     @classmethod
     def _no_verifier_environment(cls, value: Any) -> Any:
         raise _not_supported("a separate verifier environment ([verifier.environment])")
-
-    @field_validator("collect")
-    @classmethod
-    def _no_collect_hooks(cls, value: Any) -> Any:
-        raise _not_supported("collect hooks ([[verifier.collect]]) of compose services")
 
     @model_validator(mode="after")
     def _no_allowlist(self) -> VerifierConfig:
@@ -424,6 +442,8 @@ class Task:
     root: Path
     config: TaskConfig
     warnings: tuple[TaskWarning, ...] = field(default=())
+    # ``environment/docker-compose.yaml``: the services beside the agent's container.
+    compose: ComposeProject | None = None
 
     @property
     def name(self) -> str:
@@ -476,7 +496,7 @@ HARBOR_FIELDS: dict[str, str] = {
     "verifier.allowed_hosts": "refused: egress allowlists",
     "verifier.environment_mode": "read: shared; separate refused",
     "verifier.environment": "refused: separate verifier environments",
-    "verifier.collect": "refused: compose collect hooks",
+    "verifier.collect": "read: run in main before it is stopped, in sidecars after",
     "environment.network_mode": "read: no-network or public; allowlist refused",
     "environment.allowed_hosts": "refused: egress allowlists",
     "environment.allow_internet": "read",
@@ -566,7 +586,32 @@ def load_task(task_dir: Path | str) -> Task:
     config, warnings = parse_task_toml((root / "task.toml").read_text(encoding="utf-8"), root)
     if config.environment.docker_image is None and not (root / "environment/Dockerfile").is_file():
         raise TaskLayoutError(root, "environment/Dockerfile (or [environment] docker_image)")
-    return Task(root, config, tuple(warnings))
+    return Task(root, config, tuple(warnings), _compose_of(root, config))
+
+
+def _compose_of(root: Path, config: TaskConfig) -> ComposeProject | None:
+    """The task's compose services, ``${VAR}`` filled from the host's environment and the
+    task's ``[environment.env]`` (as Harbor fills them); every collect hook must name
+    ``main`` or one of them."""
+    host = dict(os.environ)
+    # An unfilled template is reported by the rollout itself (environment_error).
+    with contextlib.suppress(TemplateError):
+        host.update(resolve_env(config.environment.env, host, "environment.env"))
+    try:
+        compose = load_compose(root / "environment", host)
+    except ComposeError as exc:
+        raise TaskConfigError(exc.path, None, exc.message) from exc
+    services = compose.names if compose is not None else frozenset()
+    toml_text = (root / "task.toml").read_text(encoding="utf-8")
+    for n, hook in enumerate(config.verifier.collect, start=1):
+        if hook.service != MAIN and hook.service not in services:
+            raise TaskConfigError(
+                root / "task.toml",
+                _line_of_key(toml_text, ("verifier", "collect")),
+                f"verifier.collect[{n}].service: {hook.service!r} is not a service of "
+                "environment/docker-compose.yaml",
+            )
+    return compose
 
 
 def parse_task_toml(text: str, task_dir: Path) -> tuple[TaskConfig, list[TaskWarning]]:
@@ -614,6 +659,7 @@ def _unknown_key_warnings(config: TaskConfig, text: str) -> list[TaskWarning]:
         sections.append((("task",), config.task))
     if config.environment.healthcheck is not None:
         sections.append((("environment", "healthcheck"), config.environment.healthcheck))
+    sections.extend((("verifier", "collect"), hook) for hook in config.verifier.collect)
     for prefix, section in sections:
         for key in section.model_extra or {}:
             name = ".".join((*prefix, key))

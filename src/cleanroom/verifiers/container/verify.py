@@ -25,6 +25,7 @@ from typing import Any
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.host_files import read_capped, remove_tree
+from cleanroom.verifiers.container.compose import MAIN
 from cleanroom.verifiers.container.docker_runtime import (
     DockerRuntime,
     ExecResult,
@@ -37,6 +38,7 @@ from cleanroom.verifiers.container.docker_runtime import (
 from cleanroom.verifiers.container.healthcheck import Attempt, wait_healthy
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
+from cleanroom.verifiers.container.sidecars import ServiceFailed, SidecarGroup
 from cleanroom.verifiers.container.state_archive import StateArchiveError
 from cleanroom.verifiers.container.tamper import (
     Change,
@@ -46,6 +48,7 @@ from cleanroom.verifiers.container.tamper import (
     under,
 )
 from cleanroom.verifiers.container.task import (
+    CollectHook,
     Task,
     TaskError,
     TemplateError,
@@ -236,6 +239,11 @@ class _Verification:
         if task.warnings:
             self.ev.details["task_warnings"] = [str(w) for w in task.warnings]
         self.containers: list[str] = []
+        # The task's compose services, when this run started them (`_Rollout`).
+        self.services: SidecarGroup | None = None
+        # ``[[verifier.collect]]`` hooks this run owes (a harness that started the
+        # agent's container runs them itself).
+        self.collect_hooks: list[CollectHook] = []
         self.workspace: Path | None = None
         self.agent_reward_dir: Path | None = None
         self.background: list[threading.Thread] = []
@@ -252,6 +260,8 @@ class _Verification:
         """The verification both paths share, once the agent has acted in ``agent_ctr``."""
         verify_start = time.monotonic()
         if self.plan.in_agent_container:
+            # Harbor's shared mode: the services' hooks run while main still runs.
+            self._collect(agent_ctr, in_main=False)
             self._verify_in_place(agent_ctr)
         else:
             self._verify_sealed(agent_ctr, image)
@@ -264,6 +274,10 @@ class _Verification:
         cfg = self.task.config
         try:
             self.task_env = resolve_env(cfg.environment.env, host, "environment.env")
+            if self.task.compose is not None:
+                # The compose file's environment of main, under task.toml's (Harbor
+                # merges [environment.env] over it).
+                self.task_env = {**dict(self.task.compose.main_environment), **self.task_env}
             self.solution_env = resolve_env(cfg.solution.env, host, "solution.env")
             self.verifier_env = resolve_env(cfg.verifier.env, host, "verifier.env")
         except TemplateError as exc:
@@ -382,6 +396,9 @@ class _Verification:
                     self._hold_agent_still(agent_ctr)
                     if self.ev.agent_fault is not None:
                         return
+                    # As in Harbor when main has no further use: the services' hooks
+                    # run once nothing the agent left can run beside them.
+                    self._collect(agent_ctr, in_main=False)
                     diff = self.rt.changes(agent_ctr)
                     state_paths = self._state_paths(diff.changes)
                     self.ev.details["state_paths"] = state_paths
@@ -470,6 +487,7 @@ class _Verification:
                 read_only=(PYTHON_GUARD_DIR,),
                 network=self.task.config.verifier_network,
                 environment=self.task_env,
+                services_network=self.services.network if self.services else None,
             )
         self.containers.append(vctr)
         # The task's readiness check holds for the verifier's environment too; it runs
@@ -683,6 +701,37 @@ class _Verification:
         thread.start()
         self.background.append(thread)
 
+    def _collect(self, agent_ctr: str, *, in_main: bool) -> None:
+        """Run the task's collect hooks for ``main`` (``in_main``) or for its other
+        services, as Harbor does: best effort, each one's end recorded in the details,
+        a failure never stopping the rollout. A daemon that does not answer still does."""
+        for hook in self.collect_hooks:
+            if (hook.service == MAIN) != in_main:
+                continue
+            if in_main:
+                ctr, argv, workdir = agent_ctr, ["bash", "-c", hook.command], self.workdir
+            else:
+                assert self.services is not None  # load_task checked the hook's service
+                ctr = self.services.containers[hook.service]
+                argv, workdir = ["sh", "-c", hook.command], None
+            entry: dict[str, Any] = {"service": hook.service, "command": hook.command}
+            try:
+                with self._timed("collect_s"):
+                    result = self.rt.exec(
+                        ctr, argv, user=hook.user, workdir=workdir, timeout=hook.timeout_sec
+                    )
+            except RuntimeUnavailable as exc:
+                if exc.status is None:
+                    raise
+                entry["error"] = str(exc)[-500:]  # the daemon refused: a stopped container
+            else:
+                entry.update(
+                    exit_code=result.exit_code,
+                    timed_out=result.timed_out,
+                    output_tail=_tail(result.output, 500),
+                )
+            self.ev.details.setdefault("collect", []).append(entry)
+
     def teardown(self) -> None:
         """Remove what this rollout created, unless asked to keep it."""
         for thread in self.background:
@@ -692,6 +741,9 @@ class _Verification:
         with contextlib.suppress(RuntimeUnavailable):
             for ctr in self.containers:
                 self.rt.remove(ctr)
+        # After the containers on its network: a network with containers cannot go.
+        if self.services is not None:
+            self.services.remove()
         if self.workspace is not None:
             remove_tree(self.workspace)
 
@@ -713,6 +765,7 @@ class _Rollout(_Verification):
     ) -> None:
         super().__init__(task, agent.label, runtime, options)
         self.agent = agent
+        self.collect_hooks = list(task.config.verifier.collect)
         # An image already built from the task's environment; otherwise built or reused.
         self.given_image = image
 
@@ -723,8 +776,12 @@ class _Rollout(_Verification):
                 return self._decide(started)
             with self._timed("build_s"):
                 image = self._image()
-            if image is None:
+                service_images = self._service_images() if image is not None else None
+            if image is None or service_images is None:
                 return self._decide(started)
+            if service_images:
+                with self._timed("services_s"):
+                    self._start_services(service_images)
             agent_ctr = self._start_agent_container(image)
             with self._timed("healthcheck_s"):
                 unhealthy = self._unhealthy(agent_ctr)
@@ -733,12 +790,44 @@ class _Rollout(_Verification):
                 return self._decide(started)
             with self._timed("agent_s"):
                 self._agent_phase(agent_ctr)
+            # Harbor's hooks for main run before main is stopped.
+            self._collect(agent_ctr, in_main=True)
             self._verify_agent_container(agent_ctr, image)
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
-        except _Unhealthy as exc:
+        except (_Unhealthy, ServiceFailed) as exc:
             self.ev.environment_error = str(exc)
         return self._decide(started)
+
+    def _service_images(self) -> dict[str, str] | None:
+        """Each compose service's image, built or found; None (the failure in the
+        evidence) when one cannot be made."""
+        compose = self.task.compose
+        if compose is None:
+            return {}
+        images: dict[str, str] = {}
+        for service in compose.services:
+            try:
+                images[service.name] = self.rt.service_image(
+                    self.task, service, dict(self.options.image_map)
+                )
+            except ImageBuildFailed as exc:
+                self.ev.environment_error = (
+                    f"the image of compose service {service.name!r} ({exc.tag}) could not be made"
+                )
+                self.ev.build_log = exc.log
+                return None
+        return images
+
+    def _start_services(self, images: dict[str, str]) -> None:
+        """Start the compose services and wait until they are ready, as ``docker compose
+        up --wait`` does before Harbor starts the agent."""
+        assert self.task.compose is not None
+        self.services = SidecarGroup(self.rt, self.task.compose, self.task.name)
+        limit = self.task.config.environment.build_timeout_sec
+        self.services.start(images, self.limits.network, limit)
+        self.services.wait_for_main(limit)
+        self.ev.details["services"] = sorted(self.services.containers)
 
     def _image(self) -> str | None:
         try:
@@ -778,6 +867,7 @@ class _Rollout(_Verification):
             self.task_env,
             hidden,
             logs_on_volume=not self.plan.freezes_agent,
+            services_network=self.services.network if self.services else None,
         )
         self.containers.append(ctr)
         # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
