@@ -316,6 +316,11 @@ class Docker:
         with self._call(f"connecting {container[:12]} to {network[:12]}"):
             self.api.connect_container_to_network(container, network, aliases=list(aliases) or None)
 
+    def disconnect_network(self, network: str, container: str) -> None:
+        """Detach a container from a network; a container or network already gone is fine."""
+        with self._missing_is_fine(f"disconnecting {container[:12]} from {network[:12]}"):
+            self.api.disconnect_container_from_network(container, network, force=True)
+
     def remove_network(self, network: str) -> None:
         """Remove a network; missing is fine."""
         with self._missing_is_fine(f"removing network {network[:12]}"):

@@ -500,6 +500,21 @@ class DockerRuntime:
             self.docker.connect_network("bridge", ctr)
         return ctr
 
+    def join_services_network(self, network: str, container: str, name: str) -> None:
+        """Attach a running service another harness started to ``network`` as ``name``."""
+        self.docker.connect_network(network, container, (name,))
+
+    def leave_services_network(self, network: str, container: str) -> None:
+        """Detach it again, leaving the container to its owner."""
+        self.docker.disconnect_network(network, container)
+
+    def project_services(
+        self, project_label: str, project: str, service_label: str
+    ) -> dict[str, str]:
+        """The containers of a Compose project by service name."""
+        found = self.docker.containers_labelled(f"{project_label}={project}")
+        return {c.labels[service_label]: c.id for c in found if c.labels.get(service_label)}
+
     def service_state(self, container: str) -> ServiceState:
         """Where a service's container is: running or not, and its health."""
         state = self.docker.inspect_container(container).get("State") or {}

@@ -41,6 +41,28 @@ class SidecarGroup:
         self.name_hint = name_hint
         self.network: str | None = None
         self.containers: dict[str, str] = {}
+        # Whether the containers are this group's to remove, or another harness's.
+        self.owned = True
+
+    @classmethod
+    def joined(
+        cls,
+        runtime: DockerRuntime,
+        compose: ComposeProject,
+        name_hint: str,
+        running: Mapping[str, str],
+    ) -> SidecarGroup:
+        """The services another harness started (``running``: container by service name),
+        joined to a network of this group's own under their names; `remove` detaches
+        them and leaves them running."""
+        group = cls(runtime, compose, name_hint)
+        group.owned = False
+        group.network = runtime.create_services_network(name_hint)
+        for name in sorted(compose.names):
+            if name in running:
+                group.containers[name] = running[name]
+                runtime.join_services_network(group.network, running[name], name)
+        return group
 
     def start(self, images: Mapping[str, str], public: bool, timeout_s: float) -> None:
         """Start every service (``images`` by service name) in dependency order and wait
@@ -65,11 +87,15 @@ class SidecarGroup:
             self._wait(dependency, condition, deadline, "main depends on it")
 
     def remove(self) -> None:
-        """Remove every service's container and then the network; what is already gone
-        is fine, and one failure does not stop the rest."""
+        """Remove every service's container (detach it, when another harness owns it)
+        and then the network; what is already gone is fine, and one failure does not
+        stop the rest."""
         for container in self.containers.values():
             with contextlib.suppress(RuntimeUnavailable):
-                self.rt.remove(container)
+                if self.owned:
+                    self.rt.remove(container)
+                elif self.network is not None:
+                    self.rt.leave_services_network(self.network, container)
         if self.network is not None:
             with contextlib.suppress(RuntimeUnavailable):
                 self.rt.remove_network(self.network)

@@ -179,6 +179,8 @@ class ActedOn:
     reward_dir: Path | None = None
     baseline: tuple[Change, ...] = ()
     label: str = "agent"
+    # The task's compose services that harness started beside it: container by name.
+    services: tuple[tuple[str, str], ...] = ()
 
 
 def verify_acted_on(
@@ -315,6 +317,9 @@ class _Verification:
                 "containers": self.containers,
                 "workspace": str(self.workspace) if self.workspace else None,
             }
+            if self.services is not None:
+                self.ev.details["kept"]["services"] = dict(self.services.containers)
+                self.ev.details["kept"]["services_network"] = self.services.network
         return decide(self.ev)
 
     # shared and cleared: in the live agent container ---------------------------------
@@ -944,6 +949,15 @@ class _Existing(_Verification):
             self.ev.details.update(image=self.acted.image, container=self.acted.container)
             if self.workdir is None:
                 self.workdir = self.rt.image_workdir(self.acted.image)
+            compose = self.task.compose
+            sealed_apart = self.plan.freezes_agent and not self.vcfg.live_processes
+            if compose is not None and self.acted.services and sealed_apart:
+                # The sealed verifier reaches that harness's services by name, on a
+                # network of its own (theirs may lead out), as in cleanroom's rollouts.
+                self.services = SidecarGroup.joined(
+                    self.rt, compose, self.task.name, dict(self.acted.services)
+                )
+                self.ev.details["services"] = sorted(self.services.containers)
             self._verify_agent_container(self.acted.container, self.acted.image)
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
