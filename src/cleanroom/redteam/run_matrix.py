@@ -35,9 +35,10 @@ EXAMPLE_TASK_NAMES = (
     "install-tool",
     "venv-tool",
 )
-# Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs). They
-# open no route to the verifier that the tasks above lack, so the matrix leaves them out;
-# tests/integration/container/test_harbor_fields.py runs them in sealed.
+# Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs, compose
+# services). The first three open no route to the verifier that the tasks above lack; the
+# compose service's route is tested in test_compose_services.py. The matrix leaves them
+# out to stay short; tests/integration/container/test_harbor_fields.py runs them in sealed.
 HARBOR_FORMAT_EXAMPLES = ("healthcheck-service", "env-templates", "logs-inputs", "compose-store")
 
 OnCell = Callable[[Row, Mode, Cell], None]

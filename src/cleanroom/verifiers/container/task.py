@@ -496,7 +496,7 @@ HARBOR_FIELDS: dict[str, str] = {
     "verifier.allowed_hosts": "refused: egress allowlists",
     "verifier.environment_mode": "read: shared; separate refused",
     "verifier.environment": "refused: separate verifier environments",
-    "verifier.collect": "read: run in main before it is stopped, in sidecars after",
+    "verifier.collect": "read: main's before it stops; the services' after (sealed) or beside it",
     "environment.network_mode": "read: no-network or public; allowlist refused",
     "environment.allowed_hosts": "refused: egress allowlists",
     "environment.allow_internet": "read",
