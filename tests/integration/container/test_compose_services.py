@@ -84,6 +84,58 @@ def test_a_process_the_agent_leaves_cannot_change_the_services_after_the_agent_p
     assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0), outcome.detail
 
 
+# Sends the right answer once test.sh is in the agent's container, i.e. during verification.
+LATE_WRITER = AgentSpec.command(
+    "(while [ ! -e /tests/test.sh ]; do sleep 0.05; done;"
+    " curl -fsS -X PUT --data 157 http://store:8080/kv/total) >/dev/null 2>&1 &"
+)
+TOTAL_ONLY = (
+    "#!/bin/bash\n"
+    "total=$(curl -fsS --max-time 3 http://store:8080/kv/total)\n"
+    'if [ "$total" = 157 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n'
+)
+
+
+def test_a_leftover_process_writing_to_a_service_fools_shared_without_a_freeze(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """The positive control: the route through a service is real where nothing stops it."""
+    task = store_variant(tmp_path)
+    toml = task.root / "task.toml"
+    toml.write_text(toml.read_text().replace('command = "touch /srv/frozen"', 'command = "true"'))
+    (task.tests_dir / "test.sh").write_text(TOTAL_ONLY)
+    task = load_task(task.root)
+    fooled = verify_task(task, LATE_WRITER, runtime, VerifyOptions(Mode.SHARED))
+    assert fooled.score == 1.0, fooled.details
+    sealed = verify_task(task, LATE_WRITER, runtime, SEALED)
+    assert (sealed.status, sealed.score) == (Status.FAILURE, 0.0), sealed.details
+
+
+@pytest.mark.parametrize("mode", [Mode.SHARED, Mode.SEALED])
+def test_the_freezing_hook_keeps_a_leftover_process_out(
+    mode: Mode, example, runtime: DockerRuntime
+) -> None:
+    outcome = verify_task(example("compose-store"), LATE_WRITER, runtime, VerifyOptions(mode))
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0), outcome.details
+
+
+def test_with_a_public_environment_the_services_reach_out_and_the_sealed_verifier_does_not(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    task = store_variant(tmp_path)
+    toml = task.root / "task.toml"
+    toml.write_text(toml.read_text().replace('"no-network"', '"public"'))
+    (task.tests_dir / "test.sh").write_text(
+        "#!/bin/bash\n"
+        "mine=$(ls /sys/class/net | grep -vc '^lo$')\n"
+        'if [ "$(cat /app/links)" = 2 ] && [ "$mine" = 1 ]; then echo 1; else echo 0; fi'
+        " > /logs/verifier/reward.txt\n"
+    )
+    count = AgentSpec.command("ls /sys/class/net | grep -vc '^lo$' > /app/links")
+    outcome = verify_task(load_task(task.root), count, runtime, SEALED)
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome.details
+
+
 def test_the_sealed_verifier_reaches_the_services_and_nothing_beyond(
     runtime: DockerRuntime, tmp_path: Path
 ) -> None:
