@@ -141,6 +141,8 @@ def test_a_template_form_cleanroom_does_not_read_is_refused() -> None:
         ("services:\n  main:\n    image: other\n", "services.main.image"),
         ("services:\n  main:\n    healthcheck: {test: 'true'}\n", "services.main.healthcheck"),
         ("services:\n  main:\n    volumes: ['/x:/x']\n", "services.main.volumes"),
+        # Harbor's own variables fill a restated main; the key is named all the same.
+        ("services:\n  main:\n    build: {context: '${CONTEXT_DIR}'}\n", "services.main.build"),
         (
             "services:\n  main:\n    depends_on:\n"
             "      db: {condition: service_completed_successfully}\n  db:\n    image: d\n",

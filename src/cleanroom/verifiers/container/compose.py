@@ -52,6 +52,7 @@ _SIDECAR_KEYS = frozenset(
     }
 )
 _MAIN_KEYS = frozenset({"depends_on", "environment"})
+_MAIN_WHY = "Harbor's own service, whose image, command, limits and network come from task.toml"
 _TOP_KEYS = frozenset({"services", "version", "name"})
 _BUILD_KEYS = frozenset({"context", "dockerfile", "args"})
 _HEALTH_KEYS = frozenset(
@@ -176,10 +177,10 @@ def parse_compose(text: str, path: Path, env: Mapping[str, str]) -> ComposeProje
     except yaml.YAMLError as exc:
         raise ComposeError(path, f"not valid YAML: {exc}") from exc
     doc = _mapping(path, raw, "the file")
+    # Keys first: a refused key is named even where its value holds a template only
+    # Harbor fills (``${CONTEXT_DIR}`` in a restated main service).
+    _check_keys(path, doc)
     doc = _interpolated(path, doc, env, "")
-    for key in doc:
-        if key not in _TOP_KEYS and not _extension(key):
-            raise _refused(path, str(key), "top-level networks, volumes, configs and secrets")
     services = _mapping(path, doc.get("services"), "services")
     if not services:
         raise ComposeError(path, "services: names no service")
@@ -194,14 +195,6 @@ def parse_compose(text: str, path: Path, env: Mapping[str, str]) -> ComposeProje
         where = f"services.{name}"
         spec = _mapping(path, body if body is not None else {}, where)
         if name == MAIN:
-            _only(
-                path,
-                spec,
-                _MAIN_KEYS,
-                where,
-                "Harbor's own service, whose image, "
-                "command, limits and network come from task.toml",
-            )
             main_depends = _depends_on(path, spec.get("depends_on"), where, names)
             main_env = _environment(path, spec.get("environment"), where, env)
             continue
@@ -218,11 +211,26 @@ def parse_compose(text: str, path: Path, env: Mapping[str, str]) -> ComposeProje
     )
 
 
+def _check_keys(path: Path, doc: dict[str, Any]) -> None:
+    for key in doc:
+        if key not in _TOP_KEYS and not _extension(key):
+            raise _refused(path, str(key), "top-level networks, volumes, configs and secrets")
+    services = doc.get("services")
+    if not isinstance(services, dict):
+        return
+    for name, body in services.items():
+        if not isinstance(body, dict):
+            continue
+        if name == MAIN:
+            _only(path, body, _MAIN_KEYS, f"services.{name}", _MAIN_WHY)
+        else:
+            _only(path, body, _SIDECAR_KEYS, f"services.{name}", "this Compose key")
+
+
 def _service(
     path: Path, name: str, spec: dict[str, Any], names: frozenset[str], env: Mapping[str, str]
 ) -> Service:
     where = f"services.{name}"
-    _only(path, spec, _SIDECAR_KEYS, where, "this Compose key")
     image = _text(path, spec.get("image"), f"{where}.image")
     build = _build(path, spec.get("build"), f"{where}.build")
     if image is None and build is None:
