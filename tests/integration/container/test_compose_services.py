@@ -152,6 +152,18 @@ def test_the_sealed_verifier_reaches_the_services_and_nothing_beyond(
     assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome.details
 
 
+def test_a_container_name_is_one_more_name_of_the_service(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    task = store_variant(
+        tmp_path, ("    build: ./store\n", "    build: ./store\n    container_name: hb__store\n")
+    )
+    test = task.tests_dir / "test.sh"
+    test.write_text(test.read_text().replace("http://store:8080", "http://hb__store:8080"))
+    solved = verify_task(task, AgentSpec.solution(), runtime, SEALED)
+    assert (solved.status, solved.score) == (Status.SUCCESS, 1.0), solved.details
+
+
 def test_nothing_is_left_after_a_success_or_a_failure(example, runtime: DockerRuntime) -> None:
     rt = traced(runtime)
     for agent in (AgentSpec.solution(), AgentSpec.noop()):

@@ -117,9 +117,31 @@ def test_templates_are_filled_from_the_environment_given() -> None:
     assert db.command == ("echo", "$HOME", "fallback")  # ${EMPTY-kept} is the empty value
 
 
-def test_a_variable_the_environment_lacks_is_refused_by_name() -> None:
-    with pytest.raises(ComposeError, match=r"services\.db\.image: the host has no variable TAG"):
-        parse("services:\n  db:\n    image: db:${TAG}\n")
+def test_a_variable_the_environment_lacks_is_empty_with_a_warning_naming_it() -> None:
+    project = parse("services:\n  db:\n    image: db:${TAG}\n")  # Compose's meaning
+    assert project.services[0].image == "db:"
+    assert project.warnings == ("services.db.image: the host has no variable TAG; it is empty",)
+
+
+def test_a_main_service_restated_as_harbors_mappers_write_it_is_accepted() -> None:
+    project = parse(
+        """
+services:
+  main:
+    build: {context: "${CONTEXT_DIR}"}
+    image: "${MAIN_IMAGE_NAME}"
+    container_name: hb__client
+    command: [sh, -c, sleep infinity]
+    environment: ["TEST_DIR=${TEST_DIR}"]
+    volumes: ["${HOST_VERIFIER_LOGS_PATH}:${ENV_VERIFIER_LOGS_PATH}"]
+    deploy: {resources: {limits: {cpus: "${CPUS}", memory: "${MEMORY}"}}}
+  server:
+    image: srv
+    container_name: hb__server
+"""
+    )
+    assert project.main_environment == (("TEST_DIR", ""),)  # unset in Harbor too
+    assert project.services[0].container_name == "hb__server"
 
 
 def test_a_template_form_cleanroom_does_not_read_is_refused() -> None:
@@ -141,8 +163,12 @@ def test_a_template_form_cleanroom_does_not_read_is_refused() -> None:
         ("services:\n  main:\n    image: other\n", "services.main.image"),
         ("services:\n  main:\n    healthcheck: {test: 'true'}\n", "services.main.healthcheck"),
         ("services:\n  main:\n    volumes: ['/x:/x']\n", "services.main.volumes"),
+        ("services:\n  main:\n    command: [python3, app.py]\n", "services.main.command"),
         # Harbor's own variables fill a restated main; the key is named all the same.
-        ("services:\n  main:\n    build: {context: '${CONTEXT_DIR}'}\n", "services.main.build"),
+        (
+            "services:\n  main:\n    build: {context: '${CONTEXT_DIR}', target: dev}\n",
+            "services.main.build",
+        ),
         (
             "services:\n  main:\n    depends_on:\n"
             "      db: {condition: service_completed_successfully}\n  db:\n    image: d\n",

@@ -46,6 +46,7 @@ _SIDECAR_KEYS = frozenset(
         "init",
         "tmpfs",
         "hostname",
+        "container_name",
         "labels",
         "expose",
         "stop_grace_period",
@@ -138,6 +139,9 @@ class Service:
     init: bool = False
     tmpfs: tuple[str, ...] = ()
     hostname: str | None = None
+    # A second name on the rollout's network (never the container's own: rollouts run
+    # side by side), so what reaches the service by that name still does.
+    container_name: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
 
 
@@ -151,6 +155,8 @@ class ComposeProject:
     main_depends_on: tuple[tuple[str, str], ...] = ()
     main_environment: tuple[tuple[str, str], ...] = ()
     names: frozenset[str] = field(default_factory=frozenset)
+    # Templates whose variable was unset (filled with an empty text, as Compose does).
+    warnings: tuple[str, ...] = ()
 
 
 def load_compose(environment_dir: Path, env: Mapping[str, str]) -> ComposeProject | None:
@@ -180,7 +186,8 @@ def parse_compose(text: str, path: Path, env: Mapping[str, str]) -> ComposeProje
     # Keys first: a refused key is named even where its value holds a template only
     # Harbor fills (``${CONTEXT_DIR}`` in a restated main service).
     _check_keys(path, doc)
-    doc = _interpolated(path, doc, env, "")
+    unset: list[str] = []
+    doc = _interpolated(path, doc, env, "", unset)
     services = _mapping(path, doc.get("services"), "services")
     if not services:
         raise ComposeError(path, "services: names no service")
@@ -195,6 +202,7 @@ def parse_compose(text: str, path: Path, env: Mapping[str, str]) -> ComposeProje
         where = f"services.{name}"
         spec = _mapping(path, body if body is not None else {}, where)
         if name == MAIN:
+            spec = {k: v for k, v in spec.items() if k in _MAIN_KEYS}
             main_depends = _depends_on(path, spec.get("depends_on"), where, names)
             main_env = _environment(path, spec.get("environment"), where, env)
             continue
@@ -207,7 +215,12 @@ def parse_compose(text: str, path: Path, env: Mapping[str, str]) -> ComposeProje
                 "not supported by cleanroom (main starts last)",
             )
     return ComposeProject(
-        path, _start_order(path, sidecars), main_depends, main_env, names - {MAIN}
+        path,
+        _start_order(path, sidecars),
+        main_depends,
+        main_env,
+        names - {MAIN},
+        tuple(unset),
     )
 
 
@@ -222,9 +235,42 @@ def _check_keys(path: Path, doc: dict[str, Any]) -> None:
         if not isinstance(body, dict):
             continue
         if name == MAIN:
-            _only(path, body, _MAIN_KEYS, f"services.{name}", _MAIN_WHY)
+            restated = {k: v for k, v in body.items() if not _restates_harbor(k, v)}
+            _only(path, restated, _MAIN_KEYS, f"services.{name}", _MAIN_WHY)
         else:
             _only(path, body, _SIDECAR_KEYS, f"services.{name}", "this Compose key")
+
+
+# What Harbor's own compose file says of main, restated in tasks made by its mappers
+# (``build: {context: ${CONTEXT_DIR}}``, ``image: ${MAIN_IMAGE_NAME}``...): the task's
+# image, its keep-alive command, task.toml's limits and Harbor's log mounts. cleanroom
+# does each of these itself, so a restatement changes nothing and is accepted.
+_KEEPALIVES = (
+    ["sh", "-c", "sleep infinity"],
+    ["sleep", "infinity"],
+    "sleep infinity",
+    ["tail", "-f", "/dev/null"],
+    "tail -f /dev/null",
+)
+_HARBOR_LOG_MOUNTS = {
+    f"${{HOST_{n}_PATH}}:${{ENV_{n}_PATH}}" for n in ("VERIFIER_LOGS", "AGENT_LOGS", "ARTIFACTS")
+}
+
+
+def _restates_harbor(key: str, value: Any) -> bool:
+    if key == "build":
+        context = value.get("context") if isinstance(value, dict) else value
+        extra = set(value) - {"context"} if isinstance(value, dict) else set()
+        return not extra and context in ("${CONTEXT_DIR}", "$CONTEXT_DIR", ".", "./")
+    if key == "image":
+        return value in ("${MAIN_IMAGE_NAME}", "$MAIN_IMAGE_NAME")
+    if key == "command":
+        return value in _KEEPALIVES
+    if key == "deploy":
+        return value == {"resources": {"limits": {"cpus": "${CPUS}", "memory": "${MEMORY}"}}}
+    if key == "volumes":
+        return isinstance(value, list) and all(v in _HARBOR_LOG_MOUNTS for v in value)
+    return key == "container_name"  # Harbor's mappers name it; the name changes nothing
 
 
 def _service(
@@ -262,6 +308,7 @@ def _service(
         init=init,
         tmpfs=tuple(tmpfs_list),
         hostname=_text(path, spec.get("hostname"), f"{where}.hostname"),
+        container_name=_text(path, spec.get("container_name"), f"{where}.container_name"),
         labels=_pairs(path, spec.get("labels"), f"{where}.labels", env, from_host=False),
     )
 
@@ -428,16 +475,19 @@ def _start_order(path: Path, services: dict[str, Service]) -> tuple[Service, ...
     return tuple(ordered)
 
 
-def _interpolated(path: Path, value: Any, env: Mapping[str, str], where: str) -> Any:
+def _interpolated(
+    path: Path, value: Any, env: Mapping[str, str], where: str, unset: list[str]
+) -> Any:
     """Compose's ``${VAR}`` interpolation over every value (never keys). A variable that
-    is unset and has no default is refused by name: Compose would put an empty text
-    there with only a warning."""
+    is unset and has no default is an empty text, as in Compose (and so in Harbor), and
+    is listed in ``unset``."""
     if isinstance(value, dict):
         return {
-            k: _interpolated(path, v, env, f"{where}.{k}".lstrip(".")) for k, v in value.items()
+            k: _interpolated(path, v, env, f"{where}.{k}".lstrip("."), unset)
+            for k, v in value.items()
         }
     if isinstance(value, list):
-        return [_interpolated(path, v, env, where) for v in value]
+        return [_interpolated(path, v, env, where, unset) for v in value]
     if not isinstance(value, str) or "$" not in value:
         return value
 
@@ -455,11 +505,8 @@ def _interpolated(path: Path, value: Any, env: Mapping[str, str], where: str) ->
         if m["sep"] == "-" and found is None:
             return str(m["default"])
         if found is None:
-            raise ComposeError(
-                path,
-                f"{where}: the host has no variable {name} and the template gives no "
-                "default (${" + name + ":-default})",
-            )
+            unset.append(f"{where}: the host has no variable {name}; it is empty")
+            return ""
         return found
 
     return _VARIABLE.sub(fill, value)

@@ -484,7 +484,7 @@ class DockerRuntime:
         ctr = self.docker.run_container(
             image,
             service.command,
-            **_network_options(False, network, (service.name,)),
+            **_network_options(False, network, _names_of(service)),
             environment=dict(service.environment),
             user=service.user or "",
             working_dir=service.working_dir or "",
@@ -796,6 +796,13 @@ def _network_options(
     if services_network is None:
         return {"network_mode": "bridge" if public else "none"}
     return {"network": services_network, "aliases": list(aliases)}
+
+
+def _names_of(service: Service) -> tuple[str, ...]:
+    """A service's names on its network: its own, and its ``container_name``."""
+    if service.container_name and service.container_name != service.name:
+        return (service.name, service.container_name)
+    return (service.name,)
 
 
 def _tmpfs_entry(entry: str) -> tuple[str, str]:

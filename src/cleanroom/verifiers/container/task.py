@@ -586,7 +586,11 @@ def load_task(task_dir: Path | str) -> Task:
     config, warnings = parse_task_toml((root / "task.toml").read_text(encoding="utf-8"), root)
     if config.environment.docker_image is None and not (root / "environment/Dockerfile").is_file():
         raise TaskLayoutError(root, "environment/Dockerfile (or [environment] docker_image)")
-    return Task(root, config, tuple(warnings), _compose_of(root, config))
+    compose = _compose_of(root, config)
+    if compose is not None:
+        where = "environment/docker-compose.yaml"
+        warnings += [TaskWarning(None, f"{where}: {w}") for w in compose.warnings]
+    return Task(root, config, tuple(warnings), compose)
 
 
 def _compose_of(root: Path, config: TaskConfig) -> ComposeProject | None:
