@@ -123,6 +123,14 @@ def test_a_variable_the_environment_lacks_is_empty_with_a_warning_naming_it() ->
     assert project.warnings == ("services.db.image: the host has no variable TAG; it is empty",)
 
 
+def test_ports_are_kept_unpublished_with_a_warning() -> None:
+    project = parse("services:\n  db:\n    image: d\n    ports: ['5432:5432']\n")
+    assert project.warnings == (
+        "services.db.ports: kept, not published (the services reach each other on their "
+        "own network; no rollout opens a port of the host)",
+    )
+
+
 def test_a_main_service_restated_as_harbors_mappers_write_it_is_accepted() -> None:
     project = parse(
         """
@@ -152,7 +160,7 @@ def test_a_template_form_cleanroom_does_not_read_is_refused() -> None:
 @pytest.mark.parametrize(
     ("text", "named"),
     [
-        ("services:\n  db:\n    image: d\n    ports: ['5432:5432']\n", "services.db.ports"),
+        ("services:\n  db:\n    image: d\n    platform: linux/arm64\n", "services.db.platform"),
         ("services:\n  db:\n    image: d\n    volumes: ['data:/var/lib']\n", "services.db.volumes"),
         ("services:\n  db:\n    image: d\n    networks: [back]\n", "services.db.networks"),
         ("services:\n  db:\n    image: d\n    network_mode: host\n", "services.db.network_mode"),
@@ -264,6 +272,6 @@ def test_a_refused_compose_key_makes_loading_the_task_fail_naming_it(tmp_path: P
     root = tmp_path / "task"
     shutil.copytree(EXAMPLES / "compose-store", root)
     compose = root / "environment" / "docker-compose.yaml"
-    compose.write_text(compose.read_text() + "    ports: ['8080:8080']\n")
-    with pytest.raises(TaskConfigError, match=r"services\.store\.ports: not supported"):
+    compose.write_text(compose.read_text() + "    volumes: ['data:/srv']\n")
+    with pytest.raises(TaskConfigError, match=r"services\.store\.volumes: not supported"):
         load_task(root)

@@ -29,7 +29,8 @@ MAIN = "main"
 COMPOSE_FILE = "docker-compose.yaml"
 
 # Keys of a service that are read, or kept because they change nothing that runs here
-# (``expose`` only documents ports: every port is open on the rollout's network;
+# (``expose`` only documents ports: every port is open on the rollout's network; ``ports``
+# would publish them on the host, which no rollout may open, and is kept with a warning;
 # ``stop_grace_period``: the services are removed, never stopped, at the end).
 _SIDECAR_KEYS = frozenset(
     {
@@ -49,10 +50,11 @@ _SIDECAR_KEYS = frozenset(
         "container_name",
         "labels",
         "expose",
+        "ports",
         "stop_grace_period",
     }
 )
-_MAIN_KEYS = frozenset({"depends_on", "environment"})
+_MAIN_KEYS = frozenset({"depends_on", "environment", "ports", "expose"})
 _MAIN_WHY = "Harbor's own service, whose image, command, limits and network come from task.toml"
 _TOP_KEYS = frozenset({"services", "version", "name"})
 _BUILD_KEYS = frozenset({"context", "dockerfile", "args"})
@@ -155,7 +157,8 @@ class ComposeProject:
     main_depends_on: tuple[tuple[str, str], ...] = ()
     main_environment: tuple[tuple[str, str], ...] = ()
     names: frozenset[str] = field(default_factory=frozenset)
-    # Templates whose variable was unset (filled with an empty text, as Compose does).
+    # What was kept with a note: templates whose variable was unset (filled with an
+    # empty text, as Compose does), ports that are not published.
     warnings: tuple[str, ...] = ()
 
 
@@ -188,6 +191,12 @@ def parse_compose(text: str, path: Path, env: Mapping[str, str]) -> ComposeProje
     _check_keys(path, doc)
     unset: list[str] = []
     doc = _interpolated(path, doc, env, "", unset)
+    unset += [
+        f"services.{name}.ports: kept, not published (the services reach each other on "
+        "their own network; no rollout opens a port of the host)"
+        for name, body in _mapping(path, doc.get("services"), "services").items()
+        if isinstance(body, dict) and "ports" in body
+    ]
     services = _mapping(path, doc.get("services"), "services")
     if not services:
         raise ComposeError(path, "services: names no service")
