@@ -58,8 +58,8 @@ class RecordedRuntime:
     def remove_network(self, network: str) -> None:
         self.calls.append(("remove network", network))
 
-    def join_services_network(self, network: str, container: str, name: str) -> None:
-        self.calls.append(("join", network, container, name))
+    def join_services_network(self, network: str, container: str, service: Any) -> None:
+        self.calls.append(("join", network, container, service.name))
 
     def leave_services_network(self, network: str, container: str) -> None:
         self.calls.append(("leave", network, container))
@@ -116,13 +116,14 @@ def test_a_service_still_starting_at_the_limit_is_named() -> None:
 
 def test_services_another_harness_started_are_joined_and_left_running() -> None:
     rt = RecordedRuntime({})
-    services = SidecarGroup.joined(rt, COMPOSE, "task", {"db": "h-db", "api": "h-api", "x": "h-x"})  # type: ignore[arg-type]
+    services = SidecarGroup.of_another_harness(rt, COMPOSE, "task")  # type: ignore[arg-type]
+    services.join({"db": "h-db", "api": "h-api", "x": "h-x"})
     services.remove()
     assert rt.calls == [
         ("network", "task"),
-        ("join", "net-1", "h-api", "api"),
         ("join", "net-1", "h-db", "db"),
-        ("leave", "net-1", "h-api"),
+        ("join", "net-1", "h-api", "api"),
         ("leave", "net-1", "h-db"),
+        ("leave", "net-1", "h-api"),
         ("remove network", "net-1"),
     ]

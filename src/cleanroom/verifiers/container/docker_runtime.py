@@ -500,9 +500,10 @@ class DockerRuntime:
             self.docker.connect_network("bridge", ctr)
         return ctr
 
-    def join_services_network(self, network: str, container: str, name: str) -> None:
-        """Attach a running service another harness started to ``network`` as ``name``."""
-        self.docker.connect_network(network, container, (name,))
+    def join_services_network(self, network: str, container: str, service: Service) -> None:
+        """Attach the running container of ``service``, which another harness started, to
+        ``network`` under the service's names."""
+        self.docker.connect_network(network, container, _names_of(service))
 
     def leave_services_network(self, network: str, container: str) -> None:
         """Detach it again, leaving the container to its owner."""

@@ -45,24 +45,23 @@ class SidecarGroup:
         self.owned = True
 
     @classmethod
-    def joined(
-        cls,
-        runtime: DockerRuntime,
-        compose: ComposeProject,
-        name_hint: str,
-        running: Mapping[str, str],
+    def of_another_harness(
+        cls, runtime: DockerRuntime, compose: ComposeProject, name_hint: str
     ) -> SidecarGroup:
-        """The services another harness started (``running``: container by service name),
-        joined to a network of this group's own under their names; `remove` detaches
-        them and leaves them running."""
+        """A group for services another harness started: `join` attaches them to a
+        network of the group's own, and `remove` detaches them and leaves them running."""
         group = cls(runtime, compose, name_hint)
         group.owned = False
-        group.network = runtime.create_services_network(name_hint)
-        for name in sorted(compose.names):
-            if name in running:
-                group.containers[name] = running[name]
-                runtime.join_services_network(group.network, running[name], name)
         return group
+
+    def join(self, running: Mapping[str, str]) -> None:
+        """Attach the task's services among ``running`` (container by service name) to a
+        network of this group's own, under their names."""
+        self.network = self.rt.create_services_network(self.name_hint)
+        for service in self.compose.services:
+            if service.name in running:
+                self.containers[service.name] = running[service.name]
+                self.rt.join_services_network(self.network, running[service.name], service)
 
     def start(self, images: Mapping[str, str], public: bool, timeout_s: float) -> None:
         """Start every service (``images`` by service name) in dependency order and wait

@@ -954,9 +954,8 @@ class _Existing(_Verification):
             if compose is not None and self.acted.services and sealed_apart:
                 # The sealed verifier reaches that harness's services by name, on a
                 # network of its own (theirs may lead out), as in cleanroom's rollouts.
-                self.services = SidecarGroup.joined(
-                    self.rt, compose, self.task.name, dict(self.acted.services)
-                )
+                self.services = SidecarGroup.of_another_harness(self.rt, compose, self.task.name)
+                self.services.join(dict(self.acted.services))
                 self.ev.details["services"] = sorted(self.services.containers)
             self._verify_agent_container(self.acted.container, self.acted.image)
         except RuntimeUnavailable as exc:
