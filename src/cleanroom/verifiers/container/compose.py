@@ -189,15 +189,15 @@ def parse_compose(text: str, path: Path, env: Mapping[str, str]) -> ComposeProje
     # Keys first: a refused key is named even where its value holds a template only
     # Harbor fills (``${CONTEXT_DIR}`` in a restated main service).
     _check_keys(path, doc)
-    unset: list[str] = []
-    doc = _interpolated(path, doc, env, "", unset)
-    unset += [
+    warnings: list[str] = []
+    doc = _interpolated(path, doc, env, "", warnings)
+    services = _mapping(path, doc.get("services"), "services")
+    warnings += [
         f"services.{name}.ports: kept, not published (the services reach each other on "
         "their own network; no rollout opens a port of the host)"
-        for name, body in _mapping(path, doc.get("services"), "services").items()
+        for name, body in services.items()
         if isinstance(body, dict) and "ports" in body
     ]
-    services = _mapping(path, doc.get("services"), "services")
     if not services:
         raise ComposeError(path, "services: names no service")
     for name in services:
@@ -229,7 +229,7 @@ def parse_compose(text: str, path: Path, env: Mapping[str, str]) -> ComposeProje
         main_depends,
         main_env,
         names - {MAIN},
-        tuple(unset),
+        tuple(warnings),
     )
 
 
