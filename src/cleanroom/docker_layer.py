@@ -71,10 +71,11 @@ def _error(error: type[DockerError], message: str, status: int | None) -> Docker
     return out
 
 
-def anonymous_volume(target: str) -> Any:
+def anonymous_volume(target: str, empty: bool = False) -> Any:
     """A ``mounts`` entry for a fresh anonymous volume at ``target``, removed with its
-    container when that is removed with its volumes."""
-    return docker.types.Mount(target, None, type="volume")
+    container when that is removed with its volumes. Docker fills a new volume with what
+    the image holds at ``target``, unless ``empty``."""
+    return docker.types.Mount(target, None, type="volume", no_copy=empty)
 
 
 @dataclass(frozen=True)
@@ -253,9 +254,13 @@ class Docker:
         The SDK's ``update_container`` cannot set the ``NanoCpus`` a container was created
         with, so this posts the Engine API's update call itself.
         """
-        with self._call(f"lifting the CPU limit of {container[:12]}"):
+        self.limit_cpus(container, float(os.cpu_count() or 1))
+
+    def limit_cpus(self, container: str, cpus: float) -> None:
+        """Let the container's processes use ``cpus`` CPUs (its ``NanoCpus``)."""
+        with self._call(f"setting the CPU limit of {container[:12]}"):
             url = self.api._url("/containers/{0}/update", container)
-            response = self.api._post_json(url, data={"NanoCpus": (os.cpu_count() or 1) * 10**9})
+            response = self.api._post_json(url, data={"NanoCpus": int(cpus * 10**9)})
             self.api._raise_for_status(response)
 
     def pause(self, container: str) -> None:

@@ -40,6 +40,13 @@ def verify(
         help="Build with image TO wherever the task names base image FROM (a Dockerfile's "
         "FROM line or docker_image), for offline use; repeatable.",
     ),
+    artifacts_dir: Path | None = typer.Option(  # noqa: B008
+        None,
+        "--artifacts-dir",
+        metavar="DIR",
+        help="Collect the agent's artifacts (/logs/artifacts and the task's artifacts) "
+        "into DIR as Harbor does, with its manifest.json.",
+    ),
     image_map_file: Path | None = typer.Option(  # noqa: B008
         None,
         "--image-map-file",
@@ -64,7 +71,8 @@ def verify(
     )
     from_file = read_image_map_file(image_map_file) if image_map_file else ()
     mapping = tuple({**dict(from_file), **dict(parse_image_map(image_map))}.items())
-    outcome = verify_path(task_dir, spec, VerifyOptions(mode=mode, keep=keep, image_map=mapping))
+    options = VerifyOptions(mode=mode, keep=keep, image_map=mapping, artifacts_dir=artifacts_dir)
+    outcome = verify_path(task_dir, spec, options)
     payload = outcome_json(outcome, mode)
     if as_json:
         typer.echo(json.dumps(payload, sort_keys=False))
@@ -136,6 +144,15 @@ def _print_human(payload: dict[str, Any]) -> None:
     for key in ("reward_source", "reward_bytes", "test_exit_code", "timings"):
         if key in details:
             console.print(f"  {key}: {details[key]}", markup=False)
+    for item in details.get("artifacts", []):
+        dropped = f", dropped {', '.join(item['dropped'][:5])}" if item.get("dropped") else ""
+        console.print(f"  artifact {item['source']}: {item['status']}{dropped}", markup=False)
+    if "artifacts_dir" in details:
+        console.print(f"  artifacts collected in {details['artifacts_dir']}", markup=False)
+    for step in details.get("steps", []):
+        why = f" ({step['reason']}: {step['detail']})" if step["reason"] else ""
+        score = "" if step["score"] is None else f" score {step['score']:g}"
+        console.print(f"  step {step['step']}: {step['outcome']}{score}{why}", markup=False)
     for line in details.get("tamper", [])[:20]:
         console.print(f"  tamper: {line}", markup=False)
     unseen = details.get("unseen_by_verifier") or {}

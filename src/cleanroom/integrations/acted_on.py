@@ -106,9 +106,11 @@ def verify_compose_service(
     mode: Mode = Mode.SEALED,
     harness_dirs: Iterable[str] = (),
     connect: Callable[[], DockerRuntime] = DockerRuntime.connect,
+    step: str | None = None,
 ) -> Outcome:
     """Verify the container of ``service`` in the Compose ``project`` against the task in
-    ``task_dir``; every failure is an outcome, as in `verify.verify_path`.
+    ``task_dir`` (against its ``step``, in a multi-step task); every failure is an
+    outcome, as in `verify.verify_path`.
 
     ``harness_dirs`` are the folders the harness made in the container before the agent
     started (Harbor's ``/logs/agent``, ``/logs/verifier``...), whether bound from the
@@ -135,6 +137,7 @@ def verify_compose_service(
         reward_dir=Path(host_reward_dir) if host_reward_dir else None,
         baseline=mount_baseline([*started.mounts, *harness_dirs]),
         label=f"{project}/{service}",
+        step=step,
         services=tuple((name, ctr) for name, ctr in sorted(others.items()) if name != service),
     )
     return verify_acted_on(task, acted, runtime, VerifyOptions(mode))

@@ -25,8 +25,10 @@ from harbor.environments.docker.docker import (
     DockerEnvironment,
     _sanitize_docker_compose_project_name,
 )
+from harbor.models.task.config import StepConfig
 from harbor.models.task.verifier_mode import (
     VerifierEnvironmentMode,
+    resolve_step_verifier_mode,
     resolve_task_verifier_mode,
 )
 from harbor.models.trial.config import TrialConfig
@@ -70,16 +72,23 @@ class SealedVerifier(BaseVerifier):
                 f"cleanroom's SealedVerifier needs Harbor's docker environment, "
                 f"not {type(environment).__name__}"
             )
-        if self.task.has_steps or (
-            resolve_task_verifier_mode(self.task.config) is not VerifierEnvironmentMode.SHARED
-        ):
+        step = self._step()
+        mode = (
+            resolve_step_verifier_mode(self.task.config, step)
+            if step is not None
+            else resolve_task_verifier_mode(self.task.config)
+        )
+        if mode is not VerifierEnvironmentMode.SHARED:
             # Elsewhere Harbor hands the verifier another environment than the agent's.
             raise ValueError(
-                "cleanroom's SealedVerifier verifies single-step tasks in Harbor's shared "
-                "verifier mode (the agent's own container): remove [verifier] environment "
-                "or environment_mode = 'separate', and [[steps]], from task.toml"
+                "cleanroom's SealedVerifier verifies tasks in Harbor's shared verifier mode "
+                "(the agent's own container): remove [verifier] environment or "
+                "environment_mode = 'separate' from task.toml"
             )
-        limit = float(self.task.config.verifier.timeout_sec)
+        # Harbor's limit for a step is the step's own verifier limit (600 s by default).
+        limit = float(
+            (step.verifier if step is not None else self.task.config.verifier).timeout_sec
+        )
         allowed, base = self._harbor_budget(limit)
         check_budget(
             allowed,
@@ -93,11 +102,24 @@ class SealedVerifier(BaseVerifier):
         # The folders Harbor makes in the agent's container before the agent starts,
         # bound from the trial folder or not (``--ek auto_mounting=true``).
         paths = EnvironmentPaths.for_os(environment.os)
-        harness_dirs = [str(p) for p in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir)]
+        made = [paths.agent_dir, paths.verifier_dir, paths.artifacts_dir]
+        if step is not None:
+            # Before each step's verifier Harbor empties /logs/verifier and /tests in the
+            # agent's container, making /tests when it is not there.
+            made.append(paths.tests_dir)
+        harness_dirs = [str(p) for p in made]
         outcome = await asyncio.to_thread(
-            verify_compose_service, task_dir, project, MAIN_SERVICE, self.mode, harness_dirs
+            verify_compose_service,
+            task_dir,
+            project,
+            MAIN_SERVICE,
+            self.mode,
+            harness_dirs,
+            step=self.step_name,
         )
-        record = Path(self.trial_paths.trial_dir) / OUTCOME_FILE
+        # One record per step: Harbor moves nothing of the trial folder's top level.
+        name = OUTCOME_FILE if step is None else f"cleanroom-outcome.{step.name}.json"
+        record = Path(self.trial_paths.trial_dir) / name
         record.write_text(json.dumps(outcome.to_json(), indent=2, default=str) + "\n")
         self.logger.info(
             "cleanroom: %s (%s) score=%s reason=%s",
@@ -107,6 +129,17 @@ class SealedVerifier(BaseVerifier):
             outcome.reason.value if outcome.reason else None,
         )
         return VerifierResult(rewards=rewards_of(outcome))
+
+    def _step(self) -> StepConfig | None:
+        """The step Harbor asks this verifier to verify, in a multi-step task."""
+        if self.step_name is None:
+            if self.task.has_steps:
+                raise ValueError("Harbor called the verifier of a multi-step task without a step")
+            return None
+        for step in self.task.config.steps or []:
+            if step.name == self.step_name:
+                return step
+        raise ValueError(f"Harbor named step {self.step_name!r}, which the task does not have")
 
     def _harbor_budget(self, limit_s: float) -> tuple[float, float]:
         """The time Harbor allows this verifier and the base its multiplier applies to,

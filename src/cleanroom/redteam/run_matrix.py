@@ -34,12 +34,21 @@ EXAMPLE_TASK_NAMES = (
     "engine-handoff",
     "install-tool",
     "venv-tool",
+    "artifact-answer",
 )
-# Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs, compose
-# services). The first three open no route to the verifier that the tasks above lack; the
-# compose service's route is tested in test_compose_services.py. The matrix leaves them
-# out to stay short; tests/integration/container/test_harbor_fields.py runs them in sealed.
-HARBOR_FORMAT_EXAMPLES = ("healthcheck-service", "env-templates", "logs-inputs", "compose-store")
+# Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs, a
+# separate verifier environment, a multi-step task, compose services). The matrix leaves
+# them out to stay short; tests/integration/container/test_harbor_fields.py runs them in
+# sealed. All but the last open no route to the verifier that the tasks above lack; the
+# compose service's route is tested in tests/integration/container/test_compose_services.py.
+HARBOR_FORMAT_EXAMPLES = (
+    "healthcheck-service",
+    "env-templates",
+    "logs-inputs",
+    "separate-verifier",
+    "two-step-report",
+    "compose-store",
+)
 
 OnCell = Callable[[Row, Mode, Cell], None]
 

@@ -74,3 +74,23 @@ def test_choosing_no_agent_is_a_usage_error() -> None:
 
     assert done.returncode == 2
     assert "exactly one of" in done.stderr
+
+
+def test_the_artifacts_are_collected_where_asked_and_printed(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    done = cleanroom(
+        "verify",
+        str(EXAMPLES / "artifact-answer"),
+        "--solution",
+        "--artifacts-dir",
+        str(tmp_path),
+        env=labelled(runtime),
+    )
+
+    assert done.returncode == 0, done.stderr
+    printed = " ".join(done.stdout.split())  # the console wraps long lines
+    assert "artifact /logs/artifacts: ok" in printed
+    assert f"artifacts collected in {tmp_path}" in printed
+    assert (tmp_path / "logs" / "artifacts" / "answer.txt").read_text() == "312\n"
+    assert json.loads((tmp_path / "manifest.json").read_text())[1]["status"] == "ok"

@@ -29,10 +29,12 @@ timeout_sec = 60
 workdir = "/app"
 """
 # Waits for test.sh, then rewrites a perfect reward (one written before cleared clears the
-# folder is seen there, the agent's 0).
+# folder is seen there, the agent's 0). Each write is a rename, so a read never catches the
+# file truncated and empty.
 WRITER = (
     'setsid nohup sh -c \'until grep -qs "/tests/tes[t]\\.sh" /proc/[0-9]*/cmdline;'
-    " do sleep 0.005; done; while :; do echo 1 > /logs/verifier/reward.txt; sleep 0.01; done'"
+    " do sleep 0.005; done; while :; do echo 1 > /logs/verifier/.r"
+    " && mv -f /logs/verifier/.r /logs/verifier/reward.txt; sleep 0.01; done'"
     " >/dev/null 2>&1 </dev/null &"
 )
 

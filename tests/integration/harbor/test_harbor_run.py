@@ -48,8 +48,8 @@ def harbor_run(
     env = {
         **os.environ,
         # The agent of the tests' own is imported by Harbor from this folder, and
-        # cleanroom from this repository's sources (not whatever .venv-harbor installed).
-        "PYTHONPATH": os.pathsep.join((str(Path(__file__).parent), str(REPO / "src"))),
+        # cleanroom from this checkout's sources, whatever .venv-harbor installed.
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(REPO / "src")]),
         # What cleanroom starts inside Harbor is removed with the test's runtime.
         "CLEANROOM_LABELS": ",".join(f"{k}={v}" for k, v in runtime.labels.items()),
     }
@@ -77,8 +77,9 @@ def outcome(result: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("task", "processes"),
-    # http-sum's verifier talks to the server the agent left running (live_processes).
-    [("fix-median", "killed"), ("http-sum", "frozen")],
+    # http-sum's verifier talks to the server the agent left running (live_processes);
+    # artifact-answer's reads what the agent left in /logs/artifacts, Harbor's bound folder.
+    [("fix-median", "killed"), ("http-sum", "frozen"), ("artifact-answer", "killed")],
 )
 def test_the_oracle_scores_one_with_the_sealed_verifier(
     runtime: DockerRuntime, tmp_path: Path, task: str, processes: str
@@ -168,6 +169,31 @@ def test_an_invalid_outcome_reaches_harbor_as_an_exception_not_a_zero(
     assert "bad_reward" in info["exception_message"]
     seen = outcome(result)
     assert (seen["outcome"], seen["reason"]) == ("invalid", "bad_reward")
+
+
+def test_each_step_of_a_multi_step_task_is_verified_sealed_inside_harbor(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """Harbor runs the steps and calls the verifier once a step; each step is verified
+    the sealed way, and the container goes on to the next step (frozen, not killed)."""
+    result = harbor_run(
+        runtime,
+        tmp_path,
+        TASKS / "two-step-report",
+        ["--agent", "oracle"],
+        # Each step's tests may run 30 s, twice in sealed, plus the overhead.
+        ("--verifier-import-path", SEALED, "--verifier-timeout-multiplier", "4"),
+    )
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 1.0
+    steps = [(s["step_name"], reward(s)) for s in result["step_results"]]
+    assert steps == [("configure", 1.0), ("report", 1.0)]
+    trial = result["trial_dir"]
+    first = json.loads((trial / "cleanroom-outcome.configure.json").read_text())
+    last = json.loads((trial / "cleanroom-outcome.report.json").read_text())
+    assert (first["outcome"], first["details"]["step"]) == ("success", "configure")
+    assert first["details"]["agent_processes"] == "frozen"
+    assert last["details"]["agent_processes"] == "killed"
 
 
 def with_verifier_limit(tmp_path: Path, seconds: int) -> Path:

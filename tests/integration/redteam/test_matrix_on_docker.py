@@ -82,11 +82,13 @@ def test_toolchain_attacks_are_seen_in_sealed_as_tamper_or_unseen_changes(
     matrix: Matrix,
 ) -> None:
     # workdir-shadow writes only into the work dir: state the verifier sees, so it leaves
-    # no trace outside it; what defeats it is Python's search order, not the diff.
+    # no trace outside it; what defeats it is Python's search order, not the diff. What
+    # defeats artifact-link is the link left out of the artifact it was planted in.
     trojans = [
         a
         for a in ATTACKS
-        if a.cleared is ClearedExpectation.NOT_CLAIMED and a.id != "workdir-shadow"
+        if a.cleared is ClearedExpectation.NOT_CLAIMED
+        and a.id not in ("workdir-shadow", "artifact-link")
     ]
 
     for attack in trojans:
@@ -94,6 +96,14 @@ def test_toolchain_attacks_are_seen_in_sealed_as_tamper_or_unseen_changes(
         assert cell is not None, attack.id
         unseen = cell.details.get("unseen_by_verifier", {}).get("count", 0)
         assert cell.reason == "tamper" or unseen > 0, (attack.id, cell)
+
+
+def test_a_link_planted_as_an_artifact_is_left_out_in_sealed(matrix: Matrix) -> None:
+    cell = matrix.get(row_of(next(a for a in ATTACKS if a.id == "artifact-link")), Mode.SEALED)
+
+    assert cell is not None
+    dropped = [d for item in cell.details["artifacts"] for d in item.get("dropped", [])]
+    assert dropped == ["artifacts/answer.txt"], cell
 
 
 def test_the_verdict_passes(matrix: Matrix) -> None:

@@ -29,23 +29,49 @@ HERE = Path("/tasks/demo")
 REFUSING = {
     "agent.allowed_hosts": '[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]',
     "verifier.allowed_hosts": '[verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = ["a.b"]',
-    "verifier.environment": '[verifier.environment]\ndocker_image = "alpine"',
+    "verifier.environment.allowed_hosts": '[verifier.environment]\nallowed_hosts = ["a.b"]',
+    "verifier.environment.gpu_types": '[verifier.environment]\ngpu_types = ["H100"]',
+    "verifier.environment.tpu": '[verifier.environment.tpu]\ntype = "v6e"\ntopology = "2x4"',
+    "verifier.environment.mcp_servers": (
+        '[[verifier.environment.mcp_servers]]\nname = "m"\nurl = "http://x"'
+    ),
+    "verifier.environment.skills_dir": '[verifier.environment]\nskills_dir = "/skills"',
     "environment.allowed_hosts": '[environment]\nallowed_hosts = ["pypi.org"]',
     "environment.gpu_types": '[environment]\ngpu_types = ["H100"]',
     "environment.tpu": '[environment.tpu]\ntype = "v6e"\ntopology = "2x4"',
     "environment.mcp_servers": '[[environment.mcp_servers]]\nname = "m"\nurl = "http://x"',
     "environment.skills_dir": '[environment]\nskills_dir = "/skills"',
-    "multi_step_reward_strategy": 'multi_step_reward_strategy = "mean"',
-    "steps": '[[steps]]\nname = "one"',
-    "artifacts": 'artifacts = ["/app/out.txt"]',
+    "steps.agent.allowed_hosts": ('[[steps]]\nname = "a"\n[steps.agent]\nallowed_hosts = ["a.b"]'),
+    "steps.verifier.allowed_hosts": (
+        '[[steps]]\nname = "a"\n[steps.verifier]\nallowed_hosts = ["a.b"]'
+    ),
+    "steps.verifier.environment": ('[[steps]]\nname = "a"\n[steps.verifier.environment]\ncpus = 1'),
+    "steps.verifier.collect": (
+        '[[steps]]\nname = "a"\n[[steps.verifier.collect]]\ncommand = "true"'
+    ),
+    "steps.healthcheck": '[[steps]]\nname = "a"\n[steps.healthcheck]\ncommand = "true"',
+    "steps.artifacts": '[[steps]]\nname = "a"\nartifacts = ["/app/out.txt"]',
 }
 # Read fields whose values outside what cleanroom runs are refused, with such a value.
 REFUSED_VALUES = {
     "agent.network_mode": ('[agent]\nnetwork_mode = "allowlist"', "allowlist"),
-    "verifier.environment_mode": ('[verifier]\nenvironment_mode = "separate"', "separate"),
+    "verifier.environment": (
+        '[verifier]\nenvironment_mode = "shared"\n[verifier.environment]\ncpus = 1',
+        "incompatible",
+    ),
+    "artifacts": ('artifacts = [{ source = "/data", service = "db" }]', "compose service"),
     "environment.network_mode": ('[environment]\nnetwork_mode = "allowlist"', "allowlist"),
     "environment.os": ('[environment]\nos = "windows"', "Windows"),
     "environment.gpus": ("[environment]\ngpus = 1", "GPUs"),
+    "steps.agent.network_mode": (
+        '[environment]\nnetwork_mode = "no-network"\n[[steps]]\nname = "a"\n'
+        '[steps.agent]\nnetwork_mode = "public"',
+        "keeps one network",
+    ),
+    "steps.verifier.environment_mode": (
+        '[[steps]]\nname = "a"\n[steps.verifier]\nenvironment_mode = "separate"',
+        "separate",
+    ),
 }
 
 
@@ -131,14 +157,14 @@ def test_a_refused_field_makes_the_rollout_an_environment_error(tmp_path: Path) 
     (tmp_path / "environment").mkdir()
     (tmp_path / "environment" / "Dockerfile").write_text("FROM scratch\n")
     (tmp_path / "instruction.md").write_text("do it\n")
-    (tmp_path / "task.toml").write_text('[[steps]]\nname = "one"\n')
+    (tmp_path / "task.toml").write_text('[environment]\ngpu_types = ["H100"]\n')
 
     def no_daemon() -> DockerRuntime:
         raise AssertionError("a refused task must not reach Docker")
 
     outcome = verify_path(tmp_path, AgentSpec.noop(), VerifyOptions(), connect=no_daemon)
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
-    assert "steps" in outcome.detail and "line 1" in outcome.detail
+    assert "gpu_types" in outcome.detail and "line 2" in outcome.detail
 
 
 @pytest.mark.parametrize("setting", ["storage_mb = 10240", 'storage = "10G"'])

@@ -48,6 +48,12 @@ class ScriptedDaemon:
     def kill(self, container: str) -> None:
         self.calls.append("kill")
 
+    def unpause(self, container: str) -> None:
+        self.calls.append("unpause")
+
+    def limit_cpus(self, container: str, cpus: float) -> None:
+        self.calls.append(f"limit {cpus:g}")
+
 
 def rollout(task: str, daemon: ScriptedDaemon) -> _Rollout:
     runtime: DockerRuntime = daemon  # type: ignore[assignment]
@@ -97,3 +103,36 @@ def test_a_daemon_that_does_not_answer_is_never_blamed_on_the_agent() -> None:
     with pytest.raises(RuntimeUnavailable):
         run._hold_agent_still("ctr")
     assert run.ev.agent_fault is None
+
+
+def test_between_steps_the_agents_processes_are_frozen_then_thawed_under_their_limit() -> None:
+    daemon = ScriptedDaemon([])
+    run = rollout("two-step-report", daemon)
+    run.more_steps = True  # the next step runs on this container, as Harbor runs it
+
+    run._hold_agent_still("ctr")
+    run._thaw("ctr")
+
+    assert daemon.calls == ["lift", "pause", "unpause", "limit 1"]
+    assert run.ev.details["agent_processes"] == "frozen"
+
+
+def test_after_the_last_step_the_agents_processes_are_killed() -> None:
+    daemon = ScriptedDaemon([])
+    run = rollout("two-step-report", daemon)
+
+    run._hold_agent_still("ctr")
+
+    assert daemon.calls == ["lift", "kill"]
+
+
+def test_processes_a_next_step_needs_that_cannot_be_frozen_are_the_agents_zero() -> None:
+    daemon = ScriptedDaemon([refusal(500)] * FREEZE_ATTEMPTS)
+    run = rollout("two-step-report", daemon)
+    run.more_steps = True
+
+    run._hold_agent_still("ctr")
+
+    assert run.ev.agent_fault is not None
+    assert run.ev.agent_fault.reason is Reason.UNFREEZABLE
+    assert "next step" in run.ev.agent_fault.detail

@@ -158,7 +158,8 @@ def test_every_example_task_loads_cleanly(name: str) -> None:
     task = load_task(EXAMPLES / name)
 
     assert task.warnings == ()
-    assert (task.solution_dir / "solve.sh").is_file()
+    solutions = [s.solution_dir for s in task.steps] or [task.solution_dir]
+    assert all((folder / "solve.sh").is_file() for folder in solutions)
 
 
 @pytest.mark.parametrize("path", ["/", "/tests", "/tests/x", "/logs", "/logs/verifier"])

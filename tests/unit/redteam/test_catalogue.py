@@ -49,10 +49,15 @@ RED_TEAM_ROUTES = [
     "a 100 GiB sparse file in the work dir, with a planted reward",
     "the work dir replaced by a file, to be excluded instead of scored 0",
 ]
+# Routes through Harbor's task format: what the agent leaves the verifier as artifacts.
+HARBOR_FORMAT_ROUTES = [
+    "an artifact that is a link to the verifier's expected answer in /tests",
+]
 
 
 def test_every_forging_and_red_team_route_has_an_attack() -> None:
-    assert sorted(a.route for a in ATTACKS) == sorted(FORGING_ROUTES + RED_TEAM_ROUTES)
+    expected = FORGING_ROUTES + RED_TEAM_ROUTES + HARBOR_FORMAT_ROUTES
+    assert sorted(a.route for a in ATTACKS) == sorted(expected)
 
 
 def test_attack_ids_are_unique() -> None:

@@ -37,7 +37,12 @@ from cleanroom.verifiers.container import archive_read, overlay, state_archive
 from cleanroom.verifiers.container.compose import MAIN, Service
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.tamper import Change, ChangeKind, Diff
-from cleanroom.verifiers.container.task import Task, rewrite_base_images
+from cleanroom.verifiers.container.task import (
+    ARTIFACTS_DIR,
+    EnvironmentConfig,
+    Task,
+    rewrite_base_images,
+)
 
 LABEL = "cleanroom.verify"
 LABELS_ENV = "CLEANROOM_LABELS"  # extra labels, "key=value,key=value", for a whole process
@@ -123,8 +128,12 @@ class Limits:
 
     @classmethod
     def of(cls, task: Task) -> Limits:
-        env = task.config.environment
-        return cls(task.config.agent_network, env.memory_limit_mb, env.cpus, env.pids_limit)
+        return cls.of_environment(task.config.environment, task.config.agent_network)
+
+    @classmethod
+    def of_environment(cls, env: EnvironmentConfig, network: bool) -> Limits:
+        """The limits an ``[environment]`` (or ``[verifier.environment]``) sets."""
+        return cls(network, env.memory_limit_mb, env.cpus, env.pids_limit)
 
     def host_config(self) -> dict[str, Any]:
         """Keyword arguments for ``containers.run``."""
@@ -211,6 +220,25 @@ class DockerRuntime:
             return self._prebuilt(named, mapping), False
         return self._built(task.name, task.environment_dir, "Dockerfile", (), mapping, timeout)
 
+    def verifier_image_for(
+        self, task: Task, image_map: Mapping[str, str] | None = None
+    ) -> tuple[str, bool]:
+        """The image a separate verifier runs in (`Task.verifier_environment`), built or
+        pulled as `image_for` does; the task's own image when that is where it runs."""
+        found = task.verifier_environment()
+        assert found is not None  # only asked of a task with a separate verifier
+        mapping = dict(image_map or {})
+        if found.build_dir == task.environment_dir or (
+            found.build_dir is None and not found.bundled_tests
+        ):
+            return self.image_for(task, mapping)
+        if found.build_dir is None:
+            assert found.image is not None  # a bundled image is named
+            return self._prebuilt(found.image, mapping), False
+        name = f"{task.name}-verifier"
+        timeout = found.config.build_timeout_sec
+        return self._built(name, found.build_dir, "Dockerfile", (), mapping, timeout)
+
     def service_image(
         self, task: Task, service: Service, image_map: Mapping[str, str] | None = None
     ) -> str:
@@ -240,7 +268,7 @@ class DockerRuntime:
             rewritten = rewrite_base_images(original, dict(image_map))
             if rewritten != original:
                 context = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-                context = Path(shutil.copytree(folder, context / "environment"))
+                context = Path(shutil.copytree(folder, context / folder.name))
                 (context / dockerfile).write_text(rewritten, encoding="utf-8")
             digest = environment_hash(context)
             if dockerfile != "Dockerfile" or args:
@@ -358,10 +386,16 @@ class DockerRuntime:
         task's ``[environment.env]``, seen by every command run in the container.
         """
         volumes = {str(h): {"bind": d, "mode": "rw"} for h, d in (binds or {}).items()}
+        # Under a tmpfs /logs, Harbor's artifacts folder is a volume of its own (empty,
+        # as Harbor mounts an empty host folder there): it outlives the agent's
+        # processes, and the archive API that carries it to the verifier can read it.
         logs: dict[str, Any] = (
             {"mounts": [anonymous_volume("/logs")]}
             if logs_on_volume
-            else {"tmpfs": {"/logs": LOGS_TMPFS}}
+            else {
+                "tmpfs": {"/logs": LOGS_TMPFS},
+                "mounts": [anonymous_volume(ARTIFACTS_DIR, empty=True)],
+            }
         )
         ctr = self.docker.run_container(
             image,
@@ -556,6 +590,10 @@ class DockerRuntime:
         needs it to run, and a throttled one may not get the CPU in time."""
         self.docker.lift_cpu_limit(container)
 
+    def limit_cpus(self, container: str, cpus: float) -> None:
+        """Put a CPU limit back on the container (after `lift_cpu_limit`)."""
+        self.docker.limit_cpus(container, cpus)
+
     def pause(self, container: str) -> None:
         """Freeze every process in the container (cgroup freezer)."""
         self.docker.pause(container)
@@ -584,19 +622,33 @@ class DockerRuntime:
 
     # State carried from the agent's container to the verifier's -----------------------
 
-    def export_state(self, container: str, path: str, cap: int) -> StateCopy:
+    def export_state(
+        self,
+        container: str,
+        path: str,
+        cap: int,
+        artifact: state_archive.ArtifactRules | None = None,
+    ) -> StateCopy:
         """Take ``path`` from a (paused) container as a checked tar archive.
 
         Raises `StateTooLarge` past ``cap`` bytes, and `StateArchiveError` when what
-        arrived cannot be read as an archive (a transport failure is `RuntimeUnavailable`
-        instead); device nodes and sockets are dropped and listed; a name near PATH_MAX
-        is reported in ``too_long``.
+        arrived cannot be read as an archive or the path is reached through a loop of
+        links (a transport failure is `RuntimeUnavailable` instead); device nodes and
+        sockets are dropped and listed; a name near PATH_MAX is reported in ``too_long``.
+        An ``artifact`` passes its stricter rules too.
         """
         try:
             chunks, info = self.docker.get_archive(container, path)
         except RuntimeUnavailable as exc:
-            if exc.status == 404:
+            answered = exc.status is not None
+            if exc.status == 404 or (answered and _NOT_A_FOLDER in str(exc)):
                 return StateCopy(path, "missing")
+            # A path through a loop of links, or deeper than a path can go, is what the
+            # agent left there, not a fault of the daemon's.
+            for words, note in _UNREACHABLE.items():
+                if answered and words in str(exc):
+                    unreachable = f"{path} is reached through {note}"
+                    raise state_archive.StateArchiveError(unreachable) from exc
             raise
         kind = _kind_of_mode(int(info.get("mode", 0)))
         spooled: IO[bytes] = tempfile.TemporaryFile(prefix="cleanroom-state-")  # noqa: SIM115
@@ -610,12 +662,12 @@ class DockerRuntime:
             raise StateTooLarge(path, cap)
         copy = StateCopy(path, kind, spooled)
         try:
-            found = state_archive.scan(state_archive.rewind(spooled))
+            found = state_archive.scan(state_archive.rewind(spooled), artifact)
             copy.too_long = found.too_long
             copy.dropped = found.dropped[: state_archive.SHOWN]
-            if found.dropped:
+            if found.dropped or artifact is not None:
                 filtered: IO[bytes] = tempfile.TemporaryFile(prefix="cleanroom-state-")  # noqa: SIM115
-                state_archive.without_dropped(state_archive.rewind(spooled), filtered)
+                state_archive.without_dropped(state_archive.rewind(spooled), filtered, artifact)
                 spooled.close()
                 copy.archive = filtered
         except state_archive.StateArchiveError:

@@ -11,7 +11,8 @@
   agent can replace ``rm``, ``test`` or ``head``). Known limit: a process the agent left
   running can still write the reward once test.sh runs.
 - ``sealed`` (default): the agent container is frozen and its state paths (the work dir,
-  what ``[verifier] state`` names, top-level folders the agent created) are taken out;
+  what ``[verifier] state`` names, top-level folders the agent created) and its artifacts
+  (``/logs/artifacts`` and the task's ``artifacts``, by stricter rules) are taken out;
   test.sh runs in a fresh container from the *pristine* task image with that state
   installed, a fresh ``/tests``, a fresh host folder for the reward, no network (or
   only the agent container's localhost for ``live_processes`` tasks; the task's compose
@@ -23,6 +24,10 @@
   of the agent's ahead of the image's own modules. Known limit: code that test.sh itself
   chooses to run from the agent's state (the module under test, a program the task
   declares as state) runs with the verifier's rights.
+
+A task with a separate verifier environment (Harbor's ``environment_mode = "separate"``)
+is verified the sealed way in every mode, in a container of the verifier's own image with
+the artifacts alone: the task chose that, and Harbor runs it so.
 """
 
 from __future__ import annotations

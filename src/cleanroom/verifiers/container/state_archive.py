@@ -14,11 +14,20 @@ there is hostile input, so before it is unpacked:
   as a quietly truncated tree.
 
 FIFOs, links and everything else are state and pass unchanged.
+
+An artifact (Harbor's ``/logs/artifacts`` and the task's ``artifacts``) is a file the
+agent hands the verifier, not a piece of its environment, so it passes the stricter rules
+of Harbor's own carrying (`ArtifactRules`): FIFOs are dropped too, so are links that leave
+the artifact (absolute ones, ``..`` past its top), set-id bits are cleared, and what the
+task's ``exclude`` patterns name is left out.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import posixpath
 import tarfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -41,15 +50,28 @@ class StateScan:
     too_long: str = ""
 
 
-def scan(archive: IO[bytes]) -> StateScan:
+@dataclass(frozen=True)
+class ArtifactRules:
+    """The rules an artifact's archive passes besides the state's: ``exclude`` holds
+    Harbor's ``tar --exclude`` patterns (unanchored; ``*`` matches ``/`` too)."""
+
+    exclude: tuple[str, ...] = ()
+
+
+def scan(archive: IO[bytes], artifact: ArtifactRules | None = None) -> StateScan:
     """Read a tar stream once and say what must be dropped or refused."""
     found = StateScan()
     try:
         with tarfile.open(fileobj=archive, mode="r|") as tar:
+            kept: set[str] = set()
             for member in tar:
                 found.members += 1
-                if _dropped(member):
+                if artifact is not None and excluded(member.name, artifact.exclude):
+                    continue
+                if _dropped(member, artifact) or _orphan_link(member, kept):
                     found.dropped.append(member.name)
+                else:
+                    kept.add(member.name)
                 # Names are bytes on disk: one that is not UTF-8 is still a name.
                 raw_name = member.name.encode("utf-8", "surrogateescape")
                 if not found.too_long and len(raw_name) >= LONGEST_NAME:
@@ -59,16 +81,27 @@ def scan(archive: IO[bytes]) -> StateScan:
     return found
 
 
-def without_dropped(archive: IO[bytes], out: IO[bytes]) -> None:
-    """Copy a tar stream to ``out``, leaving out device nodes and sockets."""
+def without_dropped(
+    archive: IO[bytes], out: IO[bytes], artifact: ArtifactRules | None = None
+) -> None:
+    """Copy a tar stream to ``out``, leaving out device nodes and sockets (and, for an
+    artifact, what `ArtifactRules` leave out, with set-id bits cleared)."""
     try:
         with (
             tarfile.open(fileobj=archive, mode="r|") as src,
             tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as dst,
         ):
+            kept: set[str] = set()
             for member in src:
-                if _dropped(member):
+                if (
+                    (artifact is not None and excluded(member.name, artifact.exclude))
+                    or _dropped(member, artifact)
+                    or _orphan_link(member, kept)
+                ):
                     continue
+                kept.add(member.name)
+                if artifact is not None:
+                    member.mode &= ~0o7000
                 data = src.extractfile(member) if member.isreg() else None
                 dst.addfile(member, data)
     except (tarfile.TarError, EOFError, OSError) as exc:
@@ -86,9 +119,43 @@ def copy_capped(chunks: object, out: IO[bytes], cap: int) -> int | None:
     return total
 
 
-def _dropped(member: tarfile.TarInfo) -> bool:
+def excluded(name: str, patterns: Sequence[str]) -> bool:
+    """Whether a member (``top/a/b``) is left out by ``tar --exclude`` patterns, which
+    match any trailing run of its path below the top, or of a folder above it."""
+    parts = name.strip("/").split("/")[1:]
+    return any(
+        fnmatch.fnmatchcase("/".join(parts[start:end]), pattern)
+        for end in range(1, len(parts) + 1)
+        for start in range(end)
+        for pattern in patterns
+    )
+
+
+def leaves_artifact(member: tarfile.TarInfo) -> bool:
+    """Whether a link points outside the artifact it is in (the archive's top member):
+    an absolute target, or a relative one that climbs past the top."""
+    top = member.name.strip("/").split("/")[0]
+    if member.issym():
+        if member.linkname.startswith("/"):
+            return True
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(member.name), member.linkname))
+    elif member.islnk():
+        target = posixpath.normpath(member.linkname)
+    else:
+        return False
+    return not (target == top or target.startswith(top + "/"))
+
+
+def _orphan_link(member: tarfile.TarInfo, kept: set[str]) -> bool:
+    # A hard link to a member left out would fail the whole unpacking in the verifier.
+    return member.islnk() and member.linkname not in kept
+
+
+def _dropped(member: tarfile.TarInfo, artifact: ArtifactRules | None = None) -> bool:
     # Sockets have no tar type of their own; anything the tar module does not know as a
     # file, folder, link or FIFO is dropped with the devices.
+    if artifact is not None and (member.isfifo() or leaves_artifact(member)):
+        return True
     return (
         member.ischr()
         or member.isblk()

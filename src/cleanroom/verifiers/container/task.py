@@ -4,6 +4,9 @@ Layout::
 
     task.toml  instruction.md  environment/Dockerfile  tests/test.sh  solution/solve.sh
 
+or, for a multi-step task (``[[steps]]``), no top-level ``instruction.md`` and a folder a
+step: ``steps/<name>/instruction.md``, ``steps/<name>/tests/``, ``steps/<name>/solution/``.
+
 Every field of Harbor's task model (pinned: ``tests/data/harbor/task-fields.json``) is
 either read with Harbor's meaning or refused by name (`HARBOR_FIELDS` says which, and
 why): a field that would change what runs is never silently ignored. Keys neither Harbor
@@ -19,6 +22,7 @@ import os
 import posixpath
 import re
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,11 +37,17 @@ from pydantic import (
 )
 
 from cleanroom.verifiers.container.compose import MAIN, ComposeError, ComposeProject, load_compose
+from cleanroom.verifiers.container.tamper import under
 
 DEFAULT_REWARD_PATH = "/logs/verifier/reward.txt"
+# Harbor's folder for what the agent leaves the verifier: always an artifact.
+ARTIFACTS_DIR = "/logs/artifacts"
+MANIFEST_NAME = "manifest.json"  # Harbor's record of a collection, beside the artifacts
 _TEMPLATE_RE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")  # Harbor's, whole values only
 _FROM_RE = re.compile(r"\A(\s*FROM\s+(?:--\S+\s+)*)(\S+)(.*)\Z", re.IGNORECASE | re.DOTALL)
 _MEMORY_RE = re.compile(r"\A(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\Z", re.IGNORECASE)
+_BAD_STEP_CHARS = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
+_DEVICE_NAME = re.compile(r"(CON|PRN|AUX|NUL|CONIN\$|CONOUT\$|(?:COM|LPT)[1-9¹²³])", re.IGNORECASE)
 _MEMORY_UNITS = {"": 1 / (1 << 20), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1 << 20}
 
 
@@ -98,6 +108,20 @@ def _refuse_allowlist(mode: str | None, hosts: list[str] | None) -> None:
             "network_mode 'allowlist' and allowed_hosts (an egress allowlist); "
             "use 'no-network' or 'public'"
         )
+
+
+def _shared_verifier_only(value: str | None) -> str | None:
+    if value == "separate":
+        raise _not_supported("a separate verifier environment (environment_mode 'separate')")
+    return value
+
+
+def _no_verifier_environment(value: Any) -> Any:
+    raise _not_supported("a separate verifier environment ([verifier.environment])")
+
+
+def _no_collect_hooks(value: Any) -> Any:
+    raise _not_supported("a step's collect hooks ([[steps.verifier.collect]])")
 
 
 class AgentConfig(_Section):
@@ -194,7 +218,8 @@ class VerifierConfig(_Section):
     network_mode: NetworkMode | None = None
     allowed_hosts: list[str] | None = None
     environment_mode: Literal["shared", "separate"] | None = None
-    environment: Any = None
+    # The separate verifier's environment (`verifier_environment`); its own refusals apply.
+    environment: EnvironmentConfig | None = None
     collect: list[CollectHook] = Field(default_factory=list)
     reward_path: str = DEFAULT_REWARD_PATH
     result_paths: list[str] = Field(default_factory=list)
@@ -209,22 +234,33 @@ class VerifierConfig(_Section):
 
     _user = field_validator("user", mode="before")(_user_name)
 
-    @field_validator("environment_mode")
-    @classmethod
-    def _no_separate_environment(cls, value: str | None) -> str | None:
-        if value == "separate":
-            raise _not_supported("a separate verifier environment (environment_mode 'separate')")
-        return value
-
-    @field_validator("environment")
-    @classmethod
-    def _no_verifier_environment(cls, value: Any) -> Any:
-        raise _not_supported("a separate verifier environment ([verifier.environment])")
-
     @model_validator(mode="after")
     def _no_allowlist(self) -> VerifierConfig:
         _refuse_allowlist(self.network_mode, self.allowed_hosts)
         return self
+
+    @model_validator(mode="after")
+    def _one_environment_mode(self) -> VerifierConfig:
+        # Harbor's rule: an environment of the verifier's own means a separate one.
+        if self.environment_mode == "shared" and self.environment is not None:
+            raise ValueError(
+                "environment_mode = 'shared' is incompatible with [verifier.environment]; "
+                "omit the environment or set environment_mode = 'separate'"
+            )
+        if self.separate and self.live_processes:
+            raise ValueError(
+                "live_processes needs the agent's processes, which a separate verifier "
+                "environment never sees (Harbor stops the agent's container first)"
+            )
+        return self
+
+    @property
+    def separate(self) -> bool:
+        """Whether test.sh runs in an environment of its own (Harbor's separate mode):
+        ``environment_mode = "separate"``, or a ``[verifier.environment]`` without a mode."""
+        if self.environment_mode is not None:
+            return self.environment_mode == "separate"
+        return self.environment is not None
 
     @field_validator("reward_path")
     @classmethod
@@ -392,6 +428,165 @@ class EnvironmentConfig(_Section):
         return max(1, int(float(m[1]) * _MEMORY_UNITS[m[2].lower()]))
 
 
+VerifierConfig.model_rebuild()  # its [verifier.environment] is an EnvironmentConfig
+
+
+class ArtifactEntry(_Section):
+    """One entry of ``artifacts``: a path the agent leaves, carried to the verifier at
+    that same path and collected on the host (under ``destination`` when given)."""
+
+    source: str
+    destination: str | None = None
+    # Harbor's ``tar --exclude`` patterns: what matches is neither collected nor carried.
+    exclude: list[str] = Field(default_factory=list)
+    service: str | None = None
+
+    @field_validator("source")
+    @classmethod
+    def _source_is_the_agents(cls, value: str) -> str:
+        path = _absolute(value, "artifact source")
+        if path == "/" or any(under(path, t) or under(t, path) for t in _VERIFIERS[:1]):
+            raise ValueError(
+                f"artifact source {path!r} would hand the verifier's /tests to the agent"
+            )
+        if under(path, "/logs") and not under(path, ARTIFACTS_DIR):
+            # The rest of /logs is the harness's (the verifier's reward, the agent's logs).
+            raise ValueError(
+                f"artifact source {path!r}: under /logs, only {ARTIFACTS_DIR} is the agent's"
+            )
+        return path
+
+    @field_validator("destination")
+    @classmethod
+    def _destination_stays_in_the_artifacts_folder(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        parts = value.split("/")
+        if "\\" in value or value.startswith("/") or ".." in parts:
+            raise ValueError(
+                f"artifact destination must be a relative path without '..', got {value!r}"
+            )
+        if value.rstrip("/") == MANIFEST_NAME:
+            raise ValueError(f"artifact destination {MANIFEST_NAME!r} is the collection's record")
+        return posixpath.normpath(value)
+
+    @field_validator("service")
+    @classmethod
+    def _main_service_only(cls, value: str | None) -> str | None:
+        if value not in (None, "main"):
+            raise _not_supported(f"artifacts of a compose service (service = {value!r})")
+        return None
+
+    @property
+    def host_path(self) -> str:
+        """Where it is collected, relative to the artifacts folder (Harbor's layout)."""
+        return self.destination or self.source.lstrip("/")
+
+
+class StepAgentConfig(_Section):
+    """``[steps.agent]``: a step's agent phase; what it leaves unset is the task's."""
+
+    timeout_sec: float | None = Field(default=None, gt=0)
+    user: str | None = None
+    network_mode: NetworkMode | None = None
+    allowed_hosts: list[str] | None = None
+
+    _user = field_validator("user", mode="before")(_user_name)
+
+    @model_validator(mode="after")
+    def _no_allowlist(self) -> StepAgentConfig:
+        _refuse_allowlist(self.network_mode, self.allowed_hosts)
+        return self
+
+
+class StepVerifierConfig(_Section):
+    """``[steps.verifier]``: Harbor's verifier fields for one step.
+
+    As in Harbor, ``timeout_sec`` is the step's own (600 s when unset, whatever the task's
+    ``[verifier]`` says), ``env`` is added to the task's, and ``user`` and
+    ``network_mode`` fall back to the task's. cleanroom's own ``[verifier]`` keys
+    (reward path, state, setup commands, ...) are the task's for every step.
+    """
+
+    timeout_sec: float = Field(default=600.0, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+    user: str | None = None
+    network_mode: NetworkMode | None = None
+    allowed_hosts: list[str] | None = None
+    environment_mode: Literal["shared", "separate"] | None = None
+    environment: Any = None
+    collect: Any = None
+
+    _user = field_validator("user", mode="before")(_user_name)
+    _shared_only = field_validator("environment_mode")(_shared_verifier_only)
+    _no_environment = field_validator("environment")(_no_verifier_environment)
+    _no_collect = field_validator("collect")(_no_collect_hooks)
+
+    @model_validator(mode="after")
+    def _no_allowlist(self) -> StepVerifierConfig:
+        _refuse_allowlist(self.network_mode, self.allowed_hosts)
+        return self
+
+
+class StepConfig(_Section):
+    """One ``[[steps]]`` entry: its name (a folder under ``steps/``), its agent and
+    verifier settings, and the reward it must reach for the next step to run."""
+
+    name: str
+    agent: StepAgentConfig = Field(default_factory=StepAgentConfig)
+    verifier: StepVerifierConfig = Field(default_factory=StepVerifierConfig)
+    min_reward: float | dict[str, float] | None = None
+    healthcheck: Any = None
+    artifacts: Any = None
+
+    @field_validator("name")
+    @classmethod
+    def _a_portable_folder_name(cls, value: str) -> str:
+        if (
+            not value.strip()
+            or value in {".", ".."}
+            or value.endswith((".", " "))
+            or _BAD_STEP_CHARS.search(value)
+            or _DEVICE_NAME.fullmatch(value.partition(".")[0].rstrip(" "))
+            or len(value.encode("utf-8")) > 255
+        ):
+            raise ValueError(
+                f"step name {value!r} must be one portable folder name: not empty, no "
+                'path separator, control character or <>:"|?*, no trailing dot or '
+                "space, no device name, at most 255 bytes"
+            )
+        return value
+
+    @field_validator("healthcheck")
+    @classmethod
+    def _no_step_healthcheck(cls, value: Any) -> Any:
+        # After the first step, a failing check cannot be told apart from the agent's
+        # doing (it may have stopped the service): neither invalid nor a 0 would be right.
+        raise _not_supported("per-step healthchecks ([steps.healthcheck])")
+
+    @field_validator("artifacts")
+    @classmethod
+    def _no_step_artifacts(cls, value: Any) -> Any:
+        if value:
+            raise _not_supported("artifact collection (steps.artifacts)")
+        return value
+
+    def passes_gate(self, metrics: dict[str, float] | None) -> bool:
+        """Whether the next step runs after rewards ``metrics`` (Harbor's ``min_reward``:
+        a number gates the ``reward`` metric, a table each metric it names; a missing
+        metric, or no reward at all, is below any threshold)."""
+        if self.min_reward is None:
+            return True
+        thresholds = (
+            self.min_reward if isinstance(self.min_reward, dict) else {"reward": self.min_reward}
+        )
+        got = metrics or {}
+        return all(got.get(key, float("-inf")) >= limit for key, limit in thresholds.items())
+
+
+MultiStepRewardStrategy = Literal["mean", "final"]
+
+
 class TaskConfig(_Section):
     """The whole ``task.toml``."""
 
@@ -404,21 +599,66 @@ class TaskConfig(_Section):
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     solution: SolutionConfig = Field(default_factory=SolutionConfig)
-    steps: Any = None
-    multi_step_reward_strategy: Any = None
-    artifacts: Any = None
+    steps: list[StepConfig] | None = None
+    multi_step_reward_strategy: MultiStepRewardStrategy | None = None
+    artifacts: list[ArtifactEntry] = Field(default_factory=list)
 
-    @field_validator("steps", "multi_step_reward_strategy")
+    @field_validator("artifacts", mode="before")
     @classmethod
-    def _single_step_only(cls, value: Any) -> Any:
-        raise _not_supported("multi-step tasks ([[steps]], multi_step_reward_strategy)")
-
-    @field_validator("artifacts")
-    @classmethod
-    def _no_artifacts(cls, value: Any) -> Any:
-        if value:
-            raise _not_supported("artifact collection (artifacts)")
+    def _entries_from_paths(cls, value: Any) -> Any:
+        # Harbor's short form: a bare path is an entry with that source.
+        if isinstance(value, list):
+            return [{"source": v} if isinstance(v, str) else v for v in value]
         return value
+
+    @field_validator("steps")
+    @classmethod
+    def _unique_step_names(cls, steps: list[StepConfig] | None) -> list[StepConfig] | None:
+        seen: set[str] = set()
+        for step in steps or []:
+            # As Harbor: names that one folder on a case-insensitive disk would hold.
+            key = unicodedata.normalize("NFC", step.name).casefold()
+            if key in seen:
+                raise ValueError(f"step names must be unique (ignoring case): {step.name!r}")
+            seen.add(key)
+        return steps
+
+    @model_validator(mode="after")
+    def _artifacts_are_not_the_reward(self) -> TaskConfig:
+        reward_dir = self.verifier.reward_dir
+        for entry in self.artifacts:
+            if under(entry.source, reward_dir) or under(reward_dir, entry.source):
+                raise ValueError(
+                    f"artifact source {entry.source!r} would hand the reward folder "
+                    f"{reward_dir} to the agent"
+                )
+        return self
+
+    @property
+    def artifact_entries(self) -> list[ArtifactEntry]:
+        """Every artifact, Harbor's way: ``/logs/artifacts`` first unless an entry names
+        it (an explicit entry, say with ``exclude``, replaces the implicit one)."""
+        entries = list(self.artifacts)
+        if not any(e.source == ARTIFACTS_DIR for e in entries):
+            entries.insert(0, ArtifactEntry(source=ARTIFACTS_DIR))
+        return entries
+
+    @model_validator(mode="after")
+    def _one_agent_network(self) -> TaskConfig:
+        # The agent's container keeps the network it started with through every step.
+        for step in self.steps or []:
+            mode = step.agent.network_mode
+            if mode is not None and (mode == "public") != self.agent_network:
+                raise _not_supported(
+                    f"step {step.name!r}: an agent network_mode ({mode!r}) other than the "
+                    "task's; the agent's container keeps one network through every step"
+                )
+        return self
+
+    @property
+    def reward_strategy(self) -> MultiStepRewardStrategy:
+        """How a multi-step task's steps make its score: Harbor's default is ``mean``."""
+        return self.multi_step_reward_strategy or "mean"
 
     @property
     def agent_network(self) -> bool:
@@ -430,9 +670,50 @@ class TaskConfig(_Section):
 
     @property
     def verifier_network(self) -> bool:
-        """Whether the sealed verifier has a network of its own: only when the task
-        sets ``[verifier] network_mode = "public"``."""
-        return self.verifier.network_mode == "public"
+        """Whether the verifier's own container has a network: only when the task asks
+        for one, by ``[verifier] network_mode = "public"`` or, for a separate verifier,
+        by its ``[verifier.environment]`` saying so (``network_mode`` or
+        ``allow_internet``); never by default."""
+        if self.verifier.network_mode is not None:
+            return self.verifier.network_mode == "public"
+        env = self.verifier.environment
+        if self.verifier.separate and env is not None:
+            return env.network_mode == "public" or (
+                env.network_mode is None and env.allow_internet is True
+            )
+        return False
+
+
+@dataclass(frozen=True)
+class TaskStep:
+    """One step of a multi-step task: its config and its folder ``steps/<name>/``.
+
+    The step's tests are the task's ``tests/`` with the step's ``tests/`` copied over
+    them (its ``test.sh`` wins); its solution is the step's ``solution/`` when it has
+    one, else the task's, as Harbor's oracle finds them.
+    """
+
+    config: StepConfig
+    root: Path
+    task_root: Path
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def instruction(self) -> str:
+        return (self.root / "instruction.md").read_text(encoding="utf-8")
+
+    @property
+    def tests_dirs(self) -> tuple[Path, ...]:
+        """The folders copied to ``/tests`` for this step, in order, later ones on top."""
+        return tuple(d for d in (self.task_root / "tests", self.root / "tests") if d.is_dir())
+
+    @property
+    def solution_dir(self) -> Path:
+        own = self.root / "solution"
+        return own if own.is_dir() else self.task_root / "solution"
 
 
 @dataclass(frozen=True)
@@ -442,6 +723,8 @@ class Task:
     root: Path
     config: TaskConfig
     warnings: tuple[TaskWarning, ...] = field(default=())
+    # Harbor's ``[[steps]]`` in order; empty for a single-step task.
+    steps: tuple[TaskStep, ...] = field(default=())
     # ``environment/docker-compose.yaml``: the services beside the agent's container.
     compose: ComposeProject | None = None
 
@@ -458,6 +741,11 @@ class Task:
         return self.root / "tests"
 
     @property
+    def tests_dirs(self) -> tuple[Path, ...]:
+        """The folders copied to ``/tests`` of a single-step task."""
+        return (self.tests_dir,)
+
+    @property
     def solution_dir(self) -> Path:
         return self.root / "solution"
 
@@ -469,7 +757,45 @@ class Task:
 
     @property
     def instruction(self) -> str:
+        """The task's instruction; empty for a multi-step task, as in Harbor (each step
+        has its own, `TaskStep.instruction`)."""
+        if self.steps:
+            return ""
         return (self.root / "instruction.md").read_text(encoding="utf-8")
+
+    def verifier_environment(self) -> VerifierEnvironment | None:
+        """Where a separate verifier runs, or None when test.sh runs where the agent
+        acted. Harbor's order: ``[verifier.environment] docker_image``, else an image
+        built from ``tests/`` (its Dockerfile), both holding ``/tests`` themselves; else
+        the task's own environment, with the tests copied in. Resources, environment
+        variables, work dir and readiness check come from ``[verifier.environment]``,
+        else from ``[environment]``."""
+        verifier = self.config.verifier
+        if not verifier.separate:
+            return None
+        own = verifier.environment
+        config = own if own is not None else self.config.environment
+        if own is not None and own.docker_image:
+            return VerifierEnvironment(config, None, own.docker_image, bundled_tests=True)
+        if (self.tests_dir / "Dockerfile").is_file():
+            return VerifierEnvironment(config, self.tests_dir, None, bundled_tests=True)
+        if self.dockerfile is not None:
+            return VerifierEnvironment(config, self.environment_dir, None, bundled_tests=False)
+        return VerifierEnvironment(
+            config, None, self.config.environment.docker_image, bundled_tests=False
+        )
+
+
+@dataclass(frozen=True)
+class VerifierEnvironment:
+    """A separate verifier's environment: its config, and its image, built from
+    ``build_dir`` (a folder with a Dockerfile) or named by ``image``. With
+    ``bundled_tests`` the image holds ``/tests`` and the task's tests are not copied in."""
+
+    config: EnvironmentConfig
+    build_dir: Path | None
+    image: str | None
+    bundled_tests: bool
 
 
 _VERIFIERS = ("/tests", "/logs")  # the verifier's own places, never the agent's state
@@ -494,8 +820,13 @@ HARBOR_FIELDS: dict[str, str] = {
     "verifier.user": "read",
     "verifier.network_mode": "read: the sealed verifier's network; allowlist refused",
     "verifier.allowed_hosts": "refused: egress allowlists",
-    "verifier.environment_mode": "read: shared; separate refused",
-    "verifier.environment": "refused: separate verifier environments",
+    "verifier.environment_mode": "read: shared, or separate (test.sh in its own container)",
+    "verifier.environment": "read: the separate verifier's environment, as [environment]",
+    "verifier.environment.allowed_hosts": "refused: egress allowlists",
+    "verifier.environment.gpu_types": "refused: GPUs",
+    "verifier.environment.tpu": "refused: TPUs",
+    "verifier.environment.mcp_servers": "refused: MCP servers",
+    "verifier.environment.skills_dir": "refused: agent skills",
     "verifier.collect": "read: main's before it stops; the services' after (sealed) or beside it",
     "environment.network_mode": "read: no-network or public; allowlist refused",
     "environment.allowed_hosts": "refused: egress allowlists",
@@ -517,21 +848,46 @@ HARBOR_FIELDS: dict[str, str] = {
     "environment.healthcheck": "read: waited for before the agent phase",
     "environment.workdir": "read",
     "solution.env": "read, with ${VAR} and ${VAR:-default} from the host",
-    "multi_step_reward_strategy": "refused: multi-step tasks",
-    "steps": "refused: multi-step tasks",
-    "artifacts": "refused: artifact collection",
+    "multi_step_reward_strategy": "read: mean (the default) or final over the steps' rewards",
+    "steps.name": "read: the step's folder under steps/",
+    "steps.agent.timeout_sec": "read: the task's when unset",
+    "steps.agent.user": "read: the task's when unset",
+    "steps.agent.network_mode": "read: the task's agent network; another one refused",
+    "steps.agent.allowed_hosts": "refused: egress allowlists",
+    "steps.verifier.timeout_sec": "read: 600 s when unset, as in Harbor",
+    "steps.verifier.env": "read: added to [verifier.env], ${VAR} templates from the host",
+    "steps.verifier.user": "read: the task's when unset",
+    "steps.verifier.network_mode": "read: the step's sealed verifier network",
+    "steps.verifier.allowed_hosts": "refused: egress allowlists",
+    "steps.verifier.environment_mode": "read: shared; separate refused",
+    "steps.verifier.environment": "refused: separate verifier environments",
+    "steps.verifier.collect": "refused: a step's collect hooks",
+    "steps.min_reward": "read: a step below it ends the rollout's steps",
+    "steps.healthcheck": "refused: per-step healthchecks",
+    "steps.artifacts": "refused: artifact collection",
+    "artifacts": "read: carried into the verifier at their paths, collected on the host",
+    "artifacts.service": "read: the agent's container (main); compose services refused",
 }
 
 
 # Tables whose fields are listed one by one: a new field in them is not covered.
-HARBOR_SECTIONS = ("agent", "verifier", "environment", "solution")
+HARBOR_SECTIONS = (
+    "agent",
+    "verifier",
+    "environment",
+    "solution",
+    "steps",
+    "steps.agent",
+    "steps.verifier",
+)
 
 
 def harbor_field_status(field_path: str) -> str | None:
     """What cleanroom does with a Harbor field (`HARBOR_FIELDS`), or None if unlisted."""
-    if field_path in HARBOR_SECTIONS:
+    path = field_path.replace("[]", "")
+    if path in HARBOR_SECTIONS:
         return "a section"
-    parts = field_path.replace("[]", "").split(".")
+    parts = path.split(".")
     for i in range(len(parts), 0, -1):
         status = HARBOR_FIELDS.get(".".join(parts[:i]))
         if status is not None:
@@ -576,21 +932,65 @@ def rewrite_base_images(dockerfile: str, image_map: dict[str, str]) -> str:
 
 
 def load_task(task_dir: Path | str) -> Task:
-    """Load a Harbor task folder; raise `TaskLayoutError` or `TaskConfigError` naming the fix."""
+    """Load a Harbor task folder; raise `TaskLayoutError` or `TaskConfigError` naming the fix.
+
+    A task with ``[[steps]]`` is Harbor's multi-step layout: no top-level
+    ``instruction.md``; for each step ``steps/<name>/instruction.md`` and a test script,
+    ``steps/<name>/tests/test.sh`` or the task's ``tests/test.sh``.
+    """
     root = Path(task_dir).resolve()
     if not root.is_dir():
         raise TaskLayoutError(root, "the folder itself")
-    for rel in _REQUIRED:
-        if not (root / rel).is_file():
-            raise TaskLayoutError(root, rel)
+    if not (root / "task.toml").is_file():
+        raise TaskLayoutError(root, "task.toml")
     config, warnings = parse_task_toml((root / "task.toml").read_text(encoding="utf-8"), root)
+    if config.steps:
+        steps = tuple(_load_step(root, step) for step in config.steps)
+    else:
+        steps = ()
+        for rel in _REQUIRED:
+            if not (root / rel).is_file():
+                raise TaskLayoutError(root, rel)
     if config.environment.docker_image is None and not (root / "environment/Dockerfile").is_file():
         raise TaskLayoutError(root, "environment/Dockerfile (or [environment] docker_image)")
+    if config.verifier.separate and (root / "tests/docker-compose.yaml").is_file():
+        raise TaskConfigError(
+            root / "task.toml",
+            None,
+            "tests/docker-compose.yaml: not supported by cleanroom: a compose verifier "
+            "environment; give tests/ a Dockerfile or [verifier.environment] docker_image",
+        )
+    if steps and (config.verifier.separate or config.artifacts):
+        raise TaskConfigError(
+            root / "task.toml",
+            None,
+            "a multi-step task with artifacts or a separate verifier environment is not "
+            "supported by cleanroom",
+        )
     compose = _compose_of(root, config)
     if compose is not None:
         where = "environment/docker-compose.yaml"
         warnings += [TaskWarning(None, f"{where}: {w}") for w in compose.warnings]
-    return Task(root, config, tuple(warnings), compose)
+    return Task(root, config, tuple(warnings), steps, compose)
+
+
+def _load_step(root: Path, config: StepConfig) -> TaskStep:
+    step = TaskStep(config, root / "steps" / config.name, root)
+    where = f"steps/{config.name}"
+    if not step.root.is_dir():
+        raise TaskLayoutError(root, f"{where}/ (the folder of step {config.name!r})")
+    if step.root.resolve().parent != (root / "steps").resolve():
+        raise TaskError(f"{root}: {where} must be a folder inside the task, not a link out of it")
+    if not (step.root / "instruction.md").is_file():
+        raise TaskLayoutError(root, f"{where}/instruction.md")
+    if not any((d / "test.sh").is_file() for d in step.tests_dirs):
+        raise TaskLayoutError(root, f"{where}/tests/test.sh (or tests/test.sh for every step)")
+    if (step.root / "workdir").exists():
+        raise TaskError(
+            f"{root}: {where}/workdir (files staged before a step, and its setup.sh) is "
+            "not supported by cleanroom"
+        )
+    return step
 
 
 def _compose_of(root: Path, config: TaskConfig) -> ComposeProject | None:
@@ -664,6 +1064,13 @@ def _unknown_key_warnings(config: TaskConfig, text: str) -> list[TaskWarning]:
     if config.environment.healthcheck is not None:
         sections.append((("environment", "healthcheck"), config.environment.healthcheck))
     sections.extend((("verifier", "collect"), hook) for hook in config.verifier.collect)
+    for step in config.steps or []:
+        # Keys of a [[steps]] table are reported under steps (no line: the tables repeat).
+        sections += [
+            (("steps",), step),
+            (("steps", "agent"), step.agent),
+            (("steps", "verifier"), step.verifier),
+        ]
     for prefix, section in sections:
         for key in section.model_extra or {}:
             name = ".".join((*prefix, key))

@@ -25,6 +25,7 @@ from typing import Any
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.host_files import read_capped, remove_tree
+from cleanroom.verifiers.container import artifacts
 from cleanroom.verifiers.container.compose import MAIN
 from cleanroom.verifiers.container.docker_runtime import (
     DockerRuntime,
@@ -40,6 +41,7 @@ from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.sidecars import ServiceFailed, SidecarGroup
 from cleanroom.verifiers.container.state_archive import StateArchiveError
+from cleanroom.verifiers.container.steps import StepOutcome, combine, next_step_runs
 from cleanroom.verifiers.container.tamper import (
     Change,
     ChangeKind,
@@ -48,10 +50,14 @@ from cleanroom.verifiers.container.tamper import (
     under,
 )
 from cleanroom.verifiers.container.task import (
+    ARTIFACTS_DIR,
     CollectHook,
+    HealthcheckConfig,
     Task,
     TaskError,
+    TaskStep,
     TemplateError,
+    VerifierConfig,
     load_task,
     resolve_env,
 )
@@ -110,6 +116,9 @@ class VerifyOptions:
     keep: bool = False
     # Base images rewritten before a task's image is built (``FROM`` lines, docker_image).
     image_map: tuple[tuple[str, str], ...] = ()
+    # Where the agent's artifacts are collected on the host (Harbor's layout and
+    # manifest.json); None: taken and listed in the outcome, not written.
+    artifacts_dir: Path | None = None
 
 
 def load_into(ev: Evidence, task_dir: Path) -> Task | None:
@@ -158,10 +167,21 @@ def verify_task(
         return outcome
     if not needs_pristine_control(outcome):
         return outcome
-    control = _verify_once(
-        task, AgentSpec.noop(), runtime, VerifyOptions(options.mode, image_map=options.image_map)
-    )
-    return blame_state(outcome, control, task.config.verifier.timeout_sec)
+    control_options = VerifyOptions(options.mode, image_map=options.image_map)
+    step = _failed_step(task, outcome)
+    control = _guarded(_Rollout(task, AgentSpec.noop(), runtime, control_options, only_step=step))
+    return blame_state(outcome, control, _verifier_limit(task, step))
+
+
+def _failed_step(task: Task, outcome: Outcome) -> TaskStep | None:
+    """The step whose verification ended a multi-step rollout (or the one step another
+    harness had verified), or None for a task without steps."""
+    name = outcome.details.get("ended_at_step") or outcome.details.get("step")
+    return next((step for step in task.steps if step.name == name), None)
+
+
+def _verifier_limit(task: Task, step: TaskStep | None) -> float:
+    return step.config.verifier.timeout_sec if step else task.config.verifier.timeout_sec
 
 
 @dataclass(frozen=True)
@@ -171,7 +191,9 @@ class ActedOn:
     ``image`` is the image it was started from, the pristine state the sealed verifier
     runs on. ``reward_dir`` is the host folder bound at the task's reward folder, watched
     for what the agent planted there; ``baseline`` is what that harness changed in the
-    container before the agent started (its mount points).
+    container before the agent started (its mount points). ``step`` names the step of a
+    multi-step task the agent just did: that step is verified, and unless it is the last
+    the container is left running for the next (frozen only while its state is read).
     """
 
     container: str
@@ -179,6 +201,7 @@ class ActedOn:
     reward_dir: Path | None = None
     baseline: tuple[Change, ...] = ()
     label: str = "agent"
+    step: str | None = None
     # The task's compose services that harness started beside it: container by name.
     services: tuple[tuple[str, str], ...] = ()
 
@@ -196,9 +219,12 @@ def verify_acted_on(
     if options.mode is not Mode.SEALED or not needs_pristine_control(outcome):
         return outcome
     # The control runs on the very image the agent's container was started from.
-    noop = _Rollout(task, AgentSpec.noop(), runtime, VerifyOptions(options.mode), acted.image)
+    step = _failed_step(task, outcome)
+    noop = _Rollout(
+        task, AgentSpec.noop(), runtime, VerifyOptions(options.mode), acted.image, only_step=step
+    )
     control = _guarded(noop)
-    return blame_state(outcome, control, task.config.verifier.timeout_sec)
+    return blame_state(outcome, control, _verifier_limit(task, step))
 
 
 def _verify_once(
@@ -235,6 +261,12 @@ class _Verification:
         self.vcfg = task.config.verifier
         self.limits = Limits.of(task)
         self.workdir = task.config.environment.workdir
+        # A separate verifier environment (Harbor's environment_mode "separate"): test.sh
+        # runs in a container of its own image, with the agent's artifacts only.
+        self.separate = task.verifier_environment()
+        self.separate_image: str | None = None
+        self.separate_workdir: str | None = None
+        self.separate_env: dict[str, str] = {}
         self.timings: dict[str, float] = {}
         self.ev = Evidence(options.mode)
         self.ev.details.update(task=task.name, agent=label)
@@ -254,20 +286,63 @@ class _Verification:
         self.task_env: dict[str, str] = {}
         self.solution_env: dict[str, str] = {}
         self.verifier_env: dict[str, str] = {}
+        # [verifier.env] resolved: a step's verifier adds its own to it.
+        self.task_verifier_env: dict[str, str] = {}
+        # The step being verified in a multi-step task, and whether the agent's container
+        # has another step to run after it (then it is left running, as Harbor leaves it).
+        self.step: TaskStep | None = None
+        self.more_steps = False
 
     def execute(self) -> Outcome:
         raise NotImplementedError
 
     def _verify_agent_container(self, agent_ctr: str, image: str) -> None:
-        """The verification both paths share, once the agent has acted in ``agent_ctr``."""
+        """The verification both paths share, once the agent has acted in ``agent_ctr``.
+
+        A separate verifier runs the sealed way in every mode, as Harbor runs it: the
+        agent's container is stopped and test.sh runs in a fresh container of the
+        verifier's image, which gets the agent's artifacts and nothing else of it.
+        """
         verify_start = time.monotonic()
-        if self.plan.in_agent_container:
-            # Harbor's shared mode: the services' hooks run while main still runs.
+        if self.separate is not None:
+            assert self.separate_image is not None  # made before the agent phase
+            self._verify_sealed(agent_ctr, self.separate_image)
+        elif self.plan.in_agent_container:
+            # Harbor collects the artifacts before its verifier runs.
+            with self._timed("artifacts_s"):
+                self._close(self._take_artifacts(agent_ctr, carried=False))
+            # Harbor's shared verifier: the services' hooks run while main still runs.
             self._collect(agent_ctr, in_main=False)
             self._verify_in_place(agent_ctr)
         else:
             self._verify_sealed(agent_ctr, image)
         self.timings["verify_s"] = time.monotonic() - verify_start
+
+    def _verifier_image(self) -> bool:
+        """Build or find a separate verifier's image; False, with why in the evidence,
+        when it cannot be made."""
+        if self.separate is None:
+            return True
+        try:
+            with self._timed("build_s"):
+                image, built = self.rt.verifier_image_for(self.task, dict(self.options.image_map))
+        except ImageBuildFailed as exc:
+            self.ev.environment_error = f"the verifier's image {exc.tag} could not be made"
+            self.ev.build_log = exc.log
+            return False
+        self.separate_image = image
+        self.ev.details["verifier_image"] = {
+            "image": image,
+            "built": built,
+            "tests": "in the image" if self.separate.bundled_tests else "copied in",
+        }
+        own = self.separate.config.workdir
+        self.separate_workdir = own if own is not None else self.rt.image_workdir(image)
+        return True
+
+    @property
+    def _test_workdir(self) -> str | None:
+        return self.separate_workdir if self.separate is not None else self.workdir
 
     def _resolve_env(self) -> bool:
         """Resolve the ``${VAR}`` templates of the task's three environments from the
@@ -282,14 +357,41 @@ class _Verification:
                 self.task_env = {**dict(self.task.compose.main_environment), **self.task_env}
             self.solution_env = resolve_env(cfg.solution.env, host, "solution.env")
             self.verifier_env = resolve_env(cfg.verifier.env, host, "verifier.env")
+            own = cfg.verifier.environment
+            self.separate_env = (
+                resolve_env(own.env, host, "verifier.environment.env")
+                if own is not None
+                else self.task_env
+            )
+            self.task_verifier_env = dict(self.verifier_env)
         except TemplateError as exc:
             self.ev.environment_error = f"{self.task.name}/task.toml: {exc}"
             return False
         return True
 
-    def _unhealthy(self, ctr: str) -> str | None:
-        """Wait for the task's healthcheck in ``ctr``; what failed, or None when healthy."""
-        check = self.task.config.environment.healthcheck
+    def _step_verifier(self, step: TaskStep) -> VerifierConfig | None:
+        """The task's ``[verifier]`` with the step's Harbor fields over it (its env
+        added to the task's, templates resolved); None, with the error, when a template
+        has no value."""
+        own = step.config.verifier
+        task_vcfg = self.task.config.verifier
+        try:
+            env = resolve_env(own.env, dict(os.environ), f"steps.{step.name}.verifier.env")
+        except TemplateError as exc:
+            self.ev.environment_error = f"{self.task.name}/task.toml: {exc}"
+            return None
+        self.verifier_env = {**self.task_verifier_env, **env}
+        return task_vcfg.model_copy(
+            update={
+                "timeout_sec": own.timeout_sec,
+                "user": own.user if own.user is not None else task_vcfg.user,
+                "network_mode": own.network_mode or task_vcfg.network_mode,
+                "env": {**task_vcfg.env, **own.env},
+            }
+        )
+
+    def _unhealthy(self, ctr: str, check: HealthcheckConfig | None) -> str | None:
+        """Wait for a healthcheck in ``ctr``; what failed, or None when healthy."""
         if check is None:
             return None
 
@@ -337,7 +439,8 @@ class _Verification:
                     f"the work dir {self.workdir} is not a folder after the agent phase",
                 )
                 return
-        self.rt.put_dir(ctr, self.task.tests_dir, TESTS_DIR)
+        for tests in self._tests_dirs():
+            self.rt.put_dir(ctr, tests, TESTS_DIR)
         deadline = time.monotonic() + self.vcfg.timeout_sec
         if not self._setup(ctr, deadline):
             return
@@ -392,6 +495,7 @@ class _Verification:
     def _verify_sealed(self, agent_ctr: str, image: str) -> None:
         tests, reward_dir, guard = self._fresh_folders()
         copies: list[StateCopy] = []
+        taken: list[artifacts.Collected] = []
         # The verifier's container depends on nothing the agent left, so it starts while
         # the agent's is frozen and read: the two waits on the daemon overlap.
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -409,20 +513,25 @@ class _Verification:
                     self.ev.details["state_paths"] = state_paths
                     planted = self._planted()
                     copies = self._export_state(agent_ctr, state_paths, diff.changes)
+                    if self.ev.agent_fault is None:
+                        taken = self._take_artifacts(agent_ctr, carried=True)
                 self.ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
                 if diff.incomplete:
                     self.ev.details["diff"]["incomplete"] = diff.incomplete
-                if self.vcfg.live_processes:
-                    self.rt.unpause(agent_ctr)  # honest work lives in its processes
+                if self.vcfg.live_processes or self.more_steps:
+                    # Honest work lives in its processes, the verifier's or the next step's.
+                    self._thaw(agent_ctr)
                 elif self.owns_agent_container:
                     self._in_background(lambda: self.rt.remove(agent_ctr))
                 # The reward folder is watched from the host (`_planted`) when it is
                 # bound from there; otherwise what the agent wrote into it is in the diff.
                 watched = self.agent_reward_dir is not None
+                # What the verifier gets as an artifact it sees, as it sees the state.
+                seen = [*state_paths, *(i.entry.source for i in taken if i.carried)]
                 self.ev.tamper = classify(
                     diff.changes,
                     verifier_places=(TESTS_DIR,) if watched else (TESTS_DIR, self.vcfg.reward_dir),
-                    state_paths=state_paths,
+                    state_paths=seen,
                     planted=planted,
                     baseline=self.baseline,
                 )
@@ -430,10 +539,11 @@ class _Verification:
                     return
                 vctr = starting.result()
                 with self._timed("install_s"):
-                    self.rt.install_state(vctr, copies)
+                    self.rt.install_state(vctr, self._carried(taken, state_paths) + copies)
             finally:
                 for copy in copies:
                     copy.close()
+                self._close(taken)
         self._verify_on_pristine(vctr, reward_dir)
 
     def _hold_agent_still(self, agent_ctr: str) -> None:
@@ -450,7 +560,7 @@ class _Verification:
         """
         if self.limits.cpus is not None:
             self.rt.lift_cpu_limit(agent_ctr)
-        if not self.vcfg.live_processes:
+        if not self.vcfg.live_processes and not self.more_steps:
             self.rt.kill(agent_ctr)
             self.ev.details["agent_processes"] = "killed"
             return
@@ -473,31 +583,58 @@ class _Verification:
         self.ev.details["agent_processes"] = "killed: they could not be frozen"
         self.ev.agent_fault = AgentFault(
             Reason.UNFREEZABLE,
-            f"the agent's processes, which this task's verifier talks to (live_processes), "
-            f"could not be frozen for verification in {FREEZE_ATTEMPTS} attempts: "
+            f"the agent's processes, which {self._why_frozen()}, could not be frozen for "
+            f"verification in {FREEZE_ATTEMPTS} attempts: "
             f"{refusals[-1][-300:]}",
         )
+
+    def _why_frozen(self) -> str:
+        if self.vcfg.live_processes:
+            return "this task's verifier talks to (live_processes)"
+        return "the task's next step runs on"
+
+    def _thaw(self, agent_ctr: str) -> None:
+        """Let the agent's frozen processes run again, under the task's CPU limit."""
+        self.rt.unpause(agent_ctr)
+        if self.more_steps and self.limits.cpus is not None:
+            self.rt.limit_cpus(agent_ctr, self.limits.cpus)
 
     def _start_verifier(
         self, agent_ctr: str, image: str, tests: Path, reward_dir: Path, guard: Path
     ) -> str:
         """A fresh idle container of the pristine image, its folders bound in."""
+        binds = {reward_dir: self.vcfg.reward_dir, guard: PYTHON_GUARD_DIR}
+        limits, environment = self.limits, self.task_env
+        if self.separate is not None:
+            limits = Limits.of_environment(self.separate.config, False)
+            environment = self.separate_env
+        if self.separate is None or not self.separate.bundled_tests:
+            binds[tests] = TESTS_DIR
         with self._timed("start_s"):
             vctr = self.rt.start_verifier_container(
                 image,
-                self.limits,
+                limits,
                 "/",
-                {tests: TESTS_DIR, reward_dir: self.vcfg.reward_dir, guard: PYTHON_GUARD_DIR},
+                binds,
                 join_network_of=agent_ctr if self.vcfg.live_processes else None,
                 read_only=(PYTHON_GUARD_DIR,),
-                network=self.task.config.verifier_network,
-                environment=self.task_env,
-                services_network=self.services.network if self.services else None,
+                network=(
+                    self.vcfg.network_mode == "public"
+                    if self.vcfg.network_mode is not None
+                    else self.task.config.verifier_network
+                ),
+                environment=environment,
+                # A separate verifier is an environment of its own, as in Harbor: the
+                # agent's services reach it only through artifacts.
+                services_network=(
+                    self.services.network if self.services and self.separate is None else None
+                ),
             )
         self.containers.append(vctr)
         # The task's readiness check holds for the verifier's environment too; it runs
         # before the agent's state is installed, so what it finds is never the agent's.
-        unhealthy = self._unhealthy(vctr)
+        config = self.separate.config if self.separate else self.task.config.environment
+        unhealthy = self._unhealthy(vctr, config.healthcheck)
         if unhealthy:
             raise _Unhealthy(f"in the verifier's container, {unhealthy}")
         return vctr
@@ -523,6 +660,8 @@ class _Verification:
         default: no tool of the verifier's searches a folder that did not exist, so only
         a test that names it looks there.
         """
+        if self.separate is not None:
+            return []  # Harbor carries the artifacts alone to a separate verifier
         declared = [self.workdir] if self.workdir and self.workdir != "/" else []
         declared += self.vcfg.state
         before = set(self.baseline)
@@ -599,15 +738,77 @@ class _Verification:
                 break
         return copies
 
+    def _take_artifacts(self, ctr: str, *, carried: bool) -> list[artifacts.Collected]:
+        """Take the agent's artifacts out of ``ctr`` (through the archive API, by the
+        rules of `artifacts`), list them in the outcome and write them to the host when
+        asked. Where they are ``carried`` to the verifier, one over the state cap is the
+        agent's ``workspace_too_large`` as state is; elsewhere it is only not collected."""
+        cap = self.vcfg.state_cap_mb << 20
+        taken = artifacts.plan(self.task.config.artifact_entries)
+        try:
+            for item in taken:
+                if item.status == "skipped":
+                    continue
+                try:
+                    copy = self.rt.export_state(
+                        ctr, item.entry.source, cap, artifacts.rules(item.entry)
+                    )
+                except (StateTooLarge, StateArchiveError) as exc:
+                    item.status, item.note = "failed", str(exc)
+                    if carried:
+                        reason = (
+                            Reason.WORKSPACE_TOO_LARGE
+                            if isinstance(exc, StateTooLarge)
+                            else Reason.WORKSPACE_BROKEN
+                        )
+                        self.ev.agent_fault = AgentFault(reason, f"artifact {exc}")
+                        break
+                    continue
+                item.kind, item.archive, item.dropped = copy.kind, copy.archive, copy.dropped
+                item.status = artifacts.status_of(copy.kind, copy.archive)
+                if copy.too_long:
+                    item.status, item.note = "failed", f"a path near PATH_MAX: {copy.too_long}"
+            if self.options.artifacts_dir is not None:
+                artifacts.write_to_host(self.options.artifacts_dir, taken)
+                self.ev.details["artifacts_dir"] = str(self.options.artifacts_dir)
+        except BaseException:
+            self._close(taken)
+            raise
+        self.ev.details["artifacts"] = [item.describe() for item in taken]
+        return taken
+
+    def _carried(self, taken: list[artifacts.Collected], state_paths: list[str]) -> list[StateCopy]:
+        """The artifacts the verifier gets at their source paths, ahead of the state
+        (installed after them, the state wins where the two meet). One inside a state
+        path is there already, as state."""
+        return [
+            StateCopy(item.entry.source, item.kind, item.archive)
+            for item in taken
+            if item.carried and not any(under(item.entry.source, s) for s in state_paths)
+        ]
+
+    @staticmethod
+    def _close(taken: list[artifacts.Collected]) -> None:
+        for item in taken:
+            item.close()
+
     def _workspace(self) -> Path:
         if self.workspace is None:
             self.workspace = Path(tempfile.mkdtemp(prefix="cleanroom-verify-"))
         return self.workspace
 
+    def _tests_dirs(self) -> tuple[Path, ...]:
+        """The task's folders that make ``/tests``, later ones copied over earlier ones."""
+        return self.step.tests_dirs if self.step is not None else self.task.tests_dirs
+
     def _fresh_folders(self) -> tuple[Path, Path, Path]:
         workspace = self._workspace()
+        if self.step is not None:  # each step's verifier gets folders of its own
+            workspace = Path(tempfile.mkdtemp(prefix="step-", dir=workspace))
         tests = workspace / "tests"
-        shutil.copytree(self.task.tests_dir, tests, symlinks=False)
+        for source in self._tests_dirs():
+            shutil.copytree(source, tests, symlinks=False, dirs_exist_ok=True)
+        tests.mkdir(exist_ok=True)
         tests.chmod(0o755)
         reward_dir = workspace / "verifier"
         reward_dir.mkdir()
@@ -651,7 +852,7 @@ class _Verification:
             argv,
             user=self.vcfg.user,
             env=self._verifier_env(),
-            workdir=self.workdir,
+            workdir=self._test_workdir,
             timeout=max(0.0, deadline - time.monotonic()),
         )
 
@@ -758,7 +959,14 @@ class _Unhealthy(Exception):
 
 
 class _Rollout(_Verification):
-    """cleanroom's own rollout: the task's image, an agent container, the agent phase."""
+    """cleanroom's own rollout: the task's image, an agent container, the agent phase.
+
+    A multi-step task runs its steps in order in the one agent container, as Harbor
+    does: each step's agent phase, then its verification in the rollout's mode; the
+    container goes on to the next step as that left it (`steps` makes the score).
+    ``only_step`` runs that step alone, the pristine control of a step: with no agent,
+    the steps before it change nothing the sealed verifier reads.
+    """
 
     def __init__(
         self,
@@ -767,12 +975,14 @@ class _Rollout(_Verification):
         runtime: DockerRuntime,
         options: VerifyOptions,
         image: str | None = None,
+        only_step: TaskStep | None = None,
     ) -> None:
         super().__init__(task, agent.label, runtime, options)
         self.agent = agent
         self.collect_hooks = list(task.config.verifier.collect)
         # An image already built from the task's environment; otherwise built or reused.
         self.given_image = image
+        self.only_step = only_step
 
     def execute(self) -> Outcome:
         started = time.monotonic()
@@ -782,17 +992,19 @@ class _Rollout(_Verification):
             with self._timed("build_s"):
                 image = self._image()
                 service_images = self._service_images() if image is not None else None
-            if image is None or service_images is None:
+            if image is None or service_images is None or not self._verifier_image():
                 return self._decide(started)
             if service_images:
                 with self._timed("services_s"):
                     self._start_services(service_images)
             agent_ctr = self._start_agent_container(image)
             with self._timed("healthcheck_s"):
-                unhealthy = self._unhealthy(agent_ctr)
+                unhealthy = self._unhealthy(agent_ctr, self.task.config.environment.healthcheck)
             if unhealthy:
                 self.ev.environment_error = f"before the agent phase, {unhealthy}"
                 return self._decide(started)
+            if self.task.steps:
+                return self._run_steps(agent_ctr, image, started)
             with self._timed("agent_s"):
                 self._agent_phase(agent_ctr)
             # Harbor's hooks for main run before main is stopped.
@@ -834,6 +1046,65 @@ class _Rollout(_Verification):
         self.services.wait_for_main(limit)
         self.ev.details["services"] = sorted(self.services.containers)
 
+    def _run_steps(self, agent_ctr: str, image: str, started: float) -> Outcome:
+        """Each step's agent phase and verification, in order, until one ends the run."""
+        steps = [self.only_step] if self.only_step is not None else list(self.task.steps)
+        # What the rollout saw before its first step holds for all of them.
+        kept = ("task", "agent", "image", "image_built", "task_warnings", "healthcheck", "services")
+        common = {k: v for k, v in self.ev.details.items() if k in kept}
+        done: list[StepOutcome] = []
+        for index, step in enumerate(steps):
+            self.more_steps = index < len(steps) - 1
+            result = StepOutcome(step.config, self._run_step(step, agent_ctr, image))
+            done.append(result)
+            if not next_step_runs(result):
+                break
+            if self.more_steps and self.plan.in_agent_container:
+                self._reset_verifier_places(agent_ctr)
+        if self.only_step is not None:
+            return done[0].outcome
+        details = {**common, "mode": self.options.mode.value}
+        details["timings"] = {"total_s": round(time.monotonic() - started, 4)}
+        return combine(done, self.task.config.reward_strategy, len(steps), details)
+
+    def _run_step(self, step: TaskStep, agent_ctr: str, image: str) -> Outcome:
+        """One step, recorded in an `Evidence` of its own and decided alone."""
+        started = time.monotonic()
+        self.step = step
+        self.ev = Evidence(self.options.mode)
+        self.ev.details.update(task=self.task.name, agent=self.agent.label, step=step.name)
+        self.ev.details["image"] = image
+        self.timings = {}
+        try:
+            vcfg = self._step_verifier(step)
+            if vcfg is None:
+                return self._decide(started)
+            self.vcfg = vcfg
+            with self._timed("agent_s"):
+                self._agent_phase(agent_ctr)
+            # The task's collect hooks run in each step's collection, as in Harbor.
+            self._collect(agent_ctr, in_main=True)
+            self._verify_agent_container(agent_ctr, image)
+        except RuntimeUnavailable as exc:
+            self.ev.unavailable = str(exc)
+        except _Unhealthy as exc:
+            self.ev.environment_error = str(exc)
+        except Exception as exc:  # a bug of cleanroom's own: this step's outcome says so
+            self.ev.harness_error = "".join(traceback.format_exception(exc))[-TAIL_CHARS:]
+        return self._decide(started)
+
+    def _reset_verifier_places(self, ctr: str) -> None:
+        """Empty ``/tests`` and the reward folder a verifier used in the agent's container
+        before the next step's agent phase, as Harbor does: the next step's agent sees
+        no tests, and its verifier no earlier reward."""
+        script = 'rm -rf -- "$1" && mkdir -p "$2" && find "$2" -mindepth 1 -delete'
+        done = self.rt.exec(
+            ctr, ["sh", "-c", script, "reset", TESTS_DIR, self.vcfg.reward_dir], user="0"
+        )
+        if done.exit_code != 0:
+            # The agent may have made them unremovable; its next verification finds that.
+            self.ev.details["reset_failed"] = _tail(done.output, 300)
+
     def _image(self) -> str | None:
         try:
             if self.given_image is not None:
@@ -860,7 +1131,7 @@ class _Rollout(_Verification):
             binds[self.agent_reward_dir] = self.vcfg.reward_dir
         # The reward and log folders start empty, whatever the image holds there: what is
         # found in them afterwards is the agent's (Harbor mounts host folders there).
-        hidden = sorted({self.vcfg.reward_dir, "/logs/verifier", "/logs/agent"})
+        hidden = sorted({self.vcfg.reward_dir, "/logs/verifier", "/logs/agent", ARTIFACTS_DIR})
         # Where the reward is read in this container, /logs is a volume: the archive API
         # that reads it does not see a tmpfs.
         ctr = self.rt.start_agent_container(
@@ -877,7 +1148,7 @@ class _Rollout(_Verification):
         self.containers.append(ctr)
         # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
         # same so that the attacks they control for are real.
-        dirs = sorted({"/logs", self.vcfg.reward_dir, "/logs/agent"})
+        dirs = sorted({"/logs", self.vcfg.reward_dir, "/logs/agent", ARTIFACTS_DIR})
         made = self.rt.exec(
             ctr, ["sh", "-c", 'mkdir -p "$@" && chmod 0777 "$@"', "mkdirs", *dirs], user="0"
         )
@@ -887,8 +1158,11 @@ class _Rollout(_Verification):
             # The reward folder is a bind mount: Docker makes its mount point in the
             # container's own layer whenever it copies files in (the solution), so it is
             # the harness's change, not the agent's.
-            mount_point = Change(self.vcfg.reward_dir, ChangeKind.ADDED)
-            self.baseline = [*self.rt.changes(ctr).changes, mount_point]
+            mount_points = [
+                Change(self.vcfg.reward_dir, ChangeKind.ADDED),
+                Change(ARTIFACTS_DIR, ChangeKind.ADDED),
+            ]
+            self.baseline = [*self.rt.changes(ctr).changes, *mount_points]
         return ctr
 
     def _agent_phase(self, ctr: str) -> None:
@@ -896,13 +1170,15 @@ class _Rollout(_Verification):
         if argv is None:
             self.ev.details["agent_phase"] = {"ran": False}
             return
+        agent = self.task.config.agent
+        own = self.step.config.agent if self.step is not None else None
         result = self.rt.exec(
             ctr,
             argv,
-            user=self.task.config.agent.user,
+            user=own.user if own is not None and own.user is not None else agent.user,
             env=self.solution_env if self.agent.kind == "solution" else None,
             workdir=self.workdir,
-            timeout=self.task.config.agent.timeout_sec,
+            timeout=own.timeout_sec if own is not None and own.timeout_sec else agent.timeout_sec,
         )
         self.ev.details["agent_phase"] = {
             "exit_code": result.exit_code,
@@ -915,13 +1191,15 @@ class _Rollout(_Verification):
         if self.agent.kind == "noop":
             return None
         if self.agent.kind == "solution":
-            if not (self.task.solution_dir / "solve.sh").is_file():
-                raise RuntimeUnavailable(f"{self.task.name} has no solution/solve.sh")
-            self.rt.put_dir(ctr, self.task.solution_dir, "/solution")
+            solution = self.step.solution_dir if self.step is not None else self.task.solution_dir
+            if not (solution / "solve.sh").is_file():
+                where = f"step {self.step.name!r}" if self.step is not None else self.task.name
+                raise RuntimeUnavailable(f"{where} has no solution/solve.sh")
+            self.rt.put_dir(ctr, solution, "/solution")
             return ["bash", "/solution/solve.sh"]
         if self.agent.files:
             folder = self._workspace() / "agent-files"
-            folder.mkdir()
+            folder.mkdir(exist_ok=True)
             for name, data in self.agent.files:
                 (folder / name).write_bytes(data)
             self.rt.put_dir(ctr, folder, AGENT_FILES_DIR)
@@ -929,7 +1207,8 @@ class _Rollout(_Verification):
 
 
 class _Existing(_Verification):
-    """A container another harness started and the agent acted in (`ActedOn`)."""
+    """A container another harness started and the agent acted in (`ActedOn`), after the
+    agent's one phase or, in a multi-step task, after one step's."""
 
     owns_agent_container = False
 
@@ -947,11 +1226,15 @@ class _Existing(_Verification):
             if not self._resolve_env():
                 return self._decide(started)
             self.ev.details.update(image=self.acted.image, container=self.acted.container)
+            if not self._enter_step():
+                return self._decide(started)
             if self.workdir is None:
                 self.workdir = self.rt.image_workdir(self.acted.image)
+            if not self._verifier_image():
+                return self._decide(started)
             compose = self.task.compose
             sealed_apart = self.plan.freezes_agent and not self.vcfg.live_processes
-            if compose is not None and self.acted.services and sealed_apart:
+            if compose is not None and self.acted.services and sealed_apart and not self.separate:
                 # The sealed verifier reaches that harness's services by name, on a
                 # network of its own (theirs may lead out), as in cleanroom's rollouts.
                 self.services = SidecarGroup.of_another_harness(self.rt, compose, self.task.name)
@@ -961,6 +1244,30 @@ class _Existing(_Verification):
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
         return self._decide(started)
+
+    def _enter_step(self) -> bool:
+        """Verify the step the harness names; False, with why in the evidence, when a
+        step is named that the task lacks or none is named in a multi-step task."""
+        name = self.acted.step
+        if name is None and not self.task.steps:
+            return True
+        step = next((s for s in self.task.steps if s.name == name), None)
+        if step is None:
+            known = ", ".join(repr(s.name) for s in self.task.steps) or "none"
+            asked = f"step {name!r}" if name is not None else "no step"
+            self.ev.environment_error = (
+                f"{self.task.name}: the harness asked to verify {asked}; the task's steps "
+                f"are {known}"
+            )
+            return False
+        self.ev.details["step"] = step.name
+        self.step = step
+        self.more_steps = step is not self.task.steps[-1]
+        vcfg = self._step_verifier(step)
+        if vcfg is None:
+            return False
+        self.vcfg = vcfg
+        return True
 
 
 def _a(kind: str) -> str:

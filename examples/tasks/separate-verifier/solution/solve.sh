@@ -1,0 +1,3 @@
+#!/bin/bash
+set -euo pipefail
+sort /app/words.txt > /app/result.txt

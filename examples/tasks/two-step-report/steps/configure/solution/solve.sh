@@ -1,0 +1,3 @@
+#!/bin/bash
+set -euo pipefail
+echo "threshold=50" > /app/settings.ini
