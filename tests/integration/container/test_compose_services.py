@@ -164,6 +164,25 @@ def test_a_container_name_is_one_more_name_of_the_service(
     assert (solved.status, solved.score) == (Status.SUCCESS, 1.0), solved.details
 
 
+def test_a_separate_verifier_does_not_reach_the_services(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """Harbor's separate verifier is an environment of its own: the agent's services
+    reach it only through artifacts, so the store's answer is not seen there."""
+    task = store_variant(tmp_path)
+    toml = task.root / "task.toml"
+    toml.write_text(
+        toml.read_text().replace("[verifier]\n", '[verifier]\nenvironment_mode = "separate"\n')
+    )
+    (task.tests_dir / "test.sh").write_text(TOTAL_ONLY)
+    for mode in (Mode.CLEARED, Mode.SEALED):
+        outcome = verify_task(
+            load_task(task.root), AgentSpec.solution(), runtime, VerifyOptions(mode)
+        )
+        assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0), outcome.details
+        assert "curl" in outcome.details["test_output_tail"]
+
+
 def test_nothing_is_left_after_a_success_or_a_failure(example, runtime: DockerRuntime) -> None:
     rt = traced(runtime)
     for agent in (AgentSpec.solution(), AgentSpec.noop()):
