@@ -3,59 +3,82 @@ every regular file under a folder, with every place that could not be read.
 
 The matching itself is pure and lives in `core.tokens` (`scan_bytes`, `scan_text`); this
 module adds the effects: opening and reading files, walking trees, and splitting a large
-tree across worker processes.
+tree across worker threads.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import BinaryIO
 
-from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, _hit, _matches, scan_bytes
+from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, _hit, _matches
 
-_CHUNK = 8 << 20
+# Each thread reads every file into one reused buffer of this size: memory stays at one
+# chunk per thread whatever the files' sizes, and most files fit in a single chunk.
+_CHUNK = 1 << 20
 PARALLEL_BYTES = 64 << 20  # below this a tree is scanned in the calling process
 _PER_FILE_COST = 32 << 10  # a file's system calls cost about as much as reading 32 KiB
+_SHARES_PER_WORKER = 4
+_OVERLAP = TOKEN_MAX_LEN + 1
+_buffers = threading.local()
+
+
+def _buffer(chunk_size: int) -> memoryview:
+    """This thread's read buffer: room for one chunk after the carried-over overlap."""
+    size = chunk_size + _OVERLAP + 1  # the carry-over is at most _OVERLAP + 1 bytes
+    buf: memoryview | None = getattr(_buffers, "buf", None)
+    if buf is None or len(buf) != size:
+        buf = memoryview(bytearray(size))
+        _buffers.buf = buf
+    return buf
 
 
 def scan_file(path: str | os.PathLike[str], *, chunk_size: int = _CHUNK) -> list[TokenHit]:
-    """Every token in one file, read in large chunks so any size of file is fine.
+    """Every token in one file, read in chunks so any size of file is fine.
 
     Consecutive chunks overlap by more than one token, and a match is reported only by
     the chunk in which it starts before the overlap, so a token straddling a boundary is
     found exactly once and the look-around at either end always sees real bytes.
     """
+    if chunk_size <= _OVERLAP:
+        raise ValueError(f"chunk_size must be over {_OVERLAP} bytes, got {chunk_size}")
     source = os.fspath(path)
-    with open(source, "rb", buffering=0) as fh:
-        if os.fstat(fh.fileno()).st_size <= chunk_size:
-            data = fh.read()
-            if len(data) <= chunk_size:
-                return scan_bytes(data, source)
-            return _scan_stream(fh, source, data, chunk_size)
-        return _scan_stream(fh, source, b"", chunk_size)
+    # A bare descriptor, not a file object: opening a Python file object costs more than
+    # reading a small file. Files are read, never mapped: a file that a running program
+    # truncates while it is mapped would kill the scanner with SIGBUS.
+    fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return _scan_stream(fd, source, chunk_size)
+    finally:
+        os.close(fd)
 
 
-def _scan_stream(fh: BinaryIO, source: str, first: bytes, chunk_size: int) -> list[TokenHit]:
+def _scan_stream(fd: int, source: str, chunk_size: int) -> list[TokenHit]:
     hits: list[TokenHit] = []
-    overlap = TOKEN_MAX_LEN + 1
-    buf, base, pos = first, 0, 0  # buf[0] is at file offset base; scanning starts at pos
+    buf = _buffer(chunk_size)
+    # buf[:end] holds file bytes from offset base on; scanning resumes at buf[pos].
+    end, base, pos = 0, 0, 0
     while True:
-        chunk = fh.read(chunk_size)
-        if chunk:
-            buf += chunk
-        if not chunk:
-            hits.extend(_hit(m, source, base) for m in _matches(buf, pos))
-            return hits
-        cut = max(len(buf) - overlap, pos)
-        for m in _matches(buf, pos):
+        # Fill the buffer before scanning, so a file that fits in it (most files) is
+        # scanned in one call, once its end of file has been seen.
+        full = end + chunk_size
+        while end < full:
+            got = os.readv(fd, [buf[end:full]])
+            if not got:
+                hits.extend(_hit(m, source, base) for m in _matches(buf[:end], pos))
+                return hits
+            end += got
+        cut = end - _OVERLAP
+        for m in _matches(buf[:end], pos):
             if m.start() >= cut:
                 break
             hits.append(_hit(m, source, base))
-        keep = max(cut - 1, 0)  # one byte before the cut keeps the glued-word check honest
-        buf, base, pos = buf[keep:], base + keep, cut - keep
+        keep = cut - 1  # one byte before the cut keeps the glued-word check honest
+        buf[: end - keep] = buf[keep:end]
+        end, base, pos = end - keep, base + keep, cut - keep
 
 
 @dataclass(frozen=True)
@@ -138,7 +161,7 @@ def scan_tree(root: str | os.PathLike[str], *, workers: int | None = None) -> Tr
     """Every token in every regular file under ``root``, in one pass, with every file
     that could not be read and every folder that could not be listed (permission denied,
     vanished mid-walk, a root that is missing) in the result's errors: nothing is
-    skipped silently. A large tree is split across worker processes (``workers``, by
+    skipped silently. A large tree is split across worker threads (``workers``, by
     default one per core once the tree passes `PARALLEL_BYTES`): reading and matching
     run at memory speed, so the per-file system calls are what a second core pays for.
     """
@@ -158,18 +181,23 @@ def scan_tree(root: str | os.PathLike[str], *, workers: int | None = None) -> Tr
 def _scan_parallel(
     files: list[tuple[str, int]], workers: int
 ) -> tuple[list[TokenHit], list[ScanError]]:
-    # Deal files largest first to the least-loaded worker, then put the hits back in walk order.
+    # Deal files largest first to the least-loaded share, then put the hits back in walk
+    # order. There are several shares per worker, taken as workers come free: on a busy
+    # machine one worker can get less of a core than another, and a fixed split would
+    # leave the faster one idle at the end.
     order = {path: i for i, (path, _) in enumerate(files)}
-    shares: list[list[str]] = [[] for _ in range(workers)]
-    loads = [0] * workers
+    count = workers * _SHARES_PER_WORKER
+    shares: list[list[str]] = [[] for _ in range(count)]
+    loads = [0] * count
     for path, size in sorted(files, key=lambda f: -f[1]):
         k = loads.index(min(loads))
         shares[k].append(path)
         loads[k] += size + _PER_FILE_COST
-    # fork, not spawn: a spawned worker would pay the interpreter start-up again.
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(workers) as pool:
-        results = pool.map(_scan_many, shares)
+    # Threads, not processes: reading (a system call) and matching (Hyperscan) both run
+    # without the interpreter lock, and a thread costs neither a fork nor the copying of
+    # its results back; each thread has its own Hyperscan scratch and read buffer.
+    with ThreadPoolExecutor(workers, thread_name_prefix="token-scan") as pool:
+        results = list(pool.map(_scan_many, shares))
     hits = [h for part, _ in results for h in part]
     hits.sort(key=lambda h: (order[h.source], h.offset))
     return hits, [e for _, part in results for e in part]

@@ -60,7 +60,7 @@ def test_scan_tree_finds_every_planted_token_and_no_false_ones(tmp_path: Path) -
     assert {str(h.token): h.source for h in hits} == planted
     assert len(hits) == len(planted)
     assert scan.errors == []
-    assert tree_scan.scan_tree(tmp_path, workers=2).hits == hits  # worker processes: same answer
+    assert tree_scan.scan_tree(tmp_path, workers=2).hits == hits  # worker threads: same answer
 
 
 def test_scan_tree_reports_a_file_that_vanished_instead_of_skipping_it(

@@ -14,7 +14,7 @@ insert time, and a partial index over the cross rows makes the audit an index lo
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,14 @@ _INSERT_SUBMISSION = """
 INSERT INTO submissions (lease_id, env, rollout_id, window_no, submitted_at, body,
                          found_tokens, found_envs, is_cross)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+# Inside the batch's write transaction nothing else can insert, so the batch's ids are
+# the next ones and are given explicitly: one executemany, and each id known up front.
+_NEXT_SUBMISSION_ID = "SELECT coalesce(max(id), 0) + 1 FROM submissions"
+_INSERT_SUBMISSION_WITH_ID = """
+INSERT INTO submissions (id, lease_id, env, rollout_id, window_no, submitted_at, body,
+                         found_tokens, found_envs, is_cross)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _SELECT_SUBMISSIONS = """
 SELECT id, lease_id, env, rollout_id, window_no, submitted_at, body,
@@ -270,6 +278,33 @@ class SubmissionStore:
         """Store one submission and return its id."""
         cur = self._conn.execute(_INSERT_SUBMISSION, _submission_row(new))
         return int(cur.lastrowid or 0)
+
+    def add_submission_batch(self, rows: Sequence[NewSubmission]) -> list[int]:
+        """Store submissions in one transaction, all of them or none; their ids, in order.
+
+        This is the group commit's write: one commit for the rows of many concurrent
+        requests. Any failure rolls the whole batch back and raises `StoreError`, so a
+        caller answers every request of the batch with an error and never with a row
+        that is not there.
+        """
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                first = int(conn.execute(_NEXT_SUBMISSION_ID).fetchone()[0])
+                ids = list(range(first, first + len(rows)))
+                conn.executemany(
+                    _INSERT_SUBMISSION_WITH_ID,
+                    [(sid, *_submission_row(new)) for sid, new in zip(ids, rows, strict=True)],
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot store {len(rows)} submissions: {exc}") from exc
+        return ids
 
     def add_submissions(self, rows: Iterable[NewSubmission]) -> int:
         """Store many submissions in one transaction (bulk loads); return how many."""

@@ -25,6 +25,7 @@ from cleanroom.verify_server import pages
 from cleanroom.verify_server.auth import bearer_matches
 from cleanroom.verify_server.errors import ApiError, Unauthorized
 from cleanroom.verify_server.form_endpoint import FormEndpoint, FormFastPath, LeaseLookup
+from cleanroom.verify_server.group_commit import GroupCommit
 from cleanroom.verify_server.inputs import parse_frames_report, parse_lease_request, parse_window
 from cleanroom.verify_server.limits import MAX_BODY_BYTES, BodyLimit
 
@@ -182,7 +183,7 @@ def create_app(
     """The verify server app over ``store``, guarded by ``key`` and the body-size limit."""
     leases = LeaseLookup(store, clock)
     h = _Handlers(store, key, leases)
-    form = FormEndpoint(leases, store)
+    form = FormEndpoint(leases, GroupCommit(store))
     routes = [
         Route("/v1/healthz", h.healthz, methods=["GET"]),
         Route("/v1/leases", h.create_lease, methods=["POST"]),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cleanroom.core.tokens import scan_bytes
+from cleanroom.core.tokens import found_tokens
 from cleanroom.store.submissions import LeaseRecord, NewSubmission
 
 
@@ -13,9 +13,9 @@ def attribute(lease: LeaseRecord, body: bytes, at: float) -> NewSubmission:
     consulted. Every token inside the text is listed with the environment it names, and
     the submission is ``cross`` when any of them names another environment.
     """
-    hits = scan_bytes(body)
-    tokens = tuple(str(h.token) for h in hits)
-    envs = tuple(sorted({h.env for h in hits}))
+    found = found_tokens(body)
+    tokens = tuple(token for token, _ in found)
+    envs = tuple(sorted({env for _, env in found}))
     cross = any(e != lease.env for e in envs)
     return NewSubmission(
         lease_id=lease.lease_id,

@@ -58,3 +58,9 @@ class InvalidField(ApiError):
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message, field=field)
+
+
+class SubmissionNotStored(ApiError):
+    """The database did not take the submission (its batch's transaction failed)."""
+
+    status = 503

@@ -97,7 +97,12 @@ PIECES = [
 @given(st.lists(st.sampled_from(PIECES), max_size=40))
 def test_the_fast_engine_and_the_plain_regex_agree(parts: list[bytes]) -> None:
     data = b"".join(parts)
-    fast = tokens.scan_bytes(data)
+    saved_min = tokens._HS_MIN_BYTES
+    tokens._HS_MIN_BYTES = 0  # short inputs go to the plain regex unless told otherwise
+    try:
+        fast = tokens.scan_bytes(data)
+    finally:
+        tokens._HS_MIN_BYTES = saved_min
     saved = tokens._ENGINE
     tokens._ENGINE = None
     try:
@@ -109,3 +114,10 @@ def test_the_fast_engine_and_the_plain_regex_agree(parts: list[bytes]) -> None:
 
 def test_the_fast_engine_is_in_use_where_it_is_installed() -> None:
     assert tokens._ENGINE is not None
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=40))
+def test_found_tokens_names_what_scan_bytes_finds(parts: list[bytes]) -> None:
+    data = b"".join(parts)
+    expected = [(str(h.token), h.env) for h in tokens.scan_bytes(data)]
+    assert tokens.found_tokens(data) == expected

@@ -143,3 +143,16 @@ def test_bad_audit_windows_are_invalid(value: str | None) -> None:
 
 def test_an_audit_window_is_a_plain_decimal() -> None:
     assert parse_window("007") == 7
+
+
+@given(st.binary(max_size=60).filter(lambda raw: not {37, 38, 43} & set(raw)))  # no % & +
+def test_a_lone_unescaped_token_field_reads_as_its_own_bytes(raw: bytes) -> None:
+    body = b"token=" + raw
+    assert parse_urlencoded(body) == {"token": [raw]}  # what the short cut must agree with
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        with pytest.raises(MalformedRequest):
+            form_token(body)
+    else:
+        assert form_token(body) == raw
