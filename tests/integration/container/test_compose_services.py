@@ -183,6 +183,33 @@ def test_a_separate_verifier_does_not_reach_the_services(
         assert "curl" in outcome.details["test_output_tail"]
 
 
+def test_the_services_live_through_every_step_of_a_multi_step_task(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """Started once, before the first step: what the first step stored, the second step's
+    verifier still reads; the task's collect hook runs at each step."""
+    task = store_variant(tmp_path)
+    root = task.root
+    toml = root / "task.toml"
+    toml.write_text(
+        toml.read_text().replace('command = "touch /srv/frozen"', 'command = "true"')
+        + '\n[[steps]]\nname = "put"\n\n[[steps]]\nname = "check"\n'
+    )
+    (root / "instruction.md").unlink()
+    for step, solve in (("put", (root / "solution" / "solve.sh").read_text()), ("check", "")):
+        folder = root / "steps" / step
+        (folder / "tests").mkdir(parents=True)
+        (folder / "solution").mkdir()
+        (folder / "instruction.md").write_text(f"Step {step}.\n")
+        (folder / "tests" / "test.sh").write_text(TOTAL_ONLY)
+        (folder / "solution" / "solve.sh").write_text(solve or "#!/bin/bash\ntrue\n")
+    outcome = verify_task(load_task(root), AgentSpec.solution(), runtime, SEALED)
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome.details
+    steps = outcome.details["steps"]
+    assert [s["step"] for s in steps] == ["put", "check"]
+    assert all(s["details"]["collect"][0]["exit_code"] == 0 for s in steps)
+
+
 def test_nothing_is_left_after_a_success_or_a_failure(example, runtime: DockerRuntime) -> None:
     rt = traced(runtime)
     for agent in (AgentSpec.solution(), AgentSpec.noop()):
