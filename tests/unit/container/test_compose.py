@@ -217,15 +217,19 @@ def test_a_build_is_a_folder_inside_environment(tmp_path: Path) -> None:
     (tmp_path / "svc").mkdir()
     (tmp_path / "svc" / "Dockerfile.dev").write_text("FROM scratch\n")
     (db,) = parse(
-        "services:\n  db:\n    build: {context: ./svc, dockerfile: Dockerfile.dev, args: [V=1]}\n",
+        "services:\n  db:\n"
+        "    build: {context: ./svc, dockerfile: Dockerfile.dev, args: [V=1, H, U]}\n"
+        "    labels: [tier]\n",
+        {"H": "from-host"},
         folder=tmp_path,
     ).services
     assert db.build is not None
     assert (db.build.context, db.build.dockerfile, db.build.args) == (
         tmp_path / "svc",
         "Dockerfile.dev",
-        (("V", "1"),),
+        (("V", "1"), ("H", "from-host")),  # U is unset: the Dockerfile's default holds
     )
+    assert db.labels == (("tier", ""),)
     for context, words in (("../..", "outside environment/"), ("./none", "not a folder")):
         with pytest.raises(ComposeError, match=words):
             parse(f"services:\n  db:\n    build: {context}\n", folder=tmp_path)

@@ -287,7 +287,7 @@ def _service(
 ) -> Service:
     where = f"services.{name}"
     image = _text(path, spec.get("image"), f"{where}.image")
-    build = _build(path, spec.get("build"), f"{where}.build")
+    build = _build(path, spec.get("build"), f"{where}.build", env)
     if image is None and build is None:
         raise ComposeError(path, f"{where}: needs an image or a build")
     health, disabled = _healthcheck(path, spec.get("healthcheck"), f"{where}.healthcheck")
@@ -322,7 +322,7 @@ def _service(
     )
 
 
-def _build(path: Path, value: Any, where: str) -> Build | None:
+def _build(path: Path, value: Any, where: str, env: Mapping[str, str]) -> Build | None:
     if value is None:
         return None
     spec = {"context": value} if isinstance(value, str) else _mapping(path, value, where)
@@ -341,7 +341,7 @@ def _build(path: Path, value: Any, where: str) -> Build | None:
     assert dockerfile is not None
     if not (folder / dockerfile).is_file():
         raise ComposeError(path, f"{where}.dockerfile: {context}/{dockerfile} is missing")
-    args = _pairs(path, spec.get("args"), f"{where}.args", {}, from_host=False)
+    args = _pairs(path, spec.get("args"), f"{where}.args", env, from_host=True)
     return Build(folder, dockerfile, args)
 
 
@@ -422,9 +422,9 @@ def _environment(
 def _pairs(
     path: Path, value: Any, where: str, env: Mapping[str, str], *, from_host: bool
 ) -> tuple[tuple[str, str], ...]:
-    """A Compose mapping given as a table or as a list of ``KEY=VALUE``; in an
-    ``environment`` list a bare ``KEY`` takes the host's value (and is left out when the
-    host has none), as in Compose."""
+    """A Compose mapping given as a table or as a list of ``KEY=VALUE``. A key with no
+    value takes the host's (``from_host``: ``environment`` and build ``args``, left out
+    when the host has none, as in Compose), or is empty (``labels``)."""
     if value is None:
         return ()
     out: dict[str, str] = {}
@@ -435,12 +435,16 @@ def _pairs(
             key, sep, text = item.partition("=")
             if sep:
                 out[key] = text
-            elif from_host and key in env:
+            elif not from_host:
+                out[key] = ""
+            elif key in env:
                 out[key] = env[key]
         return tuple(out.items())
     for key, item in _mapping(path, value, where).items():
         if item is None:
-            if from_host and str(key) in env:
+            if not from_host:
+                out[str(key)] = ""
+            elif str(key) in env:
                 out[str(key)] = env[str(key)]
             continue
         if isinstance(item, dict | list):
