@@ -157,12 +157,14 @@ def _see_plant(
         return _cell(test, leak, False, 0, 0, f"the plant could not be wired in: {exc}")
     samples: list[Sample] = []
 
-    def changed() -> bool:
+    def seen() -> bool:
+        # Typed text lands key by key: a look in the middle of the typing shows a change
+        # without the whole token yet, so looking goes on until one names the source.
         sample = look()
         samples.append(sample)
-        return sample.ok and sample.state != before.state
+        return sample.ok and sample.state != before.state and token.rollout.env in sample.sources
 
-    wait_until(changed, see_within_s, _POLL_S)
+    wait_until(seen, see_within_s, _POLL_S)
     window = Window(CONTROL_WINDOW, started, time.time())
     _, rows = judge_canary(window, samples, before, test=test)
     cross = [r for r in rows if r.result is RowResult.CROSS]
