@@ -166,6 +166,8 @@ class Docker:
         log_chars: int,
         path: str | None = None,
         fileobj: IO[bytes] | None = None,
+        dockerfile: str | None = None,
+        buildargs: Mapping[str, str] | None = None,
     ) -> None:
         """Build ``tag`` from a folder (``path``) or a Dockerfile (``fileobj``), never
         pulling. `ImageBuildFailed` with the last ``log_chars`` of the log when a step
@@ -181,6 +183,8 @@ class Docker:
                     pull=False,
                     labels=dict(labels),
                     timeout=timeout,
+                    dockerfile=dockerfile,
+                    buildargs=dict(buildargs) if buildargs else None,
                 )
             except docker.errors.BuildError as exc:
                 log = _build_log_text(exc.build_log, str(exc))
@@ -204,11 +208,22 @@ class Docker:
 
     # Containers ---------------------------------------------------------------------
 
-    def run_container(self, image: str, command: Sequence[str] | None, **options: Any) -> str:
+    def run_container(
+        self,
+        image: str,
+        command: Sequence[str] | None,
+        *,
+        aliases: Sequence[str] = (),
+        **options: Any,
+    ) -> str:
         """Create and start a detached container (the SDK's ``containers.run`` options,
         never pulling); it is removed again, with its anonymous volumes, if it does not start.
-        Returns its id."""
+        ``aliases`` are its names on the user-defined ``network`` it starts on. Returns its
+        id."""
         with self._call(f"starting a container from {image}"):
+            if aliases:
+                endpoint = self.api.create_endpoint_config(aliases=list(aliases))
+                options["networking_config"] = {options["network"]: endpoint}
             container = self.client.containers.create(
                 image, list(command) if command is not None else None, detach=True, **options
             )
@@ -285,6 +300,41 @@ class Docker:
             )
             for c in found
         ]
+
+    def container_logs(self, container: str, tail: int = 40) -> bytes:
+        """The last ``tail`` lines a container printed (stdout and stderr)."""
+        with self._call(f"reading the logs of {container[:12]}"):
+            return bytes(self.api.logs(container, tail=tail))
+
+    # Networks -----------------------------------------------------------------------
+
+    def create_network(self, name: str, *, internal: bool, labels: Mapping[str, str]) -> str:
+        """Create a bridge network; ``internal``: with no route out of it. Returns its id."""
+        with self._call(f"creating network {name}"):
+            created = self.api.create_network(
+                name, driver="bridge", internal=internal, labels=dict(labels)
+            )
+        return str(created["Id"])
+
+    def connect_network(self, network: str, container: str, aliases: Sequence[str] = ()) -> None:
+        """Attach a container to one more network, known there by ``aliases``."""
+        with self._call(f"connecting {container[:12]} to {network[:12]}"):
+            self.api.connect_container_to_network(container, network, aliases=list(aliases) or None)
+
+    def disconnect_network(self, network: str, container: str) -> None:
+        """Detach a container from a network; a container or network already gone is fine."""
+        with self._missing_is_fine(f"disconnecting {container[:12]} from {network[:12]}"):
+            self.api.disconnect_container_from_network(container, network, force=True)
+
+    def remove_network(self, network: str) -> None:
+        """Remove a network; missing is fine."""
+        with self._missing_is_fine(f"removing network {network[:12]}"):
+            self.api.remove_network(network)
+
+    def networks_labelled(self, *labels: str) -> list[str]:
+        """The ids of every network carrying all ``labels`` (``key`` or ``key=value``)."""
+        with self._call("listing labelled networks"):
+            return [str(n["Id"]) for n in self.api.networks(filters={"label": list(labels)})]
 
     # Files --------------------------------------------------------------------------
 

@@ -126,6 +126,7 @@ def verify_compose_service(
             {COMPOSE_PROJECT_LABEL: project, COMPOSE_SERVICE_LABEL: service}
         )
         started = runtime.started_container(container)
+        others = runtime.project_services(COMPOSE_PROJECT_LABEL, project, COMPOSE_SERVICE_LABEL)
     except RuntimeUnavailable as exc:
         ev.unavailable = str(exc)
         return decide(ev)
@@ -137,5 +138,6 @@ def verify_compose_service(
         baseline=mount_baseline([*started.mounts, *harness_dirs]),
         label=f"{project}/{service}",
         step=step,
+        services=tuple((name, ctr) for name, ctr in sorted(others.items()) if name != service),
     )
     return verify_acted_on(task, acted, runtime, VerifyOptions(mode))

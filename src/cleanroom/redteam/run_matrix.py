@@ -37,15 +37,17 @@ EXAMPLE_TASK_NAMES = (
     "artifact-answer",
 )
 # Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs, a
-# separate verifier environment, a multi-step task). They open no route to the verifier
-# that the tasks above lack, so the matrix leaves them out;
-# tests/integration/container/test_harbor_fields.py runs them in sealed.
+# separate verifier environment, a multi-step task, compose services). The matrix leaves
+# them out to stay short; tests/integration/container/test_harbor_fields.py runs them in
+# sealed. All but the last open no route to the verifier that the tasks above lack; the
+# compose service's route is tested in tests/integration/container/test_compose_services.py.
 HARBOR_FORMAT_EXAMPLES = (
     "healthcheck-service",
     "env-templates",
     "logs-inputs",
     "separate-verifier",
     "two-step-report",
+    "compose-store",
 )
 
 OnCell = Callable[[Row, Mode, Cell], None]

@@ -26,6 +26,7 @@ HARBOR_EXAMPLES = (
     "logs-inputs",
     "separate-verifier",
     "two-step-report",
+    "compose-store",
 )
 SEALED = VerifyOptions(Mode.SEALED)
 

@@ -93,6 +93,25 @@ def test_the_oracle_scores_one_with_the_sealed_verifier(
     assert seen["details"]["agent_processes"] == processes
 
 
+def test_the_sealed_verifier_reaches_the_compose_services_harbor_started(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """compose-store under Harbor: Harbor starts the store and runs the collect hook that
+    freezes it; the sealed verifier joins the store by name on a network of its own."""
+    task = tmp_path / "compose-store"
+    shutil.copytree(TASKS / "compose-store", task)
+    toml = task / "task.toml"
+    # Harbor's docker environment needs a registry image for a no-network environment.
+    toml.write_text(toml.read_text().replace('"no-network"', '"public"'))
+    result = harbor_run(runtime, tmp_path / "jobs", task, ["--agent", "oracle"], SEALED_ARGS)
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 1.0
+    seen = outcome(result)
+    assert seen["details"]["services"] == ["store"]
+    assert "total=157 frozen=yes" in seen["details"]["test_output_tail"]
+    assert runtime.docker.networks_labelled(*(f"{k}={v}" for k, v in runtime.labels.items())) == []
+
+
 def test_a_rewriting_process_fools_harbors_own_verifier(
     runtime: DockerRuntime, tmp_path: Path
 ) -> None:

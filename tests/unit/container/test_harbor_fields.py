@@ -29,7 +29,6 @@ HERE = Path("/tasks/demo")
 REFUSING = {
     "agent.allowed_hosts": '[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]',
     "verifier.allowed_hosts": '[verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = ["a.b"]',
-    "verifier.collect": '[[verifier.collect]]\ncommand = "true"',
     "verifier.environment.allowed_hosts": '[verifier.environment]\nallowed_hosts = ["a.b"]',
     "verifier.environment.gpu_types": '[verifier.environment]\ngpu_types = ["H100"]',
     "verifier.environment.tpu": '[verifier.environment.tpu]\ntype = "v6e"\ntopology = "2x4"',

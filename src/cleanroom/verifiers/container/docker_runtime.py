@@ -15,6 +15,7 @@ import io
 import os
 import posixpath
 import re
+import secrets
 import shutil
 import tarfile
 import tempfile
@@ -33,6 +34,7 @@ from cleanroom.docker_layer import (
     anonymous_volume,
 )
 from cleanroom.verifiers.container import archive_read, overlay, state_archive
+from cleanroom.verifiers.container.compose import MAIN, Service
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.tamper import Change, ChangeKind, Diff
 from cleanroom.verifiers.container.task import (
@@ -146,6 +148,16 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class ServiceState:
+    """A service container's Docker state: ``status`` (``running``, ``exited``...),
+    ``health`` (``starting``, ``healthy``, ``unhealthy``; None without a healthcheck)."""
+
+    status: str
+    health: str | None
+    exit_code: int | None
+
+
+@dataclass(frozen=True)
 class StartedContainer:
     """What another harness started: the image (its ID) and the host folders bound in,
     by the path they have in the container (``None`` for a volume or a tmpfs)."""
@@ -206,7 +218,7 @@ class DockerRuntime:
             named = task.config.environment.docker_image
             assert named is not None  # load_task requires a Dockerfile or docker_image
             return self._prebuilt(named, mapping), False
-        return self._built(task.environment_dir, _safe_name(task.name), timeout, mapping)
+        return self._built(task.name, task.environment_dir, "Dockerfile", (), mapping, timeout)
 
     def verifier_image_for(
         self, task: Task, image_map: Mapping[str, str] | None = None
@@ -223,27 +235,52 @@ class DockerRuntime:
         if found.build_dir is None:
             assert found.image is not None  # a bundled image is named
             return self._prebuilt(found.image, mapping), False
-        name = f"{_safe_name(task.name)}-verifier"
-        return self._built(found.build_dir, name, found.config.build_timeout_sec, mapping)
+        name = f"{task.name}-verifier"
+        timeout = found.config.build_timeout_sec
+        return self._built(name, found.build_dir, "Dockerfile", (), mapping, timeout)
+
+    def service_image(
+        self, task: Task, service: Service, image_map: Mapping[str, str] | None = None
+    ) -> str:
+        """A compose service's image: its ``build`` made (or reused) as the task's own
+        image is, with the same image map; else its ``image``, pulled when not here."""
+        mapping = dict(image_map or {})
+        if service.build is None:
+            assert service.image is not None  # the compose parser requires one of them
+            return self._prebuilt(service.image, mapping)
+        build = service.build
+        timeout = task.config.environment.build_timeout_sec
+        name = f"{task.name}-{service.name}"
+        return self._built(name, build.context, build.dockerfile, build.args, mapping, timeout)[0]
 
     def _built(
-        self, folder: Path, name: str, timeout: float, mapping: dict[str, str]
+        self,
+        name: str,
+        folder: Path,
+        dockerfile: str,
+        args: Sequence[tuple[str, str]],
+        image_map: Mapping[str, str],
+        timeout: float,
     ) -> tuple[str, bool]:
         with contextlib.ExitStack() as stack:
             context = folder
-            original = (folder / "Dockerfile").read_text(encoding="utf-8")
-            rewritten = rewrite_base_images(original, mapping)
+            original = (folder / dockerfile).read_text(encoding="utf-8")
+            rewritten = rewrite_base_images(original, dict(image_map))
             if rewritten != original:
                 context = Path(stack.enter_context(tempfile.TemporaryDirectory()))
                 context = Path(shutil.copytree(folder, context / folder.name))
-                (context / "Dockerfile").write_text(rewritten, encoding="utf-8")
-            tag = f"{IMAGE_REPOSITORY}/{name}:{environment_hash(context)}"
+                (context / dockerfile).write_text(rewritten, encoding="utf-8")
+            digest = environment_hash(context)
+            if dockerfile != "Dockerfile" or args:
+                extra = f"{digest} {dockerfile} {sorted(args)}".encode()
+                digest = hashlib.sha256(extra).hexdigest()[:16]
+            tag = f"{IMAGE_REPOSITORY}/{_safe_name(name)}:{digest}"
             with _build_locks_guard:
                 lock = _build_locks.setdefault(tag, threading.Lock())
             with lock:
                 if self.docker.inspect_image(tag) is not None:
                     return tag, False
-                self._build(tag, context, timeout)
+                self._build(tag, context, dockerfile, dict(args), timeout)
                 return tag, True
 
     def _prebuilt(self, named: str, image_map: Mapping[str, str]) -> str:
@@ -293,7 +330,9 @@ class DockerRuntime:
         config = attrs.get("Config") or {}
         return config.get("WorkingDir") or None
 
-    def _build(self, tag: str, context: Path, timeout: float) -> None:
+    def _build(
+        self, tag: str, context: Path, dockerfile: str, args: Mapping[str, str], timeout: float
+    ) -> None:
         """`ImageBuildFailed` when the task's definition is at fault: a failed step, or a
         request the daemon refused as bad (4xx)."""
         try:
@@ -303,6 +342,8 @@ class DockerRuntime:
                 labels=self.labels,
                 timeout=int(timeout),
                 log_chars=BUILD_LOG_SHOWN,
+                dockerfile=dockerfile,
+                buildargs=args,
             )
         except RuntimeUnavailable as exc:
             if exc.status is not None and 400 <= exc.status < 500:
@@ -325,8 +366,13 @@ class DockerRuntime:
         environment: Mapping[str, str] | None = None,
         logs_hidden: Sequence[str] = (),
         logs_on_volume: bool = False,
+        services_network: str | None = None,
     ) -> str:
         """Start the task container idle, no network unless asked, ``/logs`` its own.
+
+        With ``services_network`` (the task's compose services) it starts on that
+        network as ``main``, and joins the default bridge too when ``limits`` give it a
+        network.
 
         ``/logs`` is a folder the agent can write (as in Harbor, where it is a shared
         folder): the naive modes need the planted files to be there. It is a tmpfs, or
@@ -354,7 +400,7 @@ class DockerRuntime:
         ctr = self.docker.run_container(
             image,
             KEEPALIVE,
-            network_mode="bridge" if limits.network else "none",
+            **_network_options(limits.network, services_network, (MAIN,)),
             **logs,
             volumes=volumes,
             working_dir=workdir or "",
@@ -362,6 +408,8 @@ class DockerRuntime:
             labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": name_hint},
             **limits.host_config(),
         )
+        if services_network is not None and limits.network:
+            self.docker.connect_network("bridge", ctr)
         if logs_on_volume:
             # Docker fills a new volume with what the image holds at its mount point.
             self._empty_logs(ctr, logs_hidden)
@@ -405,24 +453,29 @@ class DockerRuntime:
         read_only: Sequence[str] = (),
         network: bool = False,
         environment: Mapping[str, str] | None = None,
+        services_network: str | None = None,
     ) -> str:
         """Start a fresh idle verifier container from the pristine task image.
 
         Host folders are bound in (``read_only`` names those bound read-only). No network,
         unless ``join_network_of`` names a container whose network namespace (and so its
-        localhost) this one joins, or ``network`` asks for one of its own (the task's
-        ``[verifier] network_mode = "public"``). It cannot make device nodes.
+        localhost) this one joins, ``services_network`` names the task's compose services'
+        network (internal: the services, nothing beyond), or ``network`` asks for one of
+        its own (the task's ``[verifier] network_mode = "public"``). It cannot make
+        device nodes.
         """
-        mode = "bridge" if network else "none"
-        network_mode = f"container:{join_network_of}" if join_network_of else mode
+        if join_network_of:
+            networking: dict[str, Any] = {"network_mode": f"container:{join_network_of}"}
+        else:
+            networking = _network_options(network, services_network, ())
         volumes = {
             str(host): {"bind": dest, "mode": "ro" if dest in read_only else "rw"}
             for host, dest in binds.items()
         }
-        return self.docker.run_container(
+        ctr = self.docker.run_container(
             image,
             KEEPALIVE,
-            network_mode=network_mode,
+            **networking,
             volumes=volumes,
             cap_drop=["MKNOD"],
             environment=dict(environment or {}),
@@ -430,6 +483,86 @@ class DockerRuntime:
             labels={**self.labels, "cleanroom.role": "verifier"},
             **limits.host_config(),
         )
+        if services_network is not None and network and not join_network_of:
+            self.docker.connect_network("bridge", ctr)
+        return ctr
+
+    # Compose services beside the agent's container ------------------------------------
+
+    def create_services_network(self, name_hint: str) -> str:
+        """A fresh internal network for one rollout's compose services: they reach each
+        other (and ``main``) by name, and nothing beyond it. Returns its id."""
+        name = f"cleanroom-{_safe_name(name_hint)}-{secrets.token_hex(4)}"
+        return self.docker.create_network(name, internal=True, labels=self.labels)
+
+    def start_service(self, service: Service, image: str, network: str, public: bool) -> str:
+        """Start a compose service on ``network``, known there by its name, with the
+        Compose keys `compose.Service` carries; joined to the default bridge as well when
+        the task's environment has a network (``public``)."""
+        options: dict[str, Any] = {}
+        if service.healthcheck_disabled:
+            options["healthcheck"] = {"test": ["NONE"]}
+        elif service.healthcheck is not None:
+            options["healthcheck"] = service.healthcheck.docker()
+        if service.restart != "no":
+            policy, _, count = service.restart.partition(":")
+            options["restart_policy"] = {"Name": policy, "MaximumRetryCount": int(count or 0)}
+        if service.entrypoint is not None:
+            options["entrypoint"] = list(service.entrypoint)
+        if service.init:
+            options["init"] = True
+        if service.tmpfs:
+            options["tmpfs"] = dict(_tmpfs_entry(entry) for entry in service.tmpfs)
+        if service.hostname:
+            options["hostname"] = service.hostname
+        ctr = self.docker.run_container(
+            image,
+            service.command,
+            **_network_options(False, network, _names_of(service)),
+            environment=dict(service.environment),
+            user=service.user or "",
+            working_dir=service.working_dir or "",
+            labels={
+                **dict(service.labels),
+                **self.labels,
+                "cleanroom.role": "service",
+                "cleanroom.service": service.name,
+            },
+            **options,
+        )
+        if public:
+            self.docker.connect_network("bridge", ctr)
+        return ctr
+
+    def join_services_network(self, network: str, container: str, service: Service) -> None:
+        """Attach the running container of ``service``, which another harness started, to
+        ``network`` under the service's names."""
+        self.docker.connect_network(network, container, _names_of(service))
+
+    def leave_services_network(self, network: str, container: str) -> None:
+        """Detach it again, leaving the container to its owner."""
+        self.docker.disconnect_network(network, container)
+
+    def project_services(
+        self, project_label: str, project: str, service_label: str
+    ) -> dict[str, str]:
+        """The containers of a Compose project by service name."""
+        found = self.docker.containers_labelled(f"{project_label}={project}")
+        return {c.labels[service_label]: c.id for c in found if c.labels.get(service_label)}
+
+    def service_state(self, container: str) -> ServiceState:
+        """Where a service's container is: running or not, and its health."""
+        state = self.docker.inspect_container(container).get("State") or {}
+        health = (state.get("Health") or {}).get("Status")
+        return ServiceState(str(state.get("Status", "")), health, state.get("ExitCode"))
+
+    def logs_tail(self, container: str, lines: int = 20) -> str:
+        """The last lines a container printed, for an error message."""
+        return self.docker.container_logs(container, lines).decode("utf-8", "replace")
+
+    def remove_network(self, network: str) -> None:
+        """Remove a network (its containers removed first); missing is fine."""
+        self.docker.remove_network(network)
 
     # Containers another harness started ---------------------------------------------
 
@@ -581,11 +714,15 @@ class DockerRuntime:
         self.docker.remove_container(container, volumes=True)
 
     def remove_labelled(self, labels: Mapping[str, str]) -> int:
-        """Remove every container, then every image, carrying all of ``labels``."""
+        """Remove every container, then every network and image, carrying all of
+        ``labels``."""
         wanted = [f"{k}={v}" for k, v in labels.items()]
         removed = 0
         for c in self.docker.containers_labelled(*wanted):
             self.remove(c.id)
+            removed += 1
+        for network in self.docker.networks_labelled(*wanted):
+            self.remove_network(network)
             removed += 1
         for image in self.docker.images_labelled(*wanted):
             self.remove_image(image)
@@ -702,6 +839,28 @@ class DockerRuntime:
         if len(data) > cap or size > cap:
             return RewardFile(path, FileKind.OVERSIZE, data[:cap], max(size, len(data))), ""
         return RewardFile(path, FileKind.REGULAR, data, size), ""
+
+
+def _network_options(
+    public: bool, services_network: str | None, aliases: Sequence[str]
+) -> dict[str, Any]:
+    """``containers.run`` options: on the services network (known there by ``aliases``)
+    when there is one, else the default bridge when ``public``, else no network."""
+    if services_network is None:
+        return {"network_mode": "bridge" if public else "none"}
+    return {"network": services_network, "aliases": list(aliases)}
+
+
+def _names_of(service: Service) -> tuple[str, ...]:
+    """A service's names on its network: its own, and its ``container_name``."""
+    if service.container_name and service.container_name != service.name:
+        return (service.name, service.container_name)
+    return (service.name,)
+
+
+def _tmpfs_entry(entry: str) -> tuple[str, str]:
+    path, _, options = entry.partition(":")
+    return path, options
 
 
 def _kind_of_mode(mode: int) -> str:

@@ -15,8 +15,9 @@
   (``/logs/artifacts`` and the task's ``artifacts``, by stricter rules) are taken out;
   test.sh runs in a fresh container from the *pristine* task image with that state
   installed, a fresh ``/tests``, a fresh host folder for the reward, no network (or
-  only the agent container's localhost for ``live_processes`` tasks), and the reward is
-  read on the host. The
+  only the agent container's localhost for ``live_processes`` tasks; the task's compose
+  services, as the agent left them, on their internal network), and the reward is read
+  on the host. The
   verifier's toolchain (loader, libc and its NSS modules, shells, interpreters and their
   start-up files, the test runner and its plugins, setup scripts) is the image's own, so
   nothing the agent wrote outside its state runs; inside its state, Python finds nothing

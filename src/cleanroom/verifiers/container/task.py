@@ -17,6 +17,8 @@ field is a `TaskConfigError` naming the line and the field.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import posixpath
 import re
 import tomllib
@@ -34,6 +36,7 @@ from pydantic import (
     model_validator,
 )
 
+from cleanroom.verifiers.container.compose import MAIN, ComposeError, ComposeProject, load_compose
 from cleanroom.verifiers.container.tamper import under
 
 DEFAULT_REWARD_PATH = "/logs/verifier/reward.txt"
@@ -118,7 +121,7 @@ def _no_verifier_environment(value: Any) -> Any:
 
 
 def _no_collect_hooks(value: Any) -> Any:
-    raise _not_supported("collect hooks ([[verifier.collect]]) of compose services")
+    raise _not_supported("a step's collect hooks ([[steps.verifier.collect]])")
 
 
 class AgentConfig(_Section):
@@ -184,6 +187,25 @@ class PackageInfo(_Section):
         return values
 
 
+class CollectHook(_Section):
+    """``[[verifier.collect]]``: a command run in a service once the agent phase ends,
+    before the verifier (Harbor's collect hook: best effort, its failure recorded)."""
+
+    command: str
+    service: str = MAIN
+    timeout_sec: float = Field(default=60.0, gt=0)
+    user: str | None = None
+
+    _user = field_validator("user", mode="before")(_user_name)
+
+    @field_validator("service")
+    @classmethod
+    def _service_is_named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("service must not be empty")
+        return value
+
+
 class VerifierConfig(_Section):
     """``[verifier]``: how test.sh runs and where its reward is read from."""
 
@@ -198,7 +220,7 @@ class VerifierConfig(_Section):
     environment_mode: Literal["shared", "separate"] | None = None
     # The separate verifier's environment (`verifier_environment`); its own refusals apply.
     environment: EnvironmentConfig | None = None
-    collect: Any = None
+    collect: list[CollectHook] = Field(default_factory=list)
     reward_path: str = DEFAULT_REWARD_PATH
     result_paths: list[str] = Field(default_factory=list)
     setup_commands: list[str] = Field(default_factory=list)
@@ -211,8 +233,6 @@ class VerifierConfig(_Section):
     state_cap_mb: int = Field(default=1024, gt=0)
 
     _user = field_validator("user", mode="before")(_user_name)
-
-    _no_collect = field_validator("collect")(_no_collect_hooks)
 
     @model_validator(mode="after")
     def _no_allowlist(self) -> VerifierConfig:
@@ -705,6 +725,8 @@ class Task:
     warnings: tuple[TaskWarning, ...] = field(default=())
     # Harbor's ``[[steps]]`` in order; empty for a single-step task.
     steps: tuple[TaskStep, ...] = field(default=())
+    # ``environment/docker-compose.yaml``: the services beside the agent's container.
+    compose: ComposeProject | None = None
 
     @property
     def name(self) -> str:
@@ -805,7 +827,7 @@ HARBOR_FIELDS: dict[str, str] = {
     "verifier.environment.tpu": "refused: TPUs",
     "verifier.environment.mcp_servers": "refused: MCP servers",
     "verifier.environment.skills_dir": "refused: agent skills",
-    "verifier.collect": "refused: compose collect hooks",
+    "verifier.collect": "read: main's before it stops; the services' after (sealed) or beside it",
     "environment.network_mode": "read: no-network or public; allowlist refused",
     "environment.allowed_hosts": "refused: egress allowlists",
     "environment.allow_internet": "read",
@@ -839,7 +861,7 @@ HARBOR_FIELDS: dict[str, str] = {
     "steps.verifier.allowed_hosts": "refused: egress allowlists",
     "steps.verifier.environment_mode": "read: shared; separate refused",
     "steps.verifier.environment": "refused: separate verifier environments",
-    "steps.verifier.collect": "refused: compose collect hooks",
+    "steps.verifier.collect": "refused: a step's collect hooks",
     "steps.min_reward": "read: a step below it ends the rollout's steps",
     "steps.healthcheck": "refused: per-step healthchecks",
     "steps.artifacts": "refused: artifact collection",
@@ -945,7 +967,11 @@ def load_task(task_dir: Path | str) -> Task:
             "a multi-step task with artifacts or a separate verifier environment is not "
             "supported by cleanroom",
         )
-    return Task(root, config, tuple(warnings), steps)
+    compose = _compose_of(root, config)
+    if compose is not None:
+        where = "environment/docker-compose.yaml"
+        warnings += [TaskWarning(None, f"{where}: {w}") for w in compose.warnings]
+    return Task(root, config, tuple(warnings), steps, compose)
 
 
 def _load_step(root: Path, config: StepConfig) -> TaskStep:
@@ -965,6 +991,31 @@ def _load_step(root: Path, config: StepConfig) -> TaskStep:
             "not supported by cleanroom"
         )
     return step
+
+
+def _compose_of(root: Path, config: TaskConfig) -> ComposeProject | None:
+    """The task's compose services, ``${VAR}`` filled from the host's environment and the
+    task's ``[environment.env]`` (as Harbor fills them); every collect hook must name
+    ``main`` or one of them."""
+    host = dict(os.environ)
+    # An unfilled template is reported by the rollout itself (environment_error).
+    with contextlib.suppress(TemplateError):
+        host.update(resolve_env(config.environment.env, host, "environment.env"))
+    try:
+        compose = load_compose(root / "environment", host)
+    except ComposeError as exc:
+        raise TaskConfigError(exc.path, None, exc.message) from exc
+    services = compose.names if compose is not None else frozenset()
+    toml_text = (root / "task.toml").read_text(encoding="utf-8")
+    for n, hook in enumerate(config.verifier.collect, start=1):
+        if hook.service != MAIN and hook.service not in services:
+            raise TaskConfigError(
+                root / "task.toml",
+                _line_of_key(toml_text, ("verifier", "collect")),
+                f"verifier.collect[{n}].service: {hook.service!r} is not a service of "
+                "environment/docker-compose.yaml",
+            )
+    return compose
 
 
 def parse_task_toml(text: str, task_dir: Path) -> tuple[TaskConfig, list[TaskWarning]]:
@@ -1012,6 +1063,7 @@ def _unknown_key_warnings(config: TaskConfig, text: str) -> list[TaskWarning]:
         sections.append((("task",), config.task))
     if config.environment.healthcheck is not None:
         sections.append((("environment", "healthcheck"), config.environment.healthcheck))
+    sections.extend((("verifier", "collect"), hook) for hook in config.verifier.collect)
     for step in config.steps or []:
         # Keys of a [[steps]] table are reported under steps (no line: the tables repeat).
         sections += [

@@ -26,6 +26,7 @@ from typing import Any
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.host_files import read_capped, remove_tree
 from cleanroom.verifiers.container import artifacts
+from cleanroom.verifiers.container.compose import MAIN
 from cleanroom.verifiers.container.docker_runtime import (
     DockerRuntime,
     ExecResult,
@@ -38,6 +39,7 @@ from cleanroom.verifiers.container.docker_runtime import (
 from cleanroom.verifiers.container.healthcheck import Attempt, wait_healthy
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
+from cleanroom.verifiers.container.sidecars import ServiceFailed, SidecarGroup
 from cleanroom.verifiers.container.state_archive import StateArchiveError
 from cleanroom.verifiers.container.steps import StepOutcome, combine, next_step_runs
 from cleanroom.verifiers.container.tamper import (
@@ -49,6 +51,7 @@ from cleanroom.verifiers.container.tamper import (
 )
 from cleanroom.verifiers.container.task import (
     ARTIFACTS_DIR,
+    CollectHook,
     HealthcheckConfig,
     Task,
     TaskError,
@@ -199,6 +202,8 @@ class ActedOn:
     baseline: tuple[Change, ...] = ()
     label: str = "agent"
     step: str | None = None
+    # The task's compose services that harness started beside it: container by name.
+    services: tuple[tuple[str, str], ...] = ()
 
 
 def verify_acted_on(
@@ -268,6 +273,11 @@ class _Verification:
         if task.warnings:
             self.ev.details["task_warnings"] = [str(w) for w in task.warnings]
         self.containers: list[str] = []
+        # The task's compose services, when this run started them (`_Rollout`).
+        self.services: SidecarGroup | None = None
+        # ``[[verifier.collect]]`` hooks this run owes (a harness that started the
+        # agent's container runs them itself).
+        self.collect_hooks: list[CollectHook] = []
         self.workspace: Path | None = None
         self.agent_reward_dir: Path | None = None
         self.background: list[threading.Thread] = []
@@ -301,6 +311,8 @@ class _Verification:
             # Harbor collects the artifacts before its verifier runs.
             with self._timed("artifacts_s"):
                 self._close(self._take_artifacts(agent_ctr, carried=False))
+            # Harbor's shared verifier: the services' hooks run while main still runs.
+            self._collect(agent_ctr, in_main=False)
             self._verify_in_place(agent_ctr)
         else:
             self._verify_sealed(agent_ctr, image)
@@ -339,6 +351,10 @@ class _Verification:
         cfg = self.task.config
         try:
             self.task_env = resolve_env(cfg.environment.env, host, "environment.env")
+            if self.task.compose is not None:
+                # The compose file's environment of main, under task.toml's (Harbor
+                # merges [environment.env] over it).
+                self.task_env = {**dict(self.task.compose.main_environment), **self.task_env}
             self.solution_env = resolve_env(cfg.solution.env, host, "solution.env")
             self.verifier_env = resolve_env(cfg.verifier.env, host, "verifier.env")
             own = cfg.verifier.environment
@@ -403,6 +419,9 @@ class _Verification:
                 "containers": self.containers,
                 "workspace": str(self.workspace) if self.workspace else None,
             }
+            if self.services is not None:
+                self.ev.details["kept"]["services"] = dict(self.services.containers)
+                self.ev.details["kept"]["services_network"] = self.services.network
         return decide(self.ev)
 
     # shared and cleared: in the live agent container ---------------------------------
@@ -486,6 +505,9 @@ class _Verification:
                     self._hold_agent_still(agent_ctr)
                     if self.ev.agent_fault is not None:
                         return
+                    # As in Harbor when main has no further use: the services' hooks
+                    # run once nothing the agent left can run beside them.
+                    self._collect(agent_ctr, in_main=False)
                     diff = self.rt.changes(agent_ctr)
                     state_paths = self._state_paths(diff.changes)
                     self.ev.details["state_paths"] = state_paths
@@ -602,6 +624,11 @@ class _Verification:
                     else self.task.config.verifier_network
                 ),
                 environment=environment,
+                # A separate verifier is an environment of its own, as in Harbor: the
+                # agent's services reach it only through artifacts.
+                services_network=(
+                    self.services.network if self.services and self.separate is None else None
+                ),
             )
         self.containers.append(vctr)
         # The task's readiness check holds for the verifier's environment too; it runs
@@ -880,6 +907,37 @@ class _Verification:
         thread.start()
         self.background.append(thread)
 
+    def _collect(self, agent_ctr: str, *, in_main: bool) -> None:
+        """Run the task's collect hooks for ``main`` (``in_main``) or for its other
+        services, as Harbor does: best effort, each one's end recorded in the details,
+        a failure never stopping the rollout. A daemon that does not answer still does."""
+        for hook in self.collect_hooks:
+            if (hook.service == MAIN) != in_main:
+                continue
+            if in_main:
+                ctr, argv, workdir = agent_ctr, ["bash", "-c", hook.command], self.workdir
+            else:
+                assert self.services is not None  # load_task checked the hook's service
+                ctr = self.services.containers[hook.service]
+                argv, workdir = ["sh", "-c", hook.command], None
+            entry: dict[str, Any] = {"service": hook.service, "command": hook.command}
+            try:
+                with self._timed("collect_s"):
+                    result = self.rt.exec(
+                        ctr, argv, user=hook.user, workdir=workdir, timeout=hook.timeout_sec
+                    )
+            except RuntimeUnavailable as exc:
+                if exc.status is None:
+                    raise
+                entry["error"] = str(exc)[-500:]  # the daemon refused: a stopped container
+            else:
+                entry.update(
+                    exit_code=result.exit_code,
+                    timed_out=result.timed_out,
+                    output_tail=_tail(result.output, 500),
+                )
+            self.ev.details.setdefault("collect", []).append(entry)
+
     def teardown(self) -> None:
         """Remove what this rollout created, unless asked to keep it."""
         for thread in self.background:
@@ -889,6 +947,9 @@ class _Verification:
         with contextlib.suppress(RuntimeUnavailable):
             for ctr in self.containers:
                 self.rt.remove(ctr)
+        # After the containers on its network: a network with containers cannot go.
+        if self.services is not None:
+            self.services.remove()
         if self.workspace is not None:
             remove_tree(self.workspace)
 
@@ -918,6 +979,7 @@ class _Rollout(_Verification):
     ) -> None:
         super().__init__(task, agent.label, runtime, options)
         self.agent = agent
+        self.collect_hooks = list(task.config.verifier.collect)
         # An image already built from the task's environment; otherwise built or reused.
         self.given_image = image
         self.only_step = only_step
@@ -929,8 +991,12 @@ class _Rollout(_Verification):
                 return self._decide(started)
             with self._timed("build_s"):
                 image = self._image()
-            if image is None or not self._verifier_image():
+                service_images = self._service_images() if image is not None else None
+            if image is None or service_images is None or not self._verifier_image():
                 return self._decide(started)
+            if service_images:
+                with self._timed("services_s"):
+                    self._start_services(service_images)
             agent_ctr = self._start_agent_container(image)
             with self._timed("healthcheck_s"):
                 unhealthy = self._unhealthy(agent_ctr, self.task.config.environment.healthcheck)
@@ -941,18 +1007,50 @@ class _Rollout(_Verification):
                 return self._run_steps(agent_ctr, image, started)
             with self._timed("agent_s"):
                 self._agent_phase(agent_ctr)
+            # Harbor's hooks for main run before main is stopped.
+            self._collect(agent_ctr, in_main=True)
             self._verify_agent_container(agent_ctr, image)
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
-        except _Unhealthy as exc:
+        except (_Unhealthy, ServiceFailed) as exc:
             self.ev.environment_error = str(exc)
         return self._decide(started)
+
+    def _service_images(self) -> dict[str, str] | None:
+        """Each compose service's image, built or found; None (the failure in the
+        evidence) when one cannot be made."""
+        compose = self.task.compose
+        if compose is None:
+            return {}
+        images: dict[str, str] = {}
+        for service in compose.services:
+            try:
+                images[service.name] = self.rt.service_image(
+                    self.task, service, dict(self.options.image_map)
+                )
+            except ImageBuildFailed as exc:
+                self.ev.environment_error = (
+                    f"the image of compose service {service.name!r} ({exc.tag}) could not be made"
+                )
+                self.ev.build_log = exc.log
+                return None
+        return images
+
+    def _start_services(self, images: dict[str, str]) -> None:
+        """Start the compose services and wait until they are ready, as ``docker compose
+        up --wait`` does before Harbor starts the agent."""
+        assert self.task.compose is not None
+        self.services = SidecarGroup(self.rt, self.task.compose, self.task.name)
+        limit = self.task.config.environment.build_timeout_sec
+        self.services.start(images, self.limits.network, limit)
+        self.services.wait_for_main(limit)
+        self.ev.details["services"] = sorted(self.services.containers)
 
     def _run_steps(self, agent_ctr: str, image: str, started: float) -> Outcome:
         """Each step's agent phase and verification, in order, until one ends the run."""
         steps = [self.only_step] if self.only_step is not None else list(self.task.steps)
         # What the rollout saw before its first step holds for all of them.
-        kept = ("task", "agent", "image", "image_built", "task_warnings", "healthcheck")
+        kept = ("task", "agent", "image", "image_built", "task_warnings", "healthcheck", "services")
         common = {k: v for k, v in self.ev.details.items() if k in kept}
         done: list[StepOutcome] = []
         for index, step in enumerate(steps):
@@ -984,6 +1082,8 @@ class _Rollout(_Verification):
             self.vcfg = vcfg
             with self._timed("agent_s"):
                 self._agent_phase(agent_ctr)
+            # The task's collect hooks run in each step's collection, as in Harbor.
+            self._collect(agent_ctr, in_main=True)
             self._verify_agent_container(agent_ctr, image)
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
@@ -1043,6 +1143,7 @@ class _Rollout(_Verification):
             self.task_env,
             hidden,
             logs_on_volume=not self.plan.freezes_agent,
+            services_network=self.services.network if self.services else None,
         )
         self.containers.append(ctr)
         # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
@@ -1131,6 +1232,14 @@ class _Existing(_Verification):
                 self.workdir = self.rt.image_workdir(self.acted.image)
             if not self._verifier_image():
                 return self._decide(started)
+            compose = self.task.compose
+            sealed_apart = self.plan.freezes_agent and not self.vcfg.live_processes
+            if compose is not None and self.acted.services and sealed_apart and not self.separate:
+                # The sealed verifier reaches that harness's services by name, on a
+                # network of its own (theirs may lead out), as in cleanroom's rollouts.
+                self.services = SidecarGroup.of_another_harness(self.rt, compose, self.task.name)
+                self.services.join(dict(self.acted.services))
+                self.ev.details["services"] = sorted(self.services.containers)
             self._verify_agent_container(self.acted.container, self.acted.image)
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
