@@ -7,12 +7,13 @@ what the naive ``shared`` mode must show for the attack to count as real:
 - `Control.FOOLED`: ``shared`` gives a valid score above the task's truth (the no-op
   agent's score on the same task, 0 for every example task).
 - `Control.DISTURBED`: ``shared`` does not give the truth, usually an `invalid` outcome.
-  Used for the junk, FIFO and huge-file rewards: cleanroom refuses them in every mode
-  (a score must be a finite number in [0, 1], and only a regular file under the cap is
-  read), so even ``shared`` refuses them; what the control shows is that the planted
-  object reached the reward reader in place of the verifier's answer (a reader that
-  takes any number ``float()`` gives would have scored it, and one that opens the FIFO
-  would have hung).
+  Used for the junk, FIFO, link and huge-file rewards: cleanroom refuses them in every
+  mode (a score must be a finite number in [0, 1], and only a regular file under the cap
+  is read, never through a link), so even ``shared`` refuses them; what the control
+  shows is that the planted object reached the reward reader in place of the verifier's
+  answer (a reader that takes any number ``float()`` gives would have scored it, one that
+  follows links would have read the forged file, and one that opens the FIFO would have
+  hung).
 
 ``cleared`` is expected to hold (0 or invalid) except where its promise stops: its known
 limit (a process left running) and the routes it never claimed to close (what the agent
@@ -57,6 +58,10 @@ class Attack:
     # C sources beside the script, compiled on the host into ``<name>.so`` and handed to
     # the script in /tmp/cleanroom-attack (task images carry no compiler).
     assets: tuple[str, ...] = ()
+    # The route is the reward reader itself: ``shared``'s control reads the reward with the
+    # container's own programs, as harnesses that run ``head`` in the container do
+    # (every mode, ``shared`` included, reads it through the Docker archive API).
+    in_container_reader: bool = False
 
     @property
     def script(self) -> str:
@@ -106,8 +111,9 @@ ATTACKS: tuple[Attack, ...] = (
         "symlinked-reward-file",
         "a symlinked reward file",
         "fix-median",
-        Control.FOOLED,
-        _FOOLED,
+        Control.DISTURBED,
+        "shared meets the planted link in place of the verifier's answer (every mode reads "
+        "through the archive API and refuses links; a reader that follows them would give 1)",
     ),
     Attack(
         "planted-conftest",
@@ -154,7 +160,9 @@ ATTACKS: tuple[Attack, ...] = (
         "a trojaned head on PATH, which a reward reader runs in the container as root",
         "csv-report",
         Control.FOOLED,
-        _FOOLED + ": test.sh writes its honest reward and the reader's head answers 1",
+        _FOOLED + " when its reward is read with the container's own head, as some "
+        "harnesses read it: test.sh writes its honest reward and the trojaned head answers 1",
+        in_container_reader=True,
     ),
     Attack(
         "trojan-rm",

@@ -100,6 +100,13 @@ def agent_for(row: Row) -> AgentSpec:
     return AgentSpec.solution() if row.kind is RowKind.HONEST else AgentSpec.noop()
 
 
+def options_for(row: Row, mode: Mode) -> VerifyOptions:
+    """How a cell verifies: in its mode; an attack on the reward reader itself has its
+    ``shared`` control read with the container's own programs."""
+    naive = row.attack is not None and row.attack.in_container_reader and mode is Mode.SHARED
+    return VerifyOptions(mode=mode, in_container_reader=naive)
+
+
 def run_matrix(
     tasks: Sequence[Task],
     rows: Sequence[Row],
@@ -121,7 +128,7 @@ def run_matrix(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {
             pool.submit(
-                verify_task, by_name[row.task], agent_for(row), runtime, VerifyOptions(mode=mode)
+                verify_task, by_name[row.task], agent_for(row), runtime, options_for(row, mode)
             ): (row, mode)
             for row, mode in work
         }

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode, plan
+from cleanroom.verifiers.container.verify import VerifyOptions
 
 
 def test_sealed_is_the_default() -> None:
@@ -28,5 +31,8 @@ def test_sealed_freezes_the_agent_and_verifies_elsewhere() -> None:
     assert not (sealed.in_agent_container or sealed.clears_reward)
 
 
-def test_only_shared_reads_the_reward_with_the_containers_own_programs() -> None:
-    assert [m for m in Mode if plan(m).reads_in_container] == [Mode.SHARED]
+def test_the_in_container_reader_is_shareds_positive_control_only() -> None:
+    VerifyOptions(Mode.SHARED, in_container_reader=True)
+    for mode in (Mode.CLEARED, Mode.SEALED):
+        with pytest.raises(ValueError, match="positive control"):
+            VerifyOptions(mode, in_container_reader=True)

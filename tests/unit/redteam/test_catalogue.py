@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 from cleanroom.redteam.catalogue import ATTACKS, ClearedExpectation, Control, by_id
+from cleanroom.redteam.matrix import Row, RowKind
+from cleanroom.redteam.run_matrix import options_for
+from cleanroom.verifiers.container.modes import Mode
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
 
@@ -90,6 +93,7 @@ def test_rewards_cleanroom_refuses_and_escapes_to_invalid_are_controlled_by_dist
         "device-reward",
         "workdir-replaced",
         "trojan-test",
+        "symlinked-reward-file",
     }
 
 
@@ -111,3 +115,15 @@ def test_the_background_writer_is_cleared_modes_known_limit() -> None:
 def test_an_unknown_attack_id_names_the_known_ones() -> None:
     with pytest.raises(KeyError, match="planted-reward-txt"):
         by_id("nope")
+
+
+def test_only_the_reader_attack_has_its_shared_control_read_in_the_container() -> None:
+    naive = {
+        a.id
+        for a in ATTACKS
+        if options_for(Row(a.target, RowKind.ATTACK, a), Mode.SHARED).in_container_reader
+    }
+    honest = options_for(Row("csv-report", RowKind.HONEST), Mode.SHARED)
+
+    assert naive == {"trojan-head"}
+    assert not honest.in_container_reader

@@ -60,9 +60,9 @@ _UNREACHABLE = {
     "file name too long": "a path too long to follow",
 }
 
-# The naive reader (``shared`` only): one file read as uid 0 the way a program in the
-# container would see it (following links), without blocking on a FIFO and without
-# reading past the cap. Exit 3: missing;
+# The naive reader (only ``shared``'s control for a trojaned reader): one file read as
+# uid 0 the way a program in the container would see it (following links), without
+# blocking on a FIFO and without reading past the cap. Exit 3: missing;
 # 4: not a regular file (its type on stderr); otherwise stderr holds the size.
 _READ_SCRIPT = r"""
 p="$1"; cap="$2"

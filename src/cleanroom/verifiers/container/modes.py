@@ -1,9 +1,10 @@
 """The three verifier modes, as data: what each one does before and around test.sh.
 
 - ``shared``: test.sh runs in the live agent container and whatever reward is there is
-  read, by programs run in that container (``sh``, ``stat``, ``head``). The naive
-  baseline many harnesses ship; kept only as the red team's positive control, never the
-  default.
+  read (through the Docker archive API, as Harbor reads it from its host mount). The
+  naive baseline many harnesses ship; kept only as the red team's positive control,
+  never the default. The red team's control for a trojaned reader reads it with the
+  container's own ``sh``, ``stat`` and ``head`` instead (`VerifyOptions.in_container_reader`).
 - ``cleared``: ``shared`` plus the reviewed fix: after the setup commands and right before
   test.sh, the reward file(s) alone are removed as uid 0 from ``/``, failing loudly. That
   they are gone, that the work dir is a folder, and the reward itself are looked at
@@ -54,7 +55,6 @@ class ModePlan:
     in_agent_container: bool  # test.sh runs in the live agent container
     clears_reward: bool  # the reward files are removed as uid 0 right before test.sh
     freezes_agent: bool  # frozen; test.sh runs on the pristine image with the agent's state
-    reads_in_container: bool = False  # the reward is read by programs of the agent's container
 
     @property
     def positive_control(self) -> bool:
@@ -63,7 +63,7 @@ class ModePlan:
 
 
 _PLANS = {
-    Mode.SHARED: ModePlan(True, False, False, reads_in_container=True),
+    Mode.SHARED: ModePlan(True, False, False),
     Mode.CLEARED: ModePlan(True, True, False),
     Mode.SEALED: ModePlan(False, False, True),
 }

@@ -119,6 +119,14 @@ class VerifyOptions:
     # Where the agent's artifacts are collected on the host (Harbor's layout and
     # manifest.json); None: taken and listed in the outcome, not written.
     artifacts_dir: Path | None = None
+    # ``shared`` only: read the reward with the container's own ``sh``, ``stat`` and
+    # ``head`` as uid 0, as some harnesses do. Never a way to score: the red team's
+    # positive control for a trojaned reader (``trojan-head``).
+    in_container_reader: bool = False
+
+    def __post_init__(self) -> None:
+        if self.in_container_reader and self.mode is not Mode.SHARED:
+            raise ValueError("the in-container reader is shared's positive control only")
 
 
 def load_into(ev: Evidence, task_dir: Path) -> Task | None:
@@ -484,9 +492,9 @@ class _Verification:
         return self._read_in_place(ctr, self.vcfg.reward_path)
 
     def _read_in_place(self, ctr: str, path: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:
-        # ``shared`` reads as naive harnesses do, with the container's own programs (its
-        # positive control for a trojaned reader); ``cleared`` through the archive API.
-        if self.plan.reads_in_container:
+        # Through the archive API, so no program of the container's answers; the red
+        # team's control for a trojaned reader asks for the container's own programs.
+        if self.options.in_container_reader:
             return self.rt.read_file_in_container(ctr, path, cap)
         return self.rt.read_file(ctr, path, cap)
 
