@@ -112,17 +112,19 @@ def test_nothing_at_the_path_is_missing(
     assert runtime.read_file(agent_container, path).kind is FileKind.MISSING
 
 
-def test_cleared_is_not_fooled_by_a_trojaned_head_that_shared_believes(
+def test_a_trojaned_head_fools_only_a_reader_that_runs_it_in_the_container(
     runtime: DockerRuntime, example: Callable[[str], Task]
 ) -> None:
     attack = by_id("trojan-head")
     task = example(attack.target)
     agent = AgentSpec.script(attack.script, attack.id)
 
+    naive = verify_task(task, agent, runtime, VerifyOptions(Mode.SHARED, in_container_reader=True))
     shared = verify_task(task, agent, runtime, VerifyOptions(Mode.SHARED))
     cleared = verify_task(task, agent, runtime, VerifyOptions(Mode.CLEARED))
 
-    assert (shared.status, shared.score) == (Status.SUCCESS, 1.0), shared
+    assert (naive.status, naive.score) == (Status.SUCCESS, 1.0), naive
+    assert (shared.status, shared.score) == (Status.FAILURE, 0.0), shared
     assert (cleared.status, cleared.score) == (Status.FAILURE, 0.0), cleared
     assert cleared.details["reward_source"] == "/logs/verifier/reward.txt"
 
