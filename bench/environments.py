@@ -26,14 +26,24 @@ from results_md import write_section
 SECTION = "## Desktop environments"
 
 
-def _rss_mb(pid: int) -> float:
+def _proc_kb(path: str, key: str) -> float:
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key):
                 return int(line.split()[1]) / 1024
-    except OSError:
+    except (OSError, ValueError):
         pass
     return 0.0
+
+
+def _rss_mb(pid: int) -> float:
+    return _proc_kb(f"/proc/{pid}/status", "VmRSS:")
+
+
+def _pss_mb(pid: int) -> float:
+    """Proportional set size: each shared page divided among the processes mapping it,
+    so the environments' figures add up to what they cost together."""
+    return _proc_kb(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def _p95(values: list[float]) -> float:
@@ -86,17 +96,17 @@ def measure(n: int, resets: int, shots: int, containers: bool = False) -> dict[s
             t = time.monotonic()
             pool.observe(name, pool.generation(name), "screenshot")
             lat.append(time.monotonic() - t)
-        mem = []
+        mem, pss = [], []
         for name in names:
             env = pool.env(name)
-            pids = pids_of_uid(env.account.uid)
-            total = sum(_rss_mb(p) for p in pids)
+            pids = list(pids_of_uid(env.account.uid))
             if env.display is not None:
-                total += _rss_mb(env.display.pid)
+                pids.append(env.display.pid)
             sandbox = env.session.sandbox if env.session is not None else None
             if sandbox is not None:  # its first process and the unshare that waits for it
-                total += _rss_mb(sandbox.init_pid) + _rss_mb(sandbox.proc.pid)
-            mem.append(total)
+                pids += [sandbox.init_pid, sandbox.proc.pid]
+            mem.append(sum(_rss_mb(p) for p in pids))
+            pss.append(sum(_pss_mb(p) for p in pids))
     finally:
         pool.stop()
     return {
@@ -106,6 +116,7 @@ def measure(n: int, resets: int, shots: int, containers: bool = False) -> dict[s
         "shot_med": statistics.median(lat),
         "shot_p95": _p95(lat),
         "mem": statistics.mean(mem),
+        "pss": statistics.mean(pss),
     }
 
 
@@ -128,18 +139,20 @@ def render(
         "",
         f"Baseline (same run): bare Xvfb start {base['start'] * 1000:.0f} ms; bare-display "
         f"screenshot median {base['shot_med'] * 1000:.1f} ms, "
-        f"p95 {base['shot_p95'] * 1000:.1f} ms. Memory is the summed RSS of the environment's "
-        "processes, its Xvfb and its sandbox's first process; shared pages (Chromium's "
-        "especially) count once per process, "
-        "so it is an upper bound. In `containers` mode each environment's programs run in a "
-        "container of their own (no network, only their own X socket, home and runtime "
-        "folder); a reset removes the container and starts a fresh one. The 1-minute load "
+        f"p95 {base['shot_p95'] * 1000:.1f} ms. Memory: the summed RSS of the environment's "
+        "processes, its Xvfb and its sandbox's first process (shared pages count once per "
+        "process, so it overcounts), and their summed PSS (each shared page divided among "
+        "the processes that map it, the environments' own cost); environments in 24 GB = "
+        "24 GiB / PSS, leaving out the harness and the kernel. In `containers` mode each "
+        "environment's programs run in a container of their own (no network, only their "
+        "own X socket, home and runtime folder); a reset removes the container and starts "
+        "a fresh one. The 1-minute load "
         f"average was {load[0]:.1f} when the run began and {load[1]:.1f} when it ended "
         "(other work shared the machine).",
         "",
         "| mode | envs | pool start s | reset median s | reset max s | shot median ms "
-        "| shot p95 ms | p95 / bare p95 | memory per env MB |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| shot p95 ms | p95 / bare p95 | RSS per env MB | PSS per env MB | envs in 24 GB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mode, rows in by_mode.items():
         for n, r in rows.items():
@@ -147,7 +160,7 @@ def render(
                 f"| {mode} | {n} | {r['start']:.1f} | {r['reset_med']:.2f} | "
                 f"{r['reset_max']:.2f} | {r['shot_med'] * 1000:.1f} | "
                 f"{r['shot_p95'] * 1000:.1f} | {r['shot_p95'] / base['shot_p95']:.2f} | "
-                f"{r['mem']:.0f} |"
+                f"{r['mem']:.0f} | {r['pss']:.0f} | {int(24 * 1024 // r['pss'])} |"
             )
     lines.append("")
     for mode, rows in by_mode.items():
