@@ -89,8 +89,11 @@ LATE_WRITER = AgentSpec.command(
     "(while [ ! -e /tests/test.sh ]; do sleep 0.05; done;"
     " curl -fsS -X PUT --data 157 http://store:8080/kv/total) >/dev/null 2>&1 &"
 )
+# A verifier that reads the store a moment after it starts, as one with setup work would:
+# the leftover writer's answer lands first, every time.
 TOTAL_ONLY = (
     "#!/bin/bash\n"
+    "sleep 1.5\n"
     "total=$(curl -fsS --max-time 3 http://store:8080/kv/total)\n"
     'if [ "$total" = 157 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n'
 )

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cleanroom.core.outcomes import Reason, Status
+from cleanroom.redteam.run_matrix import HARBOR_FORMAT_EXAMPLES
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.task import Task, load_task
@@ -20,14 +21,7 @@ from .test_cli_verify import cleanroom, labelled
 pytestmark = pytest.mark.docker
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
-HARBOR_EXAMPLES = (
-    "healthcheck-service",
-    "env-templates",
-    "logs-inputs",
-    "separate-verifier",
-    "two-step-report",
-    "compose-store",
-)
+HARBOR_EXAMPLES = HARBOR_FORMAT_EXAMPLES
 SEALED = VerifyOptions(Mode.SEALED)
 
 

@@ -1013,11 +1013,7 @@ class _Rollout(_Verification):
                 return self._decide(started)
             if self.task.steps:
                 return self._run_steps(agent_ctr, image, started)
-            with self._timed("agent_s"):
-                self._agent_phase(agent_ctr)
-            # Harbor's hooks for main run before main is stopped.
-            self._collect(agent_ctr, in_main=True)
-            self._verify_agent_container(agent_ctr, image)
+            self._act_and_verify(agent_ctr, image)
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
         except (_Unhealthy, ServiceFailed) as exc:
@@ -1088,11 +1084,7 @@ class _Rollout(_Verification):
             if vcfg is None:
                 return self._decide(started)
             self.vcfg = vcfg
-            with self._timed("agent_s"):
-                self._agent_phase(agent_ctr)
-            # The task's collect hooks run in each step's collection, as in Harbor.
-            self._collect(agent_ctr, in_main=True)
-            self._verify_agent_container(agent_ctr, image)
+            self._act_and_verify(agent_ctr, image)
         except RuntimeUnavailable as exc:
             self.ev.unavailable = str(exc)
         except _Unhealthy as exc:
@@ -1172,6 +1164,14 @@ class _Rollout(_Verification):
             ]
             self.baseline = [*self.rt.changes(ctr).changes, *mount_points]
         return ctr
+
+    def _act_and_verify(self, agent_ctr: str, image: str) -> None:
+        """The agent phase, Harbor's collect hooks for main (before main is stopped, and
+        in each step's collection of a multi-step task), then the verification."""
+        with self._timed("agent_s"):
+            self._agent_phase(agent_ctr)
+        self._collect(agent_ctr, in_main=True)
+        self._verify_agent_container(agent_ctr, image)
 
     def _agent_phase(self, ctr: str) -> None:
         argv = self._agent_argv(ctr)
