@@ -243,8 +243,10 @@ def judge_container(runs: ContainerRuns) -> TaskAudit:
 def _judge_repeats(
     runs: ContainerRuns, findings: list[Finding], unaudited: list[Unaudited]
 ) -> None:
-    repeats = runs.repeats
-    if not repeats:
+    # Without an oracle, the first no-op is the first of the repeated runs.
+    first = [] if runs.has_oracle or runs.noop is None else [runs.noop]
+    repeats = first + runs.repeats
+    if not runs.repeats:
         return
     valid = [r for r in repeats if r.valid]
     invalid = [r for r in repeats if not r.valid]
