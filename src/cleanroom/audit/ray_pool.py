@@ -10,8 +10,10 @@ records as ``interrupted`` and runs again on resume; it is never scored.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
+import sys
 from typing import Any
 
 from cleanroom.audit.findings import TaskAudit, could_not_audit
@@ -44,6 +46,19 @@ class RayPool:
         self.where = f"Ray cluster at {address}"
 
     def run(
+        self,
+        jobs: list[AuditJob],
+        settings: AuditSettings,
+        started: Started,
+        done: Done,
+        lost: Lost,
+    ) -> None:
+        # Ray's driver prints what its cluster reports (a node that died) on stdout, which
+        # is the audit's own output (--json): it goes to stderr instead.
+        with contextlib.redirect_stdout(sys.stderr):
+            self._run(jobs, settings, started, done, lost)
+
+    def _run(
         self,
         jobs: list[AuditJob],
         settings: AuditSettings,

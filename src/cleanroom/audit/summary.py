@@ -1,9 +1,9 @@
 """An audit's results as one record: every task's row, the counts, the exit code (pure).
 
-Exit codes: 0 when every task was audited and none is flagged, 1 when some task is
-flagged (a ``naive`` flag, what only the naive verifier lets through, does not count),
-2 when the audit is incomplete and nothing was flagged (a job interrupted, a check that
-could not be made) or the audit itself could not run.
+Exit codes: 0 when every task was audited and none is flagged; 1 when every job ran and
+some task is flagged (a ``naive`` flag, what only the naive verifier lets through, does
+not count); 2 when a job was interrupted (the audit did not finish: resume it), when
+nothing is flagged but some check could not be made, or when the audit could not run.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ class AuditSummary:
     @property
     def exit_code(self) -> int:
         verdicts = [self.verdict_of(r) for r in self.records]
+        if any(r.status != "done" for r in self.records):
+            return EXIT_INCOMPLETE
         if "flagged" in verdicts:
             return EXIT_FLAGGED
         if any(v != "clean" for v in verdicts):

@@ -48,3 +48,22 @@ def test_resuming_with_other_settings_is_refused(tmp_path: Path) -> None:
 def test_a_live_audit_owns_its_folder(tmp_path: Path) -> None:
     with AuditStore.open_or_create(tmp_path, SETTINGS), pytest.raises(AuditBusy):
         AuditStore.open_or_create(tmp_path, SETTINGS)
+
+
+def test_an_audit_with_an_interrupted_job_exits_2_even_when_others_are_flagged(
+    tmp_path: Path,
+) -> None:
+    from cleanroom.audit.findings import Finding, Flag
+    from cleanroom.audit.summary import AuditSummary
+
+    with AuditStore.open_or_create(tmp_path, SETTINGS) as store:
+        store.add_jobs([A, B])
+        store.started(A.id)
+        store.finished(A.id, TaskAudit((Finding(Flag.ORACLE_FAILS, "x"),)))
+        store.started(B.id)
+        store.interrupted(B.id, "the node was lost")
+        records = tuple(store.jobs())
+    summary = AuditSummary(records, str(tmp_path), "here", SETTINGS)
+    assert summary.exit_code == 2
+    done_only = AuditSummary(records[:1], str(tmp_path), "here", SETTINGS)
+    assert done_only.exit_code == 1
