@@ -179,8 +179,10 @@ def print_summary(summary: AuditSummary, console: Console) -> None:
 
 def _print_evidence(row: dict[str, Any], console: Console) -> None:
     for finding in row["findings"]:
-        first = finding["evidence"].splitlines()[0] if finding["evidence"] else ""
-        console.print(f"  {row['name']}: {finding['flag']}: {first[:160]}", markup=False)
+        lines = [line for line in finding["evidence"].splitlines() if line.strip()] or [""]
+        # A build log's last line says what failed; other evidence leads with its point.
+        shown = lines[-1] if finding["flag"] == Flag.BUILD_FAILS.value else lines[0]
+        console.print(f"  {row['name']}: {finding['flag']}: {shown[:160]}", markup=False)
     for gap in row["unaudited"]:
         console.print(
             f"  {row['name']}: could not audit {gap['check']} ({gap['reason']}): "

@@ -5,21 +5,15 @@ scored, never silently rerun) and complete when the audit is resumed."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
-import signal
-import socket
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from cleanroom.audit.local_cluster import LocalCluster
 from cleanroom.lifecycle import wait_until
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 
@@ -27,8 +21,6 @@ from .conftest import CLEANROOM, QUICK, REPO, TASKS, run_audit
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-RAY = REPO / ".venv" / "bin" / "ray"
-DOCKER_SLOT = json.dumps({"docker": 1})
 # The tasks the cluster audits, and the flags each must end with.
 AUDITED = {
     "good": [],
@@ -38,110 +30,21 @@ AUDITED = {
 }
 
 
-@dataclass
-class Cluster:
-    address: str
-    second_node_session: int  # every process of the second node is in this session
-    second_node_label: str  # every container the second node's jobs start carries it
-
-
-def _free_ports(n: int) -> list[int]:
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-
-
-def _node_ports() -> list[str]:
-    names = (
-        "--node-manager-port",
-        "--object-manager-port",
-        "--metrics-export-port",
-        "--dashboard-agent-listen-port",
-        "--dashboard-agent-grpc-port",
-        "--runtime-env-agent-port",
-    )
-    return [f"{name}={port}" for name, port in zip(names, _free_ports(len(names)), strict=True)]
-
-
-def _ray_start(args: list[str], temp_dir: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    # Its own session: Ray puts each worker in a process group of its own, but all of a
-    # node's processes stay in the session of the `ray start` that made it.
-    return subprocess.Popen(
-        [
-            str(RAY),
-            "start",
-            "--node-ip-address=127.0.0.1",
-            f"--temp-dir={temp_dir}",
-            "--num-cpus=1",
-            f"--resources={DOCKER_SLOT}",
-            "--disable-usage-stats",
-            *_node_ports(),
-            *args,
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def _kill_session(sid: int) -> None:
-    """SIGKILL every process of session ``sid`` (the second node's raylet, its workers and
-    helpers), as if its machine went away."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            # After the command name: state, ppid, process group, then the session id.
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[3]) == sid:
-                os.kill(int(entry.name), signal.SIGKILL)
-
-
-def _started(proc: subprocess.Popen[bytes], what: str) -> None:
-    out, _ = proc.communicate(timeout=120)
-    if proc.returncode != 0:
-        pytest.fail(f"ray start ({what}) exited {proc.returncode}: {out.decode()[-2000:]}")
-
-
 @pytest.fixture()
-def cluster() -> Iterator[Cluster]:
-    """A head and a second node on 127.0.0.1, each with its own temp dir and one Docker
-    slot; both stopped (``ray stop --force``) afterwards, whatever happened."""
-    (head_port,) = _free_ports(1)
-    # Short temp dirs: Ray's socket paths must fit in a Unix socket name.
-    temp = [tempfile.mkdtemp(prefix="ray-", dir="/tmp") for _ in range(2)]
+def cluster() -> Iterator[LocalCluster]:
+    """A head and a second node on 127.0.0.1, one Docker slot each; the second node's
+    containers carry a label of their own. Both stopped afterwards, whatever happened."""
+    labels = ["", f"cleanroom.audit.node=second-{uuid.uuid4().hex[:8]}"]
     # The workers import the cleanroom under test.
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
-    }
-    label = f"cleanroom.audit.node=second-{uuid.uuid4().hex[:8]}"
+    started = LocalCluster.start(labels, docker_slots=1, python_path=str(REPO / "src"))
     try:
-        head = _ray_start(
-            [
-                "--head",
-                f"--port={head_port}",
-                "--include-dashboard=false",
-            ],
-            temp[0],
-            env,
-        )
-        _started(head, "head")
-        address = f"127.0.0.1:{head_port}"
-        second = _ray_start([f"--address={address}"], temp[1], {**env, "CLEANROOM_LABELS": label})
-        _started(second, "second node")
-        yield Cluster(address, second.pid, label)
+        yield started
     finally:
-        subprocess.run([str(RAY), "stop", "--force"], capture_output=True, timeout=120, check=False)
-        for folder in temp:
-            shutil.rmtree(folder, ignore_errors=True)
+        started.stop()
 
 
 def test_a_lost_node_leaves_its_jobs_interrupted_and_resume_completes_them(
-    cluster: Cluster, runtime: DockerRuntime, tmp_path: Path
+    cluster: LocalCluster, runtime: DockerRuntime, tmp_path: Path
 ) -> None:
     run_dir = tmp_path / "run"
     tasks = [str(TASKS / name) for name in AUDITED]
@@ -164,11 +67,11 @@ def test_a_lost_node_leaves_its_jobs_interrupted_and_resume_completes_them(
     try:
         # Given the second node running a job (its containers carry its label) ...
         on_second = wait_until(
-            lambda: runtime.docker.containers_labelled(cluster.second_node_label) or None, 120
+            lambda: runtime.docker.containers_labelled(cluster.nodes[1].labels) or None, 120
         )
         assert on_second, "no job reached the second node"
         # ... when it dies mid-job ...
-        _kill_session(cluster.second_node_session)
+        cluster.kill_node(1)
         out, err = audit.communicate(timeout=300)
     finally:
         if audit.poll() is None:
@@ -186,7 +89,7 @@ def test_a_lost_node_leaves_its_jobs_interrupted_and_resume_completes_them(
         if task["status"] == "done":
             assert task["flags"] == AUDITED[task["name"]]
     # What the lost jobs left on the daemon was removed.
-    assert runtime.docker.containers_labelled(cluster.second_node_label) == []
+    assert runtime.docker.containers_labelled(cluster.nodes[1].labels) == []
     # When the audit is resumed on the head alone, only the interrupted jobs run again.
     again = run_audit(*tasks, *QUICK, "--json", "--ray", cluster.address, run_dir=run_dir)
     assert again.proc.returncode == 1, again.proc.stderr[-3000:]
