@@ -51,7 +51,7 @@ def main() -> int:
         if job.kind is JobKind.CONTAINER:
             runtime.image_for(load_task(Path(job.path)))
 
-    rows: list[tuple[str, float, AuditSummary]] = []
+    rows: list[Row] = []
     for workers in (1, 2, 4):
         rows.append(
             measure(
@@ -81,19 +81,22 @@ def main() -> int:
     return 0
 
 
-def measure(
-    label: str, tasks: Path, settings: AuditSettings, pool: Callable[[], JobPool]
-) -> tuple[str, float, AuditSummary]:
-    """One whole audit into a fresh run folder: its wall time and its results."""
+Row = tuple[str, float, AuditSummary, float]
+
+
+def measure(label: str, tasks: Path, settings: AuditSettings, pool: Callable[[], JobPool]) -> Row:
+    """One whole audit into a fresh run folder: its wall time, its results, and the
+    machine's 1-minute load average at its end (others' work on a shared machine)."""
     with tempfile.TemporaryDirectory(prefix="cleanroom-bench-audit-") as run_dir:
         started = time.monotonic()
         summary = run_audit([tasks], Path(run_dir) / "run", settings, pool())
         elapsed = time.monotonic() - started
-    print(f"{label}: {elapsed:.1f} s, exit {summary.exit_code}", file=sys.stderr)
-    return label, elapsed, summary
+    load = os.getloadavg()[0]
+    print(f"{label}: {elapsed:.1f} s, exit {summary.exit_code}, load {load:.1f}", file=sys.stderr)
+    return label, elapsed, summary, load
 
 
-def report(rows: list[tuple[str, float, AuditSummary]], n: int, args: argparse.Namespace) -> str:
+def report(rows: list[Row], n: int, args: argparse.Namespace) -> str:
     base = n / rows[0][1] * 3600
     lines = [
         SECTION,
@@ -104,14 +107,14 @@ def report(rows: list[tuple[str, float, AuditSummary]], n: int, args: argparse.N
         f"`{args.tasks.relative_to(ROOT) if args.tasks.is_relative_to(ROOT) else args.tasks}`, "
         "images built beforehand; other work shared the machine.",
         "",
-        "| configuration | wall s | tasks per hour | ratio to 1 worker | exit |",
-        "|---|---|---|---|---|",
+        "| configuration | wall s | tasks per hour | ratio to 1 worker | exit | load at end |",
+        "|---|---|---|---|---|---|",
     ]
-    for label, elapsed, summary in rows:
+    for label, elapsed, summary, load in rows:
         per_hour = n / elapsed * 3600
         lines.append(
             f"| {label} | {elapsed:.1f} | {per_hour:.0f} | {per_hour / base:.2f}× | "
-            f"{summary.exit_code} |"
+            f"{summary.exit_code} | {load:.1f} |"
         )
     counts = rows[0][2].flag_counts()
     shown = ", ".join(f"`{k}` {v}" for k, v in counts.items()) or "none"

@@ -3,7 +3,7 @@ for the tests and for the benchmark.
 
 Each node is a ``ray start`` in a session of its own, with its own temp dir, ports and
 ``docker`` slots; a node's processes (its raylet, its workers, which Ray puts each in a
-process group of its own, and its helpers) all stay in that session, so `kill_node` can
+process group of its own, and the rest) all stay in that session, so `kill_node` can
 take one node away whole, as if its machine were lost. `stop` runs ``ray stop --force``,
 which stops every Ray node of this machine's user.
 """
