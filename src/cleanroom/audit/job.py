@@ -118,7 +118,7 @@ def _audit_container(task_dir: Path, job_id: str, settings: AuditSettings) -> Ta
     def run(label: str, agent: AgentSpec, options: VerifyOptions) -> RunRecord:
         return RunRecord.of(label, options.mode.value, verify_task(task, agent, runtime, options))
 
-    runs = ContainerRuns(has_oracle=(task.solution_dir / "solve.sh").is_file())
+    runs = ContainerRuns(has_oracle=_has_oracle(task))
     runs.noop = run("no-op", AgentSpec.noop(), sealed)
     if build_failed(runs.noop):
         return judge_container(runs)
@@ -139,6 +139,13 @@ def _audit_container(task_dir: Path, job_id: str, settings: AuditSettings) -> Ta
             run(f"probe {attack.id}", agent, sealed),
         )
     return judge_container(runs)
+
+
+def _has_oracle(task: Task) -> bool:
+    """Whether the task's solution can run: every step's, for a multi-step task."""
+    if task.steps:
+        return all((step.solution_dir / "solve.sh").is_file() for step in task.steps)
+    return (task.solution_dir / "solve.sh").is_file()
 
 
 def _probe_answers(task: Task, runs: ContainerRuns, run: Any, options: VerifyOptions) -> None:

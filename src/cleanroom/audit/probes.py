@@ -45,10 +45,11 @@ class AnswerFile:
 
 
 def answer_files(task_dir: Path) -> list[AnswerFile]:
-    """The task's tests and solution files long enough to be told apart by content."""
+    """The task's tests and solution files (its steps' too, in a multi-step task) long
+    enough to be told apart by content."""
     found: list[AnswerFile] = []
-    for folder in ("tests", "solution"):
-        root = task_dir / folder
+    places = [task_dir, *sorted(p for p in (task_dir / "steps").glob("*") if p.is_dir())]
+    for root in (place / folder for place in places for folder in ("tests", "solution")):
         if not root.is_dir():
             continue
         for path in sorted(root.rglob("*")):

@@ -59,3 +59,13 @@ def test_a_path_with_no_task_is_an_error_naming_it(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(AuditInputError, match="empty: no task here"):
         find_jobs([tmp_path / "empty"])
+
+
+def test_answer_files_include_each_steps_tests_and_solution(tmp_path: Path) -> None:
+    task = make_task(tmp_path, "t")
+    step = task / "steps" / "configure"
+    (step / "solution").mkdir(parents=True)
+    (step / "solution" / "solve.sh").write_text(
+        "#!/bin/bash\necho the configured answer > /app/x\n"
+    )
+    assert [f.name for f in answer_files(task)] == ["steps/configure/solution/solve.sh"]
