@@ -11,7 +11,7 @@ check that could not be made and why, never as a traceback.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,14 +148,17 @@ def _has_oracle(task: Task) -> bool:
     return (task.solution_dir / "solve.sh").is_file()
 
 
-def _probe_answers(task: Task, runs: ContainerRuns, run: Any, options: VerifyOptions) -> None:
+Runner = Callable[[str, AgentSpec, VerifyOptions], RunRecord]
+
+
+def _probe_answers(task: Task, runs: ContainerRuns, run: Runner, options: VerifyOptions) -> None:
     files = answer_files(task.root)
     if not files:
         return
     agent = AgentSpec.script(
         ANSWERS_SCRIPT, "answers probe", files=((ANSWERS_LIST, answers_list(files)),)
     )
-    record: RunRecord = run("answers probe", agent, options)
+    record = run("answers probe", agent, options)
     runs.answers = record
     phase = record.outcome.get("details", {}).get("agent_phase", {})
     runs.visible = visible_answers(str(phase.get("output_tail", "")), files)
