@@ -69,6 +69,7 @@ class RayPool:
         import ray
         from ray.exceptions import RayError, RayTaskError
 
+        _reachable(self.address)
         try:
             ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR)
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError
@@ -101,6 +102,18 @@ class RayPool:
                         done(job, TaskAudit.from_json(payload["audit"]), payload["node"])
         finally:
             ray.shutdown()
+
+
+def _reachable(address: str, timeout_s: float = 10.0) -> None:
+    """Refuse at once a ``host:port`` where nothing listens: Ray itself keeps retrying
+    such an address for many minutes before it gives up."""
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise RayUnavailable(f"no Ray cluster at {address}: {exc}") from exc
 
 
 def _harness_error(exc: Exception) -> TaskAudit:

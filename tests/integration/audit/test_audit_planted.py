@@ -4,6 +4,7 @@ the terminal, in JSON and in the HTML page (read in real headless Chromium)."""
 from __future__ import annotations
 
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +143,14 @@ def test_resuming_with_other_settings_is_refused(tmp_path: Path) -> None:
     again = run_audit(str(TASKS / "build-fails"), "--repeats", "4", run_dir=first.run_dir)
     assert again.proc.returncode == 2
     assert "other settings" in again.proc.stderr
+
+
+def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a loopback port that was free a moment ago
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = run_audit(
+        str(TASKS / "good"), "--ray", f"127.0.0.1:{port}", run_dir=tmp_path / "run", timeout=60
+    )
+    assert run.proc.returncode == 2
+    assert f"no Ray cluster at 127.0.0.1:{port}" in run.proc.stderr
