@@ -28,6 +28,7 @@ bench: setup
 	$(VENV)/python bench/verify_modes.py
 	$(VENV)/python bench/environments.py
 	$(VENV)/python bench/run_loop.py
+	$(VENV)/python bench/audit.py
 
 # An hour of `cleanroom soak`, checked from outside (CLEANROOM_SOAK_HOURS etc.: soak/test_soak.py).
 soak: setup

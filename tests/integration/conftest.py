@@ -1,6 +1,6 @@
 """What every kind of integration test shares: the check that the desktop stack is here,
-the runtime on the real Docker daemon, and one run of `cleanroom demo`. A missing part
-fails the tests with what to do about it; nothing is skipped."""
+the runtime on the real Docker daemon, headless Chromium, and one run of `cleanroom demo`.
+A missing part fails the tests with what to do about it; nothing is skipped."""
 
 from __future__ import annotations
 
@@ -11,15 +11,26 @@ import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cleanroom.lifecycle import wait_until
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 
 # Everything a pool with every program needs; a test that starts fewer programs names less.
 DESKTOP_STACK = ("Xvfb", "xauth", "dbus-daemon", "soffice", "xterm", "chromium", "useradd")
 # The image every example task is built from.
 BASE_IMAGE = "cleanroom/base:bookworm"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def require_desktop_stack(needed: Sequence[str] = DESKTOP_STACK) -> None:
@@ -78,3 +89,70 @@ def demo_run(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> D
         timeout=DEMO_TIMEOUT_S,
     )
     return run, proc
+
+
+# --- headless Chromium ------------------------------------------------------------------
+
+
+# Module scope: the sync Playwright API keeps an event loop running in this thread while
+# it is open, which would break any later test that starts its own loop.
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real headless Chromium, driven through Playwright over CDP.
+
+    Chromium is started here rather than by Playwright's ``launch``: Playwright emulates
+    focus on every page it creates, which keeps every tab "visible" forever. Connecting
+    with ``no_defaults`` to the browser's own default context leaves tabs behaving as in a
+    real browser, so a background tab really is hidden.
+    """
+    if not CHROMIUM.exists() and shutil.which("chromium") is None:
+        pytest.fail(
+            "browser tests need headless Chromium at /usr/bin/chromium "
+            "(apt-get install -y chromium); none was found",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    argv = [
+        str(CHROMIUM if CHROMIUM.exists() else shutil.which("chromium")),
+        *CHROMIUM_ARGS,
+        "--headless=new",
+        "--remote-debugging-port=0",
+        f"--user-data-dir={profile}",
+        "about:blank",
+    ]
+    log = open(profile.parent / "chromium.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        port = _devtools_port(profile, proc)
+        pw = sync_playwright().start()
+        try:
+            browser = pw.chromium.connect_over_cdp(f"http://127.0.0.1:{port}", no_defaults=True)
+            yield browser
+            browser.close()
+        finally:
+            pw.stop()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def _devtools_port(profile: Path, proc: subprocess.Popen[bytes]) -> int:
+    active = profile / "DevToolsActivePort"
+
+    def port() -> int | None:
+        if proc.poll() is not None:
+            pytest.fail(f"Chromium exited at start with code {proc.returncode}", pytrace=False)
+        first = active.read_text().split("\n", 1)[0].strip() if active.exists() else ""
+        return int(first) if first.isdigit() else None
+
+    found = wait_until(port, 20)
+    if found is None:
+        pytest.fail("Chromium did not open its DevTools port within 20 s", pytrace=False)
+    return found

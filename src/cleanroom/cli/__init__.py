@@ -8,6 +8,7 @@ import typer
 
 from cleanroom import __version__
 from cleanroom.cli import (
+    audit,
     canary,
     control,
     demo,
@@ -53,6 +54,9 @@ app.command("serve", help="Run the verify server (leases, form, frames, audit)."
 app.command(
     "verify", help="Run a container task's agent phase, then verify it (sealed, cleared, shared)."
 )(verify.verify)
+app.command("audit", help="Audit a dataset of tasks: broken, flaky, leaky and forgeable ones.")(
+    audit.audit
+)
 app.command(
     "redteam", help="Run every forging attack against every verifier mode and print the matrix."
 )(redteam.redteam)

@@ -146,3 +146,35 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """,
 )
+
+# An audit's database (`auditdb`), in its own run folder: the same rules, its own count.
+AUDIT_MIGRATIONS: tuple[str, ...] = (
+    # 1: the first schema.
+    """
+    CREATE TABLE audit (
+        id          INTEGER PRIMARY KEY CHECK (id = 1),
+        created_at  REAL NOT NULL,
+        ended_at    REAL,
+        status      TEXT NOT NULL DEFAULT 'running',
+        host        TEXT NOT NULL,
+        settings    TEXT NOT NULL
+    );
+    CREATE TABLE audit_jobs (
+        job_id      TEXT PRIMARY KEY,
+        kind        TEXT NOT NULL,
+        path        TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        status      TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending', 'running', 'done', 'interrupted')),
+        attempts    INTEGER NOT NULL DEFAULT 0,
+        node        TEXT NOT NULL DEFAULT '',
+        started_at  REAL,
+        ended_at    REAL,
+        verdict     TEXT,
+        flags       TEXT NOT NULL DEFAULT '[]',
+        result      TEXT,
+        detail      TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX audit_jobs_by_status ON audit_jobs (status);
+    """,
+)

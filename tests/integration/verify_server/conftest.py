@@ -1,35 +1,22 @@
 """Fixtures for the verify server's integration tests: a real server process, a harness
-client, direct read access to the server's database, raw sockets and headless Chromium."""
+client, direct read access to the server's database, raw sockets and a tab in headless
+Chromium (the browser itself is `chromium` in tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import shutil
 import socket
-import subprocess
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from cleanroom.core.tokens import Token, mint
-from cleanroom.lifecycle import wait_until
 from cleanroom.store.submissions import StoreTotals, SubmissionStore
 from cleanroom.verify_server.client import Lease, VerifyClient
 from cleanroom.verify_server.process import VerifyServerProcess
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 _seq = itertools.count(1)
 
@@ -137,73 +124,6 @@ def nothing_stored(
         return check
 
     return snapshot
-
-
-# --- headless Chromium ------------------------------------------------------------------
-
-
-# Module scope: the sync Playwright API keeps an event loop running in this thread while
-# it is open, which would break any later test that starts its own loop.
-@pytest.fixture(scope="module")
-def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A real headless Chromium, driven through Playwright over CDP.
-
-    Chromium is started here rather than by Playwright's ``launch``: Playwright emulates
-    focus on every page it creates, which keeps every tab "visible" forever. Connecting
-    with ``no_defaults`` to the browser's own default context leaves tabs behaving as in a
-    real browser, so a background tab really is hidden.
-    """
-    if not CHROMIUM.exists() and shutil.which("chromium") is None:
-        pytest.fail(
-            "browser tests need headless Chromium at /usr/bin/chromium "
-            "(apt-get install -y chromium); none was found",
-            pytrace=False,
-        )
-    from playwright.sync_api import sync_playwright
-
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    argv = [
-        str(CHROMIUM if CHROMIUM.exists() else shutil.which("chromium")),
-        *CHROMIUM_ARGS,
-        "--headless=new",
-        "--remote-debugging-port=0",
-        f"--user-data-dir={profile}",
-        "about:blank",
-    ]
-    log = open(profile.parent / "chromium.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        port = _devtools_port(profile, proc)
-        pw = sync_playwright().start()
-        try:
-            browser = pw.chromium.connect_over_cdp(f"http://127.0.0.1:{port}", no_defaults=True)
-            yield browser
-            browser.close()
-        finally:
-            pw.stop()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def _devtools_port(profile: Path, proc: subprocess.Popen[bytes]) -> int:
-    active = profile / "DevToolsActivePort"
-
-    def port() -> int | None:
-        if proc.poll() is not None:
-            pytest.fail(f"Chromium exited at start with code {proc.returncode}", pytrace=False)
-        first = active.read_text().split("\n", 1)[0].strip() if active.exists() else ""
-        return int(first) if first.isdigit() else None
-
-    found = wait_until(port, 20)
-    if found is None:
-        pytest.fail("Chromium did not open its DevTools port within 20 s", pytrace=False)
-    return found
 
 
 @pytest.fixture

@@ -713,9 +713,9 @@ class DockerRuntime:
         """Remove a container and its anonymous volumes, whatever its state."""
         self.docker.remove_container(container, volumes=True)
 
-    def remove_labelled(self, labels: Mapping[str, str]) -> int:
-        """Remove every container, then every network and image, carrying all of
-        ``labels``."""
+    def remove_labelled(self, labels: Mapping[str, str], *, images: bool = True) -> int:
+        """Remove every container, then every network and (unless ``images`` is false)
+        every image, carrying all of ``labels``."""
         wanted = [f"{k}={v}" for k, v in labels.items()]
         removed = 0
         for c in self.docker.containers_labelled(*wanted):
@@ -724,6 +724,8 @@ class DockerRuntime:
         for network in self.docker.networks_labelled(*wanted):
             self.remove_network(network)
             removed += 1
+        if not images:
+            return removed
         for image in self.docker.images_labelled(*wanted):
             self.remove_image(image)
             removed += 1

@@ -118,7 +118,7 @@ def _act(guest: Guest, command: str, timeout: float) -> tuple[dict[str, Any], st
     return record, None
 
 
-def _run_phase(
+def run_phase(
     phase: str,
     expect: Status,
     task: Task,
@@ -127,6 +127,8 @@ def _run_phase(
     action: str | None,
     action_timeout: float,
 ) -> PhaseResult:
+    """One run in a fresh guest made from ``base``: setup, ``action`` (None for no action
+    at all), then the checker; ``expect`` is what a sound checker gives."""
     try:
         guest = base.fresh()
     except GuestError as exc:
@@ -165,7 +167,7 @@ def validate_task(
         ("noop", Status.FAILURE, NOOP_ACTION),
     ]
     phases = [
-        _run_phase(name, expect, task, base, settings, action, action_timeout)
+        run_phase(name, expect, task, base, settings, action, action_timeout)
         for name, expect, action in plan
     ]
     verdict, problems = judge(phases)

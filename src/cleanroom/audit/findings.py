@@ -1,0 +1,343 @@
+"""What an audit concludes about one task, from the runs it made (pure).
+
+Each check ends in one of three ways: passed, a flag with its evidence, or "could not
+audit" with the reason of the run that was `invalid`. An invalid run is the
+infrastructure's (Docker, a getter that could not run, a timeout), so it is never turned
+into a flag of the task's own; the one exception is an image that does not build, which
+is the task's own environment and is flagged with its build log.
+
+Flags come in three severities. A `task` flag is a problem of the task (its environment
+does not build, it passes with no work, its oracle fails, it is flaky, its answers are
+visible to the agent, an OSWorld checker accepts a near miss). `naive` is what a naive
+verifier (``shared``, what Harbor does by default) lets through: the fix is the verifier
+mode, not the task, so it is counted and shown but does not fail the audit. `cleanroom`
+is a forging probe that succeeded under ``sealed``: a bug of cleanroom's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from cleanroom.core.outcomes import Outcome
+
+EVIDENCE_CHARS = 1500
+
+
+class Flag(StrEnum):
+    BUILD_FAILS = "build_fails"
+    PASSES_WITH_NO_WORK = "passes_with_no_work"
+    ORACLE_FAILS = "oracle_fails"
+    FLAKY = "flaky"
+    ANSWERS_VISIBLE = "answers_visible"
+    NEAR_MISS_ACCEPTED = "near_miss_accepted"
+    FORGEABLE_SHARED = "forgeable_shared"
+    FORGEABLE_SEALED = "forgeable_sealed"
+
+    @property
+    def severity(self) -> str:
+        """``task``, ``naive`` (the naive verifier's exposure) or ``cleanroom`` (a bug)."""
+        if self is Flag.FORGEABLE_SHARED:
+            return "naive"
+        if self is Flag.FORGEABLE_SEALED:
+            return "cleanroom"
+        return "task"
+
+    @property
+    def fails_audit(self) -> bool:
+        """Whether a task with this flag makes the audit exit 1."""
+        return self.severity != "naive"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run an audit made: what ran (``label``), in which mode, and its outcome."""
+
+    label: str
+    mode: str
+    outcome: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, label: str, mode: str, outcome: Outcome) -> RunRecord:
+        return cls(label, mode, outcome.to_json())
+
+    @property
+    def status(self) -> str:
+        return str(self.outcome["outcome"])
+
+    @property
+    def score(self) -> float | None:
+        score = self.outcome.get("score")
+        return None if score is None else float(score)
+
+    @property
+    def valid(self) -> bool:
+        return self.status != "invalid"
+
+    @property
+    def reason(self) -> str | None:
+        reason = self.outcome.get("reason")
+        return None if reason is None else str(reason)
+
+    def describe(self) -> str:
+        """One line: the run, its outcome and score or reason."""
+        got = f"score {self.score:g}" if self.score is not None else f"{self.reason}"
+        extra = f" ({self.reason})" if self.valid and self.reason else ""
+        return f"{self.label} [{self.mode}]: {self.status}, {got}{extra}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "mode": self.mode, "outcome": dict(self.outcome)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
+        return cls(str(data["label"]), str(data["mode"]), dict(data["outcome"]))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A flag raised on a task, with the evidence a reader needs to check it."""
+
+    flag: Flag
+    evidence: str
+    runs: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "flag": self.flag.value,
+            "severity": self.flag.severity,
+            "evidence": self.evidence,
+            "runs": list(self.runs),
+        }
+
+
+@dataclass(frozen=True)
+class Unaudited:
+    """A check that could not be made, with the reason of the run that was invalid."""
+
+    check: str
+    reason: str
+    detail: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"check": self.check, "reason": self.reason, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class TaskAudit:
+    """Everything the audit concluded about one task, and the runs behind it."""
+
+    findings: tuple[Finding, ...] = ()
+    unaudited: tuple[Unaudited, ...] = ()
+    runs: tuple[RunRecord, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def flags(self) -> list[Flag]:
+        return [f.flag for f in self.findings]
+
+    @property
+    def fails_audit(self) -> bool:
+        return any(f.fails_audit for f in self.flags)
+
+    @property
+    def verdict(self) -> str:
+        """``flagged``, ``could not audit`` (no flag, some check not made) or ``clean``."""
+        if self.fails_audit:
+            return "flagged"
+        if self.unaudited:
+            return "could not audit"
+        return "clean"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "flags": [f.value for f in self.flags],
+            "findings": [f.to_json() for f in self.findings],
+            "unaudited": [u.to_json() for u in self.unaudited],
+            "runs": [r.to_json() for r in self.runs],
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TaskAudit:
+        return cls(
+            tuple(
+                Finding(Flag(f["flag"]), f["evidence"], tuple(f["runs"])) for f in data["findings"]
+            ),
+            tuple(Unaudited(u["check"], u["reason"], u["detail"]) for u in data["unaudited"]),
+            tuple(RunRecord.from_json(r) for r in data["runs"]),
+            tuple(data.get("notes", ())),
+        )
+
+
+def could_not_audit(check: str, reason: str, detail: str = "") -> TaskAudit:
+    """A task none of whose checks could be made (a task folder that does not load, an
+    OSWorld task with no oracle, a harness error)."""
+    return TaskAudit(unaudited=(Unaudited(check, reason, detail[:EVIDENCE_CHARS]),))
+
+
+# Container tasks -----------------------------------------------------------------------
+
+
+@dataclass
+class ContainerRuns:
+    """The runs of a container task's audit, as `job` made them, before judging."""
+
+    noop: RunRecord | None = None
+    # The oracle's runs, or (for a task with no solution) the no-op's repeats.
+    repeats: list[RunRecord] = field(default_factory=list)
+    has_oracle: bool = True
+    answers: RunRecord | None = None
+    visible: list[dict[str, str]] = field(default_factory=list)
+    # Per probe id: its run under shared and under sealed.
+    probes: dict[str, tuple[RunRecord, RunRecord]] = field(default_factory=dict)
+
+    def all_runs(self) -> tuple[RunRecord, ...]:
+        runs = [r for r in (self.noop,) if r is not None] + list(self.repeats)
+        runs += [self.answers] if self.answers is not None else []
+        for shared, sealed in self.probes.values():
+            runs += [shared, sealed]
+        return tuple(runs)
+
+
+def build_failed(run: RunRecord) -> bool:
+    """Whether a run ended because the task's image could not be built."""
+    return not run.valid and "build_log" in run.outcome.get("details", {})
+
+
+def judge_container(runs: ContainerRuns) -> TaskAudit:
+    """Flags and unmade checks of a container task, from its runs."""
+    findings: list[Finding] = []
+    unaudited: list[Unaudited] = []
+    noop = runs.noop
+    if noop is not None and build_failed(noop):
+        log = str(noop.outcome["details"]["build_log"])
+        findings.append(Finding(Flag.BUILD_FAILS, log[-EVIDENCE_CHARS:], (noop.label,)))
+        return TaskAudit(tuple(findings), (), runs.all_runs())
+    truth = 0.0
+    if noop is None or not noop.valid:
+        unaudited.append(_unaudited("passes with no work", noop))
+    else:
+        truth = noop.score or 0.0
+        if noop.status == "success":
+            findings.append(Finding(Flag.PASSES_WITH_NO_WORK, _evidence(noop), (noop.describe(),)))
+    _judge_repeats(runs, findings, unaudited)
+    if runs.answers is not None:
+        if not runs.answers.valid:
+            unaudited.append(_unaudited("answers visible", runs.answers))
+        elif runs.visible:
+            shown = "; ".join(f"{v['path']} (= {v['matches']})" for v in runs.visible)
+            findings.append(
+                Finding(
+                    Flag.ANSWERS_VISIBLE,
+                    f"readable by the agent during its phase: {shown}",
+                    (runs.answers.describe(),),
+                )
+            )
+    _judge_probes(runs, truth, findings, unaudited)
+    return TaskAudit(tuple(findings), tuple(unaudited), runs.all_runs())
+
+
+def _judge_repeats(
+    runs: ContainerRuns, findings: list[Finding], unaudited: list[Unaudited]
+) -> None:
+    # Without an oracle, the first no-op is the first of the repeated runs.
+    first = [] if runs.has_oracle or runs.noop is None else [runs.noop]
+    repeats = first + runs.repeats
+    if not runs.repeats:
+        return
+    valid = [r for r in repeats if r.valid]
+    invalid = [r for r in repeats if not r.valid]
+    lines = tuple(r.describe() for r in repeats)
+    if runs.has_oracle:
+        if not valid:
+            unaudited.append(_unaudited("oracle passes", invalid[0]))
+        elif all(r.status != "success" for r in valid):
+            findings.append(Finding(Flag.ORACLE_FAILS, _evidence(valid[0]), lines))
+    if len({(r.status, r.score, r.reason) for r in valid}) > 1:
+        what = "the oracle" if runs.has_oracle else "the no-op (the task has no oracle)"
+        findings.append(
+            Finding(Flag.FLAKY, f"{what} gave different outcomes on the same task", lines)
+        )
+    elif invalid:
+        unaudited.append(_unaudited("flaky", invalid[0]))
+
+
+def _judge_probes(
+    runs: ContainerRuns, truth: float, findings: list[Finding], unaudited: list[Unaudited]
+) -> None:
+    fooled_shared: list[str] = []
+    fooled_sealed: list[str] = []
+    for probe, (shared, sealed) in runs.probes.items():
+        if shared.valid and (shared.score or 0.0) > truth:
+            fooled_shared.append(f"{probe}: {shared.describe()}")
+        if sealed.valid and (sealed.score or 0.0) > truth:
+            fooled_sealed.append(f"{probe}: {sealed.describe()}")
+        elif not sealed.valid:
+            unaudited.append(_unaudited(f"probe {probe} under sealed", sealed))
+    if fooled_shared:
+        findings.append(
+            Finding(
+                Flag.FORGEABLE_SHARED,
+                f"a naive verifier (shared) scores forging probes above the no-op's {truth:g}",
+                tuple(fooled_shared),
+            )
+        )
+    if fooled_sealed:
+        findings.append(
+            Finding(
+                Flag.FORGEABLE_SEALED,
+                "CLEANROOM BUG: a forging probe scored above the no-op under sealed",
+                tuple(fooled_sealed),
+            )
+        )
+
+
+def _unaudited(check: str, run: RunRecord | None) -> Unaudited:
+    if run is None:
+        return Unaudited(check, "not run")
+    detail = str(run.outcome.get("detail", ""))[:EVIDENCE_CHARS]
+    return Unaudited(check, run.reason or "invalid", f"{run.label}: {detail}")
+
+
+def _evidence(run: RunRecord) -> str:
+    details = run.outcome.get("details", {})
+    tail = str(details.get("test_output_tail", ""))[-EVIDENCE_CHARS:]
+    head = run.describe()
+    return f"{head}\n{tail}".strip() if tail else head
+
+
+# OSWorld tasks -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckerRun:
+    """One run of an OSWorld checker: the phase, what it must give, what it gave."""
+
+    record: RunRecord
+    expect: str  # "success" or "failure"
+    near_miss: str = ""  # why this action is known to be wrong, for a near miss
+
+
+def judge_osworld(runs: list[CheckerRun]) -> TaskAudit:
+    """Flags of an OSWorld checker: passing at t=0 or after a no-op, failing after its
+    oracle, accepting a near miss; an invalid run is a check not made."""
+    findings: list[Finding] = []
+    unaudited: list[Unaudited] = []
+    for run in runs:
+        record = run.record
+        if not record.valid:
+            unaudited.append(_unaudited(record.label, record))
+            continue
+        if record.status == run.expect:
+            continue
+        if run.near_miss:
+            flag, why = Flag.NEAR_MISS_ACCEPTED, f"accepts a known-wrong action: {run.near_miss}"
+        elif run.expect == "success":
+            flag, why = Flag.ORACLE_FAILS, "the known-good end state fails the checker"
+        else:
+            flag, why = Flag.PASSES_WITH_NO_WORK, f"the checker passes {record.label}"
+        findings.append(Finding(flag, why, (record.describe(),)))
+    return TaskAudit(tuple(findings), tuple(unaudited), tuple(r.record for r in runs))

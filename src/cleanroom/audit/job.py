@@ -1,0 +1,202 @@
+"""Running one task's audit: the effects behind `findings`.
+
+A container task runs through the container verifier (`verify_task`), one rollout per
+check: the no-op under ``sealed`` (which also builds the image), the oracle repeated,
+the answers probe, and each forging probe under ``shared`` and ``sealed``. An OSWorld
+task runs through the checker validator's phases (`run_phase`) and its near misses.
+Whatever goes wrong, including a bug of cleanroom's own, ends as a `TaskAudit` with the
+check that could not be made and why, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cleanroom.audit.findings import (
+    CheckerRun,
+    ContainerRuns,
+    RunRecord,
+    TaskAudit,
+    build_failed,
+    could_not_audit,
+    judge_container,
+    judge_osworld,
+)
+from cleanroom.audit.jobs import AuditJob, JobKind
+from cleanroom.audit.osworld_spec import SpecError, load_spec
+from cleanroom.audit.probes import (
+    ANSWERS_LIST,
+    ANSWERS_SCRIPT,
+    DEFAULT_PROBES,
+    answer_files,
+    answers_list,
+    forging_probes,
+    visible_answers,
+)
+from cleanroom.core.outcomes import Reason, Status
+from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
+from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.task import Task, TaskError, load_task
+from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
+
+# Every container an audit job starts carries this label with the job's id, so that what a
+# lost job left behind can be found and removed.
+JOB_LABEL = "cleanroom.audit.job"
+TRACE_CHARS = 3000
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """How each task is audited."""
+
+    repeats: int = 3
+    probes: tuple[str, ...] = DEFAULT_PROBES
+    image_map: tuple[tuple[str, str], ...] = ()
+    action_timeout: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.repeats < 2:
+            raise ValueError(f"repeats must be 2 or more to see a flaky task, got {self.repeats}")
+        for attack in forging_probes(self.probes):
+            if attack.assets:
+                raise ValueError(f"probe {attack.id} needs compiled assets; audits cannot run it")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repeats": self.repeats,
+            "probes": list(self.probes),
+            "image_map": [list(p) for p in self.image_map],
+            "action_timeout": self.action_timeout,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AuditSettings:
+        return cls(
+            int(data["repeats"]),
+            tuple(data["probes"]),
+            tuple((str(a), str(b)) for a, b in data["image_map"]),
+            float(data["action_timeout"]),
+        )
+
+
+def run_job(job: AuditJob, settings: AuditSettings) -> TaskAudit:
+    """Audit one task; every failure ends as a check that could not be made."""
+    try:
+        if job.kind is JobKind.CONTAINER:
+            return _audit_container(Path(job.path), job.id, settings)
+        return _audit_osworld(Path(job.path), settings)
+    except Exception as exc:  # a bug of cleanroom's own: still a record, with its trace
+        trace = "".join(traceback.format_exception(exc))[-TRACE_CHARS:]
+        return could_not_audit("audit", Reason.HARNESS_ERROR.value, trace)
+
+
+def remove_job_containers(job_id: str) -> int:
+    """Remove the containers a job left (a job whose node was lost); images are kept."""
+    try:
+        runtime = DockerRuntime.connect()
+    except RuntimeUnavailable:
+        return 0
+    return runtime.remove_labelled({JOB_LABEL: job_id}, images=False)
+
+
+def _audit_container(task_dir: Path, job_id: str, settings: AuditSettings) -> TaskAudit:
+    try:
+        task = load_task(task_dir)
+    except TaskError as exc:
+        return could_not_audit("task loads", Reason.ENVIRONMENT_ERROR.value, str(exc))
+    try:
+        runtime = DockerRuntime.connect(labels={JOB_LABEL: job_id})
+    except RuntimeUnavailable as exc:
+        return could_not_audit("docker", Reason.VERIFIER_UNAVAILABLE.value, str(exc))
+    sealed = VerifyOptions(Mode.SEALED, image_map=settings.image_map)
+    shared = VerifyOptions(Mode.SHARED, image_map=settings.image_map)
+
+    def run(label: str, agent: AgentSpec, options: VerifyOptions) -> RunRecord:
+        return RunRecord.of(label, options.mode.value, verify_task(task, agent, runtime, options))
+
+    runs = ContainerRuns(has_oracle=_has_oracle(task))
+    runs.noop = run("no-op", AgentSpec.noop(), sealed)
+    if build_failed(runs.noop):
+        return judge_container(runs)
+    if runs.has_oracle:
+        runs.repeats = [
+            run(f"oracle #{n}", AgentSpec.solution(), sealed)
+            for n in range(1, settings.repeats + 1)
+        ]
+    else:
+        runs.repeats = [
+            run(f"no-op #{n}", AgentSpec.noop(), sealed) for n in range(2, settings.repeats + 1)
+        ]
+    _probe_answers(task, runs, run, sealed)
+    for attack in forging_probes(settings.probes):
+        agent = AgentSpec.script(attack.script, f"probe {attack.id}")
+        runs.probes[attack.id] = (
+            run(f"probe {attack.id}", agent, shared),
+            run(f"probe {attack.id}", agent, sealed),
+        )
+    return judge_container(runs)
+
+
+def _has_oracle(task: Task) -> bool:
+    """Whether the task's solution can run: every step's, for a multi-step task."""
+    if task.steps:
+        return all((step.solution_dir / "solve.sh").is_file() for step in task.steps)
+    return (task.solution_dir / "solve.sh").is_file()
+
+
+Runner = Callable[[str, AgentSpec, VerifyOptions], RunRecord]
+
+
+def _probe_answers(task: Task, runs: ContainerRuns, run: Runner, options: VerifyOptions) -> None:
+    files = answer_files(task.root)
+    if not files:
+        return
+    agent = AgentSpec.script(
+        ANSWERS_SCRIPT, "answers probe", files=((ANSWERS_LIST, answers_list(files)),)
+    )
+    record = run("answers probe", agent, options)
+    runs.answers = record
+    phase = record.outcome.get("details", {}).get("agent_phase", {})
+    runs.visible = visible_answers(str(phase.get("output_tail", "")), files)
+
+
+def _audit_osworld(task_file: Path, settings: AuditSettings) -> TaskAudit:
+    # Imported here: the OSWorld stack is only needed for OSWorld tasks.
+    from cleanroom.guests import open_guest
+    from cleanroom.guests.base import GuestError
+    from cleanroom.verifiers.osworld.settings import CheckSettings
+    from cleanroom.verifiers.osworld.task import TaskFileError
+    from cleanroom.verifiers.osworld.task import load_task as load_osworld
+    from cleanroom.verifiers.osworld.validate import NOOP_ACTION, run_phase
+
+    try:
+        spec = load_spec(task_file)
+        task = load_osworld(task_file)
+    except (SpecError, TaskFileError) as exc:
+        return could_not_audit("task loads", Reason.ENVIRONMENT_ERROR.value, str(exc))
+    plan: list[tuple[str, Status, str | None, str]] = [
+        ("t0", Status.FAILURE, None, ""),
+        ("oracle", Status.SUCCESS, spec.oracle, ""),
+        ("noop", Status.FAILURE, NOOP_ACTION, ""),
+    ]
+    plan += [
+        (f"near miss {n}", Status.FAILURE, miss.action, f"{miss.why} ({miss.action})")
+        for n, miss in enumerate(spec.near_misses, start=1)
+    ]
+    checks: list[CheckerRun] = []
+    try:
+        base = open_guest(spec.guest)
+    except GuestError as exc:
+        return could_not_audit("guest", Reason.ENVIRONMENT_ERROR.value, str(exc))
+    with base:
+        for phase, expect, action, why in plan:
+            result = run_phase(
+                phase, expect, task, base, CheckSettings(), action, settings.action_timeout
+            )
+            record = RunRecord.of(phase, f"guest {spec.guest}", result.outcome)
+            checks.append(CheckerRun(record, expect.value, why))
+    return judge_osworld(checks)

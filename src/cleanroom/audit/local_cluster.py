@@ -1,0 +1,131 @@
+"""A Ray cluster of nodes on this machine, on 127.0.0.1: for trying ``--ray`` locally,
+for the tests and for the benchmark.
+
+Each node is a ``ray start`` in a session of its own, with its own temp dir, ports and
+``docker`` slots; a node's processes (its raylet, its workers, which Ray puts each in a
+process group of its own, and the rest) all stay in that session, so `kill_node` can
+take one node away whole, as if its machine were lost. `stop` runs ``ray stop --force``,
+which stops every Ray node of this machine's user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cleanroom.audit.ray_pool import DOCKER_RESOURCE
+
+# Ports each node needs that would collide between two nodes on one machine.
+_NODE_PORT_FLAGS = (
+    "--node-manager-port",
+    "--object-manager-port",
+    "--metrics-export-port",
+    "--dashboard-agent-listen-port",
+    "--dashboard-agent-grpc-port",
+    "--runtime-env-agent-port",
+)
+
+
+class ClusterError(RuntimeError):
+    """A node could not be started; the message holds ``ray start``'s output."""
+
+
+@dataclass
+class LocalNode:
+    session: int  # the session id of its `ray start`: every process of the node
+    temp_dir: Path
+    labels: str  # CLEANROOM_LABELS of its workers: what its containers carry
+
+
+@dataclass
+class LocalCluster:
+    """Nodes on 127.0.0.1; the first is the head. Start with `start`, end with `stop`."""
+
+    address: str = ""
+    nodes: list[LocalNode] = field(default_factory=list)
+    ray: Path = field(default_factory=lambda: Path(sys.executable).with_name("ray"))
+
+    @classmethod
+    def start(
+        cls, node_labels: list[str], docker_slots: int = 1, python_path: str = ""
+    ) -> LocalCluster:
+        """A head and one more node per entry after the first of ``node_labels`` (each
+        entry the ``CLEANROOM_LABELS`` of that node's containers), each with
+        ``docker_slots``; ``python_path`` goes first on the workers' ``PYTHONPATH``."""
+        cluster = cls()
+        try:
+            (head_port,) = _free_ports(1)
+            cluster.address = f"127.0.0.1:{head_port}"
+            for n, labels in enumerate(node_labels):
+                role = ["--head", f"--port={head_port}", "--include-dashboard=false"]
+                joined = role if n == 0 else [f"--address={cluster.address}"]
+                cluster._start_node(joined, labels, docker_slots, python_path)
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+
+    def _start_node(self, args: list[str], labels: str, slots: int, python_path: str) -> None:
+        # A short temp dir: Ray's socket paths must fit in a Unix socket name.
+        temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+        env = {**os.environ, "CLEANROOM_LABELS": labels}
+        if python_path:
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (python_path, env.get("PYTHONPATH")) if p
+            )
+        ports = [f"{f}={p}" for f, p in zip(_NODE_PORT_FLAGS, _free_ports(6), strict=True)]
+        argv = [
+            str(self.ray),
+            "start",
+            "--node-ip-address=127.0.0.1",
+            f"--temp-dir={temp}",
+            "--num-cpus=1",
+            f"--resources={json.dumps({DOCKER_RESOURCE: slots})}",
+            "--disable-usage-stats",
+            *ports,
+            *args,
+        ]
+        proc = subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.nodes.append(LocalNode(proc.pid, temp, labels))
+        out, _ = proc.communicate(timeout=180)
+        if proc.returncode != 0:
+            raise ClusterError(f"ray start exited {proc.returncode}: {out.decode()[-2000:]}")
+
+    def kill_node(self, index: int) -> None:
+        """SIGKILL every process of node ``index``, as if its machine went away."""
+        sid = self.nodes[index].session
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                # After the command name: state, ppid, process group, then the session.
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[3]) == sid:
+                    os.kill(int(entry.name), signal.SIGKILL)
+
+    def stop(self) -> None:
+        """Stop every node (``ray stop --force``) and remove their temp dirs."""
+        subprocess.run(
+            [str(self.ray), "stop", "--force"], capture_output=True, timeout=180, check=False
+        )
+        for node in self.nodes:
+            shutil.rmtree(node.temp_dir, ignore_errors=True)
+
+
+def _free_ports(n: int) -> list[int]:
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]

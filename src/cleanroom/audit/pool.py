@@ -1,0 +1,67 @@
+"""Running audit jobs: on this machine (`LocalPool`, the default) or on Ray (`ray_pool`).
+
+A pool is given the jobs and three callbacks and calls exactly one of ``done`` or
+``lost`` for every job it started: ``done`` with what the job found (a job never raises:
+`run_job` turns every failure into a check that could not be made), ``lost`` when the
+worker running it went away, which the audit records as ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+from cleanroom.audit.findings import TaskAudit
+from cleanroom.audit.job import AuditSettings, run_job
+from cleanroom.audit.jobs import AuditJob
+
+Started = Callable[[AuditJob, str], None]
+Done = Callable[[AuditJob, TaskAudit, str], None]
+Lost = Callable[[AuditJob, str], None]
+
+
+class JobPool(Protocol):
+    """Where audit jobs run."""
+
+    where: str
+
+    def run(
+        self,
+        jobs: list[AuditJob],
+        settings: AuditSettings,
+        started: Started,
+        done: Done,
+        lost: Lost,
+    ) -> None: ...
+
+
+def default_workers() -> int:
+    """One worker per core: a job mostly waits on Docker, whose builds and containers
+    use the cores."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+class LocalPool:
+    """Jobs in threads of this process, ``workers`` at a time, on the local Docker daemon."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers or default_workers()
+        self.where = f"local pool of {self.workers} worker(s)"
+
+    def run(
+        self,
+        jobs: list[AuditJob],
+        settings: AuditSettings,
+        started: Started,
+        done: Done,
+        lost: Lost,
+    ) -> None:
+        def one(job: AuditJob) -> None:
+            started(job, "local")
+            done(job, run_job(job, settings), "local")
+
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            for future in [pool.submit(one, job) for job in jobs]:
+                future.result()

@@ -1,0 +1,193 @@
+"""``cleanroom audit``: find the broken, flaky, leaky and forgeable tasks in a dataset."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from cleanroom.audit.findings import Flag, TaskAudit
+from cleanroom.audit.job import AuditSettings
+from cleanroom.audit.jobs import AuditInputError, AuditJob
+from cleanroom.audit.pool import JobPool, LocalPool
+from cleanroom.audit.probes import DEFAULT_PROBES
+from cleanroom.audit.run import run_audit
+from cleanroom.audit.summary import EXIT_INCOMPLETE, AuditSummary
+from cleanroom.cli.verify import parse_image_map, read_image_map_file
+from cleanroom.store.auditdb import AuditStoreError
+
+_VERDICT_STYLE = {
+    "clean": "green",
+    "flagged": "bold red",
+    "could not audit": "yellow",
+    "interrupted": "yellow",
+}
+_FLAG_STYLE = {"task": "red", "naive": "yellow", "cleanroom": "bold white on red"}
+
+
+def audit(
+    paths: list[Path] = typer.Argument(  # noqa: B008
+        ...,
+        help="Task folders (task.toml), OSWorld task files (.json, with TASK.audit.toml "
+        "beside), or folders of either.",
+    ),
+    run_dir: Path | None = typer.Option(  # noqa: B008
+        None,
+        "--run-dir",
+        help="The audit's run folder (default: runs/audit-<time>); give an existing one "
+        "to resume it: done tasks are skipped, interrupted ones run again.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object."),
+    html: Path | None = typer.Option(  # noqa: B008
+        None, "--html", metavar="FILE", help="Write the results as one self-contained HTML page."
+    ),
+    repeats: int = typer.Option(
+        3, "--repeats", min=2, help="Runs of the oracle (or the no-op) to see a flaky task."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="Jobs at once in the local pool (default: one per core)."
+    ),
+    probes: list[str] = typer.Option(  # noqa: B008
+        list(DEFAULT_PROBES),
+        "--probe",
+        help="A forging probe (red-team attack id) run under shared and sealed; repeatable.",
+    ),
+    image_map: list[str] = typer.Option(  # noqa: B008
+        [],
+        "--image-map",
+        metavar="FROM=TO",
+        help="Build with image TO wherever a task names base image FROM; repeatable.",
+    ),
+    image_map_file: Path | None = typer.Option(  # noqa: B008
+        None, "--image-map-file", metavar="FILE", help="Pairs from a TOML [image_map] table."
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="ADDRESS",
+        help="Run one Ray task per job on this cluster (host:port, or auto), on nodes "
+        "declaring the 'docker' resource.",
+    ),
+) -> None:
+    """Audit every task: exit 0 when none is flagged, 1 when some are, 2 when the audit is
+    incomplete or could not run."""
+    err = Console(stderr=True)
+    from_file = read_image_map_file(image_map_file) if image_map_file else ()
+    mapping = tuple({**dict(from_file), **dict(parse_image_map(image_map))}.items())
+    try:
+        settings = AuditSettings(repeats=repeats, probes=tuple(probes), image_map=mapping)
+    except (KeyError, ValueError) as exc:
+        raise typer.BadParameter(str(exc).strip("'\""), param_hint="--probe") from exc
+    folder = run_dir or Path("runs") / time.strftime("audit-%Y%m%d-%H%M%S")
+    pool: JobPool
+    if ray_address is not None:
+        from cleanroom.audit.ray_pool import RayPool
+
+        pool = RayPool(ray_address)
+    else:
+        pool = LocalPool(workers)
+    try:
+        summary = _run_with_progress(paths, folder, settings, pool, err)
+    except (AuditInputError, AuditStoreError) as exc:
+        err.print(f"[red]error:[/] {exc}", markup=True, highlight=False)
+        raise typer.Exit(EXIT_INCOMPLETE) from None
+    except RuntimeError as exc:  # RayUnavailable and the like: the audit could not run
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INCOMPLETE) from None
+    if html is not None:
+        from cleanroom.audit.html import write
+
+        write(summary, html)
+    if as_json:
+        typer.echo(json.dumps(summary.to_json()))
+    else:
+        print_summary(summary, Console())
+        if html is not None:
+            Console().print(f"HTML: {html}", markup=False)
+    raise typer.Exit(summary.exit_code)
+
+
+def _run_with_progress(
+    paths: list[Path], folder: Path, settings: AuditSettings, pool: JobPool, err: Console
+) -> AuditSummary:
+    with Progress(
+        TextColumn("[bold]audit[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=err,
+        transient=False,
+    ) as progress:
+        bar = progress.add_task("audit", total=None, last="")
+
+        def planned(total: int, done: int) -> None:
+            progress.update(bar, total=total, completed=done)
+
+        def event(job: AuditJob, what: str, result: TaskAudit | None) -> None:
+            if what == "started":
+                return
+            shown = result.verdict if result is not None else what
+            progress.update(bar, advance=1, last=f"{job.name}: {shown}")
+
+        return run_audit(paths, folder, settings, pool, event, on_plan=planned)
+
+
+def print_summary(summary: AuditSummary, console: Console) -> None:
+    """The terminal summary: one row per task, the counts per flag, the verdict."""
+    table = Table(title=f"audit of {len(summary.records)} task(s): {summary.where}")
+    for name in ("task", "verdict", "flags", "seconds", "node"):
+        table.add_column(name)
+    for record in summary.records:
+        row = summary.row(record)
+        flags = " ".join(f"[{_FLAG_STYLE[Flag(f).severity]}]{f}[/]" for f in row["flags"])
+        style = _VERDICT_STYLE.get(row["verdict"], "")
+        table.add_row(
+            row["name"],
+            f"[{style}]{row['verdict']}[/]" if style else row["verdict"],
+            flags,
+            "" if row["seconds"] is None else f"{row['seconds']:.1f}",
+            row["node"],
+        )
+    console.print(table)
+    for record in summary.records:
+        _print_evidence(summary.row(record), console)
+    counts = summary.flag_counts()
+    if counts:
+        console.print("flags: " + ", ".join(f"{k} {v}" for k, v in counts.items()), markup=False)
+    for bug in summary.cleanroom_bugs:
+        console.print(
+            f"[bold white on red]CLEANROOM BUG[/]: a forging probe fooled sealed on {bug.job.name}"
+        )
+    console.print(f"results: {summary.run_dir}", markup=False)
+
+
+def _print_evidence(row: dict[str, Any], console: Console) -> None:
+    for finding in row["findings"]:
+        lines = [line for line in finding["evidence"].splitlines() if line.strip()] or [""]
+        # A build log's last line says what failed; other evidence leads with its point.
+        shown = lines[-1] if finding["flag"] == Flag.BUILD_FAILS.value else lines[0]
+        console.print(f"  {row['name']}: {finding['flag']}: {shown[:160]}", markup=False)
+    for gap in row["unaudited"]:
+        console.print(
+            f"  {row['name']}: could not audit {gap['check']} ({gap['reason']}): "
+            f"{gap['detail'].splitlines()[0][:160] if gap['detail'] else ''}",
+            markup=False,
+        )
+    if row["status"] == "interrupted":
+        console.print(f"  {row['name']}: interrupted: {row['detail']}", markup=False)

@@ -1,0 +1,23 @@
+"""``cleanroom audit examples/tasks``: every example task, whichever exist, is sound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import EXAMPLES, QUICK, run_audit
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def test_the_example_tasks_come_out_with_no_flag_of_their_own(tmp_path: Path) -> None:
+    run = run_audit(str(EXAMPLES), "--json", *QUICK, run_dir=tmp_path / "run", timeout=900)
+    assert run.proc.returncode == 0, run.proc.stdout[-3000:] + run.proc.stderr[-3000:]
+    examples = sorted(p.name for p in EXAMPLES.iterdir() if (p / "task.toml").is_file())
+    tasks = run.data["tasks"]
+    assert sorted(t["name"] for t in tasks) == examples
+    for task in tasks:
+        # What only the naive verifier lets through (forgeable_shared) is expected there.
+        own = [f for f in task["findings"] if f["severity"] != "naive"]
+        assert task["verdict"] == "clean" and own == [], task

@@ -1,0 +1,134 @@
+"""Judging a task from its runs: each planted problem raises its flag, and an invalid run
+is a check that could not be made, never a flag."""
+
+from __future__ import annotations
+
+from cleanroom.audit.findings import (
+    CheckerRun,
+    ContainerRuns,
+    Flag,
+    RunRecord,
+    judge_container,
+    judge_osworld,
+)
+from cleanroom.core.outcomes import Outcome, Reason
+
+
+def rec(label: str, outcome: Outcome, mode: str = "sealed") -> RunRecord:
+    return RunRecord.of(label, mode, outcome)
+
+
+OK = Outcome.success()
+ZERO = Outcome.failure()
+LOST = Outcome.invalid(Reason.VERIFIER_UNAVAILABLE, "the daemon went away")
+
+
+def healthy(**changes: object) -> ContainerRuns:
+    runs = ContainerRuns(
+        noop=rec("no-op", ZERO),
+        repeats=[rec(f"oracle #{n}", OK) for n in (1, 2, 3)],
+        answers=rec("answers probe", ZERO),
+        probes={"planted-reward-txt": (rec("p", ZERO, "shared"), rec("p", ZERO))},
+    )
+    for key, value in changes.items():
+        setattr(runs, key, value)
+    return runs
+
+
+def test_a_sound_task_is_clean() -> None:
+    audit = judge_container(healthy())
+    assert audit.flags == [] and audit.verdict == "clean"
+
+
+def test_a_task_whose_image_does_not_build_is_flagged_with_its_build_log() -> None:
+    noop = rec("no-op", Outcome.invalid(Reason.ENVIRONMENT_ERROR, "x", build_log="step 2 failed"))
+    audit = judge_container(ContainerRuns(noop=noop))
+    assert audit.flags == [Flag.BUILD_FAILS]
+    assert "step 2 failed" in audit.findings[0].evidence
+
+
+def test_a_noop_that_passes_under_sealed_is_flagged() -> None:
+    audit = judge_container(healthy(noop=rec("no-op", OK)))
+    assert audit.flags == [Flag.PASSES_WITH_NO_WORK]
+
+
+def test_an_oracle_that_never_passes_is_flagged() -> None:
+    audit = judge_container(healthy(repeats=[rec(f"oracle #{n}", ZERO) for n in (1, 2, 3)]))
+    assert audit.flags == [Flag.ORACLE_FAILS]
+
+
+def test_oracle_runs_that_disagree_are_flaky_with_every_run_in_the_evidence() -> None:
+    runs = [rec("oracle #1", OK), rec("oracle #2", ZERO), rec("oracle #3", OK)]
+    audit = judge_container(healthy(repeats=runs))
+    assert audit.flags == [Flag.FLAKY]
+    assert len(audit.findings[0].runs) == 3
+
+
+def test_without_an_oracle_the_noop_repeats_decide_flakiness() -> None:
+    audit = judge_container(
+        healthy(
+            noop=rec("no-op", ZERO),
+            repeats=[rec("no-op #2", Outcome.failure(0.5))],
+            has_oracle=False,
+        )
+    )
+    assert audit.flags == [Flag.FLAKY]
+
+
+def test_answers_seen_by_the_probe_are_flagged_with_where_they_were() -> None:
+    seen = [{"path": "/opt/ref/expected.txt", "matches": "tests/expected.txt"}]
+    audit = judge_container(healthy(visible=seen))
+    assert audit.flags == [Flag.ANSWERS_VISIBLE]
+    assert "/opt/ref/expected.txt" in audit.findings[0].evidence
+
+
+def test_a_probe_that_fools_shared_is_a_naive_flag_that_does_not_fail_the_audit() -> None:
+    probes = {"planted-reward-txt": (rec("p", OK, "shared"), rec("p", ZERO))}
+    audit = judge_container(healthy(probes=probes))
+    assert audit.flags == [Flag.FORGEABLE_SHARED]
+    assert not audit.fails_audit and audit.verdict == "clean"
+
+
+def test_a_probe_that_fools_sealed_is_a_cleanroom_bug_that_fails_the_audit() -> None:
+    probes = {"planted-reward-txt": (rec("p", OK, "shared"), rec("p", OK))}
+    audit = judge_container(healthy(probes=probes))
+    assert Flag.FORGEABLE_SEALED in audit.flags and audit.fails_audit
+
+
+def test_an_invalid_noop_is_a_check_not_made_never_a_flag() -> None:
+    audit = judge_container(healthy(noop=rec("no-op", LOST)))
+    assert audit.flags == []
+    assert audit.verdict == "could not audit"
+    assert audit.unaudited[0].reason == "verifier_unavailable"
+
+
+def test_invalid_oracle_runs_are_not_counted_as_disagreeing() -> None:
+    runs = [rec("oracle #1", OK), rec("oracle #2", LOST), rec("oracle #3", OK)]
+    audit = judge_container(healthy(repeats=runs))
+    assert audit.flags == []
+    assert [u.check for u in audit.unaudited] == ["flaky"]
+
+
+def test_an_osworld_checker_accepting_a_near_miss_is_flagged() -> None:
+    runs = [
+        CheckerRun(rec("t0", ZERO), "failure"),
+        CheckerRun(rec("oracle", OK), "success"),
+        CheckerRun(rec("noop", ZERO), "failure"),
+        CheckerRun(rec("near miss 1", OK), "failure", "copies instead of renaming"),
+    ]
+    audit = judge_osworld(runs)
+    assert audit.flags == [Flag.NEAR_MISS_ACCEPTED]
+    assert "copies instead of renaming" in audit.findings[0].evidence
+
+
+def test_an_osworld_checker_that_cannot_run_is_not_audited_not_flagged() -> None:
+    lost = Outcome.invalid(Reason.CHECKER_ERROR, "getter timed out")
+    audit = judge_osworld([CheckerRun(rec("t0", lost), "failure")])
+    assert audit.flags == [] and audit.unaudited[0].reason == "checker_error"
+
+
+def test_a_task_audit_survives_its_json_round_trip() -> None:
+    audit = judge_container(healthy(noop=rec("no-op", OK)))
+    from cleanroom.audit.findings import TaskAudit
+
+    assert TaskAudit.from_json(audit.to_json()) == audit

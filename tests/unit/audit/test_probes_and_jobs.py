@@ -1,0 +1,71 @@
+"""The answers probe's digests and reading, and finding the tasks to audit."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from cleanroom.audit.jobs import AuditInputError, JobKind, find_jobs
+from cleanroom.audit.probes import FOUND_MARK, answer_files, visible_answers
+
+
+def make_task(root: Path, name: str) -> Path:
+    task = root / name
+    (task / "tests").mkdir(parents=True)
+    (task / "task.toml").write_text('version = "1.0"\n')
+    return task
+
+
+def test_answer_files_skip_files_too_short_to_tell_apart(tmp_path: Path) -> None:
+    task = make_task(tmp_path, "t")
+    (task / "tests" / "expected.txt").write_text("a long enough expected output, really\n")
+    (task / "tests" / "__init__.py").write_text("")
+    names = [f.name for f in answer_files(task)]
+    assert names == ["tests/expected.txt"]
+
+
+def test_visible_answers_name_the_copy_and_the_task_file_it_matches(tmp_path: Path) -> None:
+    task = make_task(tmp_path, "t")
+    data = b"a long enough expected output, really\n"
+    (task / "tests" / "expected.txt").write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    output = f"noise\n{FOUND_MARK} {digest} /opt/ref/copy.txt\n{FOUND_MARK} {'0' * 64} /x\n"
+    assert visible_answers(output, answer_files(task)) == [
+        {"path": "/opt/ref/copy.txt", "matches": "tests/expected.txt"}
+    ]
+
+
+def test_find_jobs_takes_a_folder_of_tasks_and_osworld_files(tmp_path: Path) -> None:
+    make_task(tmp_path, "b-task")
+    make_task(tmp_path, "a-task")
+    (tmp_path / "rename.json").write_text("{}")
+    (tmp_path / "notes.txt").write_text("")
+    jobs = find_jobs([tmp_path])
+    assert [(j.kind, j.name) for j in jobs] == [
+        (JobKind.CONTAINER, "a-task"),
+        (JobKind.CONTAINER, "b-task"),
+        (JobKind.OSWORLD, "rename"),
+    ]
+
+
+def test_the_same_task_given_twice_is_one_job(tmp_path: Path) -> None:
+    task = make_task(tmp_path, "t")
+    assert len(find_jobs([task, tmp_path])) == 1
+
+
+def test_a_path_with_no_task_is_an_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(AuditInputError, match="empty: no task here"):
+        find_jobs([tmp_path / "empty"])
+
+
+def test_answer_files_include_each_steps_tests_and_solution(tmp_path: Path) -> None:
+    task = make_task(tmp_path, "t")
+    step = task / "steps" / "configure"
+    (step / "solution").mkdir(parents=True)
+    (step / "solution" / "solve.sh").write_text(
+        "#!/bin/bash\necho the configured answer > /app/x\n"
+    )
+    assert [f.name for f in answer_files(task)] == ["steps/configure/solution/solve.sh"]
