@@ -38,9 +38,10 @@ EXAMPLE_TASK_NAMES = (
 )
 # Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs, a
 # separate verifier environment, a multi-step task, compose services). The matrix leaves
-# them out to stay short; tests/integration/container/test_harbor_fields.py runs them in
-# sealed. All but the last open no route to the verifier that the tasks above lack; the
-# compose service's route is tested in tests/integration/container/test_compose_services.py.
+# them out to stay short; `cleanroom audit` runs each in sealed with its solution and with
+# no action (tests/integration/audit/test_audit_examples.py). All but the last open no
+# route to the verifier that the tasks above lack; the compose service's route is tested
+# in tests/integration/container/test_compose_services.py.
 HARBOR_FORMAT_EXAMPLES = (
     "healthcheck-service",
     "env-templates",
