@@ -43,6 +43,22 @@ def harbor_run(
 ) -> dict[str, Any]:
     """One trial of ``task`` through `harbor run`; its trial folder's result.json, with
     the trial folder itself under ``"trial_dir"``."""
+    results = harbor_run_all(runtime, jobs, task, agent, verifier)
+    assert len(results) == 1, f"expected one trial, found {sorted(results)}"
+    return next(iter(results.values()))
+
+
+def harbor_run_all(
+    runtime: DockerRuntime,
+    jobs: Path,
+    path: Path,
+    agent: list[str],
+    verifier: tuple[str, ...] = (),
+    concurrent: int = 1,
+) -> dict[str, dict[str, Any]]:
+    """A `harbor run` of a task or a dataset folder of tasks, ``concurrent`` trials at
+    once; each trial's result.json by task name, with its trial folder under
+    ``"trial_dir"``."""
     if not HARBOR.is_file():
         pytest.fail("no .venv-harbor with Harbor: run `make setup` (needs Python 3.12+)")
     env = {
@@ -53,15 +69,17 @@ def harbor_run(
         # What cleanroom starts inside Harbor is removed with the test's runtime.
         "CLEANROOM_LABELS": ",".join(f"{k}={v}" for k, v in runtime.labels.items()),
     }
-    argv = [str(HARBOR), "run", "-p", str(task), *agent, *verifier]
-    argv += ["-o", str(jobs), "-n", "1", "-y"]
+    argv = [str(HARBOR), "run", "-p", str(path), *agent, *verifier]
+    argv += ["-o", str(jobs), "-n", str(concurrent), "-y"]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=540)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    results = [p for p in jobs.glob("*/*/result.json")]
-    assert len(results) == 1, f"expected one trial, found {results}: {done.stdout[-2000:]}"
-    result: dict[str, Any] = json.loads(results[0].read_text())
-    result["trial_dir"] = results[0].parent
-    return result
+    results: dict[str, dict[str, Any]] = {}
+    for found in jobs.glob("*/*/result.json"):
+        result: dict[str, Any] = json.loads(found.read_text())
+        result["trial_dir"] = found.parent
+        results[str(result.get("task_name") or found.parent.name)] = result
+    assert results, f"no trial found: {done.stdout[-2000:]}"
+    return results
 
 
 def reward(result: dict[str, Any]) -> float | None:
@@ -75,22 +93,31 @@ def outcome(result: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize(
-    ("task", "processes"),
-    # http-sum's verifier talks to the server the agent left running (live_processes);
-    # artifact-answer's reads what the agent left in /logs/artifacts, Harbor's bound folder.
-    [("fix-median", "killed"), ("http-sum", "frozen"), ("artifact-answer", "killed")],
-)
+# http-sum's verifier talks to the server the agent left running (live_processes);
+# artifact-answer's reads what the agent left in /logs/artifacts, Harbor's bound folder.
+ORACLE_TASKS = {"fix-median": "killed", "http-sum": "frozen", "artifact-answer": "killed"}
+
+
 def test_the_oracle_scores_one_with_the_sealed_verifier(
-    runtime: DockerRuntime, tmp_path: Path, task: str, processes: str
+    runtime: DockerRuntime, tmp_path: Path
 ) -> None:
-    result = harbor_run(runtime, tmp_path, TASKS / task, ["--agent", "oracle"], SEALED_ARGS)
-    assert result.get("exception_info") is None, result["exception_info"]
-    assert reward(result) == 1.0
-    seen = outcome(result)
-    assert seen["outcome"] == "success"
-    assert seen["details"]["mode"] == "sealed"
-    assert seen["details"]["agent_processes"] == processes
+    """One `harbor run` of a dataset folder of three tasks, two trials at once."""
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    for name in ORACLE_TASKS:
+        shutil.copytree(TASKS / name, dataset / name)
+    results = harbor_run_all(
+        runtime, tmp_path / "jobs", dataset, ["--agent", "oracle"], SEALED_ARGS, concurrent=2
+    )
+    assert sorted(results) == sorted(ORACLE_TASKS)
+    for name, processes in ORACLE_TASKS.items():
+        result = results[name]
+        assert result.get("exception_info") is None, (name, result["exception_info"])
+        assert reward(result) == 1.0, name
+        seen = outcome(result)
+        assert seen["outcome"] == "success", (name, seen)
+        assert seen["details"]["mode"] == "sealed"
+        assert seen["details"]["agent_processes"] == processes, name
 
 
 def test_the_sealed_verifier_reaches_the_compose_services_harbor_started(
