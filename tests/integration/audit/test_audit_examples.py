@@ -12,7 +12,10 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def test_the_example_tasks_come_out_with_no_flag_of_their_own(tmp_path: Path) -> None:
-    run = run_audit(str(EXAMPLES), "--json", *QUICK, run_dir=tmp_path / "run", timeout=900)
+    # Four jobs at once: the jobs wait on the Docker daemon more than on the two cores.
+    run = run_audit(
+        str(EXAMPLES), "--json", *QUICK, "--workers", "4", run_dir=tmp_path / "run", timeout=900
+    )
     assert run.proc.returncode == 0, run.proc.stdout[-3000:] + run.proc.stderr[-3000:]
     examples = sorted(p.name for p in EXAMPLES.iterdir() if (p / "task.toml").is_file())
     tasks = run.data["tasks"]
