@@ -11,15 +11,14 @@ live audit.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from cleanroom.audit.findings import TaskAudit
 from cleanroom.audit.jobs import AuditJob, JobKind
 from cleanroom.store.folders import private_folder
 from cleanroom.store.migrations import AUDIT_MIGRATIONS
+from cleanroom.store.sqlite_file import connect_wal, migrate, take_owner_lock, transaction
 
 DB_NAME = "audit.sqlite"
 LOCK_NAME = "audit.lock"
@@ -83,19 +83,11 @@ class AuditStore:
         Jobs a dead owner left running are marked interrupted (`recovered`).
         """
         path = private_folder(run_dir)
-        lock_fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        lock_fd = take_owner_lock(
+            path / LOCK_NAME, AuditBusy(f"{path} is in use by another live audit")
+        )
         try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(lock_fd)
-            raise AuditBusy(f"{path} is in use by another live audit") from None
-        try:
-            conn = sqlite3.connect(
-                path / DB_NAME, isolation_level=None, check_same_thread=False, timeout=30
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            store = cls(path, conn, lock_fd)
+            store = cls(path, connect_wal(path / DB_NAME), lock_fd)
             store._migrate()
             store._adopt(settings)
             store.recovered = store._recover()
@@ -123,18 +115,7 @@ class AuditStore:
         self.close()
 
     def _migrate(self) -> None:
-        version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
-        if version > len(AUDIT_MIGRATIONS):
-            raise AuditStoreError(
-                f"{self.path} has schema version {version}, newer than this cleanroom "
-                f"({len(AUDIT_MIGRATIONS)}); upgrade cleanroom to open it"
-            )
-        for number, script in enumerate(AUDIT_MIGRATIONS[version:], start=version + 1):
-            with self._tx() as c:
-                for statement in (s.strip() for s in script.split(";")):
-                    if statement:
-                        c.execute(statement)
-                c.execute(f"PRAGMA user_version = {number}")
+        migrate(self._conn, self._write, AUDIT_MIGRATIONS, self.path, AuditStoreError)
 
     def _adopt(self, settings: dict[str, Any]) -> None:
         row = self._conn.execute("SELECT settings FROM audit WHERE id = 1").fetchone()
@@ -166,16 +147,8 @@ class AuditStore:
             )
         return lost
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._write:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._conn, self._write)
 
     # -- jobs --------------------------------------------------------------------------
 

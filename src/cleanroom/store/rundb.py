@@ -13,15 +13,14 @@ as ``invalid`` (``interrupted``) instead of dropping it.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,13 @@ from cleanroom.core.publish import NOT_CLAIMED, ControlResult
 from cleanroom.core.tokens import RolloutId, Token
 from cleanroom.store.folders import private_folder
 from cleanroom.store.migrations import MIGRATIONS
+from cleanroom.store.sqlite_file import (
+    connect_wal,
+    migrate,
+    schema_version,
+    take_owner_lock,
+    transaction,
+)
 
 DB_NAME = "run.sqlite"
 LOCK_NAME = "run.lock"
@@ -167,20 +173,10 @@ class RunStore:
     def _connect(cls, path: Path, *, owner: bool) -> RunStore:
         lock_fd = None
         if owner:
-            lock_fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(lock_fd)
-                raise RunBusy(f"{path} is in use by another live process") from None
+            busy = RunBusy(f"{path} is in use by another live process")
+            lock_fd = take_owner_lock(path / LOCK_NAME, busy)
         try:
-            conn = sqlite3.connect(
-                path / DB_NAME, isolation_level=None, check_same_thread=False, timeout=30
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode loses nothing on a process crash (only on power loss), and
-            # keeps commits cheap enough to write every row as it happens.
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn = connect_wal(path / DB_NAME)
             conn.execute("PRAGMA foreign_keys=ON")
             store = cls(path, conn, lock_fd)
             if owner:
@@ -211,21 +207,10 @@ class RunStore:
 
     @property
     def schema_version(self) -> int:
-        return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        return schema_version(self._conn)
 
     def _migrate(self) -> None:
-        version = self.schema_version
-        if version > len(MIGRATIONS):
-            raise RunStoreError(
-                f"{self.path} has schema version {version}, newer than this cleanroom "
-                f"({len(MIGRATIONS)}); upgrade cleanroom to open it"
-            )
-        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-            # executescript would commit on its own; run statements inside one transaction.
-            with self._tx() as c:
-                for statement in _statements(script):
-                    c.execute(statement)
-                c.execute(f"PRAGMA user_version = {number}")
+        migrate(self._conn, self._write, MIGRATIONS, self.path, RunStoreError)
 
     def _check_version(self) -> None:
         if self.schema_version != len(MIGRATIONS):
@@ -234,16 +219,8 @@ class RunStore:
                 "once to migrate it"
             )
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._write:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._conn, self._write)
 
     def _recover(self) -> list[str]:
         now = time.time()
@@ -683,7 +660,3 @@ class RunStore:
 
 def _reason(outcome: Outcome) -> str | None:
     return outcome.reason.value if outcome.reason else None
-
-
-def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
