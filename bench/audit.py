@@ -2,13 +2,17 @@
 Ray on a two-node cluster on this machine, as ratios to the one-worker run.
 
     .venv/bin/python bench/audit.py [--tasks DIR] [--repeats 3] [--no-write]
+        [--image-map FROM=TO ...] [--corpus NAME]
 
 Every configuration audits the same tasks (the example tasks by default, whichever
 exist) with the audit's default checks, into a fresh run folder. The tasks' images are
-built once before any timing, so every configuration reuses them. The Ray cluster is a
-head and a second node on 127.0.0.1 (`cleanroom.audit.local_cluster`), one Docker slot
-each, so two jobs at once, as with two local workers. The figures and the flags found per
-category are written to the ``## Audit`` section of bench/RESULTS.md.
+built once before any timing, so every configuration reuses them (a task whose image
+does not build is timed as the audit finds it: a build that fails again). The Ray
+cluster is a head and a second node on 127.0.0.1 (`cleanroom.audit.local_cluster`), one
+Docker slot each, so two jobs at once, as with two local workers. The figures and the
+flags found per category are written to the ``## Audit`` section of bench/RESULTS.md, or,
+with ``--corpus NAME`` (tasks written elsewhere, adapted only by ``--image-map``), to
+``## Audit of a public corpus``, with every task's flags.
 """
 
 from __future__ import annotations
@@ -30,12 +34,14 @@ from cleanroom.audit.pool import JobPool, LocalPool
 from cleanroom.audit.ray_pool import RayPool
 from cleanroom.audit.run import run_audit
 from cleanroom.audit.summary import AuditSummary
+from cleanroom.cli.verify import parse_image_map
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.task import load_task
 from results_md import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Audit"
+CORPUS_SECTION = "## Audit of a public corpus"
 
 
 def main() -> int:
@@ -43,16 +49,26 @@ def main() -> int:
     parser.add_argument("--tasks", type=Path, default=ROOT / "examples" / "tasks")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
+    parser.add_argument("--image-map", action="append", default=[], metavar="FROM=TO")
+    parser.add_argument("--corpus", metavar="NAME", help="where the tasks come from")
+    parser.add_argument("--workers", default="1,2,4", help="local pool sizes to measure")
     args = parser.parse_args()
-    settings = AuditSettings(repeats=args.repeats)
+    image_map = parse_image_map(args.image_map)
+    settings = AuditSettings(repeats=args.repeats, image_map=image_map)
     jobs = find_jobs([args.tasks])
     runtime = DockerRuntime.connect()
     for job in jobs:  # built once, untimed: every configuration reuses the images
         if job.kind is JobKind.CONTAINER:
-            runtime.image_for(load_task(Path(job.path)))
+            started = time.monotonic()
+            try:
+                runtime.image_for(load_task(Path(job.path)), dict(image_map))
+                built = "built"
+            except Exception as exc:  # the audit records it as the task's own finding
+                built = f"does not build ({type(exc).__name__})"
+            print(f"{job.name}: {built} in {time.monotonic() - started:.0f} s", file=sys.stderr)
 
     rows: list[Row] = []
-    for workers in (1, 2, 4):
+    for workers in (int(w) for w in args.workers.split(",")):
         rows.append(
             measure(
                 f"local pool, {workers} worker(s)",
@@ -77,7 +93,7 @@ def main() -> int:
     text = report(rows, len(jobs), args)
     print(text)
     if not args.no_write:
-        write_section(SECTION, text)
+        write_section(CORPUS_SECTION if args.corpus else SECTION, text)
     return 0
 
 
@@ -98,14 +114,19 @@ def measure(label: str, tasks: Path, settings: AuditSettings, pool: Callable[[],
 
 def report(rows: list[Row], n: int, args: argparse.Namespace) -> str:
     base = n / rows[0][1] * 3600
+    where = args.tasks.relative_to(ROOT) if args.tasks.is_relative_to(ROOT) else args.tasks
+    command = f".venv/bin/python bench/audit.py --repeats {args.repeats}"
+    if args.corpus:
+        maps = " ".join(f"--image-map {a}={b}" for a, b in parse_image_map(args.image_map))
+        command += f" --tasks DIR {maps} --corpus '{args.corpus}'"
+        where = f"{args.corpus}"
     lines = [
-        SECTION,
+        CORPUS_SECTION if args.corpus else SECTION,
         "",
-        f"Command: `.venv/bin/python bench/audit.py --repeats {args.repeats}` "
+        f"Command: `{command}` "
         f"({datetime.now(UTC):%Y-%m-%d}, {os.cpu_count()} cores, Linux {platform.release()}, "
-        f"Python {platform.python_version()}), on {n} task(s) of "
-        f"`{args.tasks.relative_to(ROOT) if args.tasks.is_relative_to(ROOT) else args.tasks}`, "
-        "images built beforehand; other work shared the machine.",
+        f"Python {platform.python_version()}), on {n} task(s) of {where}, "
+        "images built beforehand; the load average at each run's end is in the table.",
         "",
         "| configuration | wall s | tasks per hour | ratio to 1 worker | exit | load at end |",
         "|---|---|---|---|---|---|",
@@ -120,6 +141,15 @@ def report(rows: list[Row], n: int, args: argparse.Namespace) -> str:
     shown = ", ".join(f"`{k}` {v}" for k, v in counts.items()) or "none"
     verdicts = ", ".join(f"{k} {v}" for k, v in sorted(rows[0][2].verdict_counts().items()))
     lines += ["", f"Flags found per category (one-worker run): {shown}. Verdicts: {verdicts}.", ""]
+    if args.corpus:
+        lines += ["| task | verdict | flags | seconds (one worker) |", "|---|---|---|---|"]
+        summary = rows[0][2]
+        for record in summary.records:
+            found = sorted({f.value for f in record.audit.flags}) if record.audit else []
+            flags = ", ".join(f"`{f}`" for f in found) or "none"
+            took = f"{record.seconds:.0f}" if record.seconds is not None else ""
+            lines.append(f"| {record.job.name} | {summary.verdict_of(record)} | {flags} | {took} |")
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from cleanroom.audit.findings import TaskAudit
 from cleanroom.audit.job import AuditSettings, run_job
 from cleanroom.audit.jobs import AuditJob
+from cleanroom.verifiers.container.side_by_side import side_by_side
 
 Started = Callable[[AuditJob, str], None]
 Done = Callable[[AuditJob, TaskAudit, str], None]
@@ -44,7 +44,8 @@ def default_workers() -> int:
 
 
 class LocalPool:
-    """Jobs in threads of this process, ``workers`` at a time, on the local Docker daemon."""
+    """Jobs in threads of this process, ``workers`` at a time, on the local Docker daemon
+    (through the same bounded pool as every other caller that verifies side by side)."""
 
     def __init__(self, workers: int | None = None) -> None:
         self.workers = workers or default_workers()
@@ -62,6 +63,4 @@ class LocalPool:
             started(job, "local")
             done(job, run_job(job, settings), "local")
 
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            for future in [pool.submit(one, job) for job in jobs]:
-                future.result()
+        side_by_side(jobs, one, self.workers)

@@ -72,7 +72,7 @@ def audit(
         help="Build with image TO wherever a task names base image FROM; repeatable.",
     ),
     image_map_file: Path | None = typer.Option(  # noqa: B008
-        None, "--image-map-file", metavar="FILE", help="Pairs from a TOML [image_map] table."
+        None, "--image-map-file", metavar="FILE", help="Pairs from a TOML \\[image_map] table."
     ),
     ray_address: str | None = typer.Option(
         None,

@@ -1,4 +1,5 @@
-"""``cleanroom verify``: run a container task's agent phase, then verify it in one mode."""
+"""``cleanroom verify``: run container tasks' agent phases, then verify them in one mode;
+several tasks run side by side (``--jobs``)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,25 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from cleanroom.core.outcomes import Outcome
+from cleanroom.core.outcomes import (
+    EXIT_AGENT_FAULT,
+    EXIT_FAILURE,
+    EXIT_INVALID,
+    EXIT_SUCCESS,
+    Outcome,
+)
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode
+from cleanroom.verifiers.container.side_by_side import side_by_side
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_path
 
 _STYLE = {"success": "bold green", "failure": "bold yellow", "invalid": "bold red"}
 
 
 def verify(
-    task_dir: Path = typer.Argument(  # noqa: B008
-        ..., help="A Harbor-layout task folder (task.toml, environment/, tests/, solution/)."
+    task_dirs: list[Path] = typer.Argument(  # noqa: B008
+        ...,
+        metavar="TASK_DIR...",
+        help="Harbor-layout task folders (task.toml, environment/, tests/, solution/).",
     ),
     solution: bool = typer.Option(False, "--solution", help="Run solution/solve.sh as the agent."),
     noop: bool = typer.Option(False, "--noop", help="Run no agent at all."),
@@ -51,12 +61,16 @@ def verify(
         None,
         "--image-map-file",
         metavar="FILE",
-        help='A TOML file whose [image_map] table maps FROM = "TO" the same way; a pair '
+        help='A TOML file whose \\[image_map] table maps FROM = "TO" the same way; a pair '
         "given with --image-map wins over the file's.",
     ),
+    jobs: int = typer.Option(
+        1, "--jobs", min=1, help="Verify this many tasks at once (with several tasks)."
+    ),
 ) -> None:
-    """Verify a container task; exit 0 success, 1 failure, 2 invalid (the infrastructure's
-    fault, excluded), 3 a failure scored 0 for the agent's own act (tamper, ...)."""
+    """Verify container tasks; exit 0 success, 1 failure, 2 invalid (the infrastructure's
+    fault, excluded), 3 a failure scored 0 for the agent's own act (tamper, ...). With
+    several tasks the exit code is the most serious of theirs: 2, then 3, then 1, then 0."""
     chosen = [flag for flag, on in (("--solution", solution), ("--noop", noop)) if on]
     if agent is not None:
         chosen.append("--agent")
@@ -71,14 +85,43 @@ def verify(
     )
     from_file = read_image_map_file(image_map_file) if image_map_file else ()
     mapping = tuple({**dict(from_file), **dict(parse_image_map(image_map))}.items())
-    options = VerifyOptions(mode=mode, keep=keep, image_map=mapping, artifacts_dir=artifacts_dir)
-    outcome = verify_path(task_dir, spec, options)
-    payload = outcome_json(outcome, mode)
+    several = len(task_dirs) > 1
+
+    def options_for(task_dir: Path) -> VerifyOptions:
+        # Several tasks' artifacts go to a folder each, named after the task's folder.
+        collect = artifacts_dir / task_dir.resolve().name if artifacts_dir and several else None
+        return VerifyOptions(
+            mode=mode, keep=keep, image_map=mapping, artifacts_dir=collect or artifacts_dir
+        )
+
+    def one(task_dir: Path) -> Outcome:
+        return verify_path(task_dir, spec, options_for(task_dir))
+
+    def shown(_task_dir: Path, outcome: Outcome) -> None:
+        if not as_json:
+            _print_human(outcome_json(outcome, mode))
+
+    if several and artifacts_dir is not None:
+        names = [d.resolve().name for d in task_dirs]
+        if len(set(names)) != len(names):
+            raise typer.BadParameter(
+                "two task folders share a name; their artifacts would share a folder",
+                param_hint="--artifacts-dir",
+            )
+    outcomes = side_by_side(task_dirs, one, jobs, shown)
     if as_json:
-        typer.echo(json.dumps(payload, sort_keys=False))
-    else:
-        _print_human(payload)
-    raise typer.Exit(outcome.exit_code)
+        payloads = [outcome_json(o, mode) for o in outcomes]
+        typer.echo(json.dumps(payloads if several else payloads[0], sort_keys=False))
+    raise typer.Exit(most_serious_exit([o.exit_code for o in outcomes]))
+
+
+def most_serious_exit(codes: list[int]) -> int:
+    """The exit code of several verifications: any invalid one (2) first, then a failure
+    the agent caused (3), then a failure (1), else success (0)."""
+    for code in (EXIT_INVALID, EXIT_AGENT_FAULT, EXIT_FAILURE):
+        if code in codes:
+            return code
+    return EXIT_SUCCESS
 
 
 def parse_image_map(items: list[str]) -> tuple[tuple[str, str], ...]:

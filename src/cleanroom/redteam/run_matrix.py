@@ -7,20 +7,15 @@ a fresh container, so no attack can leave anything behind for the next.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from cleanroom.redteam.assets import assets_for
 from cleanroom.redteam.catalogue import Attack
 from cleanroom.redteam.matrix import Cell, Matrix, Row, RowKind
-from cleanroom.verifiers.container.docker_runtime import (
-    DockerRuntime,
-    ImageBuildFailed,
-    RuntimeUnavailable,
-)
+from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.side_by_side import build_images, side_by_side
 from cleanroom.verifiers.container.task import Task, load_task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
 
@@ -120,23 +115,19 @@ def run_matrix(
     """Run every row under every mode and return the filled matrix."""
     by_name = {t.name: t for t in tasks}
     matrix = Matrix(tuple(modes), list(rows))
-    for task in tasks:
-        # Built once here so parallel rollouts never race to build the same image; a build
-        # failure is not raised but shows in every cell of that task as environment_error.
-        with contextlib.suppress(ImageBuildFailed, RuntimeUnavailable):
-            runtime.image_for(task)
+    build_images(tasks, runtime)
     work = [(row, mode) for row in rows for mode in modes]
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {
-            pool.submit(
-                verify_task, by_name[row.task], agent_for(row), runtime, options_for(row, mode)
-            ): (row, mode)
-            for row, mode in work
-        }
-        for future in as_completed(futures):
-            row, mode = futures[future]
-            cell = Cell.of(future.result())
-            matrix.put(row, mode, cell)
-            if on_cell is not None:
-                on_cell(row, mode, cell)
+
+    def one(cell_of: tuple[Row, Mode]) -> Cell:
+        row, mode = cell_of
+        return Cell.of(
+            verify_task(by_name[row.task], agent_for(row), runtime, options_for(row, mode))
+        )
+
+    def record(cell_of: tuple[Row, Mode], cell: Cell) -> None:
+        matrix.put(*cell_of, cell)
+        if on_cell is not None:
+            on_cell(*cell_of, cell)
+
+    side_by_side(work, one, max(1, jobs), record)
     return matrix

@@ -94,3 +94,15 @@ def test_the_artifacts_are_collected_where_asked_and_printed(
     assert f"artifacts collected in {tmp_path}" in printed
     assert (tmp_path / "logs" / "artifacts" / "answer.txt").read_text() == "312\n"
     assert json.loads((tmp_path / "manifest.json").read_text())[1]["status"] == "ok"
+
+
+def test_several_tasks_run_side_by_side_with_one_json_list(runtime: DockerRuntime) -> None:
+    tasks = [EXAMPLES / "csv-report", EXAMPLES / "fix-median", EXAMPLES / "http-sum"]
+    done = cleanroom(
+        "verify", *map(str, tasks), "--noop", "--jobs", "3", "--json", env=labelled(runtime)
+    )
+
+    assert done.returncode == 1, done.stderr  # doing nothing fails every task
+    data = json.loads(done.stdout)
+    assert [d["details"]["task"] for d in data] == [t.name for t in tasks]  # the given order
+    assert {d["outcome"] for d in data} == {"failure"}

@@ -18,7 +18,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -290,6 +290,9 @@ class _Verification:
         self.agent_reward_dir: Path | None = None
         self.background: list[threading.Thread] = []
         self.baseline: list[Change] = []
+        # A sealed verifier's container started during the agent phase, with its reward
+        # folder (`_start_verifier_early`); taken by the next `_verify_sealed`.
+        self.early_verifier: tuple[Future[str], Path] | None = None
         # The task's environments with their ${VAR} templates resolved (`_resolve_env`).
         self.task_env: dict[str, str] = {}
         self.solution_env: dict[str, str] = {}
@@ -500,58 +503,82 @@ class _Verification:
 
     # sealed: the pristine image, with the agent's state at the state paths ------------
 
-    def _verify_sealed(self, agent_ctr: str, image: str) -> None:
+    @property
+    def verifies_apart(self) -> bool:
+        """Whether test.sh runs in a container of its own (sealed, or a separate
+        verifier environment in any mode) rather than in the agent's."""
+        return self.separate is not None or not self.plan.in_agent_container
+
+    def _start_verifier_early(self, agent_ctr: str, image: str) -> None:
+        """Start the verifier's container now, while the agent acts: it is made from the
+        pristine image and depends on nothing the agent does, so its start (the longest
+        wait of a sealed verification) overlaps the agent phase. Nothing of the agent's
+        reaches it before `_verify_sealed` installs the state: it has no network the
+        agent's container is on, only the services' (where nothing of it listens) or,
+        for a verifier that talks to the agent's processes, the agent's own namespace."""
         tests, reward_dir, guard = self._fresh_folders()
+        started = self._in_background_result(
+            lambda: self._start_verifier(agent_ctr, image, tests, reward_dir, guard)
+        )
+        self.early_verifier = (started, reward_dir)
+
+    def _verify_sealed(self, agent_ctr: str, image: str) -> None:
         copies: list[StateCopy] = []
         taken: list[artifacts.Collected] = []
-        # The verifier's container depends on nothing the agent left, so it starts while
-        # the agent's is frozen and read: the two waits on the daemon overlap.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            starting = pool.submit(self._start_verifier, agent_ctr, image, tests, reward_dir, guard)
-            try:
-                with self._timed("freeze_s"):
-                    self._hold_agent_still(agent_ctr)
-                    if self.ev.agent_fault is not None:
-                        return
-                    # As in Harbor when main has no further use: the services' hooks
-                    # run once nothing the agent left can run beside them.
-                    self._collect(agent_ctr, in_main=False)
-                    diff = self.rt.changes(agent_ctr)
-                    state_paths = self._state_paths(diff.changes)
-                    self.ev.details["state_paths"] = state_paths
-                    planted = self._planted()
-                    copies = self._export_state(agent_ctr, state_paths, diff.changes)
-                    if self.ev.agent_fault is None:
-                        taken = self._take_artifacts(agent_ctr, carried=True)
-                self.ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
-                if diff.incomplete:
-                    self.ev.details["diff"]["incomplete"] = diff.incomplete
-                if self.vcfg.live_processes or self.more_steps:
-                    # Honest work lives in its processes, the verifier's or the next step's.
-                    self._thaw(agent_ctr)
-                elif self.owns_agent_container:
-                    self._in_background(lambda: self.rt.remove(agent_ctr))
-                # The reward folder is watched from the host (`_planted`) when it is
-                # bound from there; otherwise what the agent wrote into it is in the diff.
-                watched = self.agent_reward_dir is not None
-                # What the verifier gets as an artifact it sees, as it sees the state.
-                seen = [*state_paths, *(i.entry.source for i in taken if i.carried)]
-                self.ev.tamper = classify(
-                    diff.changes,
-                    verifier_places=(TESTS_DIR,) if watched else (TESTS_DIR, self.vcfg.reward_dir),
-                    state_paths=seen,
-                    planted=planted,
-                    baseline=self.baseline,
-                )
-                if self.ev.tamper.tampered or self.ev.agent_fault is not None:
+        if self.early_verifier is not None:
+            starting, reward_dir = self.early_verifier
+            self.early_verifier = None
+        else:
+            # The verifier's container depends on nothing the agent left, so it starts
+            # while the agent's is frozen and read: the two waits on the daemon overlap.
+            tests, reward_dir, guard = self._fresh_folders()
+            starting = self._in_background_result(
+                lambda: self._start_verifier(agent_ctr, image, tests, reward_dir, guard)
+            )
+        try:
+            with self._timed("freeze_s"):
+                self._hold_agent_still(agent_ctr)
+                if self.ev.agent_fault is not None:
                     return
-                vctr = starting.result()
-                with self._timed("install_s"):
-                    self.rt.install_state(vctr, self._carried(taken, state_paths) + copies)
-            finally:
-                for copy in copies:
-                    copy.close()
-                self._close(taken)
+                # As in Harbor when main has no further use: the services' hooks
+                # run once nothing the agent left can run beside them.
+                self._collect(agent_ctr, in_main=False)
+                diff = self.rt.changes(agent_ctr)
+                state_paths = self._state_paths(diff.changes)
+                self.ev.details["state_paths"] = state_paths
+                planted = self._planted()
+                copies = self._export_state(agent_ctr, state_paths, diff.changes)
+                if self.ev.agent_fault is None:
+                    taken = self._take_artifacts(agent_ctr, carried=True)
+            self.ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
+            if diff.incomplete:
+                self.ev.details["diff"]["incomplete"] = diff.incomplete
+            if self.vcfg.live_processes or self.more_steps:
+                # Honest work lives in its processes, the verifier's or the next step's.
+                self._thaw(agent_ctr)
+            elif self.owns_agent_container:
+                self._in_background(lambda: self.rt.remove(agent_ctr))
+            # The reward folder is watched from the host (`_planted`) when it is
+            # bound from there; otherwise what the agent wrote into it is in the diff.
+            watched = self.agent_reward_dir is not None
+            # What the verifier gets as an artifact it sees, as it sees the state.
+            seen = [*state_paths, *(i.entry.source for i in taken if i.carried)]
+            self.ev.tamper = classify(
+                diff.changes,
+                verifier_places=(TESTS_DIR,) if watched else (TESTS_DIR, self.vcfg.reward_dir),
+                state_paths=seen,
+                planted=planted,
+                baseline=self.baseline,
+            )
+            if self.ev.tamper.tampered or self.ev.agent_fault is not None:
+                return
+            vctr = starting.result()
+            with self._timed("install_s"):
+                self.rt.install_state(vctr, self._carried(taken, state_paths) + copies)
+        finally:
+            for copy in copies:
+                copy.close()
+            self._close(taken)
         self._verify_on_pristine(vctr, reward_dir)
 
     def _hold_agent_still(self, agent_ctr: str) -> None:
@@ -906,6 +933,22 @@ class _Verification:
         finally:
             self.timings[name] = self.timings.get(name, 0.0) + time.monotonic() - start
 
+    def _in_background_result(self, work: Callable[[], str]) -> Future[str]:
+        """``work`` in a thread of its own, its result (or exception) in the future;
+        `teardown` waits for it before removing what the rollout made."""
+        future: Future[str] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(work())
+            except BaseException as exc:  # the waiter gets it from the future
+                future.set_exception(exc)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        self.background.append(thread)
+        return future
+
     def _in_background(self, work: Callable[[], None]) -> None:
         def guarded() -> None:
             with contextlib.suppress(RuntimeUnavailable):
@@ -1168,6 +1211,8 @@ class _Rollout(_Verification):
     def _act_and_verify(self, agent_ctr: str, image: str) -> None:
         """The agent phase, Harbor's collect hooks for main (before main is stopped, and
         in each step's collection of a multi-step task), then the verification."""
+        if self.verifies_apart:
+            self._start_verifier_early(agent_ctr, self.separate_image or image)
         with self._timed("agent_s"):
             self._agent_phase(agent_ctr)
         self._collect(agent_ctr, in_main=True)
