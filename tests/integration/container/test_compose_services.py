@@ -262,3 +262,43 @@ def test_nothing_is_left_after_an_exception(example, runtime: DockerRuntime) -> 
     outcome = verify_task(example("compose-store"), AgentSpec.solution(), failing, SEALED)
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.HARNESS_ERROR)
     assert left_behind(rt) == []
+
+
+# A store with an admin route that ends it, and a verifier that writes no reward when the
+# store does not answer at all (a missing key is a 0, as in the example).
+QUIT_ROUTE = (
+    "    def do_DELETE(self) -> None:\n"
+    "        if self.path == '/quit':\n"
+    "            self._answer(200, b'bye')\n"
+    "            os._exit(0)\n"
+    "        self._answer(404, b'not found')\n"
+    "\n"
+    "    def do_PUT(self) -> None:\n"
+)
+STRICT_TEST = (
+    "#!/bin/bash\n"
+    "set -e\n"
+    "total=$(curl -sS --max-time 3 http://store:8080/kv/total)\n"
+    'if [ "$total" = 157 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n'
+)
+
+
+def test_an_agent_that_ends_a_service_gets_its_zero_not_invalid(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    task = store_variant(tmp_path)
+    store = task.root / "environment" / "store" / "store.py"
+    text = store.read_text()
+    assert "    def do_PUT(self) -> None:\n" in text
+    store.write_text(text.replace("    def do_PUT(self) -> None:\n", QUIT_ROUTE, 1))
+    (task.tests_dir / "test.sh").write_text(STRICT_TEST)
+    task = load_task(task.root)
+    noop = verify_task(task, AgentSpec.noop(), runtime, SEALED)
+    assert (noop.status, noop.score) == (Status.FAILURE, 0.0), noop.details  # a clean 0
+
+    ender = AgentSpec.command("curl -sS -X DELETE http://store:8080/quit; sleep 1")
+    outcome = verify_task(task, ender, runtime, SEALED)
+
+    # The store is gone when test.sh runs: no reward, which is a 0, never `invalid`.
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0), outcome.details
+    assert outcome.details["reward_source"] == "missing"
