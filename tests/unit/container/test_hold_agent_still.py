@@ -13,13 +13,10 @@ import pytest
 from cleanroom.core.outcomes import Reason
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.rollout import Rollout
 from cleanroom.verifiers.container.task import load_task
-from cleanroom.verifiers.container.verify import (
-    FREEZE_ATTEMPTS,
-    AgentSpec,
-    VerifyOptions,
-    _Rollout,
-)
+from cleanroom.verifiers.container.verification import FREEZE_ATTEMPTS
+from cleanroom.verifiers.container.verify_options import AgentSpec, VerifyOptions
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
 
@@ -55,9 +52,9 @@ class ScriptedDaemon:
         self.calls.append(f"limit {cpus:g}")
 
 
-def rollout(task: str, daemon: ScriptedDaemon) -> _Rollout:
+def rollout(task: str, daemon: ScriptedDaemon) -> Rollout:
     runtime: DockerRuntime = daemon  # type: ignore[assignment]
-    return _Rollout(
+    return Rollout(
         load_task(EXAMPLES / task), AgentSpec.noop(), runtime, VerifyOptions(Mode.SEALED)
     )
 

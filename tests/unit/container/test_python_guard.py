@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cleanroom.verifiers.container.verify import _PYTHON_GUARD_SOURCE
+from cleanroom.verifiers.container.verification import _PYTHON_GUARD_SOURCE
 
 
 def run_python(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

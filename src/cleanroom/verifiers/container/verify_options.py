@@ -1,0 +1,57 @@
+"""What runs in a rollout's agent phase (`AgentSpec`) and how it is verified
+(`VerifyOptions`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """What runs in the agent phase: the task's solution, nothing, a command or a script."""
+
+    kind: str
+    text: str = ""
+    label: str = ""
+    # Files handed to a script in `AGENT_FILES_DIR` before it runs (an attack's payload).
+    files: tuple[tuple[str, bytes], ...] = ()
+
+    @classmethod
+    def solution(cls) -> AgentSpec:
+        return cls("solution", label="solution")
+
+    @classmethod
+    def noop(cls) -> AgentSpec:
+        return cls("noop", label="noop")
+
+    @classmethod
+    def command(cls, command: str) -> AgentSpec:
+        return cls("command", command, label=f"agent: {command}")
+
+    @classmethod
+    def script(cls, text: str, label: str, files: tuple[tuple[str, bytes], ...] = ()) -> AgentSpec:
+        return cls("script", text, label=label, files=files)
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """How to verify: the mode, and whether to keep containers and host folders."""
+
+    mode: Mode = DEFAULT_MODE
+    keep: bool = False
+    # Base images rewritten before a task's image is built (``FROM`` lines, docker_image).
+    image_map: tuple[tuple[str, str], ...] = ()
+    # Where the agent's artifacts are collected on the host (Harbor's layout and
+    # manifest.json); None: taken and listed in the outcome, not written.
+    artifacts_dir: Path | None = None
+    # ``shared`` only: read the reward with the container's own ``sh``, ``stat`` and
+    # ``head`` as uid 0, as some harnesses do. Never a way to score: the red team's
+    # positive control for a trojaned reader (``trojan-head``).
+    in_container_reader: bool = False
+
+    def __post_init__(self) -> None:
+        if self.in_container_reader and self.mode is not Mode.SHARED:
+            raise ValueError("the in-container reader is shared's positive control only")
