@@ -202,6 +202,13 @@ class ContainerRuns:
         return tuple(runs)
 
 
+# The note on a container task with no solution/solve.sh: what could not be checked.
+NO_ORACLE = (
+    "no oracle (solution/solve.sh): oracle_fails was not checked, and flakiness was "
+    "judged on the no-op's repeats"
+)
+
+
 def build_failed(run: RunRecord) -> bool:
     """Whether a run ended because the task's image could not be built."""
     return not run.valid and "build_log" in run.outcome.get("details", {})
@@ -237,7 +244,8 @@ def judge_container(runs: ContainerRuns) -> TaskAudit:
                 )
             )
     _judge_probes(runs, truth, findings, unaudited)
-    return TaskAudit(tuple(findings), tuple(unaudited), runs.all_runs())
+    notes = () if runs.has_oracle else (NO_ORACLE,)
+    return TaskAudit(tuple(findings), tuple(unaudited), runs.all_runs(), notes)
 
 
 def _judge_repeats(

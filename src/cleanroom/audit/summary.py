@@ -79,6 +79,7 @@ class AuditSummary:
             "detail": r.detail,
             "findings": audit["findings"] if audit else [],
             "unaudited": audit["unaudited"] if audit else [],
+            "notes": audit.get("notes", []) if audit else [],
             "runs": audit["runs"] if audit else [],
         }
 

@@ -19,7 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from cleanroom.audit.findings import Flag, TaskAudit
+from cleanroom.audit.findings import NO_ORACLE, Flag, TaskAudit
 from cleanroom.audit.job import AuditSettings
 from cleanroom.audit.jobs import AuditInputError, AuditJob
 from cleanroom.audit.pool import JobPool, LocalPool
@@ -170,6 +170,13 @@ def print_summary(summary: AuditSummary, console: Console) -> None:
     counts = summary.flag_counts()
     if counts:
         console.print("flags: " + ", ".join(f"{k} {v}" for k, v in counts.items()), markup=False)
+    no_oracle = [r for r in summary.records if r.audit and NO_ORACLE in r.audit.notes]
+    if no_oracle:
+        console.print(
+            f"{len(no_oracle)} task(s) have no solution/solve.sh: oracle_fails was not "
+            "checked there",
+            markup=False,
+        )
     for bug in summary.cleanroom_bugs:
         console.print(
             f"[bold white on red]CLEANROOM BUG[/]: a forging probe fooled sealed on {bug.job.name}"

@@ -4,6 +4,7 @@ is a check that could not be made, never a flag."""
 from __future__ import annotations
 
 from cleanroom.audit.findings import (
+    NO_ORACLE,
     CheckerRun,
     ContainerRuns,
     Flag,
@@ -73,6 +74,8 @@ def test_without_an_oracle_the_noop_repeats_decide_flakiness() -> None:
         )
     )
     assert audit.flags == [Flag.FLAKY]
+    assert audit.notes == (NO_ORACLE,)  # what could not be checked is said
+    assert judge_container(healthy()).notes == ()
 
 
 def test_answers_seen_by_the_probe_are_flagged_with_where_they_were() -> None:
