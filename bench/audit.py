@@ -118,7 +118,7 @@ def report(rows: list[Row], n: int, args: argparse.Namespace) -> str:
     command = f".venv/bin/python bench/audit.py --repeats {args.repeats}"
     if args.corpus:
         maps = " ".join(f"--image-map {a}={b}" for a, b in parse_image_map(args.image_map))
-        command += f" --tasks DIR {maps} --corpus '{args.corpus}'"
+        command += f" --tasks DIR {maps} --corpus NAME"
         where = f"{args.corpus}"
     lines = [
         CORPUS_SECTION if args.corpus else SECTION,
