@@ -3,8 +3,11 @@ with this folder on PYTHONPATH), for the fix-median task; they run in Harbor's P
 
 `PlantingAgent` does not do the task: it plants a reward of 1 and leaves a process
 rewriting it every 50 ms, so that a verifier that removes the reward before its tests and
-reads it after them still reads 1. `HangingAgent` leaves a module under test that never
-returns, so the tests run out of time on its state."""
+reads it after them still reads 1. Each rewrite is a rename from /tmp (the same file
+system as /logs in Harbor's default container), so a reader never catches the file
+truncated and empty, which Harbor would report as an error instead of the forged 1.
+`HangingAgent` leaves a module under test that never returns, so the tests run out of
+time on its state."""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
 REWRITER = (
-    "nohup setsid sh -c 'while :; do echo 1 > /logs/verifier/reward.txt; sleep 0.05; done' "
+    "nohup setsid sh -c 'while :; do echo 1 > /tmp/.reward "
+    "&& mv -f /tmp/.reward /logs/verifier/reward.txt; sleep 0.05; done' "
     ">/dev/null 2>&1 < /dev/null &"
 )
 
