@@ -45,6 +45,11 @@ def up(
         help="Remove one protection between env01 and env02 on purpose (a positive control): "
         + ", ".join(k.value for k in Leak),
     ),
+    warm_standby: bool = typer.Option(
+        False,
+        "--warm-standby",
+        help="Keep a spare slot of every acting environment up, so that a reset swaps it in.",
+    ),
 ) -> None:
     """Start the pool and print where it lives."""
     try:
@@ -53,6 +58,7 @@ def up(
             programs=tuple(p for p in programs.split(",") if p),
             containers=containers,
             leak=parse_leak(leaky),
+            warm_standby=warm_standby,
         )
     except ValueError as exc:  # the pool's own checks, before anything starts
         raise typer.BadParameter(str(exc)) from exc
@@ -62,7 +68,12 @@ def up(
     started = time.monotonic()
     try:
         proc = PoolProcess.start(
-            run_dir, envs=envs, programs=config.programs, containers=containers, leak=leak
+            run_dir,
+            envs=envs,
+            programs=config.programs,
+            containers=containers,
+            leak=leak,
+            warm_standby=warm_standby,
         )
     except PoolError as exc:
         typer.echo(f"error: {exc}", err=True)

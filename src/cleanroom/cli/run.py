@@ -33,6 +33,14 @@ Tests = Annotated[
     ),
 ]
 OnDemand = Annotated[bool, typer.Option("--on-demand", help="Also run the on-demand tests.")]
+WarmStandby = Annotated[
+    bool,
+    typer.Option(
+        "--warm-standby/--no-warm-standby",
+        help="Keep a spare slot of every acting environment up, so that a reset swaps it in"
+        " instead of starting the programs again (twice the environments' memory).",
+    ),
+]
 LEAKY_HELP = (
     "After the windows, prove every planned check in this run: each test under a leaky"
     " setup or fault it must detect, the canary's, the audit's and the sweep's planted leaks."
@@ -87,6 +95,7 @@ def run(
     tests: Tests = None,
     on_demand: OnDemand = False,
     controls: bool = typer.Option(True, "--leaky-controls/--no-leaky-controls", help=LEAKY_HELP),
+    warm_standby: WarmStandby = True,
 ) -> None:
     """Run windows of smoke rollouts, isolation tests and the canary; then the audit."""
     folder = new_run_folder(run_dir, "run")
@@ -101,6 +110,7 @@ def run(
             tests=_split(tests),
             on_demand=on_demand,
             leaky_controls=controls,
+            warm_standby=warm_standby,
         ),
     )
 
@@ -117,6 +127,7 @@ def soak(
     tests: Tests = None,
     on_demand: OnDemand = False,
     controls: bool = typer.Option(True, "--leaky-controls/--no-leaky-controls", help=LEAKY_HELP),
+    warm_standby: WarmStandby = True,
 ) -> None:
     """The harness loop for hours, with the soak trial counts."""
     folder = new_run_folder(run_dir, "soak")
@@ -134,5 +145,6 @@ def soak(
             on_demand=on_demand,
             job="soak",
             leaky_controls=controls,
+            warm_standby=warm_standby,
         ),
     )

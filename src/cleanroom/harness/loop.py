@@ -88,6 +88,9 @@ class LoopConfig:
     # Whether the caller runs the leaky and planted controls after the windows; recorded,
     # so that a report can say why its checks were not proven.
     leaky_controls: bool = True
+    # A spare slot per acting environment, so that a reset swaps it in (`Pool`); the
+    # run's own controls on the isolated pool use the same resets.
+    warm_standby: bool = True
 
     def __post_init__(self) -> None:
         if (self.windows is None) == (self.hours is None):
@@ -213,7 +216,11 @@ def _start(
     stack.callback(server.stop)
     progress.event(f"verify server on {server.url}")
     progress.step(f"starting the pool: {CANARY_ENV} (canary) and {config.envs} environment(s)")
-    pool = Pool(PoolConfig(envs=config.envs, root=config.pool_root), store.run_dir, store)
+    pool = Pool(
+        PoolConfig(envs=config.envs, root=config.pool_root, warm_standby=config.warm_standby),
+        store.run_dir,
+        store,
+    )
     stack.callback(pool.stop)  # registered first: a half-started pool is undone too
     pool.start()
     watchdog = Watchdog(pool)

@@ -58,6 +58,7 @@ def leaky_controls(s: LoopServices, names: Sequence[str]) -> list[str]:
         tests,
         cover=True,
         pool_root=s.config.pool_root,
+        warm_standby=s.config.warm_standby,
         on_cell=said,
     )
     for test in matrix.unproven():

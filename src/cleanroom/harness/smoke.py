@@ -106,7 +106,7 @@ class SmokeRunner:
             handle=LocalHandle(pool, env),
             run_dir=pool.run_dir,
             open_url=pool.open_url,
-            home=Path(pool.env(env).account.home),
+            home_of=lambda: Path(pool.env(env).account.home),
             env_details=lambda name: pool.env(name).describe(),
         )
 

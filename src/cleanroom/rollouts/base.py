@@ -26,11 +26,17 @@ class RolloutContext:
     handle: PolicyHandle
     run_dir: Path
     open_url: Callable[[str, str], None]  # (env, url): a harness setup step
-    home: Path
+    # The environment's home as it is now: a reset with warm standby moves it.
+    home_of: Callable[[], Path]
     state: dict[str, Any] = field(default_factory=dict)
     # The environment's live description (user, home, display, session); None means
     # "ask the pool behind the run folder", which a harness with an in-process pool cannot.
     env_details: Callable[[str], dict[str, Any]] | None = None
+
+    @property
+    def home(self) -> Path:
+        """The environment's home now (read again after every reset)."""
+        return self.home_of()
 
 
 class SmokeTask(ABC):

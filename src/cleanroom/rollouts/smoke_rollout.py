@@ -82,9 +82,15 @@ def run_rollout(
         task = make_task(task_name, stack, pool.run_dir, verify_url, verify_key)
         token = mint(next_rollout_id(store, env, window))
         store.start_rollout(token, task_name)
-        home = Path(_home_of(client.status(), env))
         handle = client.handle(env)
-        ctx = RolloutContext(token, env, handle, pool.run_dir, client.open_url, home)
+        ctx = RolloutContext(
+            token,
+            env,
+            handle,
+            pool.run_dir,
+            client.open_url,
+            home_of=lambda: Path(_home_of(client.status(), env)),
+        )
         outcome = reset_for_rollout(ctx)
         verified = outcome is None
         if outcome is None:

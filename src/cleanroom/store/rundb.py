@@ -296,6 +296,15 @@ class RunStore:
                     "is not newer than the stored one"
                 )
 
+    def move_environment(self, name: str, *, unix_user: str, display: str | None) -> None:
+        """Record the user and display an environment runs as since its last reset (a
+        warm standby's slots each have their own)."""
+        with self._tx() as c:
+            c.execute(
+                "UPDATE environments SET unix_user = ?, display = ? WHERE name = ?",
+                (unix_user, display, name),
+            )
+
     def environments(self) -> list[EnvironmentRecord]:
         rows = self._conn.execute(
             "SELECT name, unix_user, display, generation, created_at FROM environments"

@@ -20,7 +20,7 @@ from cleanroom.rollouts.base import RolloutContext
 def context(home: Path) -> RolloutContext:
     unused: Any = None
     return RolloutContext(
-        mint(RolloutId("env01", 1, 1)), "env01", unused, home, lambda env, url: None, home
+        mint(RolloutId("env01", 1, 1)), "env01", unused, home, lambda env, url: None, lambda: home
     )
 
 

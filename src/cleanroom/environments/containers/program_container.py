@@ -317,11 +317,11 @@ def owner_label() -> str:
     return f"{pid}:{start_time(pid)}"
 
 
-def plan_for(pool_id: str, env: str, image: str) -> ContainerPlan:
-    """The container plan of one environment of a pool, labelled so that a pool whose
-    owner died can find (and remove) its containers."""
+def plan_for(pool_id: str, env: str, image: str, slot: str = "") -> ContainerPlan:
+    """The container plan of one environment of a pool (of its standby slot ``slot``),
+    labelled so that a pool whose owner died can find (and remove) its containers."""
     return ContainerPlan(
         image=image,
-        name=f"cleanroom-{pool_id}-{env}",
+        name=f"cleanroom-{pool_id}-{env}" + (f".{slot}" if slot else ""),
         labels={POOL_LABEL: pool_id, ENV_LABEL: env, OWNER_LABEL: owner_label()},
     )

@@ -111,18 +111,26 @@ class DesktopEnvironment:
 
     @classmethod
     def create(
-        cls, spec: EnvSpec, template: Path, *, account: Account | None = None
+        cls,
+        spec: EnvSpec,
+        template: Path,
+        *,
+        account: Account | None = None,
+        fill_home: bool = True,
     ) -> DesktopEnvironment:
         """Create the account and its home (from the template); nothing runs yet.
 
         With ``account`` (a borrowed one, see `Account.lend`) no user is made; the home
-        is restored unless it is the lender's own, which is already in use.
+        is restored unless it is the lender's own, which is already in use. Without
+        ``fill_home`` the home is left empty, for `restore_home` before the programs start.
         """
         own = account is None
         account = account or Account.create(spec.user, spec.home)
         env = cls(spec, account, template)
         try:
-            if own or not account.home.exists():
+            if not fill_home:
+                account.empty_home()
+            elif own or not account.home.exists():
                 account.restore_home(template)
         except BaseException:
             account.remove()

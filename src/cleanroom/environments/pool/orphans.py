@@ -43,7 +43,8 @@ from cleanroom.environments.session.processes import (
 )
 from cleanroom.lifecycle import wait_until
 
-USER_PATTERN = re.compile(r"^cr(?P<pool>[0-9a-f]{6})env\d{2}$")
+# An environment's user, and the user of its standby slot (``b``).
+USER_PATTERN = re.compile(r"^cr(?P<pool>[0-9a-f]{6})env\d{2}b?$")
 POOL_FOLDER_PATTERN = re.compile(r"^[0-9a-f]{6}$")
 UNRECORDED_GRACE_S = 600.0
 _X_TMP = Path("/tmp")

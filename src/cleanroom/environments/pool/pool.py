@@ -12,6 +12,7 @@ import contextlib
 import secrets
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from cleanroom.environments.policy.actions import (
 from cleanroom.environments.pool.environment import Borrowed, DesktopEnvironment, EnvSpec
 from cleanroom.environments.pool.generations import ACTION_LOG, ActionLog, GenerationBook
 from cleanroom.environments.pool.pool_record import PoolRecord, remove_record, write_record
+from cleanroom.environments.pool.standby import Standby, retire
 from cleanroom.environments.session.programs import DEFAULT_PROGRAMS, check_programs
 from cleanroom.environments.session.template import (
     LIBREOFFICE_PROFILE,
@@ -73,6 +75,11 @@ def env_name(index: int) -> str:
     return f"env{index:02d}"
 
 
+# The second slot of an environment with warm standby: its user, home, runtime folder
+# and container are named with this after the environment's name.
+STANDBY_SLOT = "b"
+
+
 @dataclass(frozen=True)
 class PoolConfig:
     """How many environments, which programs each runs, and where their files live."""
@@ -87,6 +94,9 @@ class PoolConfig:
     # A leaky setup: one protection removed between env01 and env02 on purpose (the
     # per-test positive controls); None is the isolated pool.
     leak: Leak | None = None
+    # Every acting environment keeps a second slot up in the background, so that a reset
+    # or a recovery swaps it in instead of starting the programs again (see `standby`).
+    warm_standby: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.envs <= 32:
@@ -140,6 +150,7 @@ class Pool:
         self.on_generation: list[Callable[[str, int, str], None]] = []
         self.image: str | None = None  # the desktop image, in containers mode
         self.bridge: ClipboardBridge | None = None
+        self.standby: Standby | None = None
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -152,19 +163,30 @@ class Pool:
     def template(self) -> Path:
         return self.root / "template"
 
-    def _spec(self, name: str) -> EnvSpec:
+    def _spec(self, name: str, slot: str = "") -> EnvSpec:
         gives = donor_gives(self.config.leak) if name in (DONOR, TAKER) else Sharing()
+        folder = f"{name}.{slot}" if slot else name
         return EnvSpec(
             name=name,
-            user=f"cr{self.pool_id}{name}",
-            home=self.root / "homes" / name,
-            runtime_dir=self.root / "run" / name,
+            user=f"cr{self.pool_id}{name}{slot}",
+            home=self.root / "homes" / folder,
+            runtime_dir=self.root / "run" / folder,
             log_dir=self.run_dir / "logs" / name,
             programs=self.config.programs_for(name),
             screen=self.config.screen,
-            container=plan_for(self.pool_id, name, self.image) if self.image else None,
+            container=plan_for(self.pool_id, name, self.image, slot) if self.image else None,
             sandboxed=not gives.unsandboxed,
         )
+
+    def _has_standby(self, name: str) -> bool:
+        # Not the canary (never reset), nor the two ends of a leaky setup: they share a
+        # display, home, bus or profile with each other, which a slot of their own lacks.
+        if not self.config.warm_standby or name == CANARY_ENV:
+            return False
+        return self.config.leak is None or name not in (DONOR, TAKER)
+
+    def _standby_names(self) -> list[str]:
+        return [n for i in range(self.config.envs + 1) if self._has_standby(n := env_name(i))]
 
     def start(self) -> None:
         """Create every environment and return when all are ready; on failure undo all."""
@@ -180,34 +202,19 @@ class Pool:
             if self.config.containers:
                 self.image = ensure_image()
             build_template(self.template)
-            if any(
+            writer = any(
                 "writer" in self.config.programs_for(env_name(i))
                 for i in range(self.config.envs + 1)
-            ):
-                warm_libreoffice_profile(self.template)
-            for i in range(self.config.envs + 1):
-                name = env_name(i)
-                env = self._create(name)
-                self.envs[name] = env
-                self._locks[name] = threading.RLock()
-                self.book.add(name)
-                env.start_desktop()
-            # Programs start in parallel: most of their start-up is waiting for windows.
-            # A taker that shares the donor's profile, display or home starts after it:
-            # its Writer then finds the donor's running instance (the trap that leak
-            # reproduces), a display whose AT-SPI bus the donor already published, or
-            # the shared document already open (which it opens without locking).
-            taker = sharing_for(self.config.leak, TAKER)
-            later = [self.envs[TAKER]] if taker.profile or taker.display or taker.home else []
-            first = [e for e in self.envs.values() if e not in later]
-            with ThreadPoolExecutor(max_workers=4) as ex:
-                list(ex.map(lambda e: e.start_programs(), first))
-            for env in later:
-                env.start_programs()
+            )
+            if self.config.leak is None:
+                self._start_side_by_side(writer)
+            else:
+                self._start_one_by_one(writer)
             if sharing_for(self.config.leak, TAKER).clipboard_bridge:
                 self.bridge = ClipboardBridge(
                     [self._display_name(DONOR), self._display_name(TAKER)]
                 )
+            self._start_standby()
         except BaseException:
             self.stop()
             raise
@@ -217,6 +224,77 @@ class Pool:
                 self.store.add_environment(
                     name, unix_user=d["user"], display=d["display"], generation=0, meta=d
                 )
+
+    def _start_side_by_side(self, writer: bool) -> None:
+        # An isolated pool's environments share nothing, so everything that waits starts
+        # at once: the profile is warmed while the accounts and desktops come up (neither
+        # needs it), then every home is filled from the template and every program starts.
+        names = [env_name(i) for i in range(self.config.envs + 1)]
+        with ThreadPoolExecutor(max_workers=len(names) + 1, thread_name_prefix="start") as ex:
+            warm = ex.submit(warm_libreoffice_profile, self.template) if writer else None
+            desktops = [(n, ex.submit(self._bare_desktop, n)) for n in names]
+            failure: BaseException | None = None
+            for name, started in desktops:  # every one that started is kept, to be stopped
+                try:
+                    self._add(name, started.result())
+                except BaseException as exc:
+                    failure = failure or exc
+            if warm is not None:
+                warm.result()
+            if failure is not None:
+                raise failure
+            list(ex.map(lambda e: (e.restore_home(), e.start_programs()), self.envs.values()))
+
+    def _bare_desktop(self, name: str) -> DesktopEnvironment:
+        env = DesktopEnvironment.create(self._spec(name), self.template, fill_home=False)
+        try:
+            env.start_desktop()
+        except BaseException:
+            env.destroy()
+            raise
+        return env
+
+    def _start_one_by_one(self, writer: bool) -> None:
+        # A leaky pool's taker borrows from the donor, which must exist first.
+        if writer:
+            warm_libreoffice_profile(self.template)
+        for i in range(self.config.envs + 1):
+            name = env_name(i)
+            env = self._create(name)
+            self._add(name, env)
+            env.start_desktop()
+        # Programs start in parallel: most of their start-up is waiting for windows.
+        # A taker that shares the donor's profile, display or home starts after it:
+        # its Writer then finds the donor's running instance (the trap that leak
+        # reproduces), a display whose AT-SPI bus the donor already published, or
+        # the shared document already open (which it opens without locking).
+        taker = sharing_for(self.config.leak, TAKER)
+        later = [self.envs[TAKER]] if taker.profile or taker.display or taker.home else []
+        first = [e for e in self.envs.values() if e not in later]
+        with ThreadPoolExecutor(max_workers=len(first)) as ex:
+            list(ex.map(lambda e: e.start_programs(), first))
+        for env in later:
+            env.start_programs()
+
+    def _add(self, name: str, env: DesktopEnvironment) -> None:
+        self.envs[name] = env
+        self._locks[name] = threading.RLock()
+        self.book.add(name)
+
+    def _start_standby(self) -> None:
+        # The spares come up in the background: the pool is ready without waiting.
+        names = self._standby_names()
+        if not names:
+            return
+        self.standby = Standby()
+        for name in names:
+            slot = DesktopEnvironment.create(self._spec(name, STANDBY_SLOT), self.template)
+            self.standby.bring_up(name, slot)
+
+    def standby_ready(self, name: str, timeout_s: float = 60.0) -> bool:
+        """Wait until ``name``'s spare slot is up; False without warm standby, or when it
+        failed or took longer than ``timeout_s``."""
+        return self.standby is not None and self.standby.wait_ready(name, timeout_s)
 
     def _create(self, name: str) -> DesktopEnvironment:
         spec = self._spec(name)
@@ -250,6 +328,11 @@ class Pool:
         if self.bridge is not None:
             self.bridge.close()
             self.bridge = None
+        if self.standby is not None:
+            for slot in self.standby.close():
+                with contextlib.suppress(Exception):
+                    slot.destroy()
+            self.standby = None
         # Last first: an environment that borrows from env01 goes before env01 does.
         for name in sorted(self.envs, reverse=True):
             env = self.envs.pop(name)
@@ -267,7 +350,8 @@ class Pool:
             self.pool_id,
             self.root,
             self.run_dir,
-            [self._spec(env_name(i)).user for i in range(self.config.envs + 1)],
+            [self._spec(env_name(i)).user for i in range(self.config.envs + 1)]
+            + [self._spec(n, STANDBY_SLOT).user for n in self._standby_names()],
             containers=self.config.containers,
             harness_authority=str(harness_authority()),
         )
@@ -412,6 +496,8 @@ class Pool:
         with self._locks[name]:
             env = self.env(name)
             self.log.write(name, before, new, "reset", "applied", why)
+            if self._swap_in_spare(name):
+                return new
             if env.problems() and (env.display is None or not env.display.alive()):
                 self._rebuild(env)
             else:
@@ -445,8 +531,31 @@ class Pool:
         with self._locks[name]:
             env = self.env(name)
             self.log.write(name, before, new, "recover", "applied", why)
-            self._rebuild(env)
+            if not self._swap_in_spare(name):
+                self._rebuild(env)
         return new
+
+    def _swap_in_spare(self, name: str) -> bool:
+        """Make ``name``'s spare slot the environment, end every process of the slot it
+        replaces, and bring that one up again in the background; False (nothing done)
+        when there is no usable spare. The caller holds the lock and raised the
+        generation."""
+        if self.standby is None:
+            return False
+        spare = self.standby.take(name)
+        if spare is None:
+            return False
+        old = self.envs[name]
+        spare.ready_at = time.time()  # ready as this environment from now on
+        self.envs[name] = spare
+        try:
+            retire(old)  # before the reset returns, nothing of the old generation runs
+        finally:
+            self.standby.bring_up(name, old)
+        if self.store is not None:
+            d = spare.describe()
+            self.store.move_environment(name, unix_user=d["user"], display=d["display"])
+        return True
 
     def _wiping(self, name: str) -> None:
         for hook in list(self.before_wipe):
@@ -465,6 +574,7 @@ class Pool:
             d = self.env(name).describe()
             d["generation"] = self.book.current(name)
             d["healthy"] = not d["problems"]
+            d["standby"] = self.standby.state(name) if self.standby is not None else "none"
             out.append(d)
         return {
             "pool_id": self.pool_id,

@@ -80,7 +80,15 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 # -- the supervisor process --------------------------------------------------------------
 
 
-def _serve(run: Path, envs: int, programs: str, root: Path, containers: bool, leak: str) -> int:
+def _serve(
+    run: Path,
+    envs: int,
+    programs: str,
+    root: Path,
+    containers: bool,
+    leak: str,
+    warm_standby: bool = False,
+) -> int:
     import uvicorn
 
     from cleanroom.environments.policy.http import build_app
@@ -99,6 +107,7 @@ def _serve(run: Path, envs: int, programs: str, root: Path, containers: bool, le
         root=root,
         containers=containers,
         leak=parse_leak(leak),
+        warm_standby=warm_standby,
     )
     pool = Pool(config, run_dir, store)
     # The pool's id and folder are written first, so `envs down` can find what a dead
@@ -175,11 +184,12 @@ def main(
     root: Path = typer.Option(DEFAULT_ROOT, "--root", help="Where pools keep their files."),  # noqa: B008
     containers: bool = typer.Option(False, "--containers", help="Programs in containers."),
     leak: str = typer.Option("", "--leak", help="A leak kind (shared-display, ...)."),
+    warm_standby: bool = typer.Option(False, "--warm-standby", help="A spare slot per env."),
 ) -> None:
     """Entry point of the supervisor process."""
     # SIGTERM ends the server loop the same way the shutdown route does.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    raise typer.Exit(_serve(run, envs, programs, root, containers, leak))
+    raise typer.Exit(_serve(run, envs, programs, root, containers, leak, warm_standby))
 
 
 # -- the harness side --------------------------------------------------------------------
@@ -204,6 +214,7 @@ class PoolProcess:
         root: Path | None = None,
         containers: bool = False,
         leak: Leak | None = None,
+        warm_standby: bool = False,
         timeout_s: float = 180.0,
     ) -> PoolProcess:
         """Start a detached supervisor and return once its pool is ready; with ``leak``,
@@ -221,6 +232,8 @@ class PoolProcess:
             argv.append("--containers")
         if leak is not None:
             argv += ["--leak", Leak(leak).value]
+        if warm_standby:
+            argv.append("--warm-standby")
         child = ChildService.spawn("the pool's supervisor", argv, run_dir / LOG_FILE, detached=True)
 
         def settled() -> dict[str, Any] | None:

@@ -81,6 +81,12 @@ class Account:
         chown_tree(self.home, self.uid, self.gid)
         self.home.chmod(0o700)
 
+    def empty_home(self) -> None:
+        """Make the home an empty folder owned by the user, mode 0700 (filled later)."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        os.chown(self.home, self.uid, self.gid)
+        self.home.chmod(0o700)
+
     def remove(self) -> None:
         """Delete the user, its group, its sudo rule and its home."""
         if self.borrowed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,10 @@ _SOCKET_DIR = Path("/tmp/.X11-unix")
 _FIRST, _LAST = 120, 900
 _START_TIMEOUT_S = 10.0
 _ANSWER_TIMEOUT_S = 2.0  # from the socket appearing to the server taking clients
+# Displays of one process start one at a time: two threads that picked the same free
+# number would each grant the harness their own cookie for it, and one display would
+# then refuse the harness. Other processes are told apart by the lost race below.
+_STARTING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,11 @@ class XvfbDisplay:
 
         The harness process is granted the same cookie. Returns once the display answers.
         """
-        size = size or ScreenSize()
+        with _STARTING:
+            return cls._start(authority, size or ScreenSize(), log)
+
+    @classmethod
+    def _start(cls, authority: Path, size: ScreenSize, log: Path | None) -> XvfbDisplay:
         cookie = new_cookie()
         candidates = list(range(_FIRST, _LAST))
         random.shuffle(candidates)  # two pools starting at once rarely race for one number

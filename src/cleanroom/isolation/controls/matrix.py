@@ -230,6 +230,7 @@ def run_controls(
     observation_s: float = CONTROLS_OBSERVATION_S,
     pool_root: Path | None = None,
     on_cell: Callable[[Cell], None] | None = None,
+    warm_standby: bool = False,
 ) -> ControlMatrix:
     """Run the matrix and record each leaky and fault cell in ``store``; return the matrix.
 
@@ -238,7 +239,8 @@ def run_controls(
     fire there runs again under the next setup it names, until it fires or none is left.
     A pool that does not start makes every cell of its setup lost, with the reason. One
     verify server, in ``run_dir/verify-server``, serves every setup and is stopped at the
-    end.
+    end. ``warm_standby`` gives the pools spare slots where a setup allows them (not
+    to the two ends of a leak), so that the faults are proven on the resets a run makes.
     """
     tests = [for_controls(t, observation_s) for t in tests]
     matrix = ControlMatrix(names_no_leak=sorted(t.name for t in tests if not t.detects))
@@ -257,7 +259,15 @@ def run_controls(
             while plan:
                 for setup, members in plan.items():
                     run = _run_setup(
-                        run_dir, setup, members, trials, envs, programs, pool_root, verify
+                        run_dir,
+                        setup,
+                        members,
+                        trials,
+                        envs,
+                        programs,
+                        pool_root,
+                        verify,
+                        warm_standby,
                     )
                     for cell in run:
                         _record(matrix, store, cell, on_cell)
@@ -308,6 +318,7 @@ def _run_setup(
     programs: tuple[str, ...],
     pool_root: Path | None,
     verify: VerifyClient,
+    warm_standby: bool = False,
 ) -> Iterator[Cell]:
     """Run ``tests`` on pools of one setup, yielding each cell as it is judged. A test that
     reset, recovered or broke an environment (crash_blast_radius, reset_during_write, ...)
@@ -321,6 +332,7 @@ def _run_setup(
         canary_programs=(),
         leak=leak,
         root=pool_root or DEFAULT_ROOT,
+        warm_standby=warm_standby,
     )
     todo = list(tests)
     for attempt in count(1):

@@ -1,0 +1,153 @@
+"""Warm standby on real environments: a reset swaps in a slot brought up from the
+template, nothing of the old generation runs once it returns, the old slot comes back
+wiped, and the three isolation tests that involve resets stay clean on such a pool and
+still fire under their faults.
+"""
+
+from __future__ import annotations
+
+import pwd
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.environments.errors import StaleGeneration
+from cleanroom.environments.policy.actions import SetClipboard
+from cleanroom.environments.pool.pool import STANDBY_SLOT, Pool, PoolConfig
+from cleanroom.environments.session.processes import kill_uid, pids_of_uid
+from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
+from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck
+from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteCheck
+from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
+from cleanroom.isolation.controls.faults import Fault, with_fault
+from cleanroom.store.rundb import RunStore
+from cleanroom.verify_server.process import VerifyServerProcess
+
+from ..conftest import require_desktop_stack
+
+pytestmark = pytest.mark.slow
+
+NEEDED = ("Xvfb", "xauth", "dbus-daemon", "soffice", "xterm")
+UP_WITHIN_S = 120.0
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
+    """An isolated pool of two environments running Writer and a terminal, each with a
+    spare slot."""
+    require_desktop_stack(NEEDED)
+    run_dir = tmp_path_factory.mktemp("standby")
+    store = RunStore.create(run_dir)
+    server = VerifyServerProcess.start(run_dir / "verify-server")
+    client = server.client()
+    config = PoolConfig(envs=2, programs=("writer", "terminal"), warm_standby=True)
+    pool = Pool(config, run_dir, store)
+    try:
+        pool.start()
+        yield TrialContext(pool, store, 1, run_dir, verify=client)
+    finally:
+        pool.stop()
+        client.close()
+        server.stop()
+        store.close()
+
+
+def _results(rows: list[IsolationRow]) -> dict[tuple[int, str, str], str]:
+    return {(r.trial, r.from_env, r.to_env): f"{r.result.value} {r.detail}".strip() for r in rows}
+
+
+def _assert_all_clean(test: IsolationCheck, ctx: TrialContext, trials: int) -> None:
+    rows = run_test(test, ctx, trials)
+    assert rows, f"{test.name} returned no rows"
+    assert all(r.result is RowResult.CLEAN for r in rows), _results(rows)
+
+
+def _spares_up(pool: Pool) -> None:
+    for name in ("env01", "env02"):
+        assert pool.standby_ready(name, UP_WITHIN_S), pool.describe()
+
+
+def test_a_reset_swaps_in_a_fresh_slot_and_nothing_of_the_old_generation_runs(
+    ctx: TrialContext,
+) -> None:
+    pool = ctx.pool
+    _spares_up(pool)
+    before = pool.env("env01").describe()
+    assert pool.describe()["environments"][1]["standby"] == "up"
+    mark = Path(before["home"]) / "Desktop" / "old-generation.txt"
+    code, _ = pool.env("env01").run_inside(["sh", "-c", f"echo old > {mark}; sleep 600 &"])
+    assert code == 0 and mark.exists()
+    old = pool.generation("env01")
+
+    new = pool.reset("env01", old)
+
+    after = pool.env("env01").describe()
+    assert new > old
+    assert after["user"] == f"{before['user']}{STANDBY_SLOT}"
+    assert (after["display"], after["home"]) != (before["display"], before["home"])
+    assert pids_of_uid(before["uid"]) == []  # the sleep and every program of it ended
+    assert not (Path(after["home"]) / "Desktop" / "old-generation.txt").exists()
+    assert not pool.env("env01").problems() and pool.env("env01").window_of("writer")
+    with pytest.raises(StaleGeneration):
+        pool.act("env01", old, SetClipboard("set_clipboard", "stale"))
+    # The old slot comes back as the spare, wiped: the next reset swaps it in clean.
+    assert pool.standby_ready("env01", UP_WITHIN_S)
+    assert not mark.exists()
+    pool.reset("env01", new)
+    assert pool.env("env01").describe()["user"] == before["user"]
+    assert not pool.env("env01").problems()
+
+
+def test_a_spare_that_died_is_not_swapped_in_and_the_reset_happens_in_place(
+    ctx: TrialContext,
+) -> None:
+    pool = ctx.pool
+    _spares_up(pool)
+    user = pool.env("env02").account.user
+    spare = f"{user}{STANDBY_SLOT}" if not user.endswith(STANDBY_SLOT) else user[:-1]
+    kill_uid(pwd.getpwnam(spare).pw_uid, grace_s=0.0)  # its display lives: only programs die
+
+    pool.reset("env02", pool.generation("env02"))
+
+    assert pool.env("env02").account.user == user  # reset in place, as without standby
+    assert not pool.env("env02").problems()
+    assert pool.standby is not None and pool.standby.failures[-1][0] == "env02"
+    assert pool.standby_ready("env02", UP_WITHIN_S)  # the dead spare is brought up again
+
+
+def test_reset_during_write_leaves_nothing_of_the_old_generation(ctx: TrialContext) -> None:
+    _spares_up(ctx.pool)
+    _assert_all_clean(ResetDuringWriteCheck(), ctx, trials=2)
+
+
+def test_stale_generation_clicks_are_all_refused(ctx: TrialContext) -> None:
+    _spares_up(ctx.pool)
+    _assert_all_clean(StaleGenerationCheck(), ctx, trials=2)
+
+
+def test_a_crash_comes_back_in_the_spare_slot_and_spares_the_bystanders(
+    ctx: TrialContext,
+) -> None:
+    _spares_up(ctx.pool)
+    user = ctx.pool.env("env01").account.user
+    before = ctx.pool.generation("env01")
+    _assert_all_clean(CrashBlastRadiusCheck(phase_s=2.0), ctx, trials=1)
+    assert ctx.pool.generation("env01") > before
+    assert ctx.pool.env("env01").account.user != user  # recovered by the swap
+
+
+def test_stale_generation_fires_when_the_generation_check_is_bypassed(ctx: TrialContext) -> None:
+    _spares_up(ctx.pool)
+    with with_fault(Fault.GENERATION_CHECK_BYPASSED, ctx.pool) as test:
+        rows = run_test(test, ctx, trials=1)
+    assert [r.result for r in rows] == [RowResult.CROSS], _results(rows)
+
+
+def test_crash_blast_radius_fires_when_the_kill_also_hits_a_bystander(ctx: TrialContext) -> None:
+    _spares_up(ctx.pool)
+    with with_fault(Fault.CRASH_HITS_BYSTANDER, ctx.pool) as test:
+        rows = run_test(test, ctx, trials=1)
+    got = _results(rows)
+    assert got[(0, "env01", "env02")].startswith("cross"), got
