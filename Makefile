@@ -9,8 +9,9 @@ setup:
 demo: setup
 	$(VENV)/cleanroom demo
 
+# Two workers: the desktop tests one after another on one, the rest beside them (tests/conftest.py).
 test: setup lint typecheck
-	$(VENV)/pytest
+	$(VENV)/pytest -n 2 --dist loadgroup
 
 lint:
 	$(VENV)/ruff check src tests bench soak

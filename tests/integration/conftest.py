@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,9 +52,10 @@ def desktop_stack() -> None:
 
 
 @pytest.fixture(scope="session")
-def runtime() -> Iterator[DockerRuntime]:
-    """A runtime on the real daemon whose every container and image is labelled for cleanup."""
-    labels = {"cleanroom.test": "1", "cleanroom.session": uuid.uuid4().hex[:12]}
+def runtime(docker_labels: dict[str, str]) -> Iterator[DockerRuntime]:
+    """A runtime on the real daemon whose every container and image is labelled for cleanup
+    (this worker's containers at its end, the suite's images at the suite's end)."""
+    labels = docker_labels
     try:
         rt = DockerRuntime.connect(labels)
     except RuntimeUnavailable as exc:
@@ -65,7 +65,7 @@ def runtime() -> Iterator[DockerRuntime]:
     except Exception as exc:  # any failure here has the same fix
         pytest.fail(f"the base image {BASE_IMAGE} is missing ({exc}); run `make setup`")
     yield rt
-    rt.remove_labelled(labels)
+    rt.remove_labelled(labels, images=False)
 
 
 # One finished `cleanroom demo`: its run folder and what it printed.

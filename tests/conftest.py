@@ -1,0 +1,59 @@
+"""What the whole suite shares: one id for this run of it, and which tests run one after
+another.
+
+`make test` runs the suite on two workers (pytest-xdist, ``--dist loadgroup``). The desktop
+tests form one group, so they run one after another on one worker, as they would alone:
+each starts displays, Writers and browsers whose timing the isolation checks judge. The
+other tests (unit, Docker, Harbor, the audit, the verify server) run on the other worker
+beside them. Every Docker object a test makes is labelled with the suite's run id and its
+worker, so a worker removes only its own containers, and the images, which both workers
+share by content, are removed once, after both have finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+# The suite's run id, set before the workers start so that every worker inherits it.
+RUN_ID_VAR = "CLEANROOM_TEST_RUN"
+RUN_LABEL = "cleanroom.session"
+TEST_LABEL = "cleanroom.test"
+WORKER_LABEL = "cleanroom.worker"
+DESKTOP_GROUP = "desktop"
+# The integration suites whose tests start desktop environments.
+DESKTOP_SUITES = ("environments", "harness", "isolation", "redteam", "x11")
+_INTEGRATION = Path(__file__).parent / "integration"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault(RUN_ID_VAR, uuid.uuid4().hex[:12])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.path))
+        if path.is_relative_to(_INTEGRATION):
+            suite = path.relative_to(_INTEGRATION).parts[0]
+            if suite in DESKTOP_SUITES:
+                item.add_marker(pytest.mark.xdist_group(DESKTOP_GROUP))
+
+
+@pytest.fixture(scope="session")
+def docker_labels() -> dict[str, str]:
+    """The labels of every Docker object this worker's tests make."""
+    return {TEST_LABEL: "1", RUN_LABEL: os.environ[RUN_ID_VAR], WORKER_LABEL: uuid.uuid4().hex}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # a worker: the process that started the workers removes the images
+    with contextlib.suppress(Exception):  # no daemon, nothing to remove
+        from cleanroom.verifiers.container.docker_runtime import DockerRuntime
+
+        labels = {TEST_LABEL: "1", RUN_LABEL: os.environ[RUN_ID_VAR]}
+        DockerRuntime.connect(labels).remove_labelled(labels)
