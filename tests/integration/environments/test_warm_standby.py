@@ -77,7 +77,8 @@ def test_a_reset_swaps_in_a_fresh_slot_and_nothing_of_the_old_generation_runs(
     before = pool.env("env01").describe()
     assert pool.describe()["environments"][1]["standby"] == "up"
     mark = Path(before["home"]) / "Desktop" / "old-generation.txt"
-    code, _ = pool.env("env01").run_inside(["sh", "-c", f"echo old > {mark}; sleep 600 &"])
+    leftover = f"echo old > {mark}; sleep 600 </dev/null >/dev/null 2>&1 &"  # outlives the call
+    code, _ = pool.env("env01").run_inside(["sh", "-c", leftover])
     assert code == 0 and mark.exists()
     old = pool.generation("env01")
 
