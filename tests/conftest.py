@@ -35,12 +35,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        path = Path(str(item.path))
-        if path.is_relative_to(_INTEGRATION):
-            suite = path.relative_to(_INTEGRATION).parts[0]
-            if suite in DESKTOP_SUITES:
-                item.add_marker(pytest.mark.xdist_group(DESKTOP_GROUP))
+    desktop = [item for item in items if _is_desktop(item)]
+    for item in desktop:
+        item.add_marker(pytest.mark.xdist_group(DESKTOP_GROUP))
+    # The desktop group is the longest piece of work: first, so it is handed out first.
+    others = [item for item in items if not _is_desktop(item)]
+    items[:] = desktop + others
+
+
+def _is_desktop(item: pytest.Item) -> bool:
+    path = Path(str(item.path))
+    if not path.is_relative_to(_INTEGRATION):
+        return False
+    return path.relative_to(_INTEGRATION).parts[0] in DESKTOP_SUITES
 
 
 @pytest.fixture(scope="session")
