@@ -39,6 +39,9 @@ class FakeSlot:
     def problems(self) -> list[str]:
         return self.broken
 
+    def destroy(self) -> None:
+        self.calls.append("destroy")
+
 
 def slot(fake: FakeSlot) -> DesktopEnvironment:
     return cast(DesktopEnvironment, cast(Any, fake))
@@ -92,6 +95,8 @@ def test_closing_hands_back_every_slot_and_brings_up_no_more() -> None:
     standby.bring_up("env01", slot(a))
     standby.bring_up("env02", slot(b))
     assert set(map(id, standby.close())) == {id(slot(a)), id(slot(b))}
-    standby.bring_up("env01", slot(FakeSlot()))
+    late = FakeSlot()
+    standby.bring_up("env01", slot(late))  # handed back while the pool stops
+    assert late.calls == ["destroy"]
     assert standby.state("env01") == "none"
     assert not standby.wait_ready("env01", 0.01)

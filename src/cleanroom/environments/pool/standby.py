@@ -56,9 +56,10 @@ class Standby:
         """Make ``slot`` the spare of ``name``: wiped (if it ran a generation) and started
         in the background. Its processes must already have ended (`retire`)."""
         with self._lock:
-            if self._closed:
+            if not self._closed:
+                self._spares[name] = Spare(slot, self._executor.submit(_bring_up, slot))
                 return
-            self._spares[name] = Spare(slot, self._executor.submit(_bring_up, slot))
+        slot.destroy()  # the pool is stopping: a slot handed back now goes at once
 
     def take(self, name: str, timeout_s: float = TAKE_TIMEOUT_S) -> DesktopEnvironment | None:
         """The spare of ``name`` once it is up, no longer a spare; None when there is none
