@@ -15,7 +15,8 @@ One run folder, one run database, the harness loop (`loop`) sized for a 2-core m
    token delivered through env01's lease on purpose; the rollouts it names become
    invalid, never rows of the number), and every test under one leaky setup or fault
    that it must detect, each on a pool with one protection removed;
-6. the container red-team matrix (saved as ``redteam.json`` for the report);
+6. the container red-team matrix (saved as ``redteam.json`` for the report), beside
+   step 5: it needs only Docker, and the controls only the desktop;
 7. the report: text on screen, ``report.html`` in the run folder; its number says it
    was measured at 0.1x the planned trials.
 """
@@ -25,7 +26,9 @@ from __future__ import annotations
 import json
 import shlex
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,11 +90,12 @@ def run_demo(run_dir: Path, console: Console | None = None) -> DemoResult:
     console = console or Console()
     result = DemoResult(run_dir)
     started = time.monotonic()
+    redteam = _Beside(lambda s: _redteam(s, result))
     result.loop = run_loop(
         demo_config(run_dir),
         console,
         before_windows=[lambda s: _osworld_rename(s, result)],
-        after_windows=[lambda s: _leaky_controls(s, result), lambda s: _redteam(s, result)],
+        after_windows=[redteam.start, lambda s: _leaky_controls(s, result), redteam.join],
     )
     elapsed = time.monotonic() - started
     console.rule("Report")
@@ -149,6 +153,32 @@ def _osworld_rename(s: LoopServices, result: DemoResult) -> None:
 
 
 # -- leaky controls and the red team ---------------------------------------------------
+
+
+class _Beside:
+    """A step run in a thread of its own beside the next ones, joined by `join`; what it
+    raised is raised there, as if it had run in line."""
+
+    def __init__(self, step: Callable[[LoopServices], None]) -> None:
+        self.step = step
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def start(self, s: LoopServices) -> None:
+        def run() -> None:
+            try:
+                self.step(s)
+            except BaseException as exc:  # handed to `join`, on the loop's thread
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name="beside", daemon=True)
+        self._thread.start()
+
+    def join(self, s: LoopServices) -> None:
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 def _leaky_controls(s: LoopServices, result: DemoResult) -> None:
