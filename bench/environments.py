@@ -54,6 +54,13 @@ def _pss_mb(pid: int) -> float:
     return _proc_kb(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
+def _busy_s() -> float:
+    """Seconds of CPU time all cores have spent busy since boot (from /proc/stat)."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def _p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
@@ -101,9 +108,10 @@ def measure(
 ) -> dict[str, float]:
     run = Path(tempfile.mkdtemp(prefix="bench-envs-"))
     pool = Pool(PoolConfig(envs=n, containers=containers, warm_standby=standby), run)
-    t = time.monotonic()
+    t, busy = time.monotonic(), _busy_s()
     pool.start()
     start = time.monotonic() - t
+    start_cpu = _busy_s() - busy
     try:
         reset_times, refill_times = [], []
         for _ in range(resets):
@@ -138,6 +146,7 @@ def measure(
         pool.stop()
     return {
         "start": start,
+        "start_cpu": start_cpu,
         "reset_med": statistics.median(reset_times),
         "reset_max": max(reset_times),
         "refill_med": statistics.median(refill_times) if refill_times else 0.0,
@@ -172,7 +181,9 @@ def render(
         "processes, its Xvfb and its sandbox's first process (shared pages count once per "
         "process, so it overcounts), and their summed PSS (each shared page divided among "
         "the processes that map it, the environments' own cost); environments in 24 GB = "
-        "24 GiB / PSS, leaving out the harness and the kernel. In `containers` mode each "
+        "24 GiB / PSS, leaving out the harness and the kernel. 'Start CPU s' is the CPU time "
+        "the whole machine spent busy while the pool started; divided by the cores it is "
+        "the shortest start the machine allows for that work. In `containers` mode each "
         "environment's programs run in a container of their own (no network, only their "
         "own X socket, home and runtime folder); a reset removes the container and starts "
         "a fresh one. With warm standby (`+ standby`) every acting environment keeps a "
@@ -183,17 +194,18 @@ def render(
         f"average was {load[0]:.1f} when the run began and {load[1]:.1f} when it ended "
         "(other work shared the machine).",
         "",
-        "| mode | envs | pool start s | reset median s | reset max s | spare up after s "
-        "| shot median ms | shot p95 ms | p95 / bare p95 | RSS per env MB | PSS per env MB "
-        "| spare PSS MB | envs in 24 GB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| mode | envs | pool start s | start CPU s | reset median s | reset max s "
+        "| spare up after s | shot median ms | shot p95 ms | p95 / bare p95 | RSS per env MB "
+        "| PSS per env MB | spare PSS MB | envs in 24 GB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mode, rows in by_mode.items():
         for n, r in rows.items():
             spare = f"{r['refill_med']:.2f}" if r["refill_med"] else "-"
             spare_pss = f"{r['spare_pss']:.0f}" if r["spare_pss"] else "-"
             lines.append(
-                f"| {mode} | {n} | {r['start']:.1f} | {r['reset_med']:.2f} | "
+                f"| {mode} | {n} | {r['start']:.1f} | {r['start_cpu']:.1f} | "
+                f"{r['reset_med']:.2f} | "
                 f"{r['reset_max']:.2f} | {spare} | {r['shot_med'] * 1000:.1f} | "
                 f"{r['shot_p95'] * 1000:.1f} | {r['shot_p95'] / base['shot_p95']:.2f} | "
                 f"{r['mem']:.0f} | {r['pss']:.0f} | {spare_pss} | "

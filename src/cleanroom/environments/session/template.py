@@ -73,12 +73,27 @@ def build_template(root: Path) -> Path:
     return root
 
 
-def warm_libreoffice_profile(template: Path, *, timeout_s: float = 60.0) -> None:
+# A warmed profile depends only on LibreOffice's build and the settings above: once made
+# it is kept here, under a key of both, and later pools copy it instead of warming their
+# own (a Writer start that every pool start would otherwise wait for).
+PROFILE_CACHE = Path("/var/lib/cleanroom/cache/libreoffice-profile")
+
+
+def warm_libreoffice_profile(
+    template: Path, *, timeout_s: float = 60.0, cache: Path | None = PROFILE_CACHE
+) -> None:
     """Let LibreOffice initialise the template's profile once, headless, so that every
-    environment's Writer starts from a finished profile instead of building one."""
+    environment's Writer starts from a finished profile instead of building one; or copy
+    the one ``cache`` keeps for this LibreOffice and these settings."""
     import subprocess
 
     profile = (template / LIBREOFFICE_PROFILE).resolve()
+    key = profile_key()
+    cached = cache / key if cache is not None and key else None
+    if cached is not None and _finished(cached):
+        shutil.rmtree(profile, ignore_errors=True)
+        shutil.copytree(cached, profile, symlinks=True)
+        return
     proc = subprocess.run(
         [
             "soffice",
@@ -92,10 +107,48 @@ def warm_libreoffice_profile(template: Path, *, timeout_s: float = 60.0) -> None
         check=False,
         start_new_session=True,
     )
-    if proc.returncode != 0 or not (profile / "user" / "registrymodifications.xcu").exists():
+    if proc.returncode != 0 or not _finished(profile):
         from cleanroom.environments.errors import StartError
 
         raise StartError(f"LibreOffice could not initialise its profile: {proc.stderr!r}")
+    if cached is not None:
+        _keep(profile, cached)
+
+
+def profile_key() -> str:
+    """What a warmed profile depends on: the settings and the LibreOffice binary (its size
+    and time); empty when no LibreOffice is installed."""
+    import hashlib
+
+    found = shutil.which("soffice")
+    if found is None:
+        return ""
+    binary = Path(found).resolve().with_name("soffice.bin")
+    try:
+        st = binary.stat()
+    except OSError:
+        return ""
+    seed = f"{libreoffice_settings()}\n{binary}\n{st.st_size}\n{st.st_mtime_ns}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:16]
+
+
+def _finished(profile: Path) -> bool:
+    return (profile / "user" / "registrymodifications.xcu").is_file()
+
+
+def _keep(profile: Path, cached: Path) -> None:
+    # Copied beside the cache entry, then renamed into place: a reader sees all of it or
+    # nothing, and of two pools warming at once the first rename wins.
+    import os
+    import threading
+
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_name(f".{cached.name}.{os.getpid()}.{threading.get_ident()}")
+    shutil.copytree(profile, partial, symlinks=True)
+    try:
+        partial.rename(cached)
+    except OSError:  # another pool kept one first
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 _NO_LOCKS = (
