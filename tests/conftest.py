@@ -34,6 +34,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault(RUN_ID_VAR, uuid.uuid4().hex[:12])
 
 
+# First: xdist's own hook reads the group marks to hand a group to one worker.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     desktop = [item for item in items if _is_desktop(item)]
     for item in desktop:
