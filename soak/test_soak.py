@@ -37,6 +37,7 @@ import pytest
 from cleanroom.core.isolation import CONTROL_WINDOW
 from cleanroom.core.outcomes import Status
 from cleanroom.environments.pool.generations import read_action_log
+from cleanroom.environments.pool.pool import STANDBY_SLOT
 from cleanroom.harness.loop import load_battery
 from cleanroom.harness.plan import plan_tests
 from cleanroom.store.rundb import DB_NAME, RunStore
@@ -60,13 +61,17 @@ def _run_dir() -> Path:
 
 
 def _env_users(run: Path) -> list[str]:
+    """Every environment's user and, with warm standby, its spare slot's user: a spare's
+    processes count as the environment's."""
     if not (run / DB_NAME).exists():
         return []
     try:
         with RunStore.open(run, owner=False) as store:
-            return [e.unix_user for e in store.environments() if e.unix_user]
+            users = [e.unix_user for e in store.environments() if e.unix_user]
     except Exception:  # the database is still being created
         return []
+    slots = [u.removesuffix(STANDBY_SLOT) for u in users]
+    return sorted({u for s in slots for u in (s, s + STANDBY_SLOT)})
 
 
 def _processes_by_user(users: list[str]) -> dict[str, int]:
