@@ -3,9 +3,10 @@ with this folder on PYTHONPATH), for the fix-median task; they run in Harbor's P
 
 `PlantingAgent` does not do the task: it plants a reward of 1 and leaves a process
 rewriting it every 50 ms, so that a verifier that removes the reward before its tests and
-reads it after them still reads 1. Each rewrite is a rename from /tmp (the same file
-system as /logs in Harbor's default container), so a reader never catches the file
-truncated and empty, which Harbor would report as an error instead of the forged 1.
+reads it after them still reads 1. Each rewrite opens the file without truncating it
+(``1<>``), so a reader never catches it empty (which Harbor reports as an error instead
+of the forged 1) and it is never missing, not even for a moment, where /logs/verifier
+is a folder bound from the host (a rename from elsewhere would be a copy there).
 `HangingAgent` leaves a module under test that never returns, so the tests run out of
 time on its state."""
 
@@ -16,8 +17,7 @@ from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
 REWRITER = (
-    "nohup setsid sh -c 'while :; do echo 1 > /tmp/.reward "
-    "&& mv -f /tmp/.reward /logs/verifier/reward.txt; sleep 0.05; done' "
+    "nohup setsid sh -c 'while :; do printf 1 1<> /logs/verifier/reward.txt; sleep 0.05; done' "
     ">/dev/null 2>&1 < /dev/null &"
 )
 
