@@ -9,13 +9,20 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.lifecycle import wait_until
+from cleanroom.store.rundb import RunStore
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
+from cleanroom.verify_server.client import VerifyClient
+from cleanroom.verify_server.process import VerifyServerProcess
 
 # Everything a pool with every program needs; a test that starts fewer programs names less.
 DESKTOP_STACK = ("Xvfb", "xauth", "dbus-daemon", "soffice", "xterm", "chromium", "useradd")
@@ -66,6 +73,48 @@ def runtime(docker_labels: dict[str, str]) -> Iterator[DockerRuntime]:
         pytest.fail(f"the base image {BASE_IMAGE} is missing ({exc}); run `make setup`")
     yield rt
     rt.remove_labelled(labels, images=False)
+
+
+# --- pools for the isolation checks ----------------------------------------------------
+
+
+@contextmanager
+def pool_trials(run_dir: Path, config: PoolConfig, verify: VerifyClient) -> Iterator[TrialContext]:
+    """A started pool of ``config`` with a run store in ``run_dir``, as the isolation
+    checks' context; the pool is stopped and the store closed afterwards."""
+    store = RunStore.create(run_dir)
+    pool = Pool(config, run_dir, store)
+    try:
+        pool.start()
+        yield TrialContext(pool, store, 1, run_dir, verify=verify)
+    finally:
+        pool.stop()
+        store.close()
+
+
+@contextmanager
+def isolated_trials(run_dir: Path, config: PoolConfig) -> Iterator[TrialContext]:
+    """`pool_trials` with a verify server of its own."""
+    server = VerifyServerProcess.start(run_dir / "verify-server")
+    client = server.client()
+    try:
+        with pool_trials(run_dir, config, client) as ctx:
+            yield ctx
+    finally:
+        client.close()
+        server.stop()
+
+
+def row_results(rows: list[IsolationRow]) -> dict[tuple[int, str, str], str]:
+    """Each row's result and detail by (trial, from, to), for assertion messages."""
+    return {(r.trial, r.from_env, r.to_env): f"{r.result.value} {r.detail}".strip() for r in rows}
+
+
+def assert_all_clean(test: IsolationCheck, ctx: TrialContext, trials: int) -> None:
+    """Run ``trials`` trials of ``test``: some rows, every one clean."""
+    rows = run_test(test, ctx, trials)
+    assert rows, f"{test.name} returned no rows"
+    assert all(r.result is RowResult.CLEAN for r in rows), row_results(rows)
 
 
 # One finished `cleanroom demo`: its run folder and what it printed.

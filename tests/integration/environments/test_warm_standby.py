@@ -12,20 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.core.isolation import RowResult
 from cleanroom.environments.errors import StaleGeneration
 from cleanroom.environments.policy.actions import SetClipboard
 from cleanroom.environments.pool.pool import STANDBY_SLOT, Pool, PoolConfig
 from cleanroom.environments.session.processes import kill_uid, pids_of_uid
-from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
+from cleanroom.isolation.battery import TrialContext, run_test
 from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck
 from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteCheck
 from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
 from cleanroom.isolation.controls.faults import Fault, with_fault
-from cleanroom.store.rundb import RunStore
-from cleanroom.verify_server.process import VerifyServerProcess
 
-from ..conftest import require_desktop_stack
+from ..conftest import assert_all_clean, isolated_trials, require_desktop_stack, row_results
 
 pytestmark = pytest.mark.slow
 
@@ -38,30 +36,9 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
     """An isolated pool of two environments running Writer and a terminal, each with a
     spare slot."""
     require_desktop_stack(NEEDED)
-    run_dir = tmp_path_factory.mktemp("standby")
-    store = RunStore.create(run_dir)
-    server = VerifyServerProcess.start(run_dir / "verify-server")
-    client = server.client()
     config = PoolConfig(envs=2, programs=("writer", "terminal"), warm_standby=True)
-    pool = Pool(config, run_dir, store)
-    try:
-        pool.start()
-        yield TrialContext(pool, store, 1, run_dir, verify=client)
-    finally:
-        pool.stop()
-        client.close()
-        server.stop()
-        store.close()
-
-
-def _results(rows: list[IsolationRow]) -> dict[tuple[int, str, str], str]:
-    return {(r.trial, r.from_env, r.to_env): f"{r.result.value} {r.detail}".strip() for r in rows}
-
-
-def _assert_all_clean(test: IsolationCheck, ctx: TrialContext, trials: int) -> None:
-    rows = run_test(test, ctx, trials)
-    assert rows, f"{test.name} returned no rows"
-    assert all(r.result is RowResult.CLEAN for r in rows), _results(rows)
+    with isolated_trials(tmp_path_factory.mktemp("standby"), config) as ctx:
+        yield ctx
 
 
 def _spares_up(pool: Pool) -> None:
@@ -120,12 +97,12 @@ def test_a_spare_that_died_is_not_swapped_in_and_the_reset_happens_in_place(
 
 def test_reset_during_write_leaves_nothing_of_the_old_generation(ctx: TrialContext) -> None:
     _spares_up(ctx.pool)
-    _assert_all_clean(ResetDuringWriteCheck(), ctx, trials=2)
+    assert_all_clean(ResetDuringWriteCheck(), ctx, trials=2)
 
 
 def test_stale_generation_clicks_are_all_refused(ctx: TrialContext) -> None:
     _spares_up(ctx.pool)
-    _assert_all_clean(StaleGenerationCheck(), ctx, trials=2)
+    assert_all_clean(StaleGenerationCheck(), ctx, trials=2)
 
 
 def test_a_crash_comes_back_in_the_spare_slot_and_spares_the_bystanders(
@@ -134,7 +111,7 @@ def test_a_crash_comes_back_in_the_spare_slot_and_spares_the_bystanders(
     _spares_up(ctx.pool)
     user = ctx.pool.env("env01").account.user
     before = ctx.pool.generation("env01")
-    _assert_all_clean(CrashBlastRadiusCheck(phase_s=2.0), ctx, trials=1)
+    assert_all_clean(CrashBlastRadiusCheck(phase_s=2.0), ctx, trials=1)
     assert ctx.pool.generation("env01") > before
     assert ctx.pool.env("env01").account.user != user  # recovered by the swap
 
@@ -143,12 +120,12 @@ def test_stale_generation_fires_when_the_generation_check_is_bypassed(ctx: Trial
     _spares_up(ctx.pool)
     with with_fault(Fault.GENERATION_CHECK_BYPASSED, ctx.pool) as test:
         rows = run_test(test, ctx, trials=1)
-    assert [r.result for r in rows] == [RowResult.CROSS], _results(rows)
+    assert [r.result for r in rows] == [RowResult.CROSS], row_results(rows)
 
 
 def test_crash_blast_radius_fires_when_the_kill_also_hits_a_bystander(ctx: TrialContext) -> None:
     _spares_up(ctx.pool)
     with with_fault(Fault.CRASH_HITS_BYSTANDER, ctx.pool) as test:
         rows = run_test(test, ctx, trials=1)
-    got = _results(rows)
+    got = row_results(rows)
     assert got[(0, "env01", "env02")].startswith("cross"), got

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.core.isolation import IsolationRow, RowResult
-from cleanroom.environments.pool.pool import Pool, PoolConfig
-from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
+from cleanroom.core.isolation import RowResult
+from cleanroom.environments.pool.pool import PoolConfig
+from cleanroom.isolation.battery import TrialContext, run_test
 from cleanroom.isolation.checks.channels import ChannelsCheck
 from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck
 from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsCheck
@@ -24,10 +24,8 @@ from cleanroom.isolation.checks.observation_privacy import ObservationPrivacyChe
 from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteCheck
 from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
 from cleanroom.isolation.controls.faults import Fault, with_fault
-from cleanroom.store.rundb import RunStore
-from cleanroom.verify_server.process import VerifyServerProcess
 
-from ..conftest import require_desktop_stack
+from ..conftest import assert_all_clean, isolated_trials, require_desktop_stack, row_results
 
 pytestmark = pytest.mark.slow
 
@@ -37,18 +35,8 @@ NEEDED = ("Xvfb", "xauth", "dbus-daemon", "soffice", "xterm", "chromium")
 @contextmanager
 def _isolated(run_dir: Path, programs: tuple[str, ...]) -> Iterator[TrialContext]:
     require_desktop_stack(NEEDED)
-    store = RunStore.create(run_dir)
-    server = VerifyServerProcess.start(run_dir / "verify-server")
-    client = server.client()
-    pool = Pool(PoolConfig(envs=2, programs=programs), run_dir, store)
-    try:
-        pool.start()
-        yield TrialContext(pool, store, 1, run_dir, verify=client)
-    finally:
-        pool.stop()
-        client.close()
-        server.stop()
-        store.close()
+    with isolated_trials(run_dir, PoolConfig(envs=2, programs=programs)) as ctx:
+        yield ctx
 
 
 @pytest.fixture
@@ -66,39 +54,29 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrialContext]:
         yield ctx
 
 
-def _results(rows: list[IsolationRow]) -> dict[tuple[int, str, str], str]:
-    return {(r.trial, r.from_env, r.to_env): f"{r.result.value} {r.detail}".strip() for r in rows}
-
-
-def _assert_all_clean(test: IsolationCheck, ctx: TrialContext, trials: int) -> None:
-    rows = run_test(test, ctx, trials)
-    assert rows, f"{test.name} returned no rows"
-    assert all(r.result is RowResult.CLEAN for r in rows), _results(rows)
-
-
 def test_observation_privacy_is_clean_when_every_environment_has_its_own_display(
     browsing: TrialContext,
 ) -> None:
-    _assert_all_clean(ObservationPrivacyCheck(duration_s=6.0), browsing, trials=1)
+    assert_all_clean(ObservationPrivacyCheck(duration_s=6.0), browsing, trials=1)
 
 
 def test_files_and_prefs_is_clean_when_homes_and_profiles_are_private(ctx: TrialContext) -> None:
-    _assert_all_clean(FilesAndPrefsCheck(), ctx, trials=2)  # each environment writes once
+    assert_all_clean(FilesAndPrefsCheck(), ctx, trials=2)  # each environment writes once
 
 
 def test_reset_during_write_leaves_nothing_of_the_old_generation(ctx: TrialContext) -> None:
-    _assert_all_clean(ResetDuringWriteCheck(), ctx, trials=2)
+    assert_all_clean(ResetDuringWriteCheck(), ctx, trials=2)
 
 
 def test_stale_generation_clicks_are_all_refused(ctx: TrialContext) -> None:
-    _assert_all_clean(StaleGenerationCheck(), ctx, trials=2)
+    assert_all_clean(StaleGenerationCheck(), ctx, trials=2)
 
 
 def test_a_crash_comes_back_at_a_new_generation_and_spares_the_bystanders(
     ctx: TrialContext,
 ) -> None:
     before = ctx.pool.generation("env01")
-    _assert_all_clean(CrashBlastRadiusCheck(phase_s=2.0), ctx, trials=1)
+    assert_all_clean(CrashBlastRadiusCheck(phase_s=2.0), ctx, trials=1)
     assert ctx.pool.generation("env01") > before
     phases = {s.phase for s in ctx.store.latency_samples("crash_blast_radius")}
     assert phases == {"before", "during", "after"}
@@ -107,16 +85,16 @@ def test_a_crash_comes_back_at_a_new_generation_and_spares_the_bystanders(
 def test_stale_generation_fires_when_the_generation_check_is_bypassed(ctx: TrialContext) -> None:
     with with_fault(Fault.GENERATION_CHECK_BYPASSED, ctx.pool) as test:
         rows = run_test(test, ctx, trials=1)
-    assert [r.result for r in rows] == [RowResult.CROSS], _results(rows)
+    assert [r.result for r in rows] == [RowResult.CROSS], row_results(rows)
     assert rows[0].from_env == rows[0].to_env == "env01"
     # Leaving the fault restores the check, at the generation the trial reached.
-    _assert_all_clean(StaleGenerationCheck(), ctx, trials=1)
+    assert_all_clean(StaleGenerationCheck(), ctx, trials=1)
 
 
 def test_crash_blast_radius_fires_when_the_kill_also_hits_a_bystander(ctx: TrialContext) -> None:
     with with_fault(Fault.CRASH_HITS_BYSTANDER, ctx.pool) as test:
         rows = run_test(test, ctx, trials=1)
-    got = _results(rows)
+    got = row_results(rows)
     assert got[(0, "env01", "env02")].startswith("cross"), got
     assert got[(0, "env01", "env00")].startswith("clean"), got
 
@@ -125,4 +103,4 @@ def test_channels_is_clean_and_proven_when_every_environment_has_its_own_sandbox
     ctx: TrialContext,
 ) -> None:
     # Clean, not lost: every collector saw its own token in every class.
-    _assert_all_clean(ChannelsCheck(), ctx, trials=1)
+    assert_all_clean(ChannelsCheck(), ctx, trials=1)

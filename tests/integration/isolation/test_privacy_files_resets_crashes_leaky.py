@@ -17,7 +17,7 @@ import pytest
 from cleanroom.core.channels import CLASSES
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.environments.pool.pool import PoolConfig
 from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.isolation.checks.channels import ChannelsCheck
 from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck
@@ -25,10 +25,9 @@ from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsCheck
 from cleanroom.isolation.checks.observation_privacy import ObservationPrivacyCheck
 from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteCheck
 from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
-from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
 
-from ..conftest import require_desktop_stack
+from ..conftest import pool_trials, require_desktop_stack
 
 pytestmark = pytest.mark.slow
 OPEN_RUNS = Path("/var/lib/cleanroom/test-open-runs")
@@ -82,17 +81,13 @@ def leaky(
         # The open host kept its run folders where anyone could walk to them.
         OPEN_RUNS.mkdir(parents=True, mode=0o755, exist_ok=True)
         run_dir = Path(tempfile.mkdtemp(prefix="open-host-", dir=OPEN_RUNS))
-    store = RunStore.create(run_dir)
     config = PoolConfig(envs=2, programs=PROGRAMS[leak], canary_programs=(), leak=leak)
-    pool = Pool(config, run_dir, store)
     client = verify.client()
     try:
-        pool.start()
-        yield TrialContext(pool, store, 1, run_dir, verify=client)
+        with pool_trials(run_dir, config, client) as ctx:
+            yield ctx
     finally:
-        pool.stop()
         client.close()
-        store.close()
         if OPEN_RUNS in run_dir.parents:
             shutil.rmtree(run_dir, ignore_errors=True)
 
