@@ -9,10 +9,10 @@ setup:
 demo: setup
 	$(VENV)/cleanroom demo
 
-# Three workers: the desktop tests one after another on one, the demo on another, the
-# rest beside them (tests/conftest.py).
+# Two workers: the desktop tests one after another on one, the rest beside them
+# (tests/conftest.py).
 test: setup lint typecheck
-	$(VENV)/pytest -n 3 --dist loadgroup
+	$(VENV)/pytest -n 2 --dist loadgroup
 
 lint:
 	$(VENV)/ruff check src tests bench soak

@@ -1,16 +1,14 @@
 """What the whole suite shares: one id for this run of it, and which tests run one after
 another.
 
-`make test` runs the suite on three workers (pytest-xdist, ``--dist loadgroup``); the
-machine's cores are mostly waiting on start-ups, containers and timeouts, so a third
-worker shortens the run. The desktop tests form one group, so they run one after another
-on one worker, as they would alone: each starts displays, Writers and browsers whose
-timing the isolation checks judge. `cleanroom demo`, which the red-team tests read, is a
-group of its own on a second worker: it is the longest single test, and its pools are
-its own. The other tests (unit, Docker, Harbor, the audit, the verify server) run on the
-workers beside them. Every Docker object a test makes is labelled with the suite's run
-id and its worker, so a worker removes only its own containers, and the images, which
-the workers share by content, are removed once, after all of them have finished.
+`make test` runs the suite on two workers (pytest-xdist, ``--dist loadgroup``). The desktop
+tests form one group, so they run one after another on one worker, as they would alone:
+each starts displays, Writers and browsers whose timing the isolation checks judge (a
+third worker, tried, loaded the machine until Writer missed its start-up limits). The
+other tests (unit, Docker, Harbor, the audit, the verify server) run on the other worker
+beside them. Every Docker object a test makes is labelled with the suite's run id and
+its worker, so a worker removes only its own containers, and the images, which both
+workers share by content, are removed once, after both have finished.
 """
 
 from __future__ import annotations
@@ -28,11 +26,9 @@ RUN_LABEL = "cleanroom.session"
 TEST_LABEL = "cleanroom.test"
 WORKER_LABEL = "cleanroom.worker"
 DESKTOP_GROUP = "desktop"
-DEMO_GROUP = "demo"
 # The integration suites whose tests start desktop environments.
 DESKTOP_SUITES = ("environments", "harness", "isolation", "redteam", "x11")
-# Of those, the demo's run and the tests that judge it (one `cleanroom demo` per worker).
-DEMO_TESTS = ("harness/test_demo.py", "redteam/")
+
 _INTEGRATION = Path(__file__).parent / "integration"
 
 
@@ -47,21 +43,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item, group in groups.items():
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
-    # The two groups are the longest pieces of work: first, so they are handed out first.
-    order = {DESKTOP_GROUP: 0, DEMO_GROUP: 1, "": 2}
-    items.sort(key=lambda item: order[groups[item]])
+    # The desktop group is the longest piece of work: first, so it is handed out first.
+    items.sort(key=lambda item: groups[item] != DESKTOP_GROUP)
 
 
 def _group(item: pytest.Item) -> str:
     path = Path(str(item.path))
     if not path.is_relative_to(_INTEGRATION):
         return ""
-    inside = path.relative_to(_INTEGRATION)
-    if inside.parts[0] not in DESKTOP_SUITES:
-        return ""
-    if any(inside.as_posix().startswith(t) for t in DEMO_TESTS):
-        return DEMO_GROUP
-    return DESKTOP_GROUP
+    in_desktop_suite = path.relative_to(_INTEGRATION).parts[0] in DESKTOP_SUITES
+    return DESKTOP_GROUP if in_desktop_suite else ""
 
 
 @pytest.fixture(scope="session")
