@@ -287,8 +287,9 @@ class Pool:
         if not names:
             return
         self.standby = Standby()
-        for name in names:
-            slot = DesktopEnvironment.create(self._spec(name, STANDBY_SLOT), self.template)
+        for name in names:  # bringing a slot up fills its home, so it starts empty
+            spec = self._spec(name, STANDBY_SLOT)
+            slot = DesktopEnvironment.create(spec, self.template, fill_home=False)
             self.standby.bring_up(name, slot)
 
     def standby_ready(self, name: str, timeout_s: float = 60.0) -> bool:

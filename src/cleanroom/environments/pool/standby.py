@@ -75,9 +75,10 @@ class Standby:
         except Exception as exc:  # whatever failed, the reset goes on in place
             why = f"{type(exc).__name__}: {exc}"
         else:
-            if not spare.slot.problems():
+            problems = spare.slot.problems()
+            if not problems:
                 return spare.slot
-            why = "; ".join(spare.slot.problems())
+            why = "; ".join(problems)
         log.warning("%s: the spare slot is not usable (%s); resetting in place", name, why)
         self.failures.append((name, why))
         spare.ready.cancel()
