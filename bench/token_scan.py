@@ -220,7 +220,7 @@ def main() -> None:
             + f"\nAim: at least ripgrep's speed (1.00). Measured: **{ratio:.2f}** (per turn: "
             + ", ".join(f"{x:.2f}" for x in turns)
             + ").\n"
-            + (args.note + "\n" if args.note else "")
+            + ("\n" + args.note + "\n" if args.note else "")
         )
         write_section("## Token scan", section)
 

@@ -1,34 +1,33 @@
 """The token scanner over files and trees: every token in a file of any size, and in
 every regular file under a folder, with every place that could not be read.
 
-The matching itself is pure and lives in `core.tokens` (`scan_bytes`, `scan_text`); this
-module adds the effects: opening and reading files, walking trees, and splitting a large
-tree across worker threads.
+The matching itself is pure and lives in `core.tokens` (`scan_bytes`, `scan_spans`); this
+module adds the effects: opening and reading files, walking trees, and sharing a tree's
+folders and files among worker threads.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, _hit, _matches
+from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, _hit, _matches, scan_spans
 
-# Each thread reads every file into one reused buffer of this size: memory stays at one
-# chunk per thread whatever the files' sizes, and most files fit in a single chunk.
-_CHUNK = 1 << 20
-PARALLEL_BYTES = 64 << 20  # below this a tree is scanned in the calling process
-_PER_FILE_COST = 32 << 10  # a file's system calls cost about as much as reading 32 KiB
-_SHARES_PER_WORKER = 4
 _OVERLAP = TOKEN_MAX_LEN + 1
+# A file larger than its buffer streams through it in chunks of this size, so memory
+# stays at one buffer per thread whatever the files' sizes.
+_CHUNK = 1 << 20
+# A tree's small files are read back to back into one buffer of this size and matched
+# in one call; a buffer with less room left than `_REFILL` is matched before the next file.
+_BATCH = 4 << 20
+_REFILL = 1 << 20
+_FILES_PER_TASK = 32  # a folder's files are shared among the threads in groups this big
 _buffers = threading.local()
 
 
-def _buffer(chunk_size: int) -> memoryview:
-    """This thread's read buffer: room for one chunk after the carried-over overlap."""
-    size = chunk_size + _OVERLAP + 1  # the carry-over is at most _OVERLAP + 1 bytes
+def _buffer(size: int) -> memoryview:
+    """This thread's reusable read buffer of ``size`` bytes."""
     buf: memoryview | None = getattr(_buffers, "buf", None)
     if buf is None or len(buf) != size:
         buf = memoryview(bytearray(size))
@@ -37,12 +36,7 @@ def _buffer(chunk_size: int) -> memoryview:
 
 
 def scan_file(path: str | os.PathLike[str], *, chunk_size: int = _CHUNK) -> list[TokenHit]:
-    """Every token in one file, read in chunks so any size of file is fine.
-
-    Consecutive chunks overlap by more than one token, and a match is reported only by
-    the chunk in which it starts before the overlap, so a token straddling a boundary is
-    found exactly once and the look-around at either end always sees real bytes.
-    """
+    """Every token in one file, read in chunks so any size of file is fine."""
     if chunk_size <= _OVERLAP:
         raise ValueError(f"chunk_size must be over {_OVERLAP} bytes, got {chunk_size}")
     source = os.fspath(path)
@@ -51,22 +45,27 @@ def scan_file(path: str | os.PathLike[str], *, chunk_size: int = _CHUNK) -> list
     # truncates while it is mapped would kill the scanner with SIGBUS.
     fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        return _scan_stream(fd, source, chunk_size)
+        # The carry-over between chunks is at most _OVERLAP + 1 bytes.
+        return _scan_stream(fd, source, _buffer(chunk_size + _OVERLAP + 1), 0)
     finally:
         os.close(fd)
 
 
-def _scan_stream(fd: int, source: str, chunk_size: int) -> list[TokenHit]:
+def _scan_stream(fd: int, source: str, buf: memoryview, end: int) -> list[TokenHit]:
+    """Every token in the file open on ``fd``, whose first ``end`` bytes are already in
+    ``buf``, filling the buffer before each match.
+
+    Consecutive fills overlap by more than one token, and a match is reported only by
+    the fill in which it starts before the overlap, so a token straddling a boundary is
+    found exactly once and the look-around at either end always sees real bytes.
+    """
     hits: list[TokenHit] = []
-    buf = _buffer(chunk_size)
-    # buf[:end] holds file bytes from offset base on; scanning resumes at buf[pos].
-    end, base, pos = 0, 0, 0
+    cap = len(buf)
+    # buf[:end] holds file bytes from offset base on; matching resumes at buf[pos].
+    base, pos = 0, 0
     while True:
-        # Fill the buffer before scanning, so a file that fits in it (most files) is
-        # scanned in one call, once its end of file has been seen.
-        full = end + chunk_size
-        while end < full:
-            got = os.readv(fd, [buf[end:full]])
+        while end < cap:
+            got = os.readv(fd, [buf[end:cap]])
             if not got:
                 hits.extend(_hit(m, source, base) for m in _matches(buf[:end], pos))
                 return hits
@@ -118,86 +117,156 @@ class TreeScan:
         return [e for e in self.errors if not e.vanished or e.path == self.root]
 
 
-def _sized_files(root: str, errors: list[ScanError]) -> Iterator[tuple[str, int]]:
-    """Every regular file under ``root`` with its size, never following symlinks; a folder
-    that cannot be listed and an entry that cannot be examined go to ``errors``."""
-    stack = [root]
-    while stack:
-        top = stack.pop()
+class _Work:
+    """A tree's outstanding work, shared by the scanning threads: folders to list and
+    groups of files to read. A thread that lists a folder puts its subfolders and its
+    files back as work before reading any of them, so an idle thread always has
+    something to take while any work is left; the scan is over when nothing is left to
+    take and no thread is listing a folder (which could add more)."""
+
+    def __init__(self, root: str) -> None:
+        self._tasks: list[str | list[str]] = [root]
+        self._listing = 0
+        self._cond = threading.Condition()
+        self.failure: BaseException | None = None
+
+    def take(self) -> str | list[str] | None:
+        """A folder to list (a string) or files to read (a list); None once all is done."""
+        with self._cond:
+            while not self._tasks:
+                if self._listing == 0 or self.failure is not None:
+                    return None
+                self._cond.wait()
+            if self.failure is not None:
+                return None
+            task = self._tasks.pop()
+            if isinstance(task, str):
+                self._listing += 1
+            return task
+
+    def listed(self, folders: list[str], files: list[str]) -> None:
+        """A folder taken with `take` was listed (or failed to list): here is its work."""
+        with self._cond:
+            self._listing -= 1
+            self._tasks.extend(folders)
+            for i in range(0, len(files), _FILES_PER_TASK):
+                self._tasks.append(files[i : i + _FILES_PER_TASK])
+            self._cond.notify_all()
+
+    def fail(self, exc: BaseException) -> None:
+        """A thread failed outside the errors a scan reports: every thread stops."""
+        with self._cond:
+            self.failure = self.failure or exc
+            self._cond.notify_all()
+
+
+@dataclass
+class _Reader:
+    """One scanning thread: reads small files back to back into its batch buffer and
+    matches them in one call, streams a file that outgrows the buffer."""
+
+    hits: list[TokenHit] = field(default_factory=list)
+    errors: list[ScanError] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._buf = memoryview(bytearray(_BATCH + _OVERLAP + 1))
+        self._spans: list[tuple[str, int, int]] = []
+        self._end = 0
+
+    def run(self, work: _Work) -> None:
+        try:
+            while (task := work.take()) is not None:
+                if isinstance(task, str):
+                    work.listed(*self._list(task))
+                else:
+                    for path in task:
+                        self._read(path)
+            self._match()
+        except BaseException as exc:  # handed to the caller by scan_tree
+            work.fail(exc)
+
+    def _list(self, top: str) -> tuple[list[str], list[str]]:
+        folders: list[str] = []
+        files: list[str] = []
         try:
             with os.scandir(top) as it:
                 entries = list(it)  # a listing that fails half way is an error, not a cut
-        except NotADirectoryError:
-            try:
-                yield top, os.stat(top).st_size
-            except OSError as exc:
-                errors.append(_scan_error(top, exc))
-            continue
+        except NotADirectoryError:  # the root itself is a file: a tree of one
+            return folders, [top]
         except OSError as exc:
-            errors.append(_scan_error(top, exc))
-            continue
+            self.errors.append(_scan_error(top, exc))
+            return folders, files
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
+                    folders.append(entry.path)
                 elif entry.is_file(follow_symlinks=False):
-                    yield entry.path, entry.stat(follow_symlinks=False).st_size
+                    files.append(entry.path)
             except OSError as exc:
-                errors.append(_scan_error(entry.path, exc))
+                self.errors.append(_scan_error(entry.path, exc))
+        return folders, files
 
+    def _match(self) -> None:
+        self.hits.extend(scan_spans(self._buf, self._spans))
+        self._spans, self._end = [], 0
 
-def _scan_many(paths: list[str]) -> tuple[list[TokenHit], list[ScanError]]:
-    hits: list[TokenHit] = []
-    errors: list[ScanError] = []
-    for path in paths:
+    def _read(self, path: str) -> None:
+        if len(self._buf) - self._end < _REFILL:
+            self._match()
         try:
-            hits.extend(scan_file(path))
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as exc:
-            errors.append(_scan_error(path, exc))
-    return hits, errors
+            self.errors.append(_scan_error(path, exc))
+            return
+        buf, start = self._buf, self._end
+        end = start
+        try:
+            while True:
+                if end == len(buf):  # it outgrows the batch: match the rest, then stream it
+                    self._match()
+                    buf[: end - start] = buf[start:end]
+                    self.hits.extend(_scan_stream(fd, path, buf, end - start))
+                    return
+                got = os.readv(fd, [buf[end:]])
+                if not got:
+                    break
+                end += got
+        except OSError as exc:  # what was read of it is dropped with it
+            self.errors.append(_scan_error(path, exc))
+            return
+        finally:
+            os.close(fd)
+        if end > start:
+            self._spans.append((path, start, end))
+            self._end = end
 
 
 def scan_tree(root: str | os.PathLike[str], *, workers: int | None = None) -> TreeScan:
     """Every token in every regular file under ``root``, in one pass, with every file
     that could not be read and every folder that could not be listed (permission denied,
     vanished mid-walk, a root that is missing) in the result's errors: nothing is
-    skipped silently. A large tree is split across worker threads (``workers``, by
-    default one per core once the tree passes `PARALLEL_BYTES`): reading and matching
-    run at memory speed, so the per-file system calls are what a second core pays for.
+    skipped silently. Symlinks are never followed.
+
+    ``workers`` threads (by default one per core, at most four) list folders and read
+    files side by side: listing, reading (system calls) and matching (Hyperscan) all run
+    without the interpreter lock. Hits come in order of file and offset, errors in order
+    of path, whatever the number of threads.
     """
     top = os.fspath(root)
-    errors: list[ScanError] = []
-    files = list(_sized_files(top, errors))
-    if workers is None:
-        total = sum(size for _, size in files)
-        workers = min(os.cpu_count() or 1, 4) if total >= PARALLEL_BYTES else 1
-    if workers <= 1 or len(files) < 2 * workers:
-        hits, errs = _scan_many([p for p, _ in files])
-    else:
-        hits, errs = _scan_parallel(files, workers)
-    return TreeScan(top, hits, errors + errs)
-
-
-def _scan_parallel(
-    files: list[tuple[str, int]], workers: int
-) -> tuple[list[TokenHit], list[ScanError]]:
-    # Deal files largest first to the least-loaded share, then put the hits back in walk
-    # order. There are several shares per worker, taken as workers come free: on a busy
-    # machine one worker can get less of a core than another, and a fixed split would
-    # leave the faster one idle at the end.
-    order = {path: i for i, (path, _) in enumerate(files)}
-    count = workers * _SHARES_PER_WORKER
-    shares: list[list[str]] = [[] for _ in range(count)]
-    loads = [0] * count
-    for path, size in sorted(files, key=lambda f: -f[1]):
-        k = loads.index(min(loads))
-        shares[k].append(path)
-        loads[k] += size + _PER_FILE_COST
-    # Threads, not processes: reading (a system call) and matching (Hyperscan) both run
-    # without the interpreter lock, and a thread costs neither a fork nor the copying of
-    # its results back; each thread has its own Hyperscan scratch and read buffer.
-    with ThreadPoolExecutor(workers, thread_name_prefix="token-scan") as pool:
-        results = list(pool.map(_scan_many, shares))
-    hits = [h for part, _ in results for h in part]
-    hits.sort(key=lambda h: (order[h.source], h.offset))
-    return hits, [e for _, part in results for e in part]
+    count = workers if workers is not None else min(os.cpu_count() or 1, 4)
+    work = _Work(top)
+    readers = [_Reader() for _ in range(max(1, count))]
+    threads = [
+        threading.Thread(target=r.run, args=(work,), name="token-scan", daemon=True)
+        for r in readers[1:]
+    ]
+    for t in threads:
+        t.start()
+    readers[0].run(work)  # the calling thread is one of the workers
+    for t in threads:
+        t.join()
+    if work.failure is not None:
+        raise work.failure
+    hits = sorted((h for r in readers for h in r.hits), key=lambda h: (h.source, h.offset))
+    errors = sorted((e for r in readers for e in r.errors), key=lambda e: e.path)
+    return TreeScan(top, hits, errors)

@@ -3,6 +3,7 @@ with every place it could not read."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -68,15 +69,93 @@ def test_scan_tree_reports_a_file_that_vanished_instead_of_skipping_it(
 ) -> None:
     kept = tmp_path / "kept.txt"
     kept.write_text("env01-w001-r0001-deadbeef")
-    vanished = str(tmp_path / "vanished.txt")  # listed, then deleted before it was read
-    listing = [(str(kept), 25), (vanished, 10)]
-    monkeypatch.setattr(tree_scan, "_sized_files", lambda root, errors: iter(listing))
+    vanished = tmp_path / "vanished.txt"  # listed, then deleted before it was read
+    vanished.write_text("env02-w001-r0001-deadbeef")
+    real = os.scandir
 
+    def list_then_remove(path: Any) -> Any:
+        listing = list(real(path))
+        vanished.unlink(missing_ok=True)
+        return contextlib.nullcontext(iter(listing))
+
+    monkeypatch.setattr(tree_scan.os, "scandir", list_then_remove)
     scan = tree_scan.scan_tree(tmp_path)
+    monkeypatch.undo()
 
     assert [h.env for h in scan.hits] == ["env01"]
-    assert [(e.path, e.vanished) for e in scan.errors] == [(vanished, True)]
+    assert [(e.path, e.vanished) for e in scan.errors] == [(str(vanished), True)]
     assert scan.blind_spots == []  # what vanished holds no token any more
+
+
+def _tree_of_sizes(root: Path, sizes: list[int]) -> dict[tuple[str, int], str]:
+    """Files of the given sizes, each with a token at its start, its middle and its end
+    (where it fits): what a scan must report, as (path, offset) -> token."""
+    planted: dict[tuple[str, int], str] = {}
+    for i, size in enumerate(sizes):
+        path = root / f"d{i % 3}" / f"f{i:03d}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = bytearray(b"." * size)
+        for k, at in enumerate((0, size // 2, size - 25)):
+            token = f"env{i % 90 + 10:02d}-w{k:03d}-r{i:04d}-deadbeef"
+            clear = all(abs(at - o) > 26 for (p, o) in planted if p == str(path))
+            if 0 <= at and at + 25 <= size and clear:
+                body[at : at + 25] = token.encode()
+                planted[(str(path), at)] = token
+        path.write_bytes(bytes(body))
+    return planted
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "hyperscan-always", "re"])
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_scan_tree_reads_small_and_large_files_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int, engine: str
+) -> None:
+    if engine == "hyperscan-always":  # even a short stream's fills go to Hyperscan
+        monkeypatch.setattr(tokens, "_HS_MIN_BYTES", 0)
+    elif engine == "re":
+        monkeypatch.setattr(tokens, "_ENGINE", None)
+    # A small batch buffer, so files are matched many to a call, a file outgrows a half
+    # full batch, and files far larger than the buffer stream through it.
+    monkeypatch.setattr(tree_scan, "_BATCH", 300)
+    monkeypatch.setattr(tree_scan, "_REFILL", 120)
+    monkeypatch.setattr(tree_scan, "_FILES_PER_TASK", 3)
+    rng = random.Random(3)
+    sizes = [rng.choice([0, 1, 24, 25, 60, 119, 200, 299, 300, 301, 900, 5000]) for _ in range(90)]
+    planted = _tree_of_sizes(tmp_path, sizes)
+
+    scan = tree_scan.scan_tree(tmp_path, workers=workers)
+
+    assert {(h.source, h.offset): str(h.token) for h in scan.hits} == planted
+    assert [(h.source, h.offset) for h in scan.hits] == sorted(planted)
+    assert scan.errors == []
+
+
+def test_scan_tree_never_joins_two_files_into_one_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read back to back, the end of one file and the start of the next spell a token.
+    monkeypatch.setattr(tree_scan, "_FILES_PER_TASK", 100)
+    (tmp_path / "a").write_bytes(b"x " + b"env01-w001-r0001-dead")
+    (tmp_path / "b").write_bytes(b"beef y")
+    (tmp_path / "c").write_bytes(b"env01-w001-r0001-deadbeef")  # whole: found
+    (tmp_path / "d").write_bytes(b"0 tail")  # would make c's token longer if joined
+    scan = tree_scan.scan_tree(tmp_path, workers=1)
+    assert [(Path(h.source).name, h.offset) for h in scan.hits] == [("c", 0)]
+
+
+def test_a_thread_that_fails_fails_the_scan_instead_of_hanging_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(40):
+        (tmp_path / f"d{i}").mkdir()
+        (tmp_path / f"d{i}" / "f").write_text("x")
+
+    def broken(self: Any, path: str) -> None:
+        raise RuntimeError("broken reader")
+
+    monkeypatch.setattr(tree_scan._Reader, "_read", broken)
+    with pytest.raises(RuntimeError, match="broken reader"):
+        tree_scan.scan_tree(tmp_path, workers=3)
 
 
 def _scan_as_nobody(root: Path) -> list[tuple[str, str, bool]]:
