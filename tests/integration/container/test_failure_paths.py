@@ -292,10 +292,14 @@ def solved_leaving_busy_processes(task: Task, runtime: DockerRuntime) -> Outcome
     return verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))
 
 
-@pytest.mark.parametrize(("name", "stopped"), [("fix-median", "killed"), ("http-sum", "frozen")])
+@pytest.mark.parametrize(
+    ("name", "stopped"),
+    # Processes nothing needs are killed where the freezer refuses even once.
+    [("fix-median", {"frozen", "killed: they could not be frozen"}), ("http-sum", {"frozen"})],
+)
 def test_busy_processes_under_a_small_cpu_limit_are_stopped_and_the_work_scores(
     name: str,
-    stopped: str,
+    stopped: set[str],
     runtime: DockerRuntime,
     example: Callable[[str], Task],
     variant: Callable[..., Task],
@@ -303,4 +307,4 @@ def test_busy_processes_under_a_small_cpu_limit_are_stopped_and_the_work_scores(
     outcome = solved_leaving_busy_processes(starved(name, example, variant), runtime)
 
     assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome
-    assert outcome.details["agent_processes"] == stopped
+    assert outcome.details["agent_processes"] in stopped

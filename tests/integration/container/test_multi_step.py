@@ -57,9 +57,11 @@ def test_each_step_is_verified_sealed_and_kept_in_the_details(
         ("report", "success", 1.0),
     ]
     first, last = outcome.details["steps"]
-    # Between steps the agent's processes are frozen while its state is read, then go on.
+    # Between steps the agent's processes are frozen while its state is read, then go
+    # on; after the last they stay frozen until teardown (or are killed where the
+    # freezer refuses).
     assert first["details"]["agent_processes"] == "frozen"
-    assert last["details"]["agent_processes"] == "killed"
+    assert last["details"]["agent_processes"] in {"frozen", "killed: they could not be frozen"}
     assert first["details"]["state_paths"] == ["/app"]
 
 

@@ -59,14 +59,37 @@ def rollout(task: str, daemon: ScriptedDaemon) -> Rollout:
     )
 
 
-def test_processes_no_verifier_talks_to_are_killed_never_frozen() -> None:
+def test_processes_no_verifier_talks_to_are_frozen_until_teardown() -> None:
     daemon = ScriptedDaemon([])
     run = rollout("fix-median", daemon)
 
     run._hold_agent_still("ctr")
 
-    assert daemon.calls == ["lift", "kill"]
+    assert daemon.calls == ["lift", "pause"]  # never thawed: teardown removes them
+    assert run.ev.details["agent_processes"] == "frozen"
     assert run.ev.agent_fault is None
+
+
+def test_processes_nothing_needs_are_killed_at_the_first_refusal_and_it_is_no_fault() -> None:
+    daemon = ScriptedDaemon([refusal(500)])
+    run = rollout("fix-median", daemon)
+
+    run._hold_agent_still("ctr")
+
+    assert daemon.calls == ["lift", "pause", "kill"]
+    assert run.ev.details["agent_processes"] == "killed: they could not be frozen"
+    assert run.ev.agent_fault is None
+
+
+def test_a_harness_containers_processes_nothing_needs_are_killed() -> None:
+    daemon = ScriptedDaemon([])
+    run = rollout("fix-median", daemon)
+    run.owns_agent_container = False  # a harness's container outlives the verification
+
+    run._hold_agent_still("ctr")
+
+    assert daemon.calls == ["lift", "kill"]
+    assert run.ev.details["agent_processes"] == "killed"
 
 
 def test_a_live_verifiers_processes_are_frozen_after_a_refusal_or_two() -> None:
@@ -114,13 +137,13 @@ def test_between_steps_the_agents_processes_are_frozen_then_thawed_under_their_l
     assert run.ev.details["agent_processes"] == "frozen"
 
 
-def test_after_the_last_step_the_agents_processes_are_killed() -> None:
+def test_after_the_last_step_the_agents_processes_stay_frozen() -> None:
     daemon = ScriptedDaemon([])
     run = rollout("two-step-report", daemon)
 
     run._hold_agent_still("ctr")
 
-    assert daemon.calls == ["lift", "kill"]
+    assert daemon.calls == ["lift", "pause"]
 
 
 def test_processes_a_next_step_needs_that_cannot_be_frozen_are_the_agents_zero() -> None:

@@ -20,7 +20,7 @@ import shutil
 import tarfile
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -73,14 +73,28 @@ exec head -c "$cap" -- "$p"
 """
 
 
-# Removes each state path, then makes each parent folder: ``clear PATH... -- PARENT...``.
+# Removes each state path, then makes each parent folder, then names (NUL-ended) each
+# probed path that is absent and has its parent folder, so needs no clearing:
+# ``clear PATH... -- PARENT... --probe PROBED...``.
 _CLEAR_STATE_SCRIPT = r"""
-making=0
+part=0
 for p in "$@"; do
-  if [ "$p" = "--" ]; then making=1; continue; fi
-  if [ "$making" = 1 ]; then mkdir -p -- "$p"; else rm -rf -- "$p"; fi
+  case "$p" in --) part=1; continue;; --probe) part=2; continue;; esac
+  case $part in
+    0) rm -rf -- "$p";;
+    1) mkdir -p -- "$p";;
+    2) d=${p%/*}
+       if [ ! -e "$p" ] && [ ! -L "$p" ] && [ -d "${d:-/}" ]; then printf '%s\0' "$p"; fi;;
+  esac
 done
 """
+
+
+def close_stream(chunks: Iterator[bytes]) -> None:
+    """End a stream of archive chunks now, read to its end or not."""
+    close = getattr(chunks, "close", None)
+    if close is not None:
+        close()
 
 
 class RuntimeUnavailable(DockerError):
@@ -657,6 +671,11 @@ class DockerRuntime:
         except BaseException:
             spooled.close()
             raise
+        finally:
+            # An archive left half read holds the daemon's side of the stream, and with
+            # it the container: its removal would wait for as long as anything (a stored
+            # exception's frames) kept the stream alive.
+            close_stream(chunks)
         if size is None:
             spooled.close()
             raise StateTooLarge(path, cap)
@@ -675,24 +694,33 @@ class DockerRuntime:
             raise
         return copy
 
-    def install_state(self, container: str, copies: Sequence[StateCopy]) -> None:
-        """Replace each state path in the verifier's container by the agent's version.
-
-        What the pristine image holds at a state path is removed first, so the verifier
-        sees the agent's state exactly (a file the agent deleted stays deleted).
-        """
-        if not copies:
-            return
-        paths = [c.path for c in copies]
+    def clear_state(
+        self, container: str, paths: Sequence[str], probe: Sequence[str] = ()
+    ) -> set[str]:
+        """Remove what the pristine image holds at each of ``paths`` in the verifier's
+        container, and make their parent folders, ready for `install_state`; return the
+        ``probe`` paths that are absent there and have their parent folder (installing
+        at them needs no clearing)."""
+        if not paths and not probe:
+            return set()
         parents = sorted({posixpath.dirname(p) or "/" for p in paths})
-        cleared = self.exec(
-            container,
-            ["sh", "-c", _CLEAR_STATE_SCRIPT, "clear", *paths, "--", *parents],
-            user="0",
-            workdir="/",
-        )
+        argv = ["sh", "-c", _CLEAR_STATE_SCRIPT, "clear", *paths, "--", *parents]
+        cleared = self.exec(container, [*argv, "--probe", *probe], user="0", workdir="/")
         if cleared.exit_code != 0:
             raise RuntimeUnavailable(f"clearing state paths {paths}: {cleared.output[-300:]!r}")
+        named = cleared.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
+        return {p for p in named if p in probe}
+
+    def install_state(
+        self, container: str, copies: Sequence[StateCopy], *, cleared: Sequence[str] = ()
+    ) -> None:
+        """Replace each state path in the verifier's container by the agent's version.
+
+        What the pristine image holds at a state path is removed first (`clear_state`;
+        ``cleared`` names paths already cleared, or found to need no clearing), so the
+        verifier sees the agent's state exactly (a file the agent deleted stays deleted).
+        """
+        self.clear_state(container, [c.path for c in copies if c.path not in cleared])
         for copy in copies:
             if copy.archive is None:
                 continue
@@ -787,9 +815,7 @@ class DockerRuntime:
             except archive_read.ArchiveReadError as exc:
                 failed = str(exc)
             finally:
-                close = getattr(chunks, "close", None)
-                if close is not None:
-                    close()
+                close_stream(chunks)
         raise RuntimeUnavailable(f"reading {path}: {failed} in {_READ_ATTEMPTS} attempts")
 
     def read_file_in_container(

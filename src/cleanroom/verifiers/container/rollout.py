@@ -77,6 +77,10 @@ class Rollout(Verification):
             if service_images:
                 with self._timed("services_s"):
                     self._start_services(service_images)
+            if not self.task.steps and self.verifies_apart and not self.vcfg.live_processes:
+                # A verifier that talks to no process of the agent's starts beside the
+                # agent's container: its start is the longest wait of a verification.
+                self._start_verifier_early(None, self.separate_image or image)
             agent_ctr = self._start_agent_container(image)
             with self._timed("healthcheck_s"):
                 unhealthy = self._unhealthy(agent_ctr, self.task.config.environment.healthcheck)
@@ -240,7 +244,7 @@ class Rollout(Verification):
     def _act_and_verify(self, agent_ctr: str, image: str) -> None:
         """The agent phase, Harbor's collect hooks for main (before main is stopped, and
         in each step's collection of a multi-step task), then the verification."""
-        if self.verifies_apart:
+        if self.verifies_apart and self.early_verifier is None:
             self._start_verifier_early(agent_ctr, self.separate_image or image)
         with self._timed("agent_s"):
             self._agent_phase(agent_ctr)

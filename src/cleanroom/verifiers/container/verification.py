@@ -17,9 +17,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.host_files import read_capped, remove_tree
@@ -72,6 +72,7 @@ PYTHON_GUARD_DIR = "/run/cleanroom/python"
 _PYTHON_GUARD_SOURCE = Path(__file__).with_name("python_guard")
 # Tries at freezing the processes a live verifier needs (the freezer itself retries).
 FREEZE_ATTEMPTS = 3
+_T = TypeVar("_T")
 
 
 class Verification:
@@ -331,10 +332,11 @@ class Verification:
         verifier environment in any mode) rather than in the agent's."""
         return self.separate is not None or not self.plan.in_agent_container
 
-    def _start_verifier_early(self, agent_ctr: str, image: str) -> None:
-        """Start the verifier's container now, while the agent acts: it is made from the
-        pristine image and depends on nothing the agent does, so its start (the longest
-        wait of a sealed verification) overlaps the agent phase. Nothing of the agent's
+    def _start_verifier_early(self, agent_ctr: str | None, image: str) -> None:
+        """Start the verifier's container now, beside the agent's (``agent_ctr`` None: a
+        verifier that talks to no process of the agent's) or while the agent acts: it is
+        made from the pristine image and depends on nothing the agent does, so its start
+        (the longest wait of a sealed verification) overlaps the agent's. Nothing of the agent's
         reaches it before `_verify_sealed` installs the state: it has no network the
         agent's container is on, only the services' (where nothing of it listens) or,
         for a verifier that talks to the agent's processes, the agent's own namespace."""
@@ -347,6 +349,7 @@ class Verification:
     def _verify_sealed(self, agent_ctr: str, image: str) -> None:
         copies: list[StateCopy] = []
         taken: list[artifacts.Collected] = []
+        prefetched: list[Future[StateCopy] | None] = []
         if self.early_verifier is not None:
             starting, reward_dir = self.early_verifier
             self.early_verifier = None
@@ -368,18 +371,24 @@ class Verification:
                 diff = self.rt.changes(agent_ctr)
                 state_paths = self._state_paths(diff.changes)
                 self.ev.details["state_paths"] = state_paths
+                # The verifier's copy of the state paths is cleared while the agent's is read.
+                clearing = self._in_background_result(lambda: self._cleared(starting, state_paths))
                 planted = self._planted()
+                # The artifacts' archives are taken beside the state's: each is a wait
+                # on the daemon.
+                prefetched = self._prefetch_artifacts(agent_ctr)
                 copies = self._export_state(agent_ctr, state_paths, diff.changes)
                 if self.ev.agent_fault is None:
-                    taken = self._take_artifacts(agent_ctr, carried=True)
+                    taken = self._take_artifacts(agent_ctr, carried=True, prefetched=prefetched)
             self.ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
             if diff.incomplete:
                 self.ev.details["diff"]["incomplete"] = diff.incomplete
             if self.vcfg.live_processes or self.more_steps:
                 # Honest work lives in its processes, the verifier's or the next step's.
                 self._thaw(agent_ctr)
-            elif self.owns_agent_container:
-                self._in_background(lambda: self.rt.remove(agent_ctr))
+            # A killed agent's container stays until teardown: removing it now would
+            # compete with the install below for the disk (a 20 MB venv's install took
+            # 2.3 s beside the removal and 0.4 s without it).
             # The reward folder is watched from the host (`_planted`) when it is
             # bound from there; otherwise what the agent wrote into it is in the diff.
             watched = self.agent_reward_dir is not None
@@ -394,35 +403,55 @@ class Verification:
             )
             if self.ev.tamper.tampered or self.ev.agent_fault is not None:
                 return
-            vctr = starting.result()
+            vctr, ready = clearing.result()
             with self._timed("install_s"):
-                self.rt.install_state(vctr, self._carried(taken, state_paths) + copies)
+                carried = self._carried(taken, state_paths)
+                self.rt.install_state(vctr, carried + copies, cleared=sorted(ready))
         finally:
             for copy in copies:
                 copy.close()
             self._close(taken)
+            _close_unused(prefetched)
         self._verify_on_pristine(vctr, reward_dir)
+
+    def _cleared(self, starting: Future[str], state_paths: list[str]) -> tuple[str, set[str]]:
+        """The verifier's container, once started, with its state paths cleared, and the
+        paths that installing needs not clear: the state paths, and every artifact's
+        source that the pristine image does not have (as a rule, all of them)."""
+        vctr = starting.result()
+        planned = artifacts.plan(self.task.config.artifact_entries)
+        sources = [i.entry.source for i in planned if i.status != "skipped"]
+        sources = [p for p in sources if not any(under(p, s) for s in state_paths)]
+        absent = self.rt.clear_state(vctr, state_paths, probe=sources)
+        return vctr, {*state_paths, *absent}
 
     def _hold_agent_still(self, agent_ctr: str) -> None:
         """Stop every process the agent left before its state is read.
 
-        Where the verifier needs those processes (``live_processes``) they are frozen, and
-        thawed once the state is read; otherwise they are killed. Either needs every
+        They are frozen (Docker's pause: a third of the time a kill takes, which also
+        waits for the container to stop), and stay frozen until teardown removes the
+        container (a harness's container, which outlives the verification, is killed
+        instead, as before); where the verifier or a next step needs them (``live_processes``,
+        more steps), they are thawed once the state is read. Freezing needs every
         process to run once, so the task's CPU limit is lifted first: busy processes
-        throttled to a small ``cpus`` limit defeat Docker's cgroup-v1 freezer, and take
-        seconds to die. The freezer can still give up on a loaded machine. That is a
-        refusal the agent can bring about, so it is never a reason to be invalid: after
-        `FREEZE_ATTEMPTS` the container is killed, and a verifier that needed its
-        processes cannot run, which is the agent's 0.
+        throttled to a small ``cpus`` limit defeat Docker's cgroup-v1 freezer. The
+        freezer can still give up on a loaded machine. That is a refusal the agent can
+        bring about, so it is never a reason to be invalid: processes nothing needs are
+        then killed, at once; processes the verifier needs get `FREEZE_ATTEMPTS`, and
+        are then killed, and a verifier that needed them cannot run, which is the
+        agent's 0.
         """
         if self.limits.cpus is not None:
             self.rt.lift_cpu_limit(agent_ctr)
-        if not self.vcfg.live_processes and not self.more_steps:
+        needed = self.vcfg.live_processes or self.more_steps
+        refusals: list[str] = []
+        if not needed and not self.owns_agent_container:
+            # A harness's container outlives this verification, and its harness stops
+            # it as it left it: killed, so nothing frozen is left behind.
             self.rt.kill(agent_ctr)
             self.ev.details["agent_processes"] = "killed"
             return
-        refusals: list[str] = []
-        for _ in range(FREEZE_ATTEMPTS):
+        for _ in range(FREEZE_ATTEMPTS if needed else 1):
             try:
                 self.rt.pause(agent_ctr)
             except RuntimeUnavailable as exc:
@@ -438,12 +467,14 @@ class Verification:
         # this raises, and the rollout is invalid.
         self.rt.kill(agent_ctr)
         self.ev.details["agent_processes"] = "killed: they could not be frozen"
-        self.ev.agent_fault = AgentFault(
-            Reason.UNFREEZABLE,
-            f"the agent's processes, which {self._why_frozen()}, could not be frozen for "
-            f"verification in {FREEZE_ATTEMPTS} attempts: "
-            f"{refusals[-1][-300:]}",
-        )
+        self.ev.details["freeze_refusals"] = refusals
+        if needed:
+            self.ev.agent_fault = AgentFault(
+                Reason.UNFREEZABLE,
+                f"the agent's processes, which {self._why_frozen()}, could not be frozen "
+                f"for verification in {FREEZE_ATTEMPTS} attempts: "
+                f"{refusals[-1][-300:]}",
+            )
 
     def _why_frozen(self) -> str:
         if self.vcfg.live_processes:
@@ -457,9 +488,12 @@ class Verification:
             self.rt.limit_cpus(agent_ctr, self.limits.cpus)
 
     def _start_verifier(
-        self, agent_ctr: str, image: str, tests: Path, reward_dir: Path, guard: Path
+        self, agent_ctr: str | None, image: str, tests: Path, reward_dir: Path, guard: Path
     ) -> str:
-        """A fresh idle container of the pristine image, its folders bound in."""
+        """A fresh idle container of the pristine image, its folders bound in (in the
+        agent's network namespace, ``agent_ctr``, for a ``live_processes`` verifier)."""
+        if self.vcfg.live_processes and agent_ctr is None:
+            raise ValueError("a live_processes verifier starts once the agent's container has")
         binds = {reward_dir: self.vcfg.reward_dir, guard: PYTHON_GUARD_DIR}
         limits, environment = self.limits, self.task_env
         if self.separate is not None:
@@ -555,7 +589,9 @@ class Verification:
     def _export_state(
         self, ctr: str, state_paths: list[str], changes: list[Change]
     ) -> list[StateCopy]:
-        copies: list[StateCopy] = []
+        """The agent's state paths as checked archives, taken side by side; at the first
+        path (in order) that is the agent's fault, the fault is recorded and the copies
+        taken so far are returned, for the caller to close."""
         cap = self.vcfg.state_cap_mb << 20
         for path in state_paths:
             # The diff knows the apparent sizes: a 100 GiB sparse file is refused here,
@@ -567,9 +603,13 @@ class Verification:
                     f"the agent wrote {written >> 20} MiB into {path}, over the "
                     f"{self.vcfg.state_cap_mb} MiB cap on state to verify",
                 )
-                break
+                return []
+        with ThreadPoolExecutor(max(1, len(state_paths)), "state-export") as pool:
+            taking = [pool.submit(self.rt.export_state, ctr, p, cap) for p in state_paths]
+        copies = [f.result() for f in taking if f.exception() is None]
+        for path, taken in zip(state_paths, taking, strict=True):
             try:
-                copy = self.rt.export_state(ctr, path, cap)
+                copy = taken.result()
             except StateTooLarge as exc:
                 self.ev.agent_fault = AgentFault(Reason.WORKSPACE_TOO_LARGE, str(exc))
                 break
@@ -578,7 +618,10 @@ class Verification:
                 # what cannot be read in it is what the agent put there.
                 self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, f"{path}: {exc}")
                 break
-            copies.append(copy)
+            except BaseException:
+                for done in copies:
+                    done.close()
+                raise
             if copy.dropped:
                 self.ev.details.setdefault("state_dropped", []).extend(copy.dropped)
             if copy.too_long:
@@ -596,21 +639,54 @@ class Verification:
                 break
         return copies
 
-    def _take_artifacts(self, ctr: str, *, carried: bool) -> list[artifacts.Collected]:
+    def _prefetch_artifacts(self, ctr: str) -> list[Future[StateCopy] | None]:
+        """Start taking every artifact entry's archive out of ``ctr``, in the order of
+        `artifacts.plan` (None for a skipped entry), for `_take_artifacts` to use."""
+        cap = self.vcfg.state_cap_mb << 20
+        planned = artifacts.plan(self.task.config.artifact_entries)
+        if not any(item.status != "skipped" for item in planned):
+            return []
+        pool = ThreadPoolExecutor(len(planned), "artifact-export")
+        try:
+            return [
+                None
+                if item.status == "skipped"
+                else pool.submit(
+                    self.rt.export_state, ctr, item.entry.source, cap, artifacts.rules(item.entry)
+                )
+                for item in planned
+            ]
+        finally:
+            pool.shutdown(wait=False)
+
+    def _take_artifacts(
+        self,
+        ctr: str,
+        *,
+        carried: bool,
+        prefetched: list[Future[StateCopy] | None] | None = None,
+    ) -> list[artifacts.Collected]:
         """Take the agent's artifacts out of ``ctr`` (through the archive API, by the
-        rules of `artifacts`), list them in the outcome and write them to the host when
-        asked. Where they are ``carried`` to the verifier, one over the state cap is the
-        agent's ``workspace_too_large`` as state is; elsewhere it is only not collected."""
+        rules of `artifacts`; from ``prefetched``, `_prefetch_artifacts`'s, where given),
+        list them in the outcome and write them to the host when asked. Where they are
+        ``carried`` to the verifier, one over the state cap is the agent's
+        ``workspace_too_large`` as state is; elsewhere it is only not collected."""
         cap = self.vcfg.state_cap_mb << 20
         taken = artifacts.plan(self.task.config.artifact_entries)
         try:
-            for item in taken:
+            for i, item in enumerate(taken):
                 if item.status == "skipped":
                     continue
                 try:
-                    copy = self.rt.export_state(
-                        ctr, item.entry.source, cap, artifacts.rules(item.entry)
-                    )
+                    started = None
+                    if prefetched:  # consumed here: closing it is now the item's job
+                        started, prefetched[i] = prefetched[i], None
+                    if started is not None:
+                        copy = started.result()
+                    else:
+                        copy = self.rt.export_state(
+                            ctr, item.entry.source, cap, artifacts.rules(item.entry)
+                        )
                 except (StateTooLarge, StateArchiveError) as exc:
                     item.status, item.note = "failed", str(exc)
                     if carried:
@@ -756,10 +832,10 @@ class Verification:
         finally:
             self.timings[name] = self.timings.get(name, 0.0) + time.monotonic() - start
 
-    def _in_background_result(self, work: Callable[[], str]) -> Future[str]:
+    def _in_background_result(self, work: Callable[[], _T]) -> Future[_T]:
         """``work`` in a thread of its own, its result (or exception) in the future;
         `teardown` waits for it before removing what the rollout made."""
-        future: Future[str] = Future()
+        future: Future[_T] = Future()
 
         def run() -> None:
             try:
@@ -826,6 +902,13 @@ class Verification:
             self.services.remove()
         if self.workspace is not None:
             remove_tree(self.workspace)
+
+
+def _close_unused(prefetched: list[Future[StateCopy] | None]) -> None:
+    """Close the archives of prefetched artifacts nothing consumed (waiting for them)."""
+    for started in prefetched:
+        if started is not None and started.exception() is None:
+            started.result().close()
 
 
 class Unhealthy(Exception):
