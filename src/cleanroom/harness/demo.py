@@ -90,12 +90,13 @@ def run_demo(run_dir: Path, console: Console | None = None) -> DemoResult:
     console = console or Console()
     result = DemoResult(run_dir)
     started = time.monotonic()
-    redteam = _Beside(lambda s: _redteam(s, result))
+    # The red-team matrix needs only Docker, the controls only the desktops: side by side.
+    both = _side_by_side(lambda s: _leaky_controls(s, result), lambda s: _redteam(s, result))
     result.loop = run_loop(
         demo_config(run_dir),
         console,
         before_windows=[lambda s: _osworld_rename(s, result)],
-        after_windows=[redteam.start, lambda s: _leaky_controls(s, result), redteam.join],
+        after_windows=[both],
     )
     elapsed = time.monotonic() - started
     console.rule("Report")
@@ -155,30 +156,32 @@ def _osworld_rename(s: LoopServices, result: DemoResult) -> None:
 # -- leaky controls and the red team ---------------------------------------------------
 
 
-class _Beside:
-    """A step run in a thread of its own beside the next ones, joined by `join`; what it
-    raised is raised there, as if it had run in line."""
+def _side_by_side(
+    step: Callable[[LoopServices], None], beside: Callable[[LoopServices], None]
+) -> Callable[[LoopServices], None]:
+    """One step that runs ``step`` on the loop's thread and ``beside`` in a thread of its
+    own, and returns once both have ended, whichever raised: the other's work is never
+    lost. What ``step`` raised is raised first; otherwise what ``beside`` raised."""
 
-    def __init__(self, step: Callable[[LoopServices], None]) -> None:
-        self.step = step
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+    def both(s: LoopServices) -> None:
+        raised: list[BaseException] = []
 
-    def start(self, s: LoopServices) -> None:
         def run() -> None:
             try:
-                self.step(s)
-            except BaseException as exc:  # handed to `join`, on the loop's thread
-                self._error = exc
+                beside(s)
+            except BaseException as exc:  # raised on the loop's thread, below
+                raised.append(exc)
 
-        self._thread = threading.Thread(target=run, name="beside", daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=run, name="beside", daemon=True)
+        thread.start()
+        try:
+            step(s)
+        finally:
+            thread.join()
+        if raised:
+            raise raised[0]
 
-    def join(self, s: LoopServices) -> None:
-        if self._thread is not None:
-            self._thread.join()
-        if self._error is not None:
-            raise self._error
+    return both
 
 
 def _leaky_controls(s: LoopServices, result: DemoResult) -> None:
