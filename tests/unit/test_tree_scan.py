@@ -98,7 +98,7 @@ def _tree_of_sizes(root: Path, sizes: list[int]) -> dict[tuple[str, int], str]:
         for k, at in enumerate((0, size // 2, size - 25)):
             token = f"env{i % 90 + 10:02d}-w{k:03d}-r{i:04d}-deadbeef"
             clear = all(abs(at - o) > 26 for (p, o) in planted if p == str(path))
-            if 0 <= at and at + 25 <= size and clear:
+            if at >= 0 and at + 25 <= size and clear:
                 body[at : at + 25] = token.encode()
                 planted[(str(path), at)] = token
         path.write_bytes(bytes(body))

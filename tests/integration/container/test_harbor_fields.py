@@ -62,7 +62,8 @@ def test_a_healthcheck_that_never_passes_is_an_environment_error(
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
     assert "before the agent phase" in outcome.detail
     assert "test -f /nowhere" in outcome.detail
-    assert outcome.details["healthcheck"] == [{"healthy": False, "attempts": 3}]
+    agents = [c for c in outcome.details["healthcheck"] if c["container"] == "agent"]
+    assert agents == [{"container": "agent", "healthy": False, "attempts": 3}]
 
 
 def test_templates_read_the_hosts_variables(

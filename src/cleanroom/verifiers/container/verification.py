@@ -224,8 +224,11 @@ class Verification:
             }
         )
 
-    def _unhealthy(self, ctr: str, check: HealthcheckConfig | None) -> str | None:
-        """Wait for a healthcheck in ``ctr``; what failed, or None when healthy."""
+    def _unhealthy(
+        self, ctr: str, check: HealthcheckConfig | None, where: str = "agent"
+    ) -> str | None:
+        """Wait for a healthcheck in ``ctr`` (the ``agent``'s or the ``verifier``'s
+        container, as the details name it); what failed, or None when healthy."""
         if check is None:
             return None
 
@@ -241,7 +244,7 @@ class Verification:
 
         health = wait_healthy(check, attempt)
         self.ev.details.setdefault("healthcheck", []).append(
-            {"healthy": health.healthy, "attempts": health.attempts}
+            {"container": where, "healthy": health.healthy, "attempts": health.attempts}
         )
         return None if health.healthy else health.describe(check.command)
 
@@ -525,7 +528,7 @@ class Verification:
         # The task's readiness check holds for the verifier's environment too; it runs
         # before the agent's state is installed, so what it finds is never the agent's.
         config = self.separate.config if self.separate else self.task.config.environment
-        unhealthy = self._unhealthy(vctr, config.healthcheck)
+        unhealthy = self._unhealthy(vctr, config.healthcheck, "verifier")
         if unhealthy:
             raise Unhealthy(f"in the verifier's container, {unhealthy}")
         return vctr
