@@ -1,7 +1,8 @@
 """The verify server's database: leases, form submissions and frame counts.
 
 Every SQL statement the verify server runs is in this module; callers pass typed records
-in and get typed records out. One `SubmissionStore` is one SQLite connection, and a
+in and get typed records out. One `SubmissionStore` is one SQLite connection (and, once
+`checkpoint_in_background` is called, a second that only checkpoints the WAL), and a
 server process opens exactly one.
 
 Submitted text is kept as raw bytes (a BLOB), so whatever arrived comes back exactly,
@@ -13,13 +14,17 @@ insert time, and a partial index over the cross rows makes the audit an index lo
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cleanroom.core.tokens import env_of
+
+_log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS leases (
@@ -197,11 +202,42 @@ def _record(row: tuple[Any, ...]) -> SubmissionRecord:
     )
 
 
+CHECKPOINT_INTERVAL_S = 0.5
+
+
+class _Checkpointer:
+    """Passive WAL checkpoints of one database, every so often, on a connection and
+    thread of their own; a checkpoint that fails (the disk) is tried again next time,
+    the WAL holding every commit meanwhile."""
+
+    def __init__(self, path: str | Path, interval_s: float) -> None:
+        self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA busy_timeout = 5000")
+        self._interval_s = interval_s
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="wal-checkpoints", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self._interval_s):
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            except sqlite3.Error as exc:
+                _log.warning("a WAL checkpoint failed (tried again): %s", exc)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join()
+        self._conn.close()
+
+
 class SubmissionStore:
     """One SQLite connection to the verify server's database (WAL, synchronous=NORMAL)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: str | Path | None = None) -> None:
         self._conn = conn
+        self._path = path
+        self._checkpoints: _Checkpointer | None = None
 
     @classmethod
     def open(cls, path: str | Path) -> SubmissionStore:
@@ -221,7 +257,26 @@ class SubmissionStore:
             conn.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the verify database {path}: {exc}") from exc
-        return cls(conn)
+        return cls(conn, path)
+
+    def checkpoint_in_background(self, interval_s: float = CHECKPOINT_INTERVAL_S) -> None:
+        """Move the WAL's checkpoints off this connection into a thread of their own.
+
+        SQLite checkpoints on the commit that fills the WAL past 1,000 pages, copying it
+        into the database and syncing it to disk there: on a server whose commits are
+        its hot path, that commit waits for the disk. From here on this connection never
+        checkpoints; a thread with its own connection runs a passive checkpoint every
+        ``interval_s`` (one that never blocks a writer or reader), and `close` runs the
+        last. Durability is unchanged: a commit is in the WAL either way, and a
+        checkpoint syncs the database whichever connection runs it.
+        """
+        if self._checkpoints is not None or self._path is None:
+            return
+        try:
+            self._conn.execute("PRAGMA wal_autocheckpoint = 0")
+            self._checkpoints = _Checkpointer(self._path, interval_s)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot start checkpoints of {self._path}: {exc}") from exc
 
     @classmethod
     def open_read_only(cls, path: str | Path) -> SubmissionStore:
@@ -238,6 +293,9 @@ class SubmissionStore:
 
     def close(self) -> None:
         """Close the connection (checkpointing the WAL)."""
+        if self._checkpoints is not None:
+            self._checkpoints.stop()
+            self._checkpoints = None
         self._conn.close()
 
     def __enter__(self) -> SubmissionStore:

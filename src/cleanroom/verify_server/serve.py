@@ -92,6 +92,7 @@ def run(config: ServeConfig, announce: bool = True) -> None:
     key = load_or_create_key(config.key_file)
     store = SubmissionStore.open(config.db)
     try:
+        store.checkpoint_in_background()  # commits are the hot path: no disk sync in them
         sock = bind(config.host, config.port)
         port = int(sock.getsockname()[1])
         if config.port_file is not None:
