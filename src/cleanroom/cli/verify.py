@@ -41,7 +41,10 @@ def verify(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as one JSON object."),
     keep: bool = typer.Option(
-        False, "--keep", help="Keep the containers and host folders for inspection."
+        False,
+        "--keep",
+        help="Keep the containers and host folders for inspection (in sealed mode the "
+        "agent's container is kept paused: docker unpause it to look inside).",
     ),
     image_map: list[str] = typer.Option(  # noqa: B008
         [],
