@@ -8,34 +8,49 @@ folders and files among worker threads.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, _hit, _matches, scan_spans
 
 _OVERLAP = TOKEN_MAX_LEN + 1
-# A file larger than its buffer streams through it in chunks of this size, so memory
-# stays at one buffer per thread whatever the files' sizes.
-_CHUNK = 1 << 20
-# A tree's small files are read back to back into one buffer of this size and matched
-# in one call; a buffer with less room left than `_REFILL` is matched before the next file.
-_BATCH = 4 << 20
-_REFILL = 1 << 20
+# Each scanning thread reads into one buffer of this size: a tree's small files back to
+# back, matched in one call (a buffer with less room left than `_REFILL` is matched
+# before the next file), and a file larger than the buffer streams through it in fills
+# of the buffer, so memory stays at one buffer per thread whatever the files' sizes.
+_BATCH = 1 << 20
+_REFILL = 256 << 10
 _FILES_PER_TASK = 32  # a folder's files are shared among the threads in groups this big
-_buffers = threading.local()
+# Buffers are kept for the next scan, never freed: a process that scans all the time (a
+# sweep before every reset, from many threads) would otherwise leave a freed buffer in
+# every thread's malloc arena, and hold on to all of them.
+_spare_buffers: list[memoryview] = []
+_spare_lock = threading.Lock()
 
 
-def _buffer(size: int) -> memoryview:
-    """This thread's reusable read buffer of ``size`` bytes."""
-    buf: memoryview | None = getattr(_buffers, "buf", None)
-    if buf is None or len(buf) != size:
-        buf = memoryview(bytearray(size))
-        _buffers.buf = buf
-    return buf
+@contextlib.contextmanager
+def _buffer(size: int | None = None) -> Iterator[memoryview]:
+    """A read buffer of ``size`` bytes (by default the scanner's own size, taken from and
+    given back to the kept ones)."""
+    if size is not None and size != _BATCH + _OVERLAP + 1:
+        yield memoryview(bytearray(size))
+        return
+    wanted = _BATCH + _OVERLAP + 1
+    with _spare_lock:
+        buf = _spare_buffers.pop() if _spare_buffers else None
+    if buf is None or len(buf) != wanted:
+        buf = memoryview(bytearray(wanted))
+    try:
+        yield buf
+    finally:
+        with _spare_lock:
+            _spare_buffers.append(buf)
 
 
-def scan_file(path: str | os.PathLike[str], *, chunk_size: int = _CHUNK) -> list[TokenHit]:
+def scan_file(path: str | os.PathLike[str], *, chunk_size: int = _BATCH) -> list[TokenHit]:
     """Every token in one file, read in chunks so any size of file is fine."""
     if chunk_size <= _OVERLAP:
         raise ValueError(f"chunk_size must be over {_OVERLAP} bytes, got {chunk_size}")
@@ -46,7 +61,8 @@ def scan_file(path: str | os.PathLike[str], *, chunk_size: int = _CHUNK) -> list
     fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
     try:
         # The carry-over between chunks is at most _OVERLAP + 1 bytes.
-        return _scan_stream(fd, source, _buffer(chunk_size + _OVERLAP + 1), 0)
+        with _buffer(None if chunk_size == _BATCH else chunk_size + _OVERLAP + 1) as buf:
+            return _scan_stream(fd, source, buf, 0)
     finally:
         os.close(fd)
 
@@ -169,19 +185,20 @@ class _Reader:
     errors: list[ScanError] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._buf = memoryview(bytearray(_BATCH + _OVERLAP + 1))
+        self._buf = memoryview(b"")
         self._spans: list[tuple[str, int, int]] = []
         self._end = 0
 
     def run(self, work: _Work) -> None:
         try:
-            while (task := work.take()) is not None:
-                if isinstance(task, str):
-                    work.listed(*self._list(task))
-                else:
-                    for path in task:
-                        self._read(path)
-            self._match()
+            with _buffer() as self._buf:
+                while (task := work.take()) is not None:
+                    if isinstance(task, str):
+                        work.listed(*self._list(task))
+                    else:
+                        for path in task:
+                            self._read(path)
+                self._match()
         except BaseException as exc:  # handed to the caller by scan_tree
             work.fail(exc)
 
