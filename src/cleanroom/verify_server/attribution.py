@@ -14,8 +14,11 @@ def attribute(lease: LeaseRecord, body: bytes, at: float) -> NewSubmission:
     the submission is ``cross`` when any of them names another environment.
     """
     found = found_tokens(body)
-    tokens = tuple(token for token, _ in found)
-    envs = tuple(sorted({env for _, env in found}))
+    if len(found) == 1:  # the form's usual submission: one token, typed or pasted
+        tokens, envs = (found[0][0],), (found[0][1],)
+    else:
+        tokens = tuple(token for token, _ in found)
+        envs = tuple(sorted({env for _, env in found}))
     cross = any(e != lease.env for e in envs)
     return NewSubmission(
         lease_id=lease.lease_id,
