@@ -14,6 +14,8 @@ def attribute(lease: LeaseRecord, body: bytes, at: float) -> NewSubmission:
     the submission is ``cross`` when any of them names another environment.
     """
     found = found_tokens(body)
+    tokens: tuple[str, ...]
+    envs: tuple[str, ...]
     if len(found) == 1:  # the form's usual submission: one token, typed or pasted
         tokens, envs = (found[0][0],), (found[0][1],)
     else:
