@@ -59,7 +59,9 @@ def test_without_the_thread_nothing_checkpoints_the_commits(tmp_path: Path) -> N
     store.close()
 
 
-def test_a_checkpoint_a_reader_holds_back_is_tried_again_and_loses_no_commit(tmp_path: Path) -> None:
+def test_a_checkpoint_a_reader_holds_back_is_tried_again_and_loses_no_commit(
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "verify.sqlite3"
     store = SubmissionStore.open(db)
     store.add_lease(LEASE)
