@@ -389,7 +389,7 @@ class Verification:
             if self.vcfg.live_processes or self.more_steps:
                 # Honest work lives in its processes, the verifier's or the next step's.
                 self._thaw(agent_ctr)
-            # A killed agent's container stays until teardown: removing it now would
+            # The agent's stopped container stays until teardown: removing it now would
             # compete with the install below for the disk (a 20 MB venv's install took
             # 2.3 s beside the removal and 0.4 s without it).
             # The reward folder is watched from the host (`_planted`) when it is
@@ -593,8 +593,8 @@ class Verification:
         self, ctr: str, state_paths: list[str], changes: list[Change]
     ) -> list[StateCopy]:
         """The agent's state paths as checked archives, taken side by side; at the first
-        path (in order) that is the agent's fault, the fault is recorded and the copies
-        taken so far are returned, for the caller to close."""
+        path (in order) that is the agent's fault, the fault is recorded; every copy taken
+        is returned, for the caller to close."""
         cap = self.vcfg.state_cap_mb << 20
         for path in state_paths:
             # The diff knows the apparent sizes: a 100 GiB sparse file is refused here,
@@ -850,15 +850,6 @@ class Verification:
         thread.start()
         self.background.append(thread)
         return future
-
-    def _in_background(self, work: Callable[[], None]) -> None:
-        def guarded() -> None:
-            with contextlib.suppress(RuntimeUnavailable):
-                work()
-
-        thread = threading.Thread(target=guarded, daemon=True)
-        thread.start()
-        self.background.append(thread)
 
     def _collect(self, agent_ctr: str, *, in_main: bool) -> None:
         """Run the task's collect hooks for ``main`` (``in_main``) or for its other
