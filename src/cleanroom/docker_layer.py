@@ -11,7 +11,9 @@ with its own subclass of `DockerError`, which every call then raises.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import os
 import threading
 import time
@@ -346,8 +348,26 @@ class Docker:
         """
         what = f"archiving {path} in {container[:12]}"
         with self._call(what):
-            chunks, stat = self.api.get_archive(container, path)
+            chunks, stat = self.api.get_archive(container, as_bytes(path))
         return self._translated_chunks(chunks, what), dict(stat)
+
+    def stat_path(self, container: str, path: str | bytes) -> dict[str, Any] | None:
+        """The daemon's stat of ``path`` in the container (``mode``, ``linkTarget``: a
+        link's target evaluated in the container's root), or None when nothing is there.
+        Nothing runs in the container and no content is sent."""
+        what = f"looking at {path!r} in {container[:12]}"
+        with self._call(what):
+            res = self.api.head(
+                self.api._url("/containers/{0}/archive", container),
+                params={"path": as_bytes(path)},
+            )
+            if res.status_code == 404:
+                return None
+            self.api._raise_for_status(res)
+        encoded = res.headers.get("x-docker-container-path-stat")
+        if not encoded:
+            raise self.fail(f"{what}: the daemon sent no stat")
+        return dict(json.loads(base64.b64decode(encoded)))
 
     def _translated_chunks(self, chunks: Iterable[bytes], what: str) -> Iterator[bytes]:
         with self._call(what):
@@ -356,7 +376,7 @@ class Docker:
     def put_archive(self, container: str, folder: str, data: bytes | IO[bytes]) -> None:
         """Unpack a tar archive into ``folder`` in the container."""
         with self._call(f"copying into {container[:12]}:{folder}"):
-            accepted = self.api.put_archive(container, folder, data)
+            accepted = self.api.put_archive(container, as_bytes(folder), data)
         if not accepted:
             raise self.fail(f"copying into {container[:12]}:{folder} was refused")
 
@@ -497,6 +517,12 @@ class Docker:
         except DockerError as exc:
             if exc.status != 404:
                 raise
+
+
+def as_bytes(path: str | bytes) -> bytes:
+    """A path as the bytes it names on disk (a name that is not UTF-8 came in as
+    surrogate escapes), for the API's query strings, which carry any bytes."""
+    return path if isinstance(path, bytes) else path.encode("utf-8", "surrogateescape")
 
 
 def _split_tag(image: str) -> tuple[str, str]:

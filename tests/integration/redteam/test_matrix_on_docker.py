@@ -82,13 +82,12 @@ def test_toolchain_attacks_are_seen_in_sealed_as_tamper_or_unseen_changes(
     matrix: Matrix,
 ) -> None:
     # workdir-shadow writes only into the work dir: state the verifier sees, so it leaves
-    # no trace outside it; what defeats it is Python's search order, not the diff. What
-    # defeats artifact-link is the link left out of the artifact it was planted in.
+    # no trace outside it; what defeats it is Python's search order, not the diff. So do
+    # the links resolved in the verifier's view and the metadata and bytecode Python never
+    # reads from the state.
+    in_state = {"workdir-shadow", "dist-info-plugin", "pycache-forgery"}
     trojans = [
-        a
-        for a in ATTACKS
-        if a.cleared is ClearedExpectation.NOT_CLAIMED
-        and a.id not in ("workdir-shadow", "artifact-link")
+        a for a in ATTACKS if a.cleared is ClearedExpectation.NOT_CLAIMED and a.id not in in_state
     ]
 
     for attack in trojans:
@@ -98,12 +97,19 @@ def test_toolchain_attacks_are_seen_in_sealed_as_tamper_or_unseen_changes(
         assert cell.reason == "tamper" or unseen > 0, (attack.id, cell)
 
 
-def test_a_link_planted_as_an_artifact_is_left_out_in_sealed(matrix: Matrix) -> None:
-    cell = matrix.get(row_of(next(a for a in ATTACKS if a.id == "artifact-link")), Mode.SEALED)
+@pytest.mark.parametrize(
+    "attack_id",
+    ["artifact-link", "artifact-link-chain", "workdir-link-answer", "workdir-link-folder"],
+)
+def test_a_link_into_the_tests_is_tamper_in_sealed_naming_where_it_resolved(
+    matrix: Matrix, attack_id: str
+) -> None:
+    cell = matrix.get(row_of(next(a for a in ATTACKS if a.id == attack_id)), Mode.SEALED)
 
     assert cell is not None
-    dropped = [d for item in cell.details["artifacts"] for d in item.get("dropped", [])]
-    assert dropped == ["artifacts/answer.txt"], cell
+    assert cell.reason == "tamper", cell
+    links = [line for line in cell.details["tamper"] if line.startswith("link ")]
+    assert links and all("/tests" in line for line in links), cell
 
 
 def test_the_verdict_passes(matrix: Matrix) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from cleanroom.verifiers.container.links import Entry
 from cleanroom.verifiers.container.state_archive import ArtifactRules, StateArchiveError, rewind
 from cleanroom.verifiers.container.tamper import under
 from cleanroom.verifiers.container.task import MANIFEST_NAME, ArtifactEntry
@@ -45,6 +46,8 @@ class Collected:
     archive: IO[bytes] | None = None
     dropped: list[str] = field(default_factory=list)
     note: str = ""
+    # The archive's members (`StateCopy.tree`), for resolving its links in the verifier.
+    tree: dict[str, Entry] = field(default_factory=dict)
 
     @property
     def carried(self) -> bool:

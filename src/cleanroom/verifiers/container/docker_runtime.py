@@ -35,6 +35,7 @@ from cleanroom.docker_layer import (
 )
 from cleanroom.verifiers.container import archive_read, overlay, state_archive
 from cleanroom.verifiers.container.compose import MAIN, Service
+from cleanroom.verifiers.container.links import Entry, EntryKind
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.tamper import Change, ChangeKind, Diff
 from cleanroom.verifiers.container.task import (
@@ -125,6 +126,13 @@ class StateCopy:
     archive: IO[bytes] | None = None
     dropped: list[str] = field(default_factory=list)
     too_long: str = ""
+    # The archive's members by name (``app/src``), as `state_archive.StateScan` has them.
+    tree: dict[str, Entry] = field(default_factory=dict)
+
+    def installed(self) -> dict[str, Entry]:
+        """The tree by the paths it has once installed (``/app/src``)."""
+        parent = posixpath.dirname(self.path) or "/"
+        return {posixpath.join(parent, name): entry for name, entry in self.tree.items()}
 
     def close(self) -> None:
         if self.archive is not None:
@@ -683,6 +691,7 @@ class DockerRuntime:
         try:
             found = state_archive.scan(state_archive.rewind(spooled), artifact)
             copy.too_long = found.too_long
+            copy.tree = found.tree
             copy.dropped = found.dropped[: state_archive.SHOWN]
             if found.dropped or artifact is not None:
                 filtered: IO[bytes] = tempfile.TemporaryFile(prefix="cleanroom-state-")  # noqa: SIM115
@@ -727,6 +736,17 @@ class DockerRuntime:
             parent = posixpath.dirname(copy.path) or "/"
             copy.archive.seek(0)
             self.docker.put_archive(container, parent, copy.archive)
+
+    def entry(self, container: str, path: str) -> Entry:
+        """What ``path`` is in the container, from the daemon's stat of it (nothing runs
+        in the container): a link's target comes back evaluated in the container's root."""
+        stat = self.docker.stat_path(container, path)
+        if stat is None:
+            return Entry(EntryKind.MISSING)
+        kind = _kind_of_mode(int(stat.get("mode", 0)))
+        if kind == "symlink":
+            return Entry(EntryKind.LINK, str(stat.get("linkTarget") or ""))
+        return Entry(EntryKind.FOLDER if kind == "directory" else EntryKind.OTHER)
 
     def kill(self, container: str) -> None:
         """SIGKILL every process in the container and wait for it to stop; a container

@@ -13,23 +13,27 @@ there is hostile input, so before it is unpacked:
   That is the agent's doing (``workspace_broken``), found here rather than carried over
   as a quietly truncated tree.
 
-FIFOs, links and everything else are state and pass unchanged.
+FIFOs, links and everything else are state and pass unchanged. Each pass records the
+archive's tree (every member's kind, a link's target): where a link leads is decided
+in the verifier's container, once the state is installed (`links`), and what the tree
+holds answers for its own paths there without asking the daemon.
 
 An artifact (Harbor's ``/logs/artifacts`` and the task's ``artifacts``) is a file the
 agent hands the verifier, not a piece of its environment, so it passes the stricter rules
-of Harbor's own carrying (`ArtifactRules`): FIFOs are dropped too, so are links that leave
-the artifact (absolute ones, ``..`` past its top), set-id bits are cleared, and what the
-task's ``exclude`` patterns name is left out.
+of Harbor's own carrying (`ArtifactRules`): FIFOs are dropped too, set-id bits are
+cleared, and what the task's ``exclude`` patterns name is left out. Its links are the
+state's: resolved where the verifier sees them, by the same rule.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import posixpath
 import tarfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO
+
+from cleanroom.verifiers.container.links import Entry, EntryKind
 
 PATH_MAX = 4096
 NAME_MAX = 255
@@ -48,6 +52,8 @@ class StateScan:
     members: int = 0
     dropped: list[str] = field(default_factory=list)
     too_long: str = ""
+    # What is kept, by member name (``app/src``): each member's kind, a link's target.
+    tree: dict[str, Entry] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ def scan(archive: IO[bytes], artifact: ArtifactRules | None = None) -> StateScan
                     found.dropped.append(member.name)
                 else:
                     kept.add(member.name)
+                    found.tree[member.name.rstrip("/")] = entry_of(member)
                 # Names are bytes on disk: one that is not UTF-8 is still a name.
                 raw_name = member.name.encode("utf-8", "surrogateescape")
                 if not found.too_long and len(raw_name) >= LONGEST_NAME:
@@ -131,19 +138,13 @@ def excluded(name: str, patterns: Sequence[str]) -> bool:
     )
 
 
-def leaves_artifact(member: tarfile.TarInfo) -> bool:
-    """Whether a link points outside the artifact it is in (the archive's top member):
-    an absolute target, or a relative one that climbs past the top."""
-    top = member.name.strip("/").split("/")[0]
+def entry_of(member: tarfile.TarInfo) -> Entry:
+    """What a member will be once unpacked, as resolving a link needs to know it."""
     if member.issym():
-        if member.linkname.startswith("/"):
-            return True
-        target = posixpath.normpath(posixpath.join(posixpath.dirname(member.name), member.linkname))
-    elif member.islnk():
-        target = posixpath.normpath(member.linkname)
-    else:
-        return False
-    return not (target == top or target.startswith(top + "/"))
+        return Entry(EntryKind.LINK, member.linkname)
+    if member.isdir():
+        return Entry(EntryKind.FOLDER)
+    return Entry(EntryKind.OTHER)
 
 
 def _orphan_link(member: tarfile.TarInfo, kept: set[str]) -> bool:
@@ -154,7 +155,7 @@ def _orphan_link(member: tarfile.TarInfo, kept: set[str]) -> bool:
 def _dropped(member: tarfile.TarInfo, artifact: ArtifactRules | None = None) -> bool:
     # Sockets have no tar type of their own; anything the tar module does not know as a
     # file, folder, link or FIFO is dropped with the devices.
-    if artifact is not None and (member.isfifo() or leaves_artifact(member)):
+    if artifact is not None and member.isfifo():
         return True
     return (
         member.ischr()

@@ -9,6 +9,9 @@ diff of the agent phase is therefore evidence, in two parts:
   reward folder (a planted reward, a FIFO, a read-only folder). Such a write cannot steer
   a sealed verifier either, but it is an attempt at forging: the rollout is scored 0 with
   reason ``tamper`` (the agent's doing, never an exclusion) and the paths are listed;
+- **links**: a link of the agent's that, installed in the verifier's container, resolves
+  into one of those places or cleanroom's own mounts (`links`): the route by which a
+  test that reads the work dir would read the answer key or the reward folder;
 - **unseen**: every other change outside the state paths, which the verifier did not see
   (an honest ``apt-get install`` of a tool the agent needed, or a trojaned ``pytest``
   that no verifier process ran). Listed so that a task author can tell which state a
@@ -74,15 +77,23 @@ class TamperReport:
     protected: tuple[Change, ...]
     planted: tuple[str, ...]
     unseen: tuple[Change, ...] = field(default=())
+    # The agent's links that resolve into the verifier's places in its container, each
+    # with where it came to rest (`links.Resolution`).
+    links: tuple[str, ...] = field(default=())
 
     @property
     def tampered(self) -> bool:
-        return bool(self.protected or self.planted)
+        return bool(self.protected or self.planted or self.links)
 
     @property
     def paths(self) -> list[str]:
-        """``"A /tests/conftest.py"``-style lines and planted files, for details and reports."""
-        return [str(c) for c in self.protected] + [f"planted {p}" for p in self.planted]
+        """``"A /tests/conftest.py"``-style lines, planted files and links into the
+        verifier's places, for details and reports."""
+        return (
+            [str(c) for c in self.protected]
+            + [f"planted {p}" for p in self.planted]
+            + [f"link {line}" for line in self.links]
+        )
 
     @property
     def unseen_shown(self) -> list[str]:

@@ -66,7 +66,10 @@ def decide(ev: Evidence) -> Outcome:
         return Outcome.invalid(Reason.ENVIRONMENT_ERROR, ev.environment_error, **details)
     if ev.tamper is not None and ev.tamper.tampered:
         n = len(ev.tamper.paths)
-        why = f"the agent wrote {n} time(s) into the verifier's own places (tests, reward)"
+        why = (
+            f"the agent wrote into or linked to the verifier's own places (tests, reward) "
+            f"{n} time(s)"
+        )
         return Outcome.agent_fault(Reason.TAMPER, why, **details)
     if ev.agent_fault is not None:
         return Outcome.agent_fault(ev.agent_fault.reason, ev.agent_fault.detail, **details)

@@ -9,6 +9,7 @@ another harness started (`existing_container.ExistingContainer`).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import posixpath
 import shutil
@@ -18,12 +19,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.host_files import read_capped, remove_tree
-from cleanroom.verifiers.container import artifacts
+from cleanroom.verifiers.container import artifacts, links
 from cleanroom.verifiers.container.compose import MAIN
 from cleanroom.verifiers.container.docker_runtime import (
     DockerRuntime,
@@ -35,6 +37,7 @@ from cleanroom.verifiers.container.docker_runtime import (
     StateTooLarge,
 )
 from cleanroom.verifiers.container.healthcheck import Attempt, wait_healthy
+from cleanroom.verifiers.container.links import Entry, EntryKind, Resolution
 from cleanroom.verifiers.container.modes import plan
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
 from cleanroom.verifiers.container.sidecars import SidecarGroup
@@ -69,9 +72,16 @@ TEST_SCRIPT = f"{TESTS_DIR}/test.sh"
 AGENT_FILES_DIR = "/tmp/cleanroom-attack"
 # Where the sealed verifier finds cleanroom's Python start-up hook (bound read-only).
 PYTHON_GUARD_DIR = "/run/cleanroom/python"
+# The sealed verifier's own bytecode cache (``PYTHONPYCACHEPREFIX``): no ``__pycache__``
+# of the agent's is read.
+PYCACHE_DIR = "/run/cleanroom/pycache"
 _PYTHON_GUARD_SOURCE = Path(__file__).with_name("python_guard")
 # Tries at freezing the processes a live verifier needs (the freezer itself retries).
 FREEZE_ATTEMPTS = 3
+# New top-level folders carried as state; more is the agent's ``workspace_broken``.
+MAX_CREATED_FOLDERS = 64
+# Archives taken out of the agent's container at once.
+EXPORT_THREADS = 4
 _T = TypeVar("_T")
 
 
@@ -126,6 +136,9 @@ class Verification:
         # has another step to run after it (then it is left running, as Harbor leaves it).
         self.step: TaskStep | None = None
         self.more_steps = False
+        # What the sealed verifier gets of the agent's (state paths, carried artifacts):
+        # its Python finds modules there and no metadata (python_guard/sitecustomize.py).
+        self.agent_paths: list[str] = []
 
     def execute(self) -> Outcome:
         raise NotImplementedError
@@ -377,6 +390,28 @@ class Verification:
                 # The verifier's copy of the state paths is cleared while the agent's is read.
                 clearing = self._in_background_result(lambda: self._cleared(starting, state_paths))
                 planted = self._planted()
+                # Tamper is read from the diff before anything of the agent's is handled:
+                # no name, size or kind it left can turn a caught forgery into an error.
+                planned = artifacts.plan(self.task.config.artifact_entries)
+                offered = [i.entry.source for i in planned if i.status != "skipped"]
+                watched = self.agent_reward_dir is not None
+                self.ev.tamper = classify(
+                    diff.changes,
+                    verifier_places=(TESTS_DIR,) if watched else (TESTS_DIR, self.vcfg.reward_dir),
+                    state_paths=[*state_paths, *offered],
+                    planted=planted,
+                    baseline=self.baseline,
+                )
+                if self.ev.tamper.tampered:
+                    return
+                created = len(state_paths) - len(self._declared_state())
+                if created > MAX_CREATED_FOLDERS:
+                    self.ev.agent_fault = AgentFault(
+                        Reason.WORKSPACE_BROKEN,
+                        f"the agent created {created} new top-level folders; at most "
+                        f"{MAX_CREATED_FOLDERS} are carried to the verifier",
+                    )
+                    return
                 # The artifacts' archives are taken beside the state's: each is a wait
                 # on the daemon.
                 prefetched = self._prefetch_artifacts(agent_ctr)
@@ -392,30 +427,63 @@ class Verification:
             # The agent's stopped container stays until teardown: removing it now would
             # compete with the install below for the disk (a 20 MB venv's install took
             # 2.3 s beside the removal and 0.4 s without it).
-            # The reward folder is watched from the host (`_planted`) when it is
-            # bound from there; otherwise what the agent wrote into it is in the diff.
-            watched = self.agent_reward_dir is not None
             # What the verifier gets as an artifact it sees, as it sees the state.
-            seen = [*state_paths, *(i.entry.source for i in taken if i.carried)]
-            self.ev.tamper = classify(
-                diff.changes,
-                verifier_places=(TESTS_DIR,) if watched else (TESTS_DIR, self.vcfg.reward_dir),
-                state_paths=seen,
-                planted=planted,
-                baseline=self.baseline,
-            )
-            if self.ev.tamper.tampered or self.ev.agent_fault is not None:
+            self.agent_paths = [*state_paths, *(i.entry.source for i in taken if i.carried)]
+            if self.ev.agent_fault is not None:
                 return
-            vctr, ready = clearing.result()
-            with self._timed("install_s"):
-                carried = self._carried(taken, state_paths)
-                self.rt.install_state(vctr, carried + copies, cleared=sorted(ready))
+            try:
+                vctr, ready = clearing.result()
+                with self._timed("install_s"):
+                    carried = self._carried(taken, state_paths)
+                    self.rt.install_state(vctr, carried + copies, cleared=sorted(ready))
+            except RuntimeUnavailable as exc:
+                if exc.status is None:  # the daemon did not answer
+                    raise
+                why = f"the agent's state could not be installed: {exc}"
+                self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, why[:800])
+                return
+            except (OSError, ValueError) as exc:  # a name or a kind of the agent's
+                why = f"the agent's state could not be installed: {exc!r}"
+                self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, why[:800])
+                return
+            with self._timed("links_s"):
+                landed = self._links_into_verifier(vctr, carried + copies)
+            if landed:
+                self.ev.tamper = replace(self.ev.tamper, links=tuple(str(r) for r in landed))
+                self.rt.kill(vctr)
+                return
         finally:
             for copy in copies:
                 copy.close()
             self._close(taken)
             _close_unused(prefetched)
         self._verify_on_pristine(vctr, reward_dir)
+
+    def _links_into_verifier(self, vctr: str, installed: list[StateCopy]) -> list[Resolution]:
+        """Every link of the agent's installed in ``vctr`` that resolves there into the
+        verifier's places (`links`): its tests, its reward folder, cleanroom's mounts.
+
+        The installed archives answer for their own paths (installing made each of them
+        exactly its archive); the daemon's stat answers for the image's."""
+        tree: dict[str, Entry] = {}
+        roots: list[str] = []
+        for copy in installed:  # in install order: a later copy replaces what it covers
+            tree = {p: e for p, e in tree.items() if not under(p, copy.path)}
+            tree.update(copy.installed())
+            roots.append(copy.path)
+
+        def lstat(path: str) -> Entry:
+            found = tree.get(path)
+            if found is not None:
+                return found
+            if any(under(path, root) for root in roots):
+                return Entry(EntryKind.MISSING)  # not in the archive that made that tree
+            return self.rt.entry(vctr, path)
+
+        places = (TESTS_DIR, self.vcfg.reward_dir, PYTHON_GUARD_DIR, PYCACHE_DIR)
+        found = [p for p, e in tree.items() if e.kind is EntryKind.LINK]
+        self.ev.details["links_resolved"] = len(found)
+        return links.into_places(sorted(found), lstat, places)
 
     def _cleared(self, starting: Future[str], state_paths: list[str]) -> tuple[str, set[str]]:
         """The verifier's container, once started, with its state paths cleared, and the
@@ -497,7 +565,11 @@ class Verification:
         agent's network namespace, ``agent_ctr``, for a ``live_processes`` verifier)."""
         if self.vcfg.live_processes and agent_ctr is None:
             raise ValueError("a live_processes verifier starts once the agent's container has")
-        binds = {reward_dir: self.vcfg.reward_dir, guard: PYTHON_GUARD_DIR}
+        binds = {
+            reward_dir: self.vcfg.reward_dir,
+            guard: PYTHON_GUARD_DIR,
+            guard.with_name("pycache"): PYCACHE_DIR,
+        }
         limits, environment = self.limits, self.task_env
         if self.separate is not None:
             limits = Limits.of_environment(self.separate.config, False)
@@ -556,8 +628,7 @@ class Verification:
         """
         if self.separate is not None:
             return []  # Harbor carries the artifacts alone to a separate verifier
-        declared = [self.workdir] if self.workdir and self.workdir != "/" else []
-        declared += self.vcfg.state
+        declared = self._declared_state()
         before = set(self.baseline)
         created = {c.path for c in changes if c.kind is ChangeKind.ADDED and c not in before}
         harness_made = {TESTS_DIR, "/solution", "/logs"}
@@ -573,6 +644,11 @@ class Verification:
             if not any(under(path, outer) for outer in kept):
                 kept.append(path)
         return kept
+
+    def _declared_state(self) -> list[str]:
+        """The state paths the task names (the work dir and ``[verifier] state``)."""
+        declared = [self.workdir] if self.workdir and self.workdir != "/" else []
+        return [*declared, *self.vcfg.state]
 
     def _planted(self) -> list[str]:
         """What the agent left in (or did to) its reward folder, seen from the host."""
@@ -607,7 +683,9 @@ class Verification:
                     f"{self.vcfg.state_cap_mb} MiB cap on state to verify",
                 )
                 return []
-        with ThreadPoolExecutor(max(1, len(state_paths)), "state-export") as pool:
+        with ThreadPoolExecutor(
+            min(EXPORT_THREADS, max(1, len(state_paths))), "state-export"
+        ) as pool:
             taking = [pool.submit(self.rt.export_state, ctr, p, cap) for p in state_paths]
         copies = [f.result() for f in taking if f.exception() is None]
         for path, taken in zip(state_paths, taking, strict=True):
@@ -619,7 +697,18 @@ class Verification:
             except StateArchiveError as exc:
                 # The archive arrived whole (a broken transfer is RuntimeUnavailable), so
                 # what cannot be read in it is what the agent put there.
-                self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, f"{path}: {exc}")
+                self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, f"{path!r}: {exc}")
+                break
+            except RuntimeUnavailable as exc:
+                if exc.status is None:  # the daemon did not answer: the infrastructure's
+                    for done in copies:
+                        done.close()
+                    raise
+                # The daemon answered, and refused what the agent left at the path.
+                self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, f"{path!r}: {exc}")
+                break
+            except (OSError, ValueError) as exc:  # a name, an encoding, a size of the agent's
+                self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, f"{path!r}: {exc}")
                 break
             except BaseException:
                 for done in copies:
@@ -702,6 +791,7 @@ class Verification:
                         break
                     continue
                 item.kind, item.archive, item.dropped = copy.kind, copy.archive, copy.dropped
+                item.tree = copy.tree
                 item.status = artifacts.status_of(copy.kind, copy.archive)
                 if copy.too_long:
                     item.status, item.note = "failed", f"a path near PATH_MAX: {copy.too_long}"
@@ -719,7 +809,7 @@ class Verification:
         (installed after them, the state wins where the two meet). One inside a state
         path is there already, as state."""
         return [
-            StateCopy(item.entry.source, item.kind, item.archive)
+            StateCopy(item.entry.source, item.kind, item.archive, tree=item.tree)
             for item in taken
             if item.carried and not any(under(item.entry.source, s) for s in state_paths)
         ]
@@ -754,6 +844,8 @@ class Verification:
         guard = workspace / "python"
         shutil.copytree(_PYTHON_GUARD_SOURCE, guard, ignore=shutil.ignore_patterns("__pycache__"))
         guard.chmod(0o755)
+        (workspace / "pycache").mkdir()
+        (workspace / "pycache").chmod(0o777)
         return tests, reward_dir, guard
 
     # Steps shared by every mode ------------------------------------------------------
@@ -796,13 +888,16 @@ class Verification:
     def _verifier_env(self) -> dict[str, str]:
         if not self.plan.freezes_agent:
             return dict(self.verifier_env)
-        # Python finds nothing of the agent's ahead of what the image provides (see
-        # python_guard/sitecustomize.py), and reads no user site of anyone's.
+        # Python finds nothing of the agent's ahead of what the image provides, no
+        # metadata and no bytecode of the agent's at all (see python_guard/sitecustomize.py),
+        # and reads no user site of anyone's.
         own = self.verifier_env.get("PYTHONPATH")
         return {
             **self.verifier_env,
             "PYTHONSAFEPATH": "1",
             "PYTHONNOUSERSITE": "1",
+            "PYTHONPYCACHEPREFIX": PYCACHE_DIR,
+            "CLEANROOM_STATE": json.dumps(self.agent_paths),
             "PYTHONPATH": f"{PYTHON_GUARD_DIR}:{own}" if own else PYTHON_GUARD_DIR,
         }
 
