@@ -92,3 +92,12 @@ def test_each_path_is_asked_once() -> None:
 
     into_places(["/app/a", "/app/b"], lstat, PLACES)
     assert len(asked) == len(set(asked))
+
+
+def test_a_link_into_the_verifiers_places_makes_the_tamper_report_tampered() -> None:
+    from cleanroom.verifiers.container.tamper import TamperReport
+
+    report = TamperReport((), (), links=("/app/key resolves to /tests (the verifier's /tests)",))
+
+    assert report.tampered
+    assert report.paths == ["link /app/key resolves to /tests (the verifier's /tests)"]
