@@ -1,0 +1,95 @@
+"""Whatever names, modes and link graphs the agent leaves in its state, a sealed
+verification ends in a score: never `invalid`, never a crash (the agent's state is data)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cleanroom.core.outcomes import Status
+from cleanroom.verifiers.container.docker_runtime import DockerRuntime
+from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.task import Task
+from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
+
+pytestmark = pytest.mark.docker
+
+names = st.binary(min_size=1, max_size=12).filter(
+    lambda b: b"/" not in b and b"\0" not in b and b not in (b".", b"..")
+)
+targets = st.one_of(
+    st.sampled_from(
+        [
+            "/tests",
+            "/tests/expected.txt",
+            "..",
+            "../..",
+            "/",
+            "/logs/verifier/reward.txt",
+            "/proc/self/root/tests",
+            "/dev/stdin",
+            "/usr/bin/python3",
+            "self",
+        ]
+    ),
+    names.map(lambda b: b.decode("latin-1")),
+)
+kinds = st.sampled_from(["file", "folder", "link", "fifo", "hardlink"])
+places = st.sampled_from(["/app", "/app/sub", "/logs/artifacts", "/new"])
+operations = st.lists(
+    st.tuples(kinds, places, names, targets, st.integers(0, 0o7777)), min_size=1, max_size=8
+)
+
+
+def quoted(raw: bytes | str) -> str:
+    data = raw.encode("latin-1") if isinstance(raw, str) else raw
+    return "$'" + "".join(f"\\x{b:02x}" for b in data) + "'"
+
+
+def script(ops: list[tuple[str, str, bytes, str, int]]) -> str:
+    lines = ["mkdir -p /app/sub /new/inner /logs/artifacts", "cd /"]
+    for kind, place, name, target, mode in ops:
+        path = f"{quoted(place.encode())}/{quoted(name)}"
+        lines.append(
+            {
+                "file": f"printf x > {path}; chmod {mode:o} {path}",
+                "folder": f"mkdir -p {path}; chmod {mode:o} {path}",
+                "link": f"ln -sfn {quoted(target)} {path}",
+                "fifo": f"mkfifo {path}",
+                "hardlink": f"ln -f /app/stats.py {path}",
+            }[kind]
+            + " 2>/dev/null || true"
+        )
+    return "\n".join(lines) + "\n"
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=operations)
+def test_any_state_is_scored_never_invalid(
+    ops: list[tuple[str, str, bytes, str, int]],
+    example: Callable[[str], Task],
+    runtime: DockerRuntime,
+) -> None:
+    agent = AgentSpec.script(script(ops), "arbitrary state")
+
+    outcome = verify_task(example("fix-median"), agent, runtime, VerifyOptions(Mode.SEALED))
+
+    assert outcome.status is not Status.INVALID, (outcome.reason, outcome.detail, script(ops))
+
+
+def test_a_non_utf8_top_level_folder_without_a_planted_reward_is_scored(
+    example: Callable[[str], Task], runtime: DockerRuntime
+) -> None:
+    odd = quoted(b"out\xff")
+    agent = AgentSpec.script(f"mkdir -p /{odd}/x && echo 1 > /{odd}/x/f\n", "odd name")
+
+    outcome = verify_task(example("fix-median"), agent, runtime, VerifyOptions(Mode.SEALED))
+
+    assert outcome.status is not Status.INVALID, (outcome.reason, outcome.detail)
