@@ -46,7 +46,8 @@ def test_rewards_planted_among_the_artifacts_gain_nothing(
 def test_the_artifacts_reach_the_host_with_harbors_manifest(
     runtime: DockerRuntime, example: Callable[[str], Task], tmp_path: Path
 ) -> None:
-    # The honest answer, with a FIFO and a link out of the folder beside it.
+    # The honest answer, with a FIFO and a link out of the folder beside it (a legal
+    # link: /etc/passwd is none of the verifier's places).
     agent = AgentSpec.command(
         "awk '{ s += $1 } END { print s }' /app/numbers.txt > /logs/artifacts/answer.txt && "
         f"{RUN_LOG} && mkfifo /logs/artifacts/pipe && ln -s /etc/passwd /logs/artifacts/passwd"
@@ -64,7 +65,11 @@ def test_the_artifacts_reach_the_host_with_harbors_manifest(
         ("/logs/artifacts", "ok"),
         ("/var/log/summer/run.log", "ok"),
     ]
-    assert sorted(manifest[0]["dropped"]) == ["artifacts/passwd", "artifacts/pipe"]
+    # The FIFO is left out when taken; the link is carried to the verifier (it resolves to
+    # none of the verifier's places there) but never written to the host as a link.
+    dropped = sorted(manifest[0]["dropped"])
+    assert dropped[1] == "artifacts/pipe"
+    assert dropped[0].startswith("artifacts/passwd: "), dropped
     assert outcome.details["artifacts"] == manifest
 
 
