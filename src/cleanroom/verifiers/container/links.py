@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from cleanroom.verifiers.container.tamper import under
+
 # Linux's own limit on links followed in one lookup (ELOOP).
 MAX_HOPS = 40
 # Trees whose entries are the kernel's, not files: a link through them leads anywhere.
@@ -61,7 +63,7 @@ class Resolution:
     def _why(self) -> str:
         if self.place in KERNEL_TREES:
             return f"through {self.place}"
-        if self.resolved == self.place or _under(self.resolved, self.place):
+        if self.resolved == self.place or under(self.resolved, self.place):
             return f"the verifier's {self.place}"
         return f"a folder above the verifier's {self.place}"
 
@@ -83,7 +85,7 @@ def resolve(path: str, lstat: Callable[[str], Entry], places: Sequence[str]) -> 
             resolved = posixpath.dirname(resolved)
             continue
         candidate = posixpath.join(resolved, name)
-        entered = next((p for p in guarded if _under(candidate, p)), "")
+        entered = next((p for p in guarded if under(candidate, p)), "")
         if entered:
             return Resolution(path, posixpath.join(candidate, *reversed(pending)), entered)
         entry = Entry(EntryKind.MISSING) if missing else lstat(candidate)
@@ -98,7 +100,7 @@ def resolve(path: str, lstat: Callable[[str], Entry], places: Sequence[str]) -> 
         if entry.kind is EntryKind.MISSING or (entry.kind is EntryKind.OTHER and pending):
             missing = True  # nothing below is on disk: the rest reads as it is written
         resolved = candidate
-    above = next((p for p in guarded if p not in KERNEL_TREES and _under(p, resolved)), "")
+    above = next((p for p in guarded if p not in KERNEL_TREES and under(p, resolved)), "")
     return Resolution(path, resolved, above)
 
 
@@ -125,9 +127,3 @@ def into_places(
 def _parts(path: str) -> list[str]:
     """The components of ``path`` in reverse, for popping off the end."""
     return [p for p in reversed(path.split("/")) if p]
-
-
-def _under(path: str, tree: str) -> bool:
-    if tree == "/":
-        return True
-    return path == tree or path.startswith(tree.rstrip("/") + "/")

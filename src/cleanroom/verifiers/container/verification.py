@@ -404,7 +404,8 @@ class Verification:
                 )
                 if self.ev.tamper.tampered:
                     return
-                created = len(state_paths) - len(self._declared_state())
+                declared = set(self._declared_state())
+                created = sum(1 for p in state_paths if p not in declared)
                 if created > MAX_CREATED_FOLDERS:
                     self.ev.agent_fault = AgentFault(
                         Reason.WORKSPACE_BROKEN,
@@ -442,7 +443,7 @@ class Verification:
                 why = f"the agent's state could not be installed: {exc}"
                 self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, why[:800])
                 return
-            except (OSError, ValueError) as exc:  # a name or a kind of the agent's
+            except UnicodeError as exc:  # a name of the agent's the API cannot carry
                 why = f"the agent's state could not be installed: {exc!r}"
                 self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, why[:800])
                 return
@@ -707,7 +708,7 @@ class Verification:
                 # The daemon answered, and refused what the agent left at the path.
                 self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, f"{path!r}: {exc}")
                 break
-            except (OSError, ValueError) as exc:  # a name, an encoding, a size of the agent's
+            except UnicodeError as exc:  # a name of the agent's the API cannot carry
                 self.ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, f"{path!r}: {exc}")
                 break
             except BaseException:
