@@ -50,6 +50,9 @@ class Reason(StrEnum):
     # The verifier failed on the agent's state (time, reward, setup) and ran cleanly on the
     # pristine one in the same run.
     BROKE_VERIFIER = "broke_verifier"
+    # A success test.sh claimed while the test runner's witness saw its process cut short
+    # (a session never finished, an exit before the interpreter's normal end).
+    RUNNER_EXITED_EARLY = "runner_exited_early"
 
     @property
     def cause(self) -> Cause:
@@ -64,6 +67,7 @@ _AGENT_REASONS = frozenset(
         Reason.WORKSPACE_TOO_LARGE,
         Reason.UNFREEZABLE,
         Reason.BROKE_VERIFIER,
+        Reason.RUNNER_EXITED_EARLY,
     }
 )
 

@@ -15,6 +15,7 @@ from cleanroom.verifiers.container.verdict import (
     decide,
     needs_pristine_control,
 )
+from cleanroom.verifiers.container.witness import RunnerRun, WitnessReport
 
 PLACES = ("/tests", "/logs/verifier")
 
@@ -267,3 +268,39 @@ def test_the_pristine_control_names_the_image_it_ran_on() -> None:
     control.details["image"] = "sha256:pristine"
     judged = blame_state(failed_after_running(Reason.VERIFIER_TIMEOUT), control, LIMIT_S)
     assert judged.details["pristine_control"]["image"] == "sha256:pristine"
+
+
+def cut_short() -> WitnessReport:
+    return WitnessReport((RunnerRun(pid=9, session_started=True, collected=4),))
+
+
+@pytest.mark.parametrize("reward", [b"1", b"0.25"])
+def test_a_reward_the_runner_witness_contradicts_is_the_agents_zero(reward: bytes) -> None:
+    ev = ran(reward)
+    ev.witness = cut_short()
+
+    outcome = decide(ev)
+
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
+    assert outcome.reason is Reason.RUNNER_EXITED_EARLY
+    assert outcome.caused_by is Cause.AGENT
+    assert "never finished" in outcome.detail
+    assert outcome.details["runner_witness"]["runs"][0]["pid"] == 9
+
+
+def test_a_zero_reward_stays_a_plain_failure_whatever_the_witness_saw() -> None:
+    ev = ran(None, exit_code=1)
+    ev.witness = cut_short()
+
+    outcome = decide(ev)
+
+    assert (outcome.status, outcome.reason) == (Status.FAILURE, None)
+
+
+def test_a_witness_that_saw_runs_end_normally_changes_nothing() -> None:
+    ev = ran(b"1")
+    ev.witness = WitnessReport(
+        (RunnerRun(pid=9, session_started=True, finished=True, exit_status=0, exited=True),)
+    )
+
+    assert decide(ev).status is Status.SUCCESS

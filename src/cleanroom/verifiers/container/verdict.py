@@ -10,7 +10,8 @@ verifier that could not run or be prepared, then one that ran out of time, and o
 the reward, which is parsed with Harbor's meaning and checked. A missing reward is a valid
 0 (a test script that writes the reward only on success is the common case), and so is a
 ``reward.json`` of several metrics with no single reward; a partial reward with a non-zero
-exit is graded by that reward.
+exit is graded by that reward. A reward above 0 that the runner witness contradicts (a
+pytest process cut short) is the agent's 0 (`Reason.RUNNER_EXITED_EARLY`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.reward import BadReward, RewardFile, parse_reward
 from cleanroom.verifiers.container.tamper import TamperReport
+from cleanroom.verifiers.container.witness import WitnessReport
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class Evidence:
     test_exit_code: int | None = None
     json_file: RewardFile | None = None
     text_file: RewardFile | None = None
+    # What the runner witness saw of test.sh's pytest runs (sealed only).
+    witness: WitnessReport | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -84,6 +88,8 @@ def decide(ev: Evidence) -> Outcome:
     if ev.timed_out is not None:
         return Outcome.invalid(Reason.VERIFIER_TIMEOUT, ev.timed_out, **details)
     details["test_exit_code"] = ev.test_exit_code
+    if ev.witness is not None:
+        details["runner_witness"] = ev.witness.summary()
     if ev.json_file is None or ev.text_file is None:
         return Outcome.invalid(
             Reason.VERIFIER_UNAVAILABLE, "the reward files were never looked at", **details
@@ -103,6 +109,10 @@ def decide(ev: Evidence) -> Outcome:
             f'{len(reward.metrics)} metric(s) and no single reward (no "reward" key, '
             f"not one metric alone): scored 0, as Harbor records no reward for it"
         )
+    contradiction = ev.witness.contradiction if ev.witness is not None else None
+    if reward.score > 0 and contradiction is not None:
+        why = f"test.sh claimed a reward of {reward.score:g}, but {contradiction}"
+        return Outcome.agent_fault(Reason.RUNNER_EXITED_EARLY, why, **details)
     return Outcome.from_score(reward.score, **details)
 
 

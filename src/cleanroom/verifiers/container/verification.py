@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import posixpath
+import secrets
 import shutil
 import stat
 import tempfile
@@ -19,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,6 +65,7 @@ from cleanroom.verifiers.container.verdict import (
     decide,
 )
 from cleanroom.verifiers.container.verify_options import VerifyOptions
+from cleanroom.verifiers.container.witness import read_witness
 
 TAIL_CHARS = 2000
 RESULT_CAP_BYTES = 1 << 20
@@ -75,6 +77,8 @@ PYTHON_GUARD_DIR = "/run/cleanroom/python"
 # The sealed verifier's own bytecode cache (``PYTHONPYCACHEPREFIX``): no ``__pycache__``
 # of the agent's is read.
 PYCACHE_DIR = "/run/cleanroom/pycache"
+# Where the runner witness writes its records (`witness`), read on the host.
+WITNESS_DIR = "/run/cleanroom/witness"
 _PYTHON_GUARD_SOURCE = Path(__file__).with_name("python_guard")
 # Tries at freezing the processes a live verifier needs (the freezer itself retries).
 FREEZE_ATTEMPTS = 3
@@ -83,6 +87,19 @@ MAX_CREATED_FOLDERS = 64
 # Archives taken out of the agent's container at once.
 EXPORT_THREADS = 4
 _T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class VerifierFolders:
+    """The host folders one sealed (or separate) verifier's container gets, made fresh
+    for it: what becomes ``/tests``, its reward folder, cleanroom's Python start-up hook,
+    its bytecode cache and the runner witness's records."""
+
+    tests: Path
+    reward: Path
+    guard: Path
+    pycache: Path
+    witness: Path
 
 
 class Verification:
@@ -125,7 +142,7 @@ class Verification:
         self.baseline: list[Change] = []
         # A sealed verifier's container started during the agent phase, with its reward
         # folder (`_start_verifier_early`); taken by the next `_verify_sealed`.
-        self.early_verifier: tuple[Future[str], Path] | None = None
+        self.early_verifier: tuple[Future[str], VerifierFolders] | None = None
         # The task's environments with their ${VAR} templates resolved (`_resolve_env`).
         self.task_env: dict[str, str] = {}
         self.solution_env: dict[str, str] = {}
@@ -139,6 +156,9 @@ class Verification:
         # What the sealed verifier gets of the agent's (state paths, carried artifacts):
         # its Python finds modules there and no metadata (python_guard/sitecustomize.py).
         self.agent_paths: list[str] = []
+        # The runner witness's plugin name, drawn afresh so no file of the agent's can
+        # name it (``-p no:...`` in an ini file of the work dir).
+        self.witness_plugin = f"cleanroom_witness_{secrets.token_hex(8)}"
 
     def execute(self) -> Outcome:
         raise NotImplementedError
@@ -356,25 +376,25 @@ class Verification:
         reaches it before `_verify_sealed` installs the state: it has no network the
         agent's container is on, only the services' (where nothing of it listens) or,
         for a verifier that talks to the agent's processes, the agent's own namespace."""
-        tests, reward_dir, guard = self._fresh_folders()
+        folders = self._fresh_folders()
         started = self._in_background_result(
-            lambda: self._start_verifier(agent_ctr, image, tests, reward_dir, guard)
+            lambda: self._start_verifier(agent_ctr, image, folders)
         )
-        self.early_verifier = (started, reward_dir)
+        self.early_verifier = (started, folders)
 
     def _verify_sealed(self, agent_ctr: str, image: str) -> None:
         copies: list[StateCopy] = []
         taken: list[artifacts.Collected] = []
         prefetched: list[Future[StateCopy] | None] = []
         if self.early_verifier is not None:
-            starting, reward_dir = self.early_verifier
+            starting, folders = self.early_verifier
             self.early_verifier = None
         else:
             # The verifier's container depends on nothing the agent left, so it starts
             # while the agent's is frozen and read: the two waits on the daemon overlap.
-            tests, reward_dir, guard = self._fresh_folders()
+            folders = self._fresh_folders()
             starting = self._in_background_result(
-                lambda: self._start_verifier(agent_ctr, image, tests, reward_dir, guard)
+                lambda: self._start_verifier(agent_ctr, image, folders)
             )
         try:
             with self._timed("freeze_s"):
@@ -458,7 +478,7 @@ class Verification:
                 copy.close()
             self._close(taken)
             _close_unused(prefetched)
-        self._verify_on_pristine(vctr, reward_dir)
+        self._verify_on_pristine(vctr, folders)
 
     def _links_into_verifier(self, vctr: str, installed: list[StateCopy]) -> list[Resolution]:
         """Every link of the agent's installed in ``vctr`` that resolves there into the
@@ -481,7 +501,7 @@ class Verification:
                 return Entry(EntryKind.MISSING)  # not in the archive that made that tree
             return self.rt.entry(vctr, path)
 
-        places = (TESTS_DIR, self.vcfg.reward_dir, PYTHON_GUARD_DIR, PYCACHE_DIR)
+        places = (TESTS_DIR, self.vcfg.reward_dir, PYTHON_GUARD_DIR, PYCACHE_DIR, WITNESS_DIR)
         found = [p for p, e in tree.items() if e.kind is EntryKind.LINK]
         self.ev.details["links_resolved"] = len(found)
         return links.into_places(sorted(found), lstat, places)
@@ -559,24 +579,23 @@ class Verification:
         if self.more_steps and self.limits.cpus is not None:
             self.rt.limit_cpus(agent_ctr, self.limits.cpus)
 
-    def _start_verifier(
-        self, agent_ctr: str | None, image: str, tests: Path, reward_dir: Path, guard: Path
-    ) -> str:
+    def _start_verifier(self, agent_ctr: str | None, image: str, folders: VerifierFolders) -> str:
         """A fresh idle container of the pristine image, its folders bound in (in the
         agent's network namespace, ``agent_ctr``, for a ``live_processes`` verifier)."""
         if self.vcfg.live_processes and agent_ctr is None:
             raise ValueError("a live_processes verifier starts once the agent's container has")
         binds = {
-            reward_dir: self.vcfg.reward_dir,
-            guard: PYTHON_GUARD_DIR,
-            guard.with_name("pycache"): PYCACHE_DIR,
+            folders.reward: self.vcfg.reward_dir,
+            folders.guard: PYTHON_GUARD_DIR,
+            folders.pycache: PYCACHE_DIR,
+            folders.witness: WITNESS_DIR,
         }
         limits, environment = self.limits, self.task_env
         if self.separate is not None:
             limits = Limits.of_environment(self.separate.config, False)
             environment = self.separate_env
         if self.separate is None or not self.separate.bundled_tests:
-            binds[tests] = TESTS_DIR
+            binds[folders.tests] = TESTS_DIR
         with self._timed("start_s"):
             vctr = self.rt.start_verifier_container(
                 image,
@@ -606,18 +625,22 @@ class Verification:
             raise Unhealthy(f"in the verifier's container, {unhealthy}")
         return vctr
 
-    def _verify_on_pristine(self, vctr: str, reward_dir: Path) -> None:
+    def _verify_on_pristine(self, vctr: str, folders: VerifierFolders) -> None:
         deadline = time.monotonic() + self.vcfg.timeout_sec
         if not self._setup(vctr, deadline) or not self._run_test(vctr, deadline):
             self.rt.kill(vctr)
             return
         with self._timed("read_s"):
-            self._read_results(vctr, host_reward_dir=reward_dir)
-            # Nothing the verifier started may write the reward while it is read.
+            self._read_results(vctr, host_reward_dir=folders.reward)
+            # Nothing the verifier started may write the reward (or the witness's
+            # records) while they are read.
             self.rt.kill(vctr)
+            reward_dir = folders.reward
             json_path, text_path = self.vcfg.reward_paths
             self.ev.json_file = read_capped(reward_dir, posixpath.basename(json_path), json_path)
             self.ev.text_file = read_capped(reward_dir, posixpath.basename(text_path), text_path)
+            if self.plan.freezes_agent:
+                self.ev.witness = read_witness(folders.witness, self.agent_paths)
 
     def _state_paths(self, changes: list[Change]) -> list[str]:
         """The work dir, the declared state, and top-level folders the agent created,
@@ -829,7 +852,7 @@ class Verification:
         """The task's folders that make ``/tests``, later ones copied over earlier ones."""
         return self.step.tests_dirs if self.step is not None else self.task.tests_dirs
 
-    def _fresh_folders(self) -> tuple[Path, Path, Path]:
+    def _fresh_folders(self) -> VerifierFolders:
         workspace = self._workspace()
         if self.step is not None:  # each step's verifier gets folders of its own
             workspace = Path(tempfile.mkdtemp(prefix="step-", dir=workspace))
@@ -845,9 +868,14 @@ class Verification:
         guard = workspace / "python"
         shutil.copytree(_PYTHON_GUARD_SOURCE, guard, ignore=shutil.ignore_patterns("__pycache__"))
         guard.chmod(0o755)
-        (workspace / "pycache").mkdir()
-        (workspace / "pycache").chmod(0o777)
-        return tests, reward_dir, guard
+        # The verifier may run as any uid: its cache and the witness's records are
+        # writable by each; nothing but its own container mounts them.
+        shared = []
+        for name in ("pycache", "witness"):
+            (workspace / name).mkdir()
+            (workspace / name).chmod(0o777)
+            shared.append(workspace / name)
+        return VerifierFolders(tests, reward_dir, guard, *shared)
 
     # Steps shared by every mode ------------------------------------------------------
 
@@ -899,6 +927,8 @@ class Verification:
             "PYTHONNOUSERSITE": "1",
             "PYTHONPYCACHEPREFIX": PYCACHE_DIR,
             "CLEANROOM_STATE": json.dumps(self.agent_paths),
+            "CLEANROOM_WITNESS": WITNESS_DIR,
+            "CLEANROOM_WITNESS_PLUGIN": self.witness_plugin,
             "PYTHONPATH": f"{PYTHON_GUARD_DIR}:{own}" if own else PYTHON_GUARD_DIR,
         }
 

@@ -21,6 +21,10 @@ What the agent left is data to this Python, never configuration:
   as the task shipped it is the code that runs. Where a module's source and a compiled
   form of it (an extension or a legacy ``.pyc``) lie side by side in the agent's state,
   the source is what this hook's finder loads.
+- **Witness.** In a process that runs pytest (``pytest ...``, ``python -m pytest ...``),
+  it loads cleanroom's runner witness (``witness.py`` beside it) as a pytest plugin under
+  the name ``CLEANROOM_WITNESS_PLUGIN`` gives, and registers the witness's exit record
+  before anything else can register an exit handler (so it runs last).
 
 Then it runs the image's own ``sitecustomize``, if it has one, as Python would have.
 """
@@ -79,6 +83,68 @@ class StateFinder(importlib.abc.MetaPathFinder):
             finder.invalidate_caches()
 
 
+_PYTEST_SCRIPTS = ("pytest", "py.test")
+_VALUE_FLAGS = ("-X", "-W", "--check-hash-based-pycs")
+
+
+def _command_line() -> List[str]:
+    argv = getattr(sys, "orig_argv", None)
+    if argv:
+        return [str(a) for a in argv]
+    try:
+        with open("/proc/self/cmdline", "rb") as fh:
+            raw = fh.read(1 << 16)
+    except OSError:
+        return []
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+
+
+def _runs_pytest(argv: List[str]) -> bool:
+    """Whether the interpreter's command line runs pytest: ``-m pytest`` or a script
+    named ``pytest*`` or ``py.test*`` (its console scripts)."""
+    args = argv[1:]
+    skip = False
+    for n, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg in _VALUE_FLAGS:
+            skip = True
+        elif arg == "-m":
+            return n + 1 < len(args) and args[n + 1] in _PYTEST_SCRIPTS
+        elif arg.startswith("-m"):
+            return arg[2:] in _PYTEST_SCRIPTS
+        elif arg.startswith("-c") or arg == "-":
+            return False
+        elif not arg.startswith("-"):
+            return os.path.basename(arg).startswith(_PYTEST_SCRIPTS)
+    return False
+
+
+def _witness() -> None:
+    folder = os.environ.get("CLEANROOM_WITNESS", "")
+    name = os.environ.get("CLEANROOM_WITNESS_PLUGIN", "")
+    if not folder or not name.isidentifier():
+        return
+    plugins = [p.strip() for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p.strip()]
+    argv = _command_line()
+    # Only the pytest that test.sh started is witnessed, not one a test runs in turn.
+    witnessed = "CLEANROOM_WITNESSED" not in os.environ and _runs_pytest(argv)
+    if not witnessed and name not in plugins:
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(here, "witness.py"))
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    if witnessed:
+        os.environ["CLEANROOM_WITNESSED"] = str(os.getpid())
+        if name not in plugins:
+            os.environ["PYTEST_PLUGINS"] = ",".join([*plugins, name])
+        module.start(folder, argv)
+
+
 def _guard() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
@@ -107,5 +173,6 @@ def _guard() -> None:
     spec.loader.exec_module(module)
 
 
+_witness()
 _guard()
 del _guard

@@ -1,0 +1,177 @@
+# ruff: noqa: UP006, UP035, UP045  (it runs under the image's Python, which may predate 3.9)
+"""cleanroom's runner witness: a pytest plugin loaded into the sealed verifier's pytest.
+
+The start-up hook (``sitecustomize``) loads this module under a name drawn afresh for
+each verification, before pytest reads its plugins, in the one pytest process test.sh
+started (not in the processes that process starts). No file of the agent's can name it
+to disable it, since the name is known only once the verification runs. It appends one
+JSON line per event to a file of its own in the folder ``CLEANROOM_WITNESS`` names (bound
+from the host, read by the host only after the verifier's container is stopped):
+
+- ``start``: the process is a pytest run (written by the start-up hook);
+- ``configured``, ``collected`` (how many tests), ``report`` (each test's outcome, the
+  first ``REPORTS_WRITTEN`` by name), ``finish`` (pytest's exit status and the counts of
+  outcomes): pytest's own session, as its hooks see it;
+- ``agent_outcome``: a skip, an expected failure or an exit of pytest's was raised while
+  code of the agent's state (the paths ``CLEANROOM_STATE`` names) was running, with the
+  file of that code and the test file being collected or run (a module under test that
+  calls ``pytest.skip()`` makes the task's test a skip, and a run of skips exits 0);
+- ``exit``: the interpreter reached its normal end. The start-up hook registers this
+  first, so it runs after every other exit handler: a handler of the agent's that ends
+  the process (``os._exit``) leaves no ``exit`` record.
+
+Every record carries the pid that wrote it. PYTEST_DONT_REWRITE: pytest would otherwise
+warn that this plugin was imported before it could rewrite its asserts (it has none), a
+warning that a task's ``-W error`` turns into a failed run. What the host makes of them is
+``cleanroom.verifiers.container.witness``.
+"""
+
+import atexit
+import contextlib
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional
+
+REPORTS_WRITTEN = 1000
+_NAME_CHARS = 300
+
+_fd: Optional[int] = None
+_pid = 0
+_counts: Dict[str, int] = {}
+_reports = 0
+# The test file being collected or run, for `agent_outcome`.
+_node = ""
+AGENT_OUTCOMES_WRITTEN = 100
+_agent_outcomes = 0
+
+
+def _state_paths() -> List[str]:
+    try:
+        found = json.loads(os.environ.get("CLEANROOM_STATE", "[]"))
+    except ValueError:
+        return []
+    return [os.path.normpath(p) for p in found if isinstance(p, str) and p.startswith("/")]
+
+
+_STATE = _state_paths()
+
+
+def _in_state(path: str) -> bool:
+    return any(path == s or path.startswith(s.rstrip("/") + "/") for s in _STATE)
+
+
+def _agent_frame() -> Optional[str]:
+    """The file of the innermost frame on the stack that is code of the agent's state."""
+    frame: Any = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if _in_state(os.path.normpath(name)):
+            return str(name)
+        frame = frame.f_back
+    return None
+
+
+def _watch(cls: Any, kind: str) -> None:
+    """Note each ``cls`` made while code of the agent's is on the stack."""
+    made = cls.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        global _agent_outcomes
+        made(self, *args, **kwargs)
+        origin = _agent_frame()
+        if origin is not None and _agent_outcomes < AGENT_OUTCOMES_WRITTEN:
+            _agent_outcomes += 1
+            _write("agent_outcome", kind=kind, origin=origin[:_NAME_CHARS], node=_node)
+
+    cls.__init__ = __init__
+
+
+def _watch_outcomes() -> None:
+    try:
+        import pytest
+    except ImportError:
+        return
+    for kind, raiser in (("skip", "skip"), ("xfail", "xfail"), ("exit", "exit")):
+        cls = getattr(getattr(pytest, raiser, None), "Exception", None)
+        if isinstance(cls, type):
+            _watch(cls, kind)
+
+
+def _path_of(node: Any) -> str:
+    path = getattr(node, "path", None) or getattr(node, "fspath", None) or ""
+    return str(path)[:_NAME_CHARS]
+
+
+def _write(event: str, **fields: Any) -> None:
+    if _fd is None or os.getpid() != _pid:
+        return  # not the witnessed process (a fork of it writes nothing)
+    line = (
+        json.dumps(
+            dict(fields, e=event, pid=os.getpid()), separators=(",", ":"), ensure_ascii=False
+        )
+        + "\n"
+    )
+    with contextlib.suppress(OSError):
+        os.write(_fd, line.encode("utf-8", "replace"))
+
+
+def _exited() -> None:
+    _write("exit")
+
+
+def start(folder: str, argv: Any) -> None:
+    """Witness this process: called by the start-up hook in a process that runs pytest."""
+    global _fd, _pid
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
+    flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        _fd = os.open(os.path.join(folder, f"{os.getpid()}.jsonl"), flags, 0o644)
+    except OSError:
+        return
+    _pid = os.getpid()
+    _write("start", argv=[str(a)[:_NAME_CHARS] for a in list(argv)[:32]])
+    atexit.register(_exited)
+
+
+def pytest_configure(config: Any) -> None:
+    if _fd is not None and getattr(config, "workerinput", None) is None:  # not a worker
+        _write("configured")
+        _watch_outcomes()
+
+
+def pytest_collectstart(collector: Any) -> None:
+    global _node
+    _node = _path_of(collector)
+
+
+def pytest_runtest_protocol(item: Any, nextitem: Any) -> None:
+    global _node
+    _node = _path_of(item)
+
+
+def pytest_sessionstart(session: Any) -> None:
+    _write("sessionstart")
+
+
+def pytest_collection_finish(session: Any) -> None:
+    _write("collected", n=len(getattr(session, "items", ()) or ()))
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    global _reports
+    outcome = str(getattr(report, "outcome", "?"))[:32]
+    when = str(getattr(report, "when", "?"))[:16]
+    _counts[outcome] = _counts.get(outcome, 0) + 1
+    _reports += 1
+    if _reports <= REPORTS_WRITTEN:
+        nodeid = str(getattr(report, "nodeid", ""))[:_NAME_CHARS]
+        _write("report", nodeid=nodeid, when=when, outcome=outcome)
+
+
+def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
+    try:
+        status: Optional[int] = int(exitstatus)
+    except (TypeError, ValueError):
+        status = None
+    _write("finish", exitstatus=status, counts=dict(_counts), reports=_reports)

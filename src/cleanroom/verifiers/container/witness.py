@@ -1,0 +1,264 @@
+"""What the runner witness saw of each pytest run in a sealed verifier, and whether it
+contradicts the reward test.sh wrote.
+
+The witness (``python_guard/witness.py``, loaded by the start-up hook into the one pytest
+process test.sh starts) writes JSON lines to a folder bound from the host. This module
+turns those lines into typed records; the host reads the folder only after the
+verifier's container is stopped, each file no-follow, non-blocking and under a cap.
+
+A contradiction is a pytest process that did not end the way a pytest run ends, or whose
+result code of the agent's decided:
+
+- it started a session and never finished it (a module under test that calls
+  ``os._exit(0)`` or ``os.execv`` at import, or from a test);
+- it never reached the interpreter's normal end (an exit handler that ends the process
+  with a status of its own);
+- pytest finished with status 0 although the witness saw a test fail;
+- a test file outside the agent's state was skipped, expected to fail or had pytest exit
+  from code of the agent's state (``pytest.skip()`` in the module under test, a
+  ``pytest.exit(returncode=0)`` at its import): pytest's status then says nothing of
+  the task's tests.
+ test.sh's exit and its reward then say nothing
+about the tests, and a success it claims is the agent's 0 (`Reason.RUNNER_EXITED_EARLY`).
+Only a success is judged: a run that failed failed whatever its witness says.
+
+What the witness cannot see: code of the agent's that runs inside the pytest process
+can do whatever that process can, including writing the witness's own records before it
+exits, patching pytest's hooks, or editing the test module's functions in memory. The
+witness closes the cheap route (the process cut short), not in-process deception.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cleanroom.host_files import read_capped
+from cleanroom.verifiers.container.reward import FileKind
+from cleanroom.verifiers.container.tamper import under
+
+# One witness file per pytest process; more than this many is not read.
+MAX_RUNS = 64
+WITNESS_CAP_BYTES = 4 << 20
+FILE_NAME = re.compile(r"^([0-9]{1,10})\.jsonl$")
+MAX_AGENT_OUTCOMES = 100
+_RAISED = {"skip": "a skip", "xfail": "an expected failure", "exit": "pytest's exit"}
+# Entries of the witness folder looked at, at most (its files are written by the
+# verifier's processes, so code of the agent's running there could fill it).
+MAX_ENTRIES = 4 * MAX_RUNS
+# pytest's exit statuses the witness reads (``pytest.ExitCode``).
+_OK = 0
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """A skip, an expected failure or an exit of pytest's raised while code of the
+    agent's state ran: ``origin`` is that code's file, ``node`` the test file pytest was
+    collecting or running."""
+
+    kind: str
+    origin: str
+    node: str
+
+
+def _in_any(path: str, folders: tuple[str, ...]) -> bool:
+    norm = posixpath.normpath(path) if path else ""
+    return any(under(norm, f) for f in folders)
+
+
+@dataclass(frozen=True)
+class RunnerRun:
+    """One pytest process, as its witness recorded it."""
+
+    pid: int
+    argv: tuple[str, ...] = ()
+    configured: bool = False
+    session_started: bool = False
+    collected: int | None = None
+    finished: bool = False
+    exit_status: int | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    exited: bool = False
+    agent_outcomes: tuple[AgentOutcome, ...] = ()
+    # Lines that were not a record of this process (junk, another pid's, too long).
+    foreign_lines: int = 0
+
+    def contradiction(self, state_paths: tuple[str, ...]) -> str | None:
+        """Why this run does not end as a pytest run ends, or why its result is the
+        agent's code's (``state_paths``: what the verifier got of the agent's), or None."""
+        what = f"pytest (pid {self.pid})"
+        if self.session_started and not self.finished:
+            seen = f"collected {self.collected} test(s)" if self.collected is not None else ""
+            ran = sum(self.counts.values())
+            return (
+                f"{what} started its session and never finished it"
+                f"{' (' + seen + ')' if seen else ''}{f', {ran} report(s)' if ran else ''}: "
+                f"the process ended before its tests did"
+            )
+        if not self.exited:
+            after = (
+                f" after pytest finished with status {self.exit_status}" if self.finished else ""
+            )
+            return (
+                f"{what} never reached the interpreter's normal end{after}: code it ran "
+                f"ended the process (an exit status of its own)"
+            )
+        failed = self.counts.get("failed", 0)
+        if self.finished and self.exit_status == _OK and failed:
+            return (
+                f"{what} finished with status 0 although the witness saw {failed} failed "
+                f"test report(s)"
+            )
+        for made in self.agent_outcomes:
+            if _in_any(made.origin, state_paths) and not _in_any(made.node, state_paths):
+                raised = _RAISED.get(made.kind, f"a {made.kind!r}")
+                return (
+                    f"in {what}, code of the agent's ({made.origin}) raised {raised} while "
+                    f"pytest was on the task's tests ({made.node or 'no file'})"
+                )
+        return None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "argv": list(self.argv[:8]),
+            "collected": self.collected,
+            "finished": self.finished,
+            "exit_status": self.exit_status,
+            "counts": self.counts,
+            "exited": self.exited,
+            "agent_outcomes": [
+                {"kind": a.kind, "origin": a.origin, "node": a.node}
+                for a in self.agent_outcomes[:8]
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class WitnessReport:
+    """Every pytest process the witness saw in one verifier run."""
+
+    runs: tuple[RunnerRun, ...] = ()
+    # What the verifier got of the agent's: code there is the agent's.
+    state_paths: tuple[str, ...] = ()
+    # Names in the witness folder no witness writes, and runs beyond `MAX_RUNS`: noted,
+    # never read.
+    unread: tuple[str, ...] = ()
+    # A witness's file that is no regular file under the cap (a link, a FIFO, a file too
+    # large): the witness never makes one, so something else in the process did.
+    spoiled: tuple[str, ...] = ()
+
+    @property
+    def contradiction(self) -> str | None:
+        """The first run's contradiction, or None when every run ended as pytest does."""
+        if self.spoiled:
+            return (
+                f"the runner witness's record {self.spoiled[0]} was replaced by something "
+                f"the witness never writes"
+            )
+        for run in self.runs:
+            why = run.contradiction(self.state_paths)
+            if why is not None:
+                return why
+        return None
+
+    def summary(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"runs": [r.summary() for r in self.runs]}
+        if self.unread:
+            found["unread"] = list(self.unread[:8])
+        if self.spoiled:
+            found["spoiled"] = list(self.spoiled[:8])
+        return found
+
+
+def parse_run(pid: int, data: bytes) -> RunnerRun:
+    """The run recorded in one witness file, written by process ``pid``."""
+    fields: dict[str, Any] = {"pid": pid}
+    made: list[AgentOutcome] = []
+    foreign = 0
+    for raw in data.splitlines():
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            foreign += 1
+            continue
+        if not isinstance(record, dict) or record.get("pid") != pid:
+            foreign += 1
+            continue
+        event = record.get("e")
+        if event == "start":
+            argv = record.get("argv")
+            if isinstance(argv, list):
+                fields["argv"] = tuple(str(a) for a in argv)
+        elif event == "configured":
+            fields["configured"] = True
+        elif event == "sessionstart":
+            fields["session_started"] = True
+        elif event == "collected":
+            fields["collected"] = _count(record.get("n"))
+        elif event == "finish":
+            fields["finished"] = True
+            fields["exit_status"] = _count(record.get("exitstatus"))
+            counts = record.get("counts")
+            if isinstance(counts, dict):
+                fields["counts"] = {
+                    str(k)[:32]: n
+                    for k, v in list(counts.items())[:16]
+                    if (n := _count(v)) is not None
+                }
+        elif event == "exit":
+            fields["exited"] = True
+        elif event == "agent_outcome" and len(made) < MAX_AGENT_OUTCOMES:
+            made.append(
+                AgentOutcome(
+                    str(record.get("kind", ""))[:16],
+                    str(record.get("origin", ""))[:300],
+                    str(record.get("node", ""))[:300],
+                )
+            )
+        elif event != "report":
+            foreign += 1
+    return RunnerRun(**fields, agent_outcomes=tuple(made), foreign_lines=foreign)
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value < 1 << 31 else None
+
+
+def read_witness(folder: Path, state_paths: list[str]) -> WitnessReport:
+    """What the witness wrote to ``folder`` (the host's side of its bound folder), read
+    once nothing runs in the verifier's container: names in the folder are looked at up
+    to `MAX_ENTRIES`, each file no-follow and under `WITNESS_CAP_BYTES`."""
+    runs: list[RunnerRun] = []
+    unread: list[str] = []
+    spoiled: list[str] = []
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        with os.scandir(fd) as entries:
+            names = []
+            for n, entry in enumerate(entries):
+                if n >= MAX_ENTRIES:
+                    unread.append(f"more than {MAX_ENTRIES} entries")
+                    break
+                names.append(entry.name)
+    finally:
+        os.close(fd)
+    for name in sorted(names):
+        matched = FILE_NAME.match(name)
+        if matched is None or len(runs) >= MAX_RUNS:
+            unread.append(name[:80])
+            continue
+        found = read_capped(folder, name, name, WITNESS_CAP_BYTES)
+        if found.kind is not FileKind.REGULAR:
+            spoiled.append(f"{name} ({found.note or found.kind.value})")
+            continue
+        runs.append(parse_run(int(matched.group(1)), found.data))
+    state = tuple(posixpath.normpath(p) for p in state_paths)
+    return WitnessReport(tuple(runs), state, tuple(unread), tuple(spoiled))
