@@ -8,7 +8,8 @@ is the task's own environment and is flagged with its build log.
 
 Flags come in three severities. A `task` flag is a problem of the task (its environment
 does not build, it passes with no work, its oracle fails, it is flaky, its answers are
-visible to the agent, an OSWorld checker accepts a near miss). `naive` is what a naive
+visible to the agent, its tests pass when every file the oracle wrote is a program that
+succeeds at once, an OSWorld checker accepts a near miss). `naive` is what a naive
 verifier (``shared``, what Harbor does by default) lets through: the fix is the verifier
 mode, not the task, so it is counted and shown but does not fail the audit. `cleanroom`
 is a forging probe that succeeded under ``sealed``: a bug of cleanroom's own.
@@ -33,6 +34,7 @@ class Flag(StrEnum):
     FLAKY = "flaky"
     ANSWERS_VISIBLE = "answers_visible"
     NEAR_MISS_ACCEPTED = "near_miss_accepted"
+    TRUSTS_AGENT_EXIT = "trusts_agent_exit"
     FORGEABLE_SHARED = "forgeable_shared"
     FORGEABLE_SEALED = "forgeable_sealed"
 
@@ -191,14 +193,21 @@ class ContainerRuns:
     has_oracle: bool = True
     answers: RunRecord | None = None
     visible: list[dict[str, str]] = field(default_factory=list)
-    # Per probe id: its run under shared and under sealed.
+    # Per probe id: its run under shared and under sealed (the forging probes, and the
+    # link probe when it had an output of the oracle's to link).
     probes: dict[str, tuple[RunRecord, RunRecord]] = field(default_factory=dict)
+    # The code-under-test probe (`probes.OracleProbe.SUCCEED`) under sealed.
+    succeed: RunRecord | None = None
+    # Runs made and judged not applicable, with why (a probe with nothing to replace).
+    skipped: list[tuple[RunRecord, str]] = field(default_factory=list)
 
     def all_runs(self) -> tuple[RunRecord, ...]:
         runs = [r for r in (self.noop,) if r is not None] + list(self.repeats)
         runs += [self.answers] if self.answers is not None else []
         for shared, sealed in self.probes.values():
             runs += [shared, sealed]
+        runs += [self.succeed] if self.succeed is not None else []
+        runs += [run for run, _ in self.skipped]
         return tuple(runs)
 
 
@@ -244,8 +253,43 @@ def judge_container(runs: ContainerRuns) -> TaskAudit:
                 )
             )
     _judge_probes(runs, truth, findings, unaudited)
-    notes = () if runs.has_oracle else (NO_ORACLE,)
-    return TaskAudit(tuple(findings), tuple(unaudited), runs.all_runs(), notes)
+    notes = [] if runs.has_oracle else [NO_ORACLE]
+    notes += _judge_succeed(runs.succeed, truth, findings, unaudited)
+    notes += [f"{run.label}: {why}" for run, why in runs.skipped]
+    return TaskAudit(tuple(findings), tuple(unaudited), runs.all_runs(), tuple(notes))
+
+
+# The reasons a sealed verifier gives a code-under-test probe when it saw through it.
+_SEEN_THROUGH = frozenset({"runner_cut_short", "tamper"})
+
+
+def _judge_succeed(
+    run: RunRecord | None, truth: float, findings: list[Finding], unaudited: list[Unaudited]
+) -> list[str]:
+    """The code-under-test probe: tests that pass when every file the oracle wrote
+    succeeds at once trust the exit of the agent's code (a task flag); a sealed verifier
+    that saw through it (the runner witness) is noted."""
+    if run is None:
+        return []
+    if not run.valid:
+        unaudited.append(_unaudited("code-under-test probe", run))
+        return []
+    if run.status == "success" and (run.score or 0.0) > truth:
+        findings.append(
+            Finding(
+                Flag.TRUSTS_AGENT_EXIT,
+                "the tests pass when every file the oracle wrote is a program that succeeds "
+                "at once and prints nothing: they trust the exit of the agent's code",
+                (run.describe(),),
+            )
+        )
+        return []
+    if run.reason in _SEEN_THROUGH:
+        return [
+            f"{run.describe()}: sealed saw the code under test cut its tests short; the "
+            f"tests themselves trust its exit"
+        ]
+    return []
 
 
 def _judge_repeats(

@@ -28,7 +28,10 @@ _MEANING = {
     Flag.FLAKY: "repeated runs of the same agent disagree",
     Flag.ANSWERS_VISIBLE: "tests, solution or expected outputs readable by the agent",
     Flag.NEAR_MISS_ACCEPTED: "the OSWorld checker accepts a known-wrong action",
-    Flag.FORGEABLE_SHARED: "forging probes fool the naive verifier (shared); sealed holds",
+    Flag.TRUSTS_AGENT_EXIT: "the tests pass when the agent's code succeeds at once and prints "
+    "nothing: they trust its exit",
+    Flag.FORGEABLE_SHARED: "forging probes (a planted reward, a link to the tests' own file) "
+    "fool the naive verifier (shared); sealed holds",
     Flag.FORGEABLE_SEALED: "a forging probe fooled sealed: a cleanroom bug",
 }
 

@@ -2,7 +2,9 @@
 
 A container task runs through the container verifier (`verify_task`), one rollout per
 check: the no-op under ``sealed`` (which also builds the image), the oracle repeated,
-the answers probe, and each forging probe under ``shared`` and ``sealed``. An OSWorld
+the answers probe, each forging probe under ``shared`` and ``sealed``, and the probes
+that start from the oracle's work: the link probe under both (when an output of the
+oracle's equals a file of the tests) and the code-under-test probe under ``sealed``. An OSWorld
 task runs through the checker validator's phases (`run_phase`) and its near misses.
 Whatever goes wrong, including a bug of cleanroom's own, ends as a `TaskAudit` with the
 check that could not be made and why, never as a traceback.
@@ -32,9 +34,14 @@ from cleanroom.audit.probes import (
     ANSWERS_LIST,
     ANSWERS_SCRIPT,
     DEFAULT_PROBES,
+    TESTS_LIST,
+    OracleProbe,
     answer_files,
     answers_list,
+    digests_of_tests,
     forging_probes,
+    oracle_probe_script,
+    probe_replaced,
     visible_answers,
 )
 from cleanroom.core.outcomes import Reason, Status
@@ -138,7 +145,53 @@ def _audit_container(task_dir: Path, job_id: str, settings: AuditSettings) -> Ta
             run(f"probe {attack.id}", agent, shared),
             run(f"probe {attack.id}", agent, sealed),
         )
+    if runs.has_oracle and not task.steps:
+        _probe_from_oracle(task, runs, run, shared, sealed)
     return judge_container(runs)
+
+
+def _probe_from_oracle(
+    task: Task, runs: ContainerRuns, run: Runner, shared: VerifyOptions, sealed: VerifyOptions
+) -> None:
+    """The link probe (under shared beside its control, then under sealed when the links
+    did the forging) and the code-under-test probe (under sealed)."""
+    config = task.config
+    workdir = config.environment.workdir
+    roots = [workdir] if workdir and workdir != "/" else []
+    roots += [*config.verifier.state, *(e.source for e in config.artifact_entries)]
+    files = ((TESTS_LIST, digests_of_tests(task.tests_dirs)),)
+
+    def agent(kind: OracleProbe) -> AgentSpec:
+        script = oracle_probe_script(kind, roots)
+        return AgentSpec.script_with_solution(script, f"probe {kind.value}", files)
+
+    def probe(kind: OracleProbe, options: VerifyOptions) -> RunRecord | None:
+        """The probe's run, or None when it had nothing to replace (noted)."""
+        record = run(f"probe {kind.value}", agent(kind), options)
+        phase = record.outcome.get("details", {}).get("agent_phase", {})
+        if record.valid and not probe_replaced(str(phase.get("output_tail", ""))):
+            runs.skipped.append((record, _NOTHING_TO_REPLACE[kind]))
+            return None
+        return record
+
+    linked = probe(OracleProbe.LINK, shared)
+    control = probe(OracleProbe.REMOVE, shared) if linked is not None else None
+    if linked is not None and control is not None:
+        if control.valid and (control.score or 0.0) >= (linked.score or 0.0):
+            why = "the tests score as well without the outputs the link probe links: no link forged"
+            runs.skipped += [(linked, why), (control, why)]
+        else:
+            runs.skipped.append((control, "the link probe's control: those outputs removed"))
+            again = run(f"probe {OracleProbe.LINK.value}", agent(OracleProbe.LINK), sealed)
+            runs.probes[OracleProbe.LINK.value] = (linked, again)
+    runs.succeed = probe(OracleProbe.SUCCEED, sealed)
+
+
+_NOTHING_TO_REPLACE = {
+    OracleProbe.LINK: "not applicable: no output of the oracle's equals a file of the tests",
+    OracleProbe.REMOVE: "not applicable: no output of the oracle's equals a file of the tests",
+    OracleProbe.SUCCEED: "not applicable: the oracle wrote no file where the verifier looks",
+}
 
 
 def _has_oracle(task: Task) -> bool:

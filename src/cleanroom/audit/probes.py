@@ -9,13 +9,27 @@
   files (the expected outputs among them) anywhere it can read in its container. Files
   are matched by size and SHA-256, so a copy under any name is found, and nothing of the
   answers themselves is handed to the agent's container, only their digests.
+- Probes that start from the oracle's work (`oracle_probe_script`): the task's solution
+  runs, and the files it wrote where the verifier looks (the work dir, the declared
+  state, the artifacts, new top-level folders) are then replaced:
+  - `OracleProbe.LINK`: each output equal to a file of the tests (up to white space)
+    becomes a link to that file in ``/tests``. A verifier that follows it compares the
+    tests' own file with itself: the answer is forged by one ``ln -s``. Its control,
+    `OracleProbe.REMOVE`, removes those outputs instead: only when the tests pass with
+    the links and fail without them did the links do the forging.
+  - `OracleProbe.SUCCEED`: every output becomes a program that succeeds at once and
+    prints nothing (``import os; os._exit(0)`` for a Python module, ``exit 0`` for any
+    other file). Tests that still pass trust the exit of the agent's code, not what it
+    does.
 """
 
 from __future__ import annotations
 
 import hashlib
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from cleanroom.redteam.catalogue import Attack, by_id
@@ -95,3 +109,97 @@ def visible_answers(output: str, files: list[AnswerFile]) -> list[dict[str, str]
         if mark == FOUND_MARK and digest in names and path:
             seen.append({"path": path, "matches": names[digest]})
     return seen
+
+
+class OracleProbe(StrEnum):
+    """What a probe that starts from the oracle's work does to the files it wrote."""
+
+    LINK = "link-to-tests"
+    REMOVE = "remove-linked"  # the link probe's control
+    SUCCEED = "succeed-at-once"
+
+
+# What the probes print: one line per file replaced, and a line when nothing applied.
+PROBE_MARK = "cleanroom-probe"
+NOT_APPLICABLE = f"{PROBE_MARK}: not applicable"
+# Where the link probe finds the tests' digests (`digests_of_tests`).
+TESTS_LIST = "tests-digests"
+_WHITE_SPACE = b" \t\r\n"
+
+
+def digests_of_tests(tests_dirs: Iterable[Path]) -> bytes:
+    """One ``sha256 /tests/NAME`` line per regular file of the tests (later folders over
+    earlier ones, as ``/tests`` is made), of its content without white space."""
+    found: dict[str, str] = {}
+    for root in tests_dirs:
+        if not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*")):
+            if path.is_symlink() or not path.is_file() or path.name == "test.sh":
+                continue
+            data = path.read_bytes().translate(None, _WHITE_SPACE)
+            if data:
+                found[path.relative_to(root).as_posix()] = hashlib.sha256(data).hexdigest()
+    return "".join(f"{digest} /tests/{name}\n" for name, digest in found.items()).encode()
+
+
+# How each probe replaces one file ``$f`` the oracle wrote (a step of the loop below).
+_REPLACE_STEPS = {
+    OracleProbe.LINK: rf"""
+    sum=$(tr -d ' \t\r\n' < "$f" | sha256sum | cut -d' ' -f1)
+    target=$(grep -m1 "^$sum " "$list" | cut -d' ' -f2-)
+    [ -n "$target" ] || continue
+    rm -f -- "$f" && ln -s -- "$target" "$f" && echo "{PROBE_MARK}: $f -> $target"
+""",
+    OracleProbe.REMOVE: rf"""
+    sum=$(tr -d ' \t\r\n' < "$f" | sha256sum | cut -d' ' -f1)
+    grep -q "^$sum " "$list" || continue
+    rm -f -- "$f" && echo "{PROBE_MARK}: removed $f"
+""",
+    OracleProbe.SUCCEED: rf"""
+    case "$f" in
+      *.py) printf 'import os\nos._exit(0)\n' > "$f" ;;
+      *) printf '#!/bin/sh\nexit 0\n' > "$f" && chmod +x -- "$f" ;;
+    esac && echo "{PROBE_MARK}: $f"
+""",
+}
+
+
+def oracle_probe_script(probe: OracleProbe, roots: Iterable[str]) -> str:
+    """The agent script of ``probe``: the task's solution (at ``/solution``) runs in the
+    work dir, then every regular file it created or changed under ``roots`` (and in
+    top-level folders that did not exist before) is replaced as ``probe`` says."""
+    quoted = " ".join(shlex.quote(r) for r in roots)
+    replace = _REPLACE_STEPS[probe]
+    return rf"""#!/bin/bash
+# The audit's {probe.value} probe (cleanroom.audit.probes).
+list=/tmp/cleanroom-attack/{TESTS_LIST}
+roots=({quoted})
+listing() {{
+  for r in "${{roots[@]}}" "${{fresh[@]}}"; do
+    [ -e "$r" ] && find "$r" -xdev -type f -print0 2>/dev/null
+  done | xargs -0 -r sha256sum 2>/dev/null | sort
+}}
+fresh=()
+ls -A / > /tmp/cleanroom-probe-top
+before=$(listing)
+bash /solution/solve.sh > /tmp/cleanroom-probe-oracle.log 2>&1
+echo "{PROBE_MARK}: the oracle exited $?"
+while IFS= read -r top; do
+  grep -qxF -- "$top" /tmp/cleanroom-probe-top || fresh+=("/$top")
+done < <(ls -A /)
+replaced=0
+while IFS= read -r line; do
+  f=${{line#* }}; f=${{f# }}; f=${{f#\*}}
+  grep -qxF -- "$line" <<< "$before" && continue
+  [ -f "$f" ] && [ ! -L "$f" ] || continue{replace.rstrip()}
+  replaced=$((replaced + 1))
+done < <(listing)
+[ "$replaced" -gt 0 ] || echo "{NOT_APPLICABLE}: no file the oracle wrote to replace"
+exit 0
+"""
+
+
+def probe_replaced(output: str) -> bool:
+    """Whether an oracle probe replaced anything (its output says so)."""
+    return NOT_APPLICABLE not in output

@@ -50,9 +50,10 @@ class Reason(StrEnum):
     # The verifier failed on the agent's state (time, reward, setup) and ran cleanly on the
     # pristine one in the same run.
     BROKE_VERIFIER = "broke_verifier"
-    # A success test.sh claimed while the test runner's witness saw its process cut short
-    # (a session never finished, an exit before the interpreter's normal end).
-    RUNNER_EXITED_EARLY = "runner_exited_early"
+    # A success test.sh claimed while the test runner's witness saw the agent's code cut
+    # the run short: a session never finished, an exit status replaced at the end, the
+    # task's tests skipped or the session ended by code of the agent's.
+    RUNNER_CUT_SHORT = "runner_cut_short"
 
     @property
     def cause(self) -> Cause:
@@ -67,7 +68,7 @@ _AGENT_REASONS = frozenset(
         Reason.WORKSPACE_TOO_LARGE,
         Reason.UNFREEZABLE,
         Reason.BROKE_VERIFIER,
-        Reason.RUNNER_EXITED_EARLY,
+        Reason.RUNNER_CUT_SHORT,
     }
 )
 

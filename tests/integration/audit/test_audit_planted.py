@@ -18,8 +18,11 @@ PLANTED = {
     "good": [],
     "noop-passes": ["passes_with_no_work"],
     "oracle-fails": ["oracle_fails"],
-    "answers-visible": ["answers_visible"],
+    # The report is compared through whatever the agent left: a link forges it (shared).
+    "answers-visible": ["answers_visible", "forgeable_shared"],
     "build-fails": ["build_fails"],
+    "link-forged": ["forgeable_shared"],
+    "trusts-exit": ["trusts_agent_exit"],
 }
 
 
@@ -60,6 +63,31 @@ def test_each_flag_carries_its_evidence(mixed: tuple[AuditRun, Path]) -> None:
     assert "no-op [sealed]: success" in noop["evidence"]
 
 
+def test_a_task_forged_by_a_link_is_shown_by_the_link_probe_and_held_by_sealed(
+    mixed: tuple[AuditRun, Path],
+) -> None:
+    run, _ = mixed
+    task = run.task("link-forged")
+    (forged,) = task["findings"]
+    assert forged["runs"] == ["link-to-tests: probe link-to-tests [shared]: success, score 1"]
+    probes = {(r["label"], r["mode"]): r["outcome"] for r in task["runs"]}
+    assert probes[("probe link-to-tests", "sealed")]["reason"] == "tamper"
+    # The control: without the linked output the tests fail, so the link did the forging.
+    assert probes[("probe remove-linked", "shared")]["outcome"] == "failure"
+    assert task["verdict"] == "clean"  # what only a naive verifier lets through
+
+
+def test_a_task_that_trusts_the_agents_exit_code_is_flagged_by_the_code_probe(
+    mixed: tuple[AuditRun, Path],
+) -> None:
+    run, _ = mixed
+    task = run.task("trusts-exit")
+    (trusts,) = task["findings"]
+    assert trusts["runs"] == ["probe succeed-at-once [sealed]: success, score 1"]
+    assert "trust the exit of the agent's code" in trusts["evidence"]
+    assert task["verdict"] == "flagged"
+
+
 def test_the_terminal_summary_of_the_resumed_audit_shows_the_same_flags(
     mixed: tuple[AuditRun, Path],
 ) -> None:
@@ -69,7 +97,8 @@ def test_the_terminal_summary_of_the_resumed_audit_shows_the_same_flags(
     lines = again.proc.stdout.splitlines()
     for name, flags in PLANTED.items():
         (row,) = [line for line in lines if f" {name} " in line and "│" in line]
-        assert ("flagged" in row) == bool(flags), row
+        # What only a naive verifier lets through does not fail the audit.
+        assert ("flagged" in row) == any(f != "forgeable_shared" for f in flags), row
         for flag in flags:
             assert flag in row
     assert f"results: {run.run_dir}" in again.proc.stdout

@@ -26,7 +26,7 @@ AUDITED = {
     "good": [],
     "noop-passes": ["passes_with_no_work"],
     "oracle-fails": ["oracle_fails"],
-    "answers-visible": ["answers_visible"],
+    "answers-visible": ["answers_visible", "forgeable_shared"],
 }
 
 

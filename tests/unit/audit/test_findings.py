@@ -135,3 +135,60 @@ def test_a_task_audit_survives_its_json_round_trip() -> None:
     from cleanroom.audit.findings import TaskAudit
 
     assert TaskAudit.from_json(audit.to_json()) == audit
+
+
+def test_tests_that_pass_when_the_code_succeeds_at_once_trust_the_agents_exit() -> None:
+    audit = judge_container(healthy(succeed=rec("probe succeed-at-once", OK)))
+
+    assert audit.flags == [Flag.TRUSTS_AGENT_EXIT]
+    assert audit.verdict == "flagged"
+    assert "succeed-at-once [sealed]: success" in audit.findings[0].runs[0]
+
+
+def test_a_partial_score_of_the_code_probe_is_no_pass() -> None:
+    audit = judge_container(healthy(succeed=rec("probe succeed-at-once", Outcome.failure(0.5))))
+
+    assert audit.flags == []
+
+
+def test_a_code_probe_the_runner_witness_saw_through_is_a_note_not_a_flag() -> None:
+    caught = Outcome.agent_fault(Reason.RUNNER_CUT_SHORT, "pytest never finished its session")
+
+    audit = judge_container(healthy(succeed=rec("probe succeed-at-once", caught)))
+
+    assert audit.flags == []
+    assert any("cut its tests short" in n for n in audit.notes)
+
+
+def test_an_invalid_code_probe_is_a_check_not_made() -> None:
+    audit = judge_container(healthy(succeed=rec("probe succeed-at-once", LOST)))
+
+    assert audit.flags == [] and audit.verdict == "could not audit"
+    assert audit.unaudited[0].check == "code-under-test probe"
+
+
+def test_a_link_probe_that_fools_shared_is_the_naive_verifiers_exposure() -> None:
+    probes = {"link-to-tests": (rec("probe link-to-tests", OK, "shared"), rec("l", ZERO))}
+
+    audit = judge_container(healthy(probes=probes))
+
+    assert audit.flags == [Flag.FORGEABLE_SHARED]
+    assert audit.verdict == "clean"
+
+
+def test_a_link_probe_that_fools_sealed_is_a_cleanroom_bug() -> None:
+    probes = {"link-to-tests": (rec("l", OK, "shared"), rec("probe link-to-tests", OK))}
+
+    audit = judge_container(healthy(probes=probes))
+
+    assert Flag.FORGEABLE_SEALED in audit.flags and audit.verdict == "flagged"
+
+
+def test_probes_with_nothing_to_replace_are_noted_with_their_runs() -> None:
+    skipped = [(rec("probe link-to-tests", OK, "shared"), "not applicable: nothing to link")]
+
+    audit = judge_container(healthy(skipped=skipped))
+
+    assert audit.flags == []
+    assert "probe link-to-tests: not applicable: nothing to link" in audit.notes
+    assert skipped[0][0] in audit.runs

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from cleanroom.audit.jobs import AuditInputError, JobKind, find_jobs
-from cleanroom.audit.probes import FOUND_MARK, answer_files, visible_answers
+from cleanroom.audit.probes import (
+    FOUND_MARK,
+    OracleProbe,
+    answer_files,
+    digests_of_tests,
+    oracle_probe_script,
+    visible_answers,
+)
 
 
 def make_task(root: Path, name: str) -> Path:
@@ -69,3 +77,30 @@ def test_answer_files_include_each_steps_tests_and_solution(tmp_path: Path) -> N
         "#!/bin/bash\necho the configured answer > /app/x\n"
     )
     assert [f.name for f in answer_files(task)] == ["steps/configure/solution/solve.sh"]
+
+
+def test_digests_of_tests_ignore_white_space_links_and_the_test_script(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    (tests / "data").mkdir(parents=True)
+    (tests / "expected.txt").write_text(" 42 \n")
+    (tests / "data" / "table.csv").write_text("a,b\r\n1,2\r\n")
+    (tests / "test.sh").write_text("#!/bin/bash\n")
+    (tests / "blank.txt").write_text(" \n")
+    (tests / "link.txt").symlink_to(tests / "expected.txt")
+
+    lines = digests_of_tests([tests]).decode().splitlines()
+
+    assert lines == [
+        f"{hashlib.sha256(b'a,b1,2').hexdigest()} /tests/data/table.csv",
+        f"{hashlib.sha256(b'42').hexdigest()} /tests/expected.txt",
+    ]
+
+
+@pytest.mark.parametrize("probe", list(OracleProbe))
+def test_every_oracle_probe_is_a_bash_script_bash_accepts(probe: OracleProbe) -> None:
+    script = oracle_probe_script(probe, ["/app", "/logs/artifacts", "/odd name/it's"])
+
+    checked = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
+
+    assert checked.returncode == 0, checked.stderr
+    assert "'/odd name/it'\"'\"'s'" in script  # roots are quoted for the shell

@@ -282,7 +282,7 @@ def test_a_reward_the_runner_witness_contradicts_is_the_agents_zero(reward: byte
     outcome = decide(ev)
 
     assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
-    assert outcome.reason is Reason.RUNNER_EXITED_EARLY
+    assert outcome.reason is Reason.RUNNER_CUT_SHORT
     assert outcome.caused_by is Cause.AGENT
     assert "never finished" in outcome.detail
     assert outcome.details["runner_witness"]["runs"][0]["pid"] == 9

@@ -262,7 +262,7 @@ class Rollout(Verification):
             ctr,
             argv,
             user=own.user if own is not None and own.user is not None else agent.user,
-            env=self.solution_env if self.agent.kind == "solution" else None,
+            env=self.solution_env if self.agent.runs_solution else None,
             workdir=self.workdir,
             timeout=own.timeout_sec if own is not None and own.timeout_sec else agent.timeout_sec,
         )
@@ -276,12 +276,13 @@ class Rollout(Verification):
     def _agent_argv(self, ctr: str) -> list[str] | None:
         if self.agent.kind == "noop":
             return None
-        if self.agent.kind == "solution":
+        if self.agent.runs_solution:
             solution = self.step.solution_dir if self.step is not None else self.task.solution_dir
             if not (solution / "solve.sh").is_file():
                 where = f"step {self.step.name!r}" if self.step is not None else self.task.name
                 raise RuntimeUnavailable(f"{where} has no solution/solve.sh")
             self.rt.put_dir(ctr, solution, "/solution")
+        if self.agent.kind == "solution":
             return ["bash", "/solution/solve.sh"]
         if self.agent.files:
             folder = self._workspace() / "agent-files"

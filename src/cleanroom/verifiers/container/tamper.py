@@ -12,6 +12,9 @@ diff of the agent phase is therefore evidence, in two parts:
 - **links**: a link of the agent's that, installed in the verifier's container, resolves
   into one of those places or cleanroom's own mounts (`links`): the route by which a
   test that reads the work dir would read the answer key or the reward folder;
+- **touched**: while the tests ran, code of the agent's state (the module under test)
+  touched the reward folder or changed what the task shipped in ``/tests``, as the runner
+  witness's audit hook saw it (`witness`);
 - **unseen**: every other change outside the state paths, which the verifier did not see
   (an honest ``apt-get install`` of a tool the agent needed, or a trojaned ``pytest``
   that no verifier process ran). Listed so that a task author can tell which state a
@@ -80,10 +83,13 @@ class TamperReport:
     # The agent's links that resolve into the verifier's places in its container, each
     # with where it came to rest (`links.Resolution`).
     links: tuple[str, ...] = field(default=())
+    # What code of the agent's touched in the verifier's places while the tests ran, as
+    # the runner witness saw it (`witness.WitnessReport.touched`).
+    touched: tuple[str, ...] = field(default=())
 
     @property
     def tampered(self) -> bool:
-        return bool(self.protected or self.planted or self.links)
+        return bool(self.protected or self.planted or self.links or self.touched)
 
     @property
     def paths(self) -> list[str]:
@@ -93,6 +99,7 @@ class TamperReport:
             [str(c) for c in self.protected]
             + [f"planted {p}" for p in self.planted]
             + [f"link {line}" for line in self.links]
+            + [f"touched {line}" for line in self.touched]
         )
 
     @property

@@ -11,7 +11,7 @@ the reward, which is parsed with Harbor's meaning and checked. A missing reward 
 0 (a test script that writes the reward only on success is the common case), and so is a
 ``reward.json`` of several metrics with no single reward; a partial reward with a non-zero
 exit is graded by that reward. A reward above 0 that the runner witness contradicts (a
-pytest process cut short) is the agent's 0 (`Reason.RUNNER_EXITED_EARLY`).
+pytest process cut short) is the agent's 0 (`Reason.RUNNER_CUT_SHORT`).
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ def decide(ev: Evidence) -> Outcome:
     if ev.tamper is not None and ev.tamper.tampered:
         n = len(ev.tamper.paths)
         why = (
-            f"the agent wrote into or linked to the verifier's own places (tests, reward) "
-            f"{n} time(s)"
+            f"the agent wrote into, linked to or (from its code, while the tests ran) "
+            f"touched the verifier's own places (tests, reward) {n} time(s)"
         )
         return Outcome.agent_fault(Reason.TAMPER, why, **details)
     if ev.agent_fault is not None:
@@ -112,7 +112,7 @@ def decide(ev: Evidence) -> Outcome:
     contradiction = ev.witness.contradiction if ev.witness is not None else None
     if reward.score > 0 and contradiction is not None:
         why = f"test.sh claimed a reward of {reward.score:g}, but {contradiction}"
-        return Outcome.agent_fault(Reason.RUNNER_EXITED_EARLY, why, **details)
+        return Outcome.agent_fault(Reason.RUNNER_CUT_SHORT, why, **details)
     return Outcome.from_score(reward.score, **details)
 
 

@@ -641,6 +641,9 @@ class Verification:
             self.ev.text_file = read_capped(reward_dir, posixpath.basename(text_path), text_path)
             if self.plan.freezes_agent:
                 self.ev.witness = read_witness(folders.witness, self.agent_paths)
+                touched = self.ev.witness.touched
+                if touched and self.ev.tamper is not None:
+                    self.ev.tamper = replace(self.ev.tamper, touched=touched)
 
     def _state_paths(self, changes: list[Change]) -> list[str]:
         """The work dir, the declared state, and top-level folders the agent created,
@@ -929,6 +932,9 @@ class Verification:
             "CLEANROOM_STATE": json.dumps(self.agent_paths),
             "CLEANROOM_WITNESS": WITNESS_DIR,
             "CLEANROOM_WITNESS_PLUGIN": self.witness_plugin,
+            "CLEANROOM_PLACES": json.dumps(
+                {"sealed": [self.vcfg.reward_dir, WITNESS_DIR], "shipped": [TESTS_DIR]}
+            ),
             "PYTHONPATH": f"{PYTHON_GUARD_DIR}:{own}" if own else PYTHON_GUARD_DIR,
         }
 

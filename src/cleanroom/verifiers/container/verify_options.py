@@ -11,7 +11,9 @@ from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """What runs in the agent phase: the task's solution, nothing, a command or a script."""
+    """What runs in the agent phase: the task's solution, nothing, a command, a script,
+    or a script that has the task's solution at ``/solution`` to run (an audit's probe
+    that starts from the oracle's work)."""
 
     kind: str
     text: str = ""
@@ -34,6 +36,17 @@ class AgentSpec:
     @classmethod
     def script(cls, text: str, label: str, files: tuple[tuple[str, bytes], ...] = ()) -> AgentSpec:
         return cls("script", text, label=label, files=files)
+
+    @classmethod
+    def script_with_solution(
+        cls, text: str, label: str, files: tuple[tuple[str, bytes], ...] = ()
+    ) -> AgentSpec:
+        return cls("script_with_solution", text, label=label, files=files)
+
+    @property
+    def runs_solution(self) -> bool:
+        """Whether the task's solution is put at ``/solution`` (and its environment given)."""
+        return self.kind in ("solution", "script_with_solution")
 
 
 @dataclass(frozen=True)

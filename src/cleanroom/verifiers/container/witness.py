@@ -19,7 +19,7 @@ result code of the agent's decided:
   ``pytest.exit(returncode=0)`` at its import): pytest's status then says nothing of
   the task's tests.
  test.sh's exit and its reward then say nothing
-about the tests, and a success it claims is the agent's 0 (`Reason.RUNNER_EXITED_EARLY`).
+about the tests, and a success it claims is the agent's 0 (`Reason.RUNNER_CUT_SHORT`).
 Only a success is judged: a run that failed failed whatever its witness says.
 
 What the witness cannot see: code of the agent's that runs inside the pytest process
@@ -72,6 +72,19 @@ def _in_any(path: str, folders: tuple[str, ...]) -> bool:
 
 
 @dataclass(frozen=True)
+class AgentTouch:
+    """Code of the agent's (``origin``) touching a verifier's place (``path``) through
+    ``event`` (an audit event: ``open``, ``os.rename``, ...) while pytest ran."""
+
+    event: str
+    path: str
+    origin: str
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.event} from {self.origin})"
+
+
+@dataclass(frozen=True)
 class RunnerRun:
     """One pytest process, as its witness recorded it."""
 
@@ -85,6 +98,7 @@ class RunnerRun:
     counts: dict[str, int] = field(default_factory=dict)
     exited: bool = False
     agent_outcomes: tuple[AgentOutcome, ...] = ()
+    touches: tuple[AgentTouch, ...] = ()
     # Lines that were not a record of this process (junk, another pid's, too long).
     foreign_lines: int = 0
 
@@ -132,6 +146,7 @@ class RunnerRun:
             "exit_status": self.exit_status,
             "counts": self.counts,
             "exited": self.exited,
+            "touched": [str(t) for t in self.touches[:8]],
             "agent_outcomes": [
                 {"kind": a.kind, "origin": a.origin, "node": a.node}
                 for a in self.agent_outcomes[:8]
@@ -152,6 +167,14 @@ class WitnessReport:
     # A witness's file that is no regular file under the cap (a link, a FIFO, a file too
     # large): the witness never makes one, so something else in the process did.
     spoiled: tuple[str, ...] = ()
+
+    @property
+    def touched(self) -> tuple[str, ...]:
+        """What code of the agent's touched in the verifier's places, one line each: the
+        agent's ``tamper``, whatever the reward."""
+        return tuple(
+            str(t) for run in self.runs for t in run.touches if _in_any(t.origin, self.state_paths)
+        )
 
     @property
     def contradiction(self) -> str | None:
@@ -180,6 +203,7 @@ def parse_run(pid: int, data: bytes) -> RunnerRun:
     """The run recorded in one witness file, written by process ``pid``."""
     fields: dict[str, Any] = {"pid": pid}
     made: list[AgentOutcome] = []
+    touches: list[AgentTouch] = []
     foreign = 0
     for raw in data.splitlines():
         try:
@@ -221,9 +245,19 @@ def parse_run(pid: int, data: bytes) -> RunnerRun:
                     str(record.get("node", ""))[:300],
                 )
             )
+        elif event == "agent_write" and len(touches) < MAX_AGENT_OUTCOMES:
+            touches.append(
+                AgentTouch(
+                    str(record.get("via", ""))[:32],
+                    str(record.get("path", ""))[:300],
+                    str(record.get("origin", ""))[:300],
+                )
+            )
         elif event != "report":
             foreign += 1
-    return RunnerRun(**fields, agent_outcomes=tuple(made), foreign_lines=foreign)
+    return RunnerRun(
+        **fields, agent_outcomes=tuple(made), touches=tuple(touches), foreign_lines=foreign
+    )
 
 
 def _count(value: object) -> int | None:
