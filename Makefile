@@ -1,5 +1,5 @@
 # The two commands a new user needs: `make demo` and `make test`. Both set up first.
-.PHONY: setup demo test lint typecheck unit bench soak clean
+.PHONY: setup demo test test-integrations lint typecheck unit bench soak clean
 
 VENV := .venv/bin
 
@@ -12,7 +12,12 @@ demo: setup
 # Two workers: the desktop tests one after another on one, the rest beside them
 # (tests/conftest.py).
 test: setup lint typecheck
-	$(VENV)/pytest -n 2 --dist loadgroup
+	$(VENV)/pytest -n 2 --dist loadgroup -m "not integrations"
+
+# What `make test` samples, in full: every attack of the state and runner classes
+# through Harbor.
+test-integrations: setup
+	$(VENV)/pytest -n 2 -m integrations
 
 lint:
 	$(VENV)/ruff check src tests bench soak

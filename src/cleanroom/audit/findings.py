@@ -200,6 +200,8 @@ class ContainerRuns:
     succeed: RunRecord | None = None
     # Runs made and judged not applicable, with why (a probe with nothing to replace).
     skipped: list[tuple[RunRecord, str]] = field(default_factory=list)
+    # What the audit did not run, and why.
+    notes: list[str] = field(default_factory=list)
 
     def all_runs(self) -> tuple[RunRecord, ...]:
         runs = [r for r in (self.noop,) if r is not None] + list(self.repeats)
@@ -256,6 +258,7 @@ def judge_container(runs: ContainerRuns) -> TaskAudit:
     notes = [] if runs.has_oracle else [NO_ORACLE]
     notes += _judge_succeed(runs.succeed, truth, findings, unaudited)
     notes += [f"{run.label}: {why}" for run, why in runs.skipped]
+    notes += runs.notes
     return TaskAudit(tuple(findings), tuple(unaudited), runs.all_runs(), tuple(notes))
 
 

@@ -184,7 +184,14 @@ def _probe_from_oracle(
             runs.skipped.append((control, "the link probe's control: those outputs removed"))
             again = run(f"probe {OracleProbe.LINK.value}", agent(OracleProbe.LINK), sealed)
             runs.probes[OracleProbe.LINK.value] = (linked, again)
-    runs.succeed = probe(OracleProbe.SUCCEED, sealed)
+    if config.verifier.live_processes:
+        # What is graded is a process the oracle left running, not the files it wrote.
+        runs.notes.append(
+            "probe succeed-at-once: not run: the verifier grades the agent's running "
+            "processes (live_processes), not the files they came from"
+        )
+    else:
+        runs.succeed = probe(OracleProbe.SUCCEED, sealed)
 
 
 _NOTHING_TO_REPLACE = {

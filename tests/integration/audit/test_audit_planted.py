@@ -54,7 +54,9 @@ def test_json_flags_exactly_the_planted_problems(mixed: tuple[AuditRun, Path]) -
 
 def test_each_flag_carries_its_evidence(mixed: tuple[AuditRun, Path]) -> None:
     run, _ = mixed
-    (visible,) = run.task("answers-visible")["findings"]
+    (visible,) = [
+        f for f in run.task("answers-visible")["findings"] if f["flag"] == "answers_visible"
+    ]
     assert "/opt/reference/expected-report.txt" in visible["evidence"]
     assert "tests/expected-report.txt" in visible["evidence"]
     (build,) = run.task("build-fails")["findings"]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cleanroom.core.outcomes import Status
+from cleanroom.core.outcomes import Reason, Status
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.task import Task
@@ -93,3 +93,22 @@ def test_a_non_utf8_top_level_folder_without_a_planted_reward_is_scored(
     outcome = verify_task(example("fix-median"), agent, runtime, VerifyOptions(Mode.SEALED))
 
     assert outcome.status is not Status.INVALID, (outcome.reason, outcome.detail)
+
+
+@pytest.mark.parametrize(("folders", "expected"), [(64, Status.SUCCESS), (65, Status.FAILURE)])
+def test_new_top_level_folders_past_the_cap_are_the_agents_zero_with_no_planted_reward(
+    example: Callable[[str], Task], runtime: DockerRuntime, folders: int, expected: Status
+) -> None:
+    # The honest fix beside the folders (a folder with something in it is state; an empty
+    # one is not carried): up to the cap it scores, past it the agent's 0.
+    task = example("fix-median")
+    fix = (task.solution_dir / "solve.sh").read_text()
+    make = f'for n in $(seq {folders}); do mkdir -p /made-$n && echo x > /made-$n/f; done\n'
+    agent = AgentSpec.script(fix + make, f"{folders} folders")
+
+    outcome = verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))
+
+    assert outcome.status is expected, (outcome.reason, outcome.detail)
+    if expected is Status.FAILURE:
+        assert outcome.reason is Reason.WORKSPACE_BROKEN
+        assert f"created {folders} new top-level folders" in outcome.detail

@@ -53,3 +53,25 @@ class HangingAgent(PlantingAgent):
         result = await environment.exec(command=hang)
         if result.return_code != 0:
             raise RuntimeError(f"writing stats.py failed: {result.stdout} {result.stderr}")
+
+
+class CatalogueAgent(PlantingAgent):
+    """Runs one attack of cleanroom's red-team catalogue as the agent
+    (``--agent-kwarg attack=ID``), as the red team runs it outside Harbor."""
+
+    def __init__(self, *args: object, attack: str = "", **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        from cleanroom.redteam.catalogue import by_id
+
+        self.attack = by_id(attack)
+
+    @staticmethod
+    def name() -> str:
+        return "cleanroom-test-catalogue-agent"
+
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
+        result = await environment.exec(command=self.attack.script)
+        if result.return_code != 0:
+            raise RuntimeError(f"{self.attack.id} failed: {result.stdout} {result.stderr}")

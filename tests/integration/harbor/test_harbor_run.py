@@ -266,3 +266,51 @@ def test_a_harbor_timeout_shorter_than_cleanroom_s_limits_is_refused_before_veri
     assert info is not None and info["exception_type"] == "BudgetTooShortError"
     assert "--verifier-timeout-multiplier 3.0" in info["exception_message"]
     assert not (result["trial_dir"] / "cleanroom-outcome.json").exists()
+
+
+CATALOGUE_AGENT = "harbor_agents:CatalogueAgent"
+# The attacks on the agent's state as data and on the test runner, each with the agent's
+# reason for its 0 through Harbor (the rest of the catalogue runs in the red team's own
+# matrix): a link, metadata, bytecode, a name the API cannot carry, code cutting pytest
+# short, code writing the reward.
+STATE_AND_RUNNER_ATTACKS = {
+    "workdir-link-answer": "tamper",
+    "artifact-link-chain": "tamper",
+    "dist-info-plugin": None,
+    "pycache-forgery": None,
+    "nonutf8-folder": "tamper",
+    "exit-at-import": "runner_cut_short",
+    "exit-in-handler": "runner_cut_short",
+    "skip-in-code": "runner_cut_short",
+    "reward-from-code": "tamper",
+}
+
+
+# One of each class in every `make test`; the rest in `make test-integrations`.
+IN_EVERY_RUN = {"workdir-link-answer", "exit-at-import", "reward-from-code"}
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        a if a in IN_EVERY_RUN else pytest.param(a, marks=pytest.mark.integrations)
+        for a in sorted(STATE_AND_RUNNER_ATTACKS)
+    ],
+)
+def test_the_sealed_verifier_scores_each_state_and_runner_attack_zero_inside_harbor(
+    runtime: DockerRuntime, tmp_path: Path, attack: str
+) -> None:
+    from cleanroom.redteam.catalogue import by_id
+
+    target = TASKS / by_id(attack).target
+    result = harbor_run(
+        runtime,
+        tmp_path,
+        target,
+        ["--agent-import-path", CATALOGUE_AGENT, "--ak", f"attack={attack}"],
+        SEALED_ARGS,
+    )
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 0.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["reason"]) == ("failure", STATE_AND_RUNNER_ATTACKS[attack])
