@@ -211,7 +211,15 @@ def test_an_exit_handler_that_changes_the_status_is_seen(tmp_path: Path) -> None
     assert "normal end" in (seen.contradiction or "")
 
 
-@pytest.mark.parametrize("call", ["pytest.skip('x')", "pytest.xfail('x')"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "pytest.skip('x')",
+        "pytest.xfail('x')",
+        "pytest.importorskip('no_such_module_here')",
+        "raise __import__('unittest').SkipTest('x')",
+    ],
+)
 def test_a_skip_raised_by_the_code_under_test_is_seen(tmp_path: Path, call: str) -> None:
     stats = f"import pytest\n\ndef median(values):\n    {call}\n"
 

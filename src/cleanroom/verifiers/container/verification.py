@@ -46,6 +46,7 @@ from cleanroom.verifiers.container.state_archive import StateArchiveError
 from cleanroom.verifiers.container.tamper import (
     Change,
     ChangeKind,
+    TamperReport,
     bytes_under,
     classify,
     under,
@@ -159,6 +160,8 @@ class Verification:
         # The runner witness's plugin name, drawn afresh so no file of the agent's can
         # name it (``-p no:...`` in an ini file of the work dir).
         self.witness_plugin = f"cleanroom_witness_{secrets.token_hex(8)}"
+        # When the last test.sh returned (the wall clock, which file times use).
+        self.test_ended_ns = 0
 
     def execute(self) -> Outcome:
         raise NotImplementedError
@@ -639,11 +642,25 @@ class Verification:
             json_path, text_path = self.vcfg.reward_paths
             self.ev.json_file = read_capped(reward_dir, posixpath.basename(json_path), json_path)
             self.ev.text_file = read_capped(reward_dir, posixpath.basename(text_path), text_path)
+            touched = self._written_after_the_tests(reward_dir)
             if self.plan.freezes_agent:
                 self.ev.witness = read_witness(folders.witness, self.agent_paths)
-                touched = self.ev.witness.touched
-                if touched and self.ev.tamper is not None:
-                    self.ev.tamper = replace(self.ev.tamper, touched=touched)
+                touched += self.ev.witness.touched
+            if touched:
+                found = self.ev.tamper or TamperReport(protected=(), planted=())
+                self.ev.tamper = replace(found, touched=touched)
+
+    def _written_after_the_tests(self, reward_dir: Path) -> tuple[str, ...]:
+        """Reward files last written after test.sh had ended: by a process left running
+        in the verifier's container, never by test.sh. (File times come from the same
+        clock, coarser: a write just after the end can look earlier, never the reverse.)"""
+        late: list[str] = []
+        for path in self.vcfg.reward_paths:
+            written = _written_ns(reward_dir, posixpath.basename(path))
+            if written is not None and written > self.test_ended_ns:
+                after = (written - self.test_ended_ns) / 1e9
+                late.append(f"{path} (written {after:.3f} s after test.sh ended)")
+        return tuple(late)
 
     def _state_paths(self, changes: list[Change]) -> list[str]:
         """The work dir, the declared state, and top-level folders the agent created,
@@ -900,6 +917,7 @@ class Verification:
     def _run_test(self, ctr: str, deadline: float) -> bool:
         with self._timed("test_s"):
             result = self._as_verifier(ctr, ["bash", TEST_SCRIPT], deadline)
+        self.test_ended_ns = time.time_ns()
         self.ev.test_exit_code = result.exit_code
         self.ev.details["test_output_tail"] = output_tail(result.output)
         if result.timed_out:
@@ -1028,6 +1046,20 @@ class Verification:
             self.services.remove()
         if self.workspace is not None:
             remove_tree(self.workspace)
+
+
+def _written_ns(folder: Path, name: str) -> int | None:
+    """When ``folder/name`` was last written (not following a link), or None."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime_ns
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _close_unused(prefetched: list[Future[StateCopy] | None]) -> None:

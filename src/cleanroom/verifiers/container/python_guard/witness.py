@@ -195,15 +195,33 @@ def _watch(cls: Any, kind: str) -> None:
     cls.__init__ = __init__
 
 
+_OUTCOMES: List[Any] = []  # (kind, class) of the exceptions that decide a test's outcome
+
+
 def _watch_outcomes() -> None:
     try:
+        import unittest
+
         import pytest
     except ImportError:
         return
     for kind, raiser in (("skip", "skip"), ("xfail", "xfail"), ("exit", "exit")):
         cls = getattr(getattr(pytest, raiser, None), "Exception", None)
         if isinstance(cls, type):
-            _watch(cls, kind)
+            _OUTCOMES.append((kind, cls))
+    _OUTCOMES.append(("skip", unittest.SkipTest))  # pytest skips on it too
+    for kind, cls in _OUTCOMES:
+        _watch(cls, kind)
+
+
+def _agent_frame_in(tb: Any) -> Optional[str]:
+    """The file of the first frame of traceback ``tb`` that is code of the agent's."""
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if _in_state(os.path.normpath(name)):
+            return str(name)
+        tb = tb.tb_next
+    return None
 
 
 def _path_of(node: Any) -> str:
@@ -258,6 +276,24 @@ def pytest_collectstart(collector: Any) -> None:
 def pytest_runtest_protocol(item: Any, nextitem: Any) -> None:
     global _node
     _node = _path_of(item)
+
+
+def pytest_runtest_makereport(item: Any, call: Any) -> None:
+    """A skip, expected failure or exit that passed through code of the agent's on its
+    way up, whoever made it (the traceback itself, not the frame that made it)."""
+    global _agent_outcomes
+    excinfo = getattr(call, "excinfo", None)
+    if excinfo is None or _fd is None:
+        return
+    value = getattr(excinfo, "value", None)
+    for kind, cls in _OUTCOMES:
+        if isinstance(value, cls):
+            origin = _agent_frame_in(getattr(excinfo, "tb", None))
+            if origin is not None and _agent_outcomes < AGENT_OUTCOMES_WRITTEN:
+                _agent_outcomes += 1
+                node = _path_of(item)
+                _write("agent_outcome", kind=kind, origin=origin[:_NAME_CHARS], node=node)
+            return
 
 
 def pytest_sessionstart(session: Any) -> None:
