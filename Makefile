@@ -33,6 +33,7 @@ bench: setup
 	$(VENV)/python bench/token_scan.py
 	$(VENV)/python bench/verify_server_load.py
 	$(VENV)/python bench/verify_modes.py
+	$(VENV)/python bench/runner_witness.py
 	$(VENV)/python bench/verify_parallel.py
 	$(VENV)/python bench/environments.py
 	$(VENV)/python bench/run_loop.py

@@ -87,7 +87,7 @@ def main() -> int:
 Times = dict[Mode, list[float]]
 Steps = dict[Mode, list[dict[str, float]]]
 # The steps of the verify phase, as the rollout times them (the agent's own are left out).
-VERIFY_STEPS = ("freeze_s", "install_s", "start_s", "setup_s", "test_s", "read_s")
+VERIFY_STEPS = ("freeze_s", "install_s", "links_s", "start_s", "setup_s", "test_s", "read_s")
 
 
 def measure(runtime: DockerRuntime, name: str, trials: int) -> tuple[Times, Times, Steps] | None:

@@ -403,3 +403,62 @@ def test_the_tasks_own_tests_writing_the_reward_touch_nothing(tmp_path: Path) ->
 
     assert status == 0 and reward.read_text() == "1"
     assert seen.touched == ()
+
+
+def test_a_file_a_test_made_in_the_tests_folder_is_the_codes_to_write(tmp_path: Path) -> None:
+    # Only what the task shipped is guarded: a test may make a file there and have the
+    # code under test fill it.
+    made = tmp_path / "tests" / "made.txt"
+    stats = FIXED + "\n\ndef save(path, text):\n    open(path, 'w').write(text)\n"
+    test = (
+        f"import sys\nsys.path.insert(0, {str(tmp_path / 'app')!r})\nfrom stats import save\n\n"
+        f"def test_save():\n    open({str(made)!r}, 'w').close()\n    save({str(made)!r}, 'x')\n"
+    )
+
+    make_task(tmp_path, stats)
+    (tmp_path / "tests" / "test_save.py").write_text(test)
+
+    status, seen = run_pytest_folder(tmp_path)
+
+    assert status == 0
+    assert made.read_text() == "x"  # the test ran
+    assert seen.touched == ()
+
+
+def test_a_run_a_test_makes_inside_the_run_is_not_the_runs(tmp_path: Path) -> None:
+    # pytester's in-process runs: a failure they expect is no failure of the witnessed run.
+    make_task(tmp_path, FIXED)
+    (tmp_path / "tests" / "test_inner.py").write_text(
+        'pytest_plugins = "pytester"\n\n\n'
+        "def test_an_inner_failure_is_expected(pytester):\n"
+        '    pytester.makepyfile("def test_x():\\n    assert False\\n")\n'
+        "    pytester.runpytest_inprocess().assert_outcomes(failed=1)\n"
+    )
+
+    status, seen = run_pytest_folder(tmp_path)
+
+    assert status == 0
+    (run,) = seen.runs
+    assert run.counts.get("failed", 0) == 0 and run.collected == 3
+    assert seen.contradiction is None
+
+
+def test_a_status_of_0_after_failures_is_seen(tmp_path: Path) -> None:
+    # Code under test that makes pytest forget its failures: pytest's status says 0,
+    # what the witness counted does not.
+    stats = (
+        "def median(values):\n    return 0\n\n\n"
+        "def tidy():\n    import gc\n    for thing in gc.get_objects():\n"
+        "        if type(thing).__name__ == 'Session' and hasattr(thing, 'testsfailed'):\n"
+        "            thing.testsfailed = 0\n"
+    )
+    make_task(tmp_path, stats)
+    (tmp_path / "tests" / "test_zz_last.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(tmp_path / 'app')!r})\nimport stats\n\n"
+        "def test_tidy():\n    stats.tidy()\n"
+    )
+
+    status, seen = run_pytest_folder(tmp_path)
+
+    assert status == 0  # the route: two failures, status 0
+    assert "status 0 although the witness saw 2 failed" in (seen.contradiction or "")

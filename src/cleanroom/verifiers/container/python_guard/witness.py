@@ -66,6 +66,22 @@ def _places(key: str) -> List[str]:
 # must not change.
 _SEALED = _places("sealed")
 _SHIPPED = _places("shipped")
+# What the task shipped there, listed when the witness starts (a file a test makes later
+# is the test's to have written over).
+SHIPPED_LISTED = 20000
+_shipped: "set[str]" = set()
+
+
+def _list_shipped() -> None:
+    for place in _SHIPPED:
+        for folder, dirs, files in os.walk(place):
+            for name in dirs + files:
+                _shipped.add(os.path.join(folder, name))
+            _shipped.add(folder)
+            if len(_shipped) > SHIPPED_LISTED:
+                return
+
+
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _CHANGES = frozenset({"os.remove", "os.rmdir", "os.truncate", "os.chmod", "os.chown", "os.utime"})
 _MADE = frozenset({"os.mkdir", "os.symlink", "os.link", "os.mkfifo", "os.mknod"})
@@ -133,17 +149,13 @@ def _touched(event: str, args: Any) -> Optional[str]:
         writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
             isinstance(flags, int) and flags & _WRITE_FLAGS
         )
-        if _under(where, _SHIPPED) and (
-            (writes and os.path.lexists(where)) or (mode is None and os.path.isdir(where))
-        ):
+        if where in _shipped and (writes or (mode is None and os.path.isdir(where))):
             return where
         return None
     if event == "os.rename":
         for value in tuple(args)[:2]:
             where = _path(value)
-            if where is not None and (
-                _under(where, _SEALED) or (_under(where, _SHIPPED) and os.path.lexists(where))
-            ):
+            if where is not None and (_under(where, _SEALED) or where in _shipped):
                 return where
         return None
     if event in _STARTS:
@@ -158,7 +170,7 @@ def _touched(event: str, args: Any) -> Optional[str]:
             return None
         if _under(where, _SEALED):
             return where
-        if event in _CHANGES and _under(where, _SHIPPED):
+        if event in _CHANGES and where in _shipped:
             return where
     return None
 
@@ -259,13 +271,28 @@ def start(folder: str, argv: Any) -> None:
     _write("start", argv=[str(a)[:_NAME_CHARS] for a in list(argv)[:32]])
     atexit.register(_exited)
     if hasattr(sys, "addaudithook"):  # Python 3.8 and later
+        with contextlib.suppress(OSError):
+            _list_shipped()
         sys.addaudithook(_audit)
 
 
+# The witnessed run's own configuration: a session a test runs inside it (pytester's
+# in-process runs) is not the run's, and its reports are not counted.
+_config: Any = None
+_inner = 0
+
+
+def _outer(session: Any) -> bool:
+    return _config is not None and getattr(session, "config", None) is _config
+
+
 def pytest_configure(config: Any) -> None:
-    if _fd is not None and getattr(config, "workerinput", None) is None:  # not a worker
-        _write("configured")
-        _watch_outcomes()
+    global _config
+    if _fd is None or _config is not None or getattr(config, "workerinput", None) is not None:
+        return  # not witnessed, a run inside the run, or an xdist worker
+    _config = config
+    _write("configured")
+    _watch_outcomes()
 
 
 def pytest_collectstart(collector: Any) -> None:
@@ -297,15 +324,22 @@ def pytest_runtest_makereport(item: Any, call: Any) -> None:
 
 
 def pytest_sessionstart(session: Any) -> None:
-    _write("sessionstart")
+    global _inner
+    if _outer(session):
+        _write("sessionstart")
+    else:
+        _inner += 1
 
 
 def pytest_collection_finish(session: Any) -> None:
-    _write("collected", n=len(getattr(session, "items", ()) or ()))
+    if _outer(session):
+        _write("collected", n=len(getattr(session, "items", ()) or ()))
 
 
 def pytest_runtest_logreport(report: Any) -> None:
     global _reports
+    if _inner:
+        return  # a report of a run inside the run
     outcome = str(getattr(report, "outcome", "?"))[:32]
     when = str(getattr(report, "when", "?"))[:16]
     _counts[outcome] = _counts.get(outcome, 0) + 1
@@ -316,6 +350,10 @@ def pytest_runtest_logreport(report: Any) -> None:
 
 
 def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
+    global _inner
+    if not _outer(session):
+        _inner = max(0, _inner - 1)
+        return
     try:
         status: Optional[int] = int(exitstatus)
     except (TypeError, ValueError):
