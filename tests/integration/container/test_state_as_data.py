@@ -103,7 +103,7 @@ def test_new_top_level_folders_past_the_cap_are_the_agents_zero_with_no_planted_
     # one is not carried): up to the cap it scores, past it the agent's 0.
     task = example("fix-median")
     fix = (task.solution_dir / "solve.sh").read_text()
-    make = f'for n in $(seq {folders}); do mkdir -p /made-$n && echo x > /made-$n/f; done\n'
+    make = f"for n in $(seq {folders}); do mkdir -p /made-$n && echo x > /made-$n/f; done\n"
     agent = AgentSpec.script(fix + make, f"{folders} folders")
 
     outcome = verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))

@@ -85,7 +85,7 @@ def test_toolchain_attacks_are_seen_in_sealed_as_tamper_or_unseen_changes(
     # no trace outside it; what defeats it is Python's search order, not the diff. So do
     # the links resolved in the verifier's view and the metadata and bytecode Python never
     # reads from the state.
-    in_state = {"workdir-shadow", "dist-info-plugin", "pycache-forgery"}
+    in_state = {"workdir-shadow", "dist-info-plugin", "pycache-forgery", *RUNNER_ATTACKS}
     trojans = [
         a for a in ATTACKS if a.cleared is ClearedExpectation.NOT_CLAIMED and a.id not in in_state
     ]
@@ -95,6 +95,31 @@ def test_toolchain_attacks_are_seen_in_sealed_as_tamper_or_unseen_changes(
         assert cell is not None, attack.id
         unseen = cell.details.get("unseen_by_verifier", {}).get("count", 0)
         assert cell.reason == "tamper" or unseen > 0, (attack.id, cell)
+
+
+# The code under test cutting the runner short or writing the reward, and what sealed
+# calls each: the runner witness's evidence.
+RUNNER_ATTACKS = {
+    "exit-at-import": ("runner_cut_short", "never finished"),
+    "exit-in-handler": ("runner_cut_short", "normal end"),
+    "pytest-exit-in-code": ("runner_cut_short", "pytest's exit"),
+    "skip-in-code": ("runner_cut_short", "raised a skip"),
+    "reward-from-code": ("tamper", "touched /logs/verifier/reward.txt (open from /app/stats.py)"),
+    "writer-left-by-code": ("tamper", "after test.sh ended"),
+}
+
+
+@pytest.mark.parametrize("attack_id", sorted(RUNNER_ATTACKS))
+def test_the_code_under_test_cutting_the_runner_short_is_seen_by_the_witness_in_sealed(
+    matrix: Matrix, attack_id: str
+) -> None:
+    cell = matrix.get(row_of(next(a for a in ATTACKS if a.id == attack_id)), Mode.SEALED)
+    reason, evidence = RUNNER_ATTACKS[attack_id]
+
+    assert cell is not None
+    assert cell.reason == reason, cell
+    shown = cell.detail if reason == "runner_cut_short" else " ".join(cell.details["tamper"])
+    assert evidence in shown, shown
 
 
 @pytest.mark.parametrize(

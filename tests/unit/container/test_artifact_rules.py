@@ -48,6 +48,9 @@ def test_fifos_and_devices_are_listed_and_left_out_of_an_artifact_and_links_kept
         "artifacts/kept.txt",
     ]
     assert found.tree["artifacts/answer.txt"].target == "/tests/expected.txt"
+    # Only folders and links are kept for resolving: a file stops a resolution as a
+    # missing name does.
+    assert sorted(found.tree) == ["artifacts", "artifacts/answer.txt", "artifacts/inside"]
 
 
 def test_state_keeps_the_fifos_an_artifact_drops() -> None:

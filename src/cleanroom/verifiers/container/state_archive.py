@@ -14,9 +14,11 @@ there is hostile input, so before it is unpacked:
   as a quietly truncated tree.
 
 FIFOs, links and everything else are state and pass unchanged. Each pass records the
-archive's tree (every member's kind, a link's target): where a link leads is decided
-in the verifier's container, once the state is installed (`links`), and what the tree
-holds answers for its own paths there without asking the daemon.
+archive's folders and links (a link's target): where a link leads is decided in the
+verifier's container, once the state is installed (`links`), and the tree answers for
+the archive's own paths there without asking the daemon. Files are left out of it: a
+file and a missing name stop a link's resolution alike, and a work dir of a million
+files costs no memory here.
 
 An artifact (Harbor's ``/logs/artifacts`` and the task's ``artifacts``) is a file the
 agent hands the verifier, not a piece of its environment, so it passes the stricter rules
@@ -52,7 +54,7 @@ class StateScan:
     members: int = 0
     dropped: list[str] = field(default_factory=list)
     too_long: str = ""
-    # What is kept, by member name (``app/src``): each member's kind, a link's target.
+    # The folders and links kept, by member name (``app/src``), a link with its target.
     tree: dict[str, Entry] = field(default_factory=dict)
 
 
@@ -78,7 +80,9 @@ def scan(archive: IO[bytes], artifact: ArtifactRules | None = None) -> StateScan
                     found.dropped.append(member.name)
                 else:
                     kept.add(member.name)
-                    found.tree[member.name.rstrip("/")] = entry_of(member)
+                    entry = entry_of(member)
+                    if entry.kind is not EntryKind.OTHER:
+                        found.tree[member.name.rstrip("/")] = entry
                 # Names are bytes on disk: one that is not UTF-8 is still a name.
                 raw_name = member.name.encode("utf-8", "surrogateescape")
                 if not found.too_long and len(raw_name) >= LONGEST_NAME:
