@@ -78,7 +78,6 @@ def environment(config: str, app: Path, scratch: Path) -> dict[str, str]:
         PYTHONSAFEPATH="1",
         PYTHONNOUSERSITE="1",
         PYTHONPATH=str(GUARD),
-        PYTHONPYCACHEPREFIX=str(scratch / "pycache"),
         CLEANROOM_STATE=json.dumps([str(app)]),
     )
     if config == "guard + witness":

@@ -64,7 +64,6 @@ def sealed_env(tmp_path: Path) -> dict[str, str]:
         "PYTHONSAFEPATH": "1",
         "PYTHONNOUSERSITE": "1",
         "PYTHONPATH": str(GUARD),
-        "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache"),
         "CLEANROOM_STATE": json.dumps([str(tmp_path / "app")]),
         "CLEANROOM_WITNESS": str(tmp_path / "witness"),
         "CLEANROOM_WITNESS_PLUGIN": PLUGIN,
@@ -462,3 +461,17 @@ def test_a_status_of_0_after_failures_is_seen(tmp_path: Path) -> None:
 
     assert status == 0  # the route: two failures, status 0
     assert "status 0 although the witness saw 2 failed" in (seen.contradiction or "")
+
+
+def test_a_reward_written_through_a_link_the_code_made_is_touched(tmp_path: Path) -> None:
+    # The link was there before pytest started (no event made it): only where the write
+    # lands names the reward.
+    reward = tmp_path / "reward" / "reward.txt"
+    link = tmp_path / "elsewhere"
+    link.symlink_to(reward)
+    stats = f"open({str(link)!r}, 'w').write('1')\n" + FIXED
+
+    _, seen = run_pytest(tmp_path, stats)
+
+    assert reward.read_text() == "1"  # the route
+    assert any("reward.txt" in line for line in seen.touched)

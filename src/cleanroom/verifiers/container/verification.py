@@ -75,9 +75,6 @@ TEST_SCRIPT = f"{TESTS_DIR}/test.sh"
 AGENT_FILES_DIR = "/tmp/cleanroom-attack"
 # Where the sealed verifier finds cleanroom's Python start-up hook (bound read-only).
 PYTHON_GUARD_DIR = "/run/cleanroom/python"
-# The sealed verifier's own bytecode cache (``PYTHONPYCACHEPREFIX``): no ``__pycache__``
-# of the agent's is read.
-PYCACHE_DIR = "/run/cleanroom/pycache"
 # Where the runner witness writes its records (`witness`), read on the host.
 WITNESS_DIR = "/run/cleanroom/witness"
 _PYTHON_GUARD_SOURCE = Path(__file__).with_name("python_guard")
@@ -94,12 +91,11 @@ _T = TypeVar("_T")
 class VerifierFolders:
     """The host folders one sealed (or separate) verifier's container gets, made fresh
     for it: what becomes ``/tests``, its reward folder, cleanroom's Python start-up hook,
-    its bytecode cache and the runner witness's records."""
+    and the runner witness's records."""
 
     tests: Path
     reward: Path
     guard: Path
-    pycache: Path
     witness: Path
 
 
@@ -504,7 +500,7 @@ class Verification:
                 return Entry(EntryKind.MISSING)  # not in the archive that made that tree
             return self.rt.entry(vctr, path)
 
-        places = (TESTS_DIR, self.vcfg.reward_dir, PYTHON_GUARD_DIR, PYCACHE_DIR, WITNESS_DIR)
+        places = (TESTS_DIR, self.vcfg.reward_dir, PYTHON_GUARD_DIR, WITNESS_DIR)
         found = [p for p, e in tree.items() if e.kind is EntryKind.LINK]
         self.ev.details["links_resolved"] = len(found)
         return links.into_places(sorted(found), lstat, places)
@@ -590,7 +586,6 @@ class Verification:
         binds = {
             folders.reward: self.vcfg.reward_dir,
             folders.guard: PYTHON_GUARD_DIR,
-            folders.pycache: PYCACHE_DIR,
             folders.witness: WITNESS_DIR,
         }
         limits, environment = self.limits, self.task_env
@@ -888,14 +883,12 @@ class Verification:
         guard = workspace / "python"
         shutil.copytree(_PYTHON_GUARD_SOURCE, guard, ignore=shutil.ignore_patterns("__pycache__"))
         guard.chmod(0o755)
-        # The verifier may run as any uid: its cache and the witness's records are
-        # writable by each; nothing but its own container mounts them.
-        shared = []
-        for name in ("pycache", "witness"):
-            (workspace / name).mkdir()
-            (workspace / name).chmod(0o777)
-            shared.append(workspace / name)
-        return VerifierFolders(tests, reward_dir, guard, *shared)
+        # The verifier may run as any uid: the witness's records are writable by each;
+        # nothing but its own container mounts them.
+        witness = workspace / "witness"
+        witness.mkdir()
+        witness.chmod(0o777)
+        return VerifierFolders(tests, reward_dir, guard, witness)
 
     # Steps shared by every mode ------------------------------------------------------
 
@@ -946,7 +939,6 @@ class Verification:
             **self.verifier_env,
             "PYTHONSAFEPATH": "1",
             "PYTHONNOUSERSITE": "1",
-            "PYTHONPYCACHEPREFIX": PYCACHE_DIR,
             "CLEANROOM_STATE": json.dumps(self.agent_paths),
             "CLEANROOM_WITNESS": WITNESS_DIR,
             "CLEANROOM_WITNESS_PLUGIN": self.witness_plugin,

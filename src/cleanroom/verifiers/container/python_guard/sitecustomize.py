@@ -16,11 +16,14 @@ What the agent left is data to this Python, never configuration:
   this hook's at the end of ``sys.meta_path``, which finds modules and no distributions,
   so no metadata tool (``importlib.metadata``, its backport, ``pkg_resources``) ever
   walks them.
-- **Bytecode.** The verifier sets ``PYTHONPYCACHEPREFIX`` to a folder of its own: no
-  ``__pycache__`` the agent left beside a source is read, so a source file left exactly
-  as the task shipped it is the code that runs. Where a module's source and a compiled
-  form of it (an extension or a legacy ``.pyc``) lie side by side in the agent's state,
-  the source is what this hook's finder loads.
+- **Bytecode.** A module of the agent's state is compiled from its source every time:
+  no ``__pycache__`` the agent left beside a source is read (nor written), so a source
+  file left exactly as the task shipped it is the code that runs. This holds for every
+  way a state folder is reached: this hook's finder, a folder a test puts back on
+  ``sys.path`` (a path hook of this hook's answers for every folder in the state,
+  before Python's own), and a package's own folder. Where a module's source and a
+  compiled form of it (an extension or a legacy ``.pyc``) lie side by side, the source
+  is loaded. The image's own modules keep their own bytecode, as the image ships it.
 - **Witness.** In a process that runs pytest (``pytest ...``, ``python -m pytest ...``),
   it loads cleanroom's runner witness (``witness.py`` beside it) as a pytest plugin under
   the name ``CLEANROOM_WITNESS_PLUGIN`` gives, and registers the witness's exit record
@@ -51,6 +54,35 @@ def _in_state(entry: str, state: List[str]) -> bool:
     return any(path == s or path.startswith(s.rstrip("/") + "/") for s in state)
 
 
+class StateSourceLoader(importlib.machinery.SourceFileLoader):
+    """Loads a module of the agent's state from its source, never from a cache: with no
+    stats of the source to check a cache against, Python neither reads nor writes one."""
+
+    def path_stats(self, path: str) -> Dict[str, Any]:
+        raise OSError("the agent's bytecode is never read")
+
+
+def _state_file_finder(folder: str) -> Any:
+    return importlib.machinery.FileFinder(
+        folder,
+        (StateSourceLoader, importlib.machinery.SOURCE_SUFFIXES),
+        (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
+        (importlib.machinery.SourcelessFileLoader, importlib.machinery.BYTECODE_SUFFIXES),
+    )
+
+
+def _state_path_hook(state: List[str]) -> Any:
+    """A path hook that answers for the folders in the state (a package's, one a test puts
+    on ``sys.path``) with `_state_file_finder`, and leaves every other to Python's."""
+
+    def hook(entry: str) -> Any:
+        if entry and os.path.isdir(entry) and _in_state(entry, state):
+            return _state_file_finder(os.path.abspath(entry))
+        raise ImportError("not a folder of the agent's state")
+
+    return hook
+
+
 class StateFinder(importlib.abc.MetaPathFinder):
     """Finds top-level modules in the agent's state folders, after every other finder;
     finds no distributions. Source comes before compiled forms of the same name."""
@@ -61,12 +93,7 @@ class StateFinder(importlib.abc.MetaPathFinder):
 
     def _finder(self, folder: str) -> Any:
         if folder not in self._finders:
-            self._finders[folder] = importlib.machinery.FileFinder(
-                folder,
-                (importlib.machinery.SourceFileLoader, importlib.machinery.SOURCE_SUFFIXES),
-                (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
-                (importlib.machinery.SourcelessFileLoader, importlib.machinery.BYTECODE_SUFFIXES),
-            )
+            self._finders[folder] = _state_file_finder(folder)
         return self._finders[folder]
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Optional[Any]:
@@ -165,6 +192,7 @@ def _guard() -> None:
         for entry in list(sys.path_importer_cache):
             if _in_state(entry, state):
                 del sys.path_importer_cache[entry]
+        sys.path_hooks.insert(0, _state_path_hook(state))
         sys.meta_path.append(StateFinder(list(dict.fromkeys(moved))))
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
     if spec is None or spec.loader is None or spec.origin == os.path.abspath(__file__):

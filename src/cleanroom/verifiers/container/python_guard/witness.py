@@ -151,12 +151,20 @@ def _touched(event: str, args: Any) -> Optional[str]:
         )
         if where in _shipped and (writes or (mode is None and os.path.isdir(where))):
             return where
+        if writes:  # through a link: where the write lands
+            real = os.path.realpath(where)
+            if real != where and (_under(real, _SEALED) or real in _shipped):
+                return real
         return None
     if event == "os.rename":
         for value in tuple(args)[:2]:
             where = _path(value)
-            if where is not None and (_under(where, _SEALED) or where in _shipped):
-                return where
+            if where is None:
+                continue
+            real = os.path.join(os.path.realpath(os.path.dirname(where)), os.path.basename(where))
+            for seen in (where, real):
+                if _under(seen, _SEALED) or seen in _shipped:
+                    return seen
         return None
     if event in _STARTS:
         for text in _strings(tuple(args)[:3]):
