@@ -9,7 +9,9 @@ import os
 import random
 import shutil
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +152,7 @@ def test_a_thread_that_fails_fails_the_scan_instead_of_hanging_it(
         (tmp_path / f"d{i}").mkdir()
         (tmp_path / f"d{i}" / "f").write_text("x")
 
-    def broken(self: Any, path: str) -> None:
+    def broken(self: Any, *args: Any) -> None:
         raise RuntimeError("broken reader")
 
     monkeypatch.setattr(tree_scan._Reader, "_read", broken)
@@ -231,13 +233,18 @@ def test_scan_tree_reports_a_folder_that_vanished_between_listing_and_walking(
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "t.txt").write_text("env01-w001-r0001-deadbeef")
     real = os.scandir
+    done: list[bool] = []
 
-    def remove_then_list(path: Any) -> Any:
-        if isinstance(path, str) and path == str(tmp_path / "a"):
-            shutil.rmtree(path)
-        return real(path)
+    @contextlib.contextmanager
+    def list_then_remove(target: Any) -> Any:
+        with real(target) as it:
+            entries = list(it)
+        if not done:  # the root's listing is read, then its folder goes
+            done.append(True)
+            shutil.rmtree(tmp_path / "a")
+        yield iter(entries)
 
-    monkeypatch.setattr(tree_scan.os, "scandir", remove_then_list)
+    monkeypatch.setattr(tree_scan.os, "scandir", list_then_remove)
     scan = tree_scan.scan_tree(tmp_path)
     monkeypatch.undo()
 
@@ -254,3 +261,159 @@ def test_scan_tree_never_follows_symlinks(tmp_path: Path) -> None:
     (tree / "dir-link").symlink_to(outside)
     (tree / "file-link").symlink_to(outside / "t.txt")
     assert tree_scan.scan_tree(tree).hits == []
+
+
+FOREIGN = "env02-w001-r0001-0badf00d"
+
+
+def _swap_after_listing(
+    monkeypatch: pytest.MonkeyPatch, root: Path, swap: Callable[[], None]
+) -> None:
+    """Run ``swap`` once the root's listing is read and before anything in it is opened:
+    the environment racing the sweep, at the worst moment."""
+    real = os.scandir
+    done: list[bool] = []
+
+    @contextlib.contextmanager
+    def list_then_swap(target: Any) -> Any:
+        with real(target) as it:
+            entries = list(it)
+        if not done:
+            done.append(True)
+            swap()
+        yield iter(entries)
+
+    monkeypatch.setattr(tree_scan.os, "scandir", list_then_swap)
+
+
+def _foreign(tmp_path: Path) -> Path:
+    other = tmp_path / "env02-home"
+    other.mkdir()
+    (other / "secret.txt").write_text(FOREIGN)
+    return other
+
+
+def test_a_file_swapped_for_a_link_after_the_listing_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = _foreign(tmp_path)
+    home = tmp_path / "env01-home"
+    home.mkdir()
+    (home / "notes.txt").write_text("nothing here")
+
+    def swap() -> None:
+        (home / "notes.txt").unlink()
+        (home / "notes.txt").symlink_to(other / "secret.txt")
+
+    _swap_after_listing(monkeypatch, home, swap)
+    scan = tree_scan.scan_tree(home)
+
+    assert scan.hits == []
+    assert [(e.path, e.vanished) for e in scan.errors] == [(str(home / "notes.txt"), True)]
+
+
+def test_a_folder_swapped_for_a_link_after_the_listing_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = _foreign(tmp_path)
+    home = tmp_path / "env01-home"
+    (home / "docs").mkdir(parents=True)
+
+    def swap() -> None:
+        (home / "docs").rmdir()
+        (home / "docs").symlink_to(other)
+
+    _swap_after_listing(monkeypatch, home, swap)
+    scan = tree_scan.scan_tree(home)
+
+    assert scan.hits == []
+    assert [e.vanished for e in scan.errors] == [True]
+
+
+def test_a_file_swapped_for_a_fifo_after_the_listing_is_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "env01-home"
+    home.mkdir()
+    (home / "notes.txt").write_text("nothing here")
+
+    def swap() -> None:
+        (home / "notes.txt").unlink()
+        os.mkfifo(home / "notes.txt")  # no writer: a plain open would wait forever
+
+    _swap_after_listing(monkeypatch, home, swap)
+    started = time.monotonic()
+    scan = tree_scan.scan_tree(home)
+
+    assert time.monotonic() - started < 5
+    assert scan.hits == [] and [e.vanished for e in scan.errors] == [True]
+
+
+def test_a_root_that_is_a_link_is_not_followed(tmp_path: Path) -> None:
+    other = _foreign(tmp_path)
+    (tmp_path / "home").symlink_to(other)
+
+    scan = tree_scan.scan_tree(tmp_path / "home")
+
+    assert scan.hits == []
+    assert scan.blind_spots and "link" in scan.blind_spots[0].reason
+
+
+def test_an_environment_racing_the_sweep_never_gets_a_foreign_token_read(
+    tmp_path: Path,
+) -> None:
+    # The attack as an environment runs it: an entry of its home flipped between a file,
+    # a link to another environment's home, a link to its secret and a FIFO, as fast as
+    # it can, while the sweep runs again and again.
+    other = _foreign(tmp_path)
+    home = tmp_path / "env01-home"
+    home.mkdir()
+    for i in range(50):
+        (home / f"f{i}.txt").write_text("x" * 100)
+    stop = threading.Event()
+
+    def flip() -> None:
+        entry, n = home / "entry", 0
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                if entry.is_dir() and not entry.is_symlink():
+                    entry.rmdir()
+                else:
+                    entry.unlink()
+            with contextlib.suppress(OSError):
+                kind = n % 4
+                if kind == 0:
+                    entry.write_text("mine")
+                elif kind == 1:
+                    entry.symlink_to(other)
+                elif kind == 2:
+                    entry.symlink_to(other / "secret.txt")
+                else:
+                    os.mkfifo(entry)
+            n += 1
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    try:
+        for _ in range(40):
+            started = time.monotonic()
+            scan = tree_scan.scan_tree(home, deadline_s=5.0)
+            assert time.monotonic() - started < 6
+            assert all(str(h.token) != FOREIGN for h in scan.hits)
+            assert not scan.blind_spots, scan.blind_spots
+    finally:
+        stop.set()
+        flipper.join()
+
+
+def test_a_scan_past_its_deadline_returns_with_a_blind_spot(tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    with big.open("wb") as fh:  # sparse: costless on disk, long to read
+        fh.truncate(8 << 30)
+    (tmp_path / "sub").mkdir()
+
+    started = time.monotonic()
+    scan = tree_scan.scan_tree(tmp_path, deadline_s=0.2)
+
+    assert time.monotonic() - started < 3
+    assert any("deadline" in e.reason for e in scan.blind_spots)

@@ -14,14 +14,19 @@ from cleanroom.isolation.checks.holdings import PlaceUnreadable, scan_trees
 TOK1 = "env01-w001-r0001-deadbeef"
 
 
+def _listed(target: Any) -> str:
+    """The folder a listing is of: the scanner lists folders by descriptor."""
+    return os.readlink(f"/proc/self/fd/{target}") if isinstance(target, int) else str(target)
+
+
 def _refuse(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make listing ``folder`` fail as a mode-000 folder does for its environment's user
     (the tests run as root, which lists every folder)."""
     real = os.scandir
 
     def scandir(path: Any) -> Any:
-        if isinstance(path, str) and path == str(folder):
-            raise PermissionError(13, "Permission denied", path)
+        if _listed(path) == str(folder):
+            raise PermissionError(13, "Permission denied", str(folder))
         return real(path)
 
     monkeypatch.setattr(tokens.os, "scandir", scandir)
@@ -53,7 +58,7 @@ def test_an_entry_that_vanished_mid_walk_is_not_a_blind_spot(
     real = os.scandir
 
     def scandir(path: Any) -> Any:
-        if isinstance(path, str) and path == str(temp):
+        if _listed(path) == str(temp):
             temp.rmdir()  # a program removed its temporary folder while the walk ran
         return real(path)
 

@@ -171,7 +171,7 @@ def _run_folder_hits(ctx: TrialContext, wanted: set[str]) -> dict[str, list[str]
     for entry in sorted(ctx.run_dir.iterdir()):
         if entry.name in ("logs", "evidence"):
             continue
-        scan = scan_tree(entry)  # a file is scanned as a tree of one
+        scan = scan_tree(entry, deadline_s=60.0)  # a file is scanned as a tree of one
         hits.extend(scan.hits)
         errors.extend(scan.errors)
     return {

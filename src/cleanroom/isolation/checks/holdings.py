@@ -8,6 +8,7 @@ profile or home borrowed from another environment is searched where it really is
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,10 +61,14 @@ def trees_of(pool: Pool, env: str, *, logs: bool = True) -> list[Path]:
         trees.append(e.spec.log_dir)
     unique: list[Path] = []
     for t in trees:
-        r = t.resolve()
+        r = Path(os.path.abspath(t))  # lexically: a link of the environment's is not followed
         if not any(r == u or r.is_relative_to(u) for u in unique):
             unique = [u for u in unique if not u.is_relative_to(r)] + [r]
     return unique
+
+
+# The longest one folder's scan may take: past it, the place is unreadable (never a hang).
+SCAN_DEADLINE_S = 60.0
 
 
 def scan_trees(trees: list[Path]) -> list[TokenHit]:
@@ -73,7 +78,7 @@ def scan_trees(trees: list[Path]) -> list[TokenHit]:
     all the time, and what vanished holds no token any more."""
     hits: list[TokenHit] = []
     for tree in trees:
-        scan = scan_tree(tree)
+        scan = scan_tree(tree, deadline_s=SCAN_DEADLINE_S)
         hits.extend(scan.hits)
         blind = scan.blind_spots
         if blind:

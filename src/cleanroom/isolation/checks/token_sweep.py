@@ -42,6 +42,7 @@ home both own, so each token is foreign to the other owner).
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import subprocess
 import time
@@ -81,6 +82,9 @@ from cleanroom.tree_scan import scan_tree
 NAME = SWEEP_TEST
 PROOF_PREFIX = "token-sweep-"
 WRITE_TIMEOUT_S = 30.0
+# The longest one folder's scan may take: past it, what was not read is a blind spot, and
+# the rows that relied on it are lost (never a hang, whatever an environment left there).
+SCAN_DEADLINE_S = 60.0
 
 
 def proof_path(home: Path, token: Token) -> Path:
@@ -89,22 +93,24 @@ def proof_path(home: Path, token: Token) -> Path:
 
 
 def tree_mentions(pool: Pool) -> list[tuple[str, str, str]]:
-    """Every folder of every environment as ``(resolved path, env, kind)``."""
+    """Every folder of every environment as ``(absolute path, env, kind)``: lexically,
+    never resolved, since a link inside an environment's home is the environment's and
+    must not turn another environment's folder into its own."""
     mentions = []
     for name in pool.names:
         e = pool.env(name)
         runtime = e.session.runtime_dir if e.session is not None else e.spec.runtime_dir
-        mentions.append((str(e.account.home.resolve()), name, HOME))
-        mentions.extend((str(p.resolve()), name, PROFILE) for p in profile_dirs(pool, name))
-        mentions.append((str(runtime.resolve()), name, RUNTIME))
-        mentions.append((str(e.spec.log_dir.resolve()), name, LOGS))
+        mentions.append((os.path.abspath(e.account.home), name, HOME))
+        mentions.extend((os.path.abspath(p), name, PROFILE) for p in profile_dirs(pool, name))
+        mentions.append((os.path.abspath(runtime), name, RUNTIME))
+        mentions.append((os.path.abspath(e.spec.log_dir), name, LOGS))
     return mentions
 
 
 def read_tree(place: Place, since: float) -> Reading:
     """Scan one folder; its blind spots make it unreadable. In a log folder only files
     written since ``since`` count."""
-    scan = scan_tree(place.name)
+    scan = scan_tree(place.name, deadline_s=SCAN_DEADLINE_S)
     blind = scan.blind_spots
     if blind:
         return Reading(place, error="; ".join(map(str, blind[:3])))
@@ -193,7 +199,7 @@ def proof_readings(readings: list[Reading], proofs: list[Proof]) -> list[Reading
     expected: dict[str, list[str]] = {}
     failed = []
     for p in proofs:
-        home = str(p.path.parent.resolve())
+        home = os.path.abspath(p.path.parent)
         if p.error is None:
             expected.setdefault(home, []).append(str(p.token))
         else:
