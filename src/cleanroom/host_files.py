@@ -1,8 +1,10 @@
 """Read files an agent may have replaced, on the host, without trusting any of them.
 
 `read_capped` observes what a verifier left in its host folder (a reward file) and says
-what it found; `read_regular` reads a file of an agent's home (a saved document, a
-checker's result file) or raises `NotARegularFile`. Both look before they open: a FIFO,
+what it found; `read_regular` reads a file (a checker's result file) or raises
+`NotARegularFile`; `read_beneath` reads a file of a folder an environment writes (a
+saved document in its home) without following a link at any step below that folder,
+so a link the environment left can lead nowhere else. Both look before they open: a FIFO,
 socket or device node is reported and never opened (a device opened by root on the host
 can act), and `read_capped` does not follow links either. A regular file is then opened
 with ``O_NONBLOCK``, checked with ``fstat`` to be the very file that was looked at, and
@@ -90,6 +92,74 @@ def read_regular(path: str | Path, cap: int = READ_CAP_BYTES) -> bytes:
     if len(data) > cap:
         raise NotARegularFile(str(path), f"a file over {cap >> 20} MiB")
     return data
+
+
+def read_beneath(root: Path, path: Path, cap: int = READ_CAP_BYTES) -> bytes:
+    """The bytes of the regular file ``path`` (inside ``root``, which the harness owns),
+    at most ``cap``: each folder below ``root`` is opened relative to the one before it
+    and the file last, none of them through a link, the file without waiting.
+
+    `FileNotFoundError` when nothing is there (or a link is, in the file's place or a
+    folder's: what it points at is not the environment's file); `NotARegularFile` for a
+    FIFO, device, socket, folder or a file over ``cap``; `ValueError` for a ``path``
+    outside ``root``.
+    """
+    try:
+        parts = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).parts
+    except ValueError:
+        raise ValueError(f"{path} is not inside {root}") from None
+    if not parts or ".." in parts:
+        raise ValueError(f"{path} names no file inside {root}")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                inner = os.open(part, _OPEN_FOLDER, dir_fd=fd)
+            except OSError as exc:
+                raise _missing_or(exc, path) from None
+            os.close(fd)
+            fd = inner
+        # Looked at before it is opened: a device node is never opened (as root, an
+        # open can act), and what is opened must be what was looked at.
+        try:
+            seen = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISREG(seen.st_mode):
+                if stat.S_ISLNK(seen.st_mode):
+                    raise FileNotFoundError(errno.ENOENT, "a link, not followed", str(path))
+                raise NotARegularFile(str(path), _kind_of(seen.st_mode))
+            file_fd = os.open(parts[-1], _OPEN_FILE, dir_fd=fd)
+        except NotARegularFile:
+            raise
+        except OSError as exc:
+            raise _missing_or(exc, path) from None
+    finally:
+        os.close(fd)
+    try:
+        info = os.fstat(file_fd)
+        if (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino) or not stat.S_ISREG(
+            info.st_mode
+        ):
+            raise NotARegularFile(str(path), "a file replaced while it was opened")
+        if info.st_size > cap:
+            raise NotARegularFile(str(path), f"a file over {cap >> 20} MiB")
+        with os.fdopen(os.dup(file_fd), "rb") as fh:
+            data = fh.read(cap + 1)
+    finally:
+        os.close(file_fd)
+    if len(data) > cap:
+        raise NotARegularFile(str(path), f"a file over {cap >> 20} MiB")
+    return data
+
+
+_OPEN_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def _missing_or(exc: OSError, path: Path) -> OSError:
+    """A link or a non-folder on the way reads as nothing there; other errors stand."""
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+        return FileNotFoundError(errno.ENOENT, "no file of the environment's there", str(path))
+    return exc
 
 
 def _kind_of(mode: int) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.host_files import NotARegularFile, read_capped, read_regular
+from cleanroom.host_files import NotARegularFile, read_beneath, read_capped, read_regular
 from cleanroom.verifiers.container.reward import FileKind
 
 SHOWN = "/logs/verifier/reward.txt"
@@ -135,3 +135,67 @@ def test_a_file_over_the_cap_is_refused_and_a_missing_one_is_missing(tmp_path: P
         read_regular(tmp_path / "huge", cap=1 << 20)
     with pytest.raises(FileNotFoundError):
         read_regular(tmp_path / "absent")
+
+
+def _home_with_foreign(tmp_path: Path) -> tuple[Path, Path]:
+    home, other = tmp_path / "env01", tmp_path / "env02"
+    (home / "Documents").mkdir(parents=True)
+    other.mkdir()
+    (other / "secret.odt").write_bytes(b"env02's own document")
+    return home, other
+
+
+def test_read_beneath_reads_a_regular_file_of_the_folder(tmp_path: Path) -> None:
+    home, _ = _home_with_foreign(tmp_path)
+    (home / "Documents" / "report.odt").write_bytes(b"mine")
+
+    assert read_beneath(home, home / "Documents" / "report.odt") == b"mine"
+
+
+def test_read_beneath_follows_no_link_in_the_files_place(tmp_path: Path) -> None:
+    home, other = _home_with_foreign(tmp_path)
+    (home / "Documents" / "report.odt").symlink_to(other / "secret.odt")
+
+    with pytest.raises(FileNotFoundError):
+        read_beneath(home, home / "Documents" / "report.odt")
+    # The control: a reader that follows links reads the other environment's file.
+    assert read_regular(home / "Documents" / "report.odt") == b"env02's own document"
+
+
+def test_read_beneath_follows_no_link_in_a_folders_place(tmp_path: Path) -> None:
+    home, other = _home_with_foreign(tmp_path)
+    (home / "Documents").rmdir()
+    (home / "Documents").symlink_to(other)
+    (other / "report.odt").write_bytes(b"env02's")
+
+    with pytest.raises(FileNotFoundError):
+        read_beneath(home, home / "Documents" / "report.odt")
+
+
+def test_read_beneath_never_opens_a_fifo_or_a_device(tmp_path: Path) -> None:
+    home, _ = _home_with_foreign(tmp_path)
+    os.mkfifo(home / "Documents" / "report.odt")  # no writer: an open would wait
+
+    with pytest.raises(NotARegularFile):
+        read_beneath(home, home / "Documents" / "report.odt")
+    if os.geteuid() == 0:
+        os.mknod(home / "dev", 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+        with pytest.raises(NotARegularFile):
+            read_beneath(home, home / "dev")
+
+
+def test_read_beneath_refuses_a_path_outside_the_folder(tmp_path: Path) -> None:
+    home, other = _home_with_foreign(tmp_path)
+
+    with pytest.raises(ValueError):
+        read_beneath(home, other / "secret.odt")
+    with pytest.raises(ValueError):
+        read_beneath(home, home / ".." / "env02" / "secret.odt")
+
+
+def test_read_beneath_refuses_a_file_over_its_cap(tmp_path: Path) -> None:
+    home, _ = _home_with_foreign(tmp_path)
+    (home / "big").write_bytes(b"x" * 100)
+
+    with pytest.raises(NotARegularFile):
+        read_beneath(home, home / "big", cap=10)

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from cleanroom.guests.base import (
@@ -25,7 +26,7 @@ from cleanroom.guests.base import (
     resolve_path,
     to_argv,
 )
-from cleanroom.host_files import read_regular
+from cleanroom.host_files import read_beneath, read_regular
 from cleanroom.lifecycle import stop_group
 
 # Debian's login.defs defaults: what PATH a fresh login shell gets.
@@ -189,7 +190,11 @@ class LocalGuest(Guest):
         self._spawned.append(proc)
 
     def read_file(self, path: str) -> bytes:
-        return read_regular(resolve_path(path, self._home))
+        where = resolve_path(path, self._home)
+        if Path(where).is_relative_to(self._home):
+            # What the environment wrote: no link it left on the way is followed.
+            return read_beneath(Path(self._home), Path(where))
+        return read_regular(where)  # the host's own files, read-only to the environment
 
     def write_file(self, path: str, data: bytes) -> None:
         target = resolve_path(path, self._home)

@@ -7,7 +7,7 @@ import time
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.environments.session.odt import OdtError, odt_text
 from cleanroom.environments.session.template import DOCUMENT
-from cleanroom.host_files import read_regular
+from cleanroom.host_files import read_beneath
 from cleanroom.lifecycle import wait_until
 from cleanroom.rollouts.base import RolloutContext, SmokeTask
 
@@ -38,7 +38,7 @@ class WriterTask(SmokeTask):
 
         def saved() -> bool:
             try:
-                seen["text"] = odt_text(read_regular(path))
+                seen["text"] = odt_text(read_beneath(ctx.home, path))
             except (FileNotFoundError, OdtError) as exc:
                 # Gone, replaced (a FIFO, a folder, a link to a device) or no document:
                 # what the agent left in the document's place, read again until the end.

@@ -3,6 +3,7 @@ the saved file from the host (never through the environment)."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from cleanroom.environments.policy.handle import PolicyHandle
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.session.odt import OdtError, odt_text
 from cleanroom.environments.session.template import DOCUMENT
-from cleanroom.host_files import read_regular
+from cleanroom.host_files import read_beneath
 from cleanroom.lifecycle import wait_until
 
 SAVE_TIMEOUT_S = 20.0
@@ -23,11 +24,19 @@ def document_path(pool: Pool, env: str) -> Path:
 
 
 def modified_ns(path: Path) -> int:
-    """The file's modification time in ns (0 when it does not exist)."""
+    """The file's modification time in ns (0 when it does not exist); a link's own."""
     try:
-        return path.stat().st_mtime_ns
+        return os.stat(path, follow_symlinks=False).st_mtime_ns
     except OSError:
         return 0
+
+
+def read_document(path: Path) -> bytes:
+    """The bytes of an environment's document, read beneath its home (`document_path`)
+    without following a link the environment left on the way."""
+    parts = Path(DOCUMENT).parts
+    home = path.parents[len(parts) - 1] if path.parts[-len(parts) :] == parts else path.parent
+    return read_beneath(home, path)
 
 
 def clear_document(handle: PolicyHandle) -> None:
@@ -49,7 +58,7 @@ def read_saved(path: Path, since_ns: int, timeout_s: float = SAVE_TIMEOUT_S) -> 
         if modified_ns(path) != stamp:
             return None  # still being written, or saved again
         try:
-            return odt_text(read_regular(path))
+            return odt_text(read_document(path))
         except (OSError, OdtError):
             return None
 
@@ -59,6 +68,6 @@ def read_saved(path: Path, since_ns: int, timeout_s: float = SAVE_TIMEOUT_S) -> 
 def read_now(path: Path) -> str | None:
     """The text of ``path`` as it is (None when unreadable)."""
     try:
-        return odt_text(read_regular(path))
+        return odt_text(read_document(path))
     except (OSError, OdtError):
         return None

@@ -32,7 +32,7 @@ from cleanroom.environments.session.template import (
 )
 from cleanroom.environments.x11.clipboard import ClipboardOwner, read_selection
 from cleanroom.environments.x11.xinput import XInput
-from cleanroom.host_files import read_regular
+from cleanroom.isolation.checks.writer_steps import read_document
 from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import RunStore
 
@@ -168,7 +168,7 @@ def _save_and_read(session: ControlSession, side: str, before: float) -> str:
             return None
         time.sleep(0.2)  # the save may still be writing
         try:
-            return odt_text(read_regular(path))
+            return odt_text(read_document(path))
         except (OSError, OdtError):
             return None
 
