@@ -5,8 +5,10 @@ all of them (see `isolation.checks.channel_probe`). A token of environment S col
 environment R (S != R) in class C is a ``cross`` row S -> R for C. A class is proven for
 R only when R collected its *own* token there (the collector can see that class);
 otherwise, or when the probe could not test it, the rows into R for that class are
-``lost``. Reaching the harness (its ports, its run folder) is a row between the
-environment and ``harness``.
+``lost``. A sender whose kernel refused to make the object at all (``refused``: kernel
+keys under the sandbox's system call filter) put nothing there: its rows are ``clean``
+whatever the receiver could prove. Reaching the harness (its ports, its run folder) is
+a row between the environment and ``harness``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from cleanroom.core.tokens import scan_text
 NAME = "channels"
 HARNESS = "harness"
 # Each class is proven for a receiver by finding its own token there.
-CLASSES = ("ipc", "files", "network", "processes", "privilege")
+CLASSES = ("ipc", "files", "network", "processes", "privilege", "keys")
+# What a probe plants in place of True when the kernel refused to make the object.
+REFUSED = "refused"
 REACH_CLASSES = ("control_plane", "harness_files")
 
 
@@ -87,6 +91,8 @@ def channel_rows(
                     row(
                         cls, sender, receiver, RowResult.CROSS, f"found at {crossed[(cls, sender)]}"
                     )
+                elif _refused(cls, plants.get(sender)):
+                    row(cls, sender, receiver, RowResult.CLEAN, f"{sender}'s kernel refused it")
                 elif why_lost is None and _planted(cls, plants.get(sender)):
                     row(cls, sender, receiver, RowResult.CLEAN, "nothing found")
                 else:
@@ -112,6 +118,12 @@ def channel_rows(
             else:
                 row(cls, src, dst, RowResult.CLEAN, "refused")
     return rows
+
+
+def _refused(cls: str, plant: PlantReport | None) -> bool:
+    if plant is None or plant.error:
+        return False
+    return plant.planted.get(cls) == REFUSED
 
 
 def _planted(cls: str, plant: PlantReport | None) -> bool:

@@ -30,6 +30,7 @@ class Leak(StrEnum):
     SHARED_HOME = "shared-home"  # one Unix home (work tree and preferences)
     SHARED_CLIPBOARD = "shared-clipboard"  # one clipboard owner serving both displays
     OPEN_HOST = "open-host"  # no sandboxes: one IPC, PID, network and /tmp for both
+    UNFILTERED = "unfiltered"  # sandboxes without their system call filter
 
     @property
     def description(self) -> str:
@@ -45,6 +46,10 @@ _DESCRIPTIONS = {
     Leak.OPEN_HOST: (
         "two environments run without sandboxes (the host's IPC, processes, loopback, "
         "/tmp and file system, sudo mkdir anywhere) and the run folder is readable"
+    ),
+    Leak.UNFILTERED: (
+        "two environments' sandboxes run without their system call filter (kernel keys, "
+        "mounts and the other calls with no namespace of their own are allowed)"
     ),
 }
 
@@ -65,6 +70,8 @@ class Sharing:
     clipboard_bridge: bool = False  # one owner serves both displays' selections
     # Both donor and taker (and only they) run without sandboxes, as the host was before.
     unsandboxed: bool = False
+    # Both run in sandboxes without the system call filter (`syscall_filter`).
+    unfiltered: bool = False
 
     @property
     def any(self) -> bool:
@@ -78,6 +85,7 @@ class Sharing:
                 self.profile,
                 self.clipboard_bridge,
                 self.unsandboxed,
+                self.unfiltered,
             )
         )
 
@@ -91,6 +99,7 @@ _PLANS: dict[Leak, Sharing] = {
     Leak.SHARED_HOME: Sharing(account=True, home=True),
     Leak.SHARED_CLIPBOARD: Sharing(clipboard_bridge=True),
     Leak.OPEN_HOST: Sharing(unsandboxed=True),
+    Leak.UNFILTERED: Sharing(unfiltered=True),
 }
 
 
@@ -105,7 +114,7 @@ def donor_gives(leak: Leak | None) -> Sharing:
     """What the donor itself must give up under ``leak`` for the taker to share it (its
     sandbox); nothing that concerns only the taker."""
     plan = _PLANS[Leak(leak)] if leak is not None else Sharing()
-    return Sharing(unsandboxed=plan.unsandboxed)
+    return Sharing(unsandboxed=plan.unsandboxed, unfiltered=plan.unfiltered)
 
 
 def parse_leak(text: str | None) -> Leak | None:

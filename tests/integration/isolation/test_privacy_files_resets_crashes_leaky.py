@@ -39,6 +39,7 @@ PROGRAMS = {
     Leak.SHARED_HOME: ("writer", "terminal"),
     Leak.SHARED_CLIPBOARD: ("writer", "terminal"),
     Leak.OPEN_HOST: ("terminal",),
+    Leak.UNFILTERED: ("terminal",),
 }
 # Cut down for the suite; in this order the crash, which disturbs the pool most, is last.
 TESTS: list[IsolationCheck] = [
@@ -99,15 +100,18 @@ def test_every_test_naming_a_leak_reports_cross_under_it(leaky: TrialContext) ->
     silent = {}
     for test in naming(leak):
         rows = run_test(test, leaky, trials=1)
-        if isinstance(test, ChannelsCheck):
+        if isinstance(test, ChannelsCheck) and leak is Leak.OPEN_HOST:
             _assert_every_channel_class_fires(rows)
+        if isinstance(test, ChannelsCheck) and leak is Leak.UNFILTERED:
+            _assert_keys_cross(rows)
         crossed = {(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS}
         # The leak is between env01 and env02: that is where the cross must be, in
         # either direction, and never towards the canary, which shares nothing (except
-        # on the open host, where root through sudo reaches every home).
+        # on the open host, where root through sudo reaches every home, and without the
+        # filter, where a key every user may view is in the canary's /proc/keys too).
         towards_canary = any(dst == "env00" for _, dst in crossed)
         if not crossed & {("env01", "env02"), ("env02", "env01")} or (
-            towards_canary and leak is not Leak.OPEN_HOST
+            towards_canary and leak not in (Leak.OPEN_HOST, Leak.UNFILTERED)
         ):
             silent[test.name] = [
                 f"{r.from_env}->{r.to_env} {r.result.value} {r.detail}" for r in rows
@@ -126,3 +130,14 @@ def _assert_every_channel_class_fires(rows: list[IsolationRow]) -> None:
     reached = {r.detail.split(":")[0] for r in rows if r.result is RowResult.CROSS}
     assert crossed == set(CLASSES), [r for r in rows if r.result is not RowResult.CLEAN]
     assert {"control_plane", "harness_files"} <= reached
+
+
+def _assert_keys_cross(rows: list[IsolationRow]) -> None:
+    """Without the filter, a key crosses between env01 and env02, and nothing else does:
+    the sandboxes stand."""
+    crossed = {
+        r.detail.split(":")[0]
+        for r in rows
+        if r.result is RowResult.CROSS and {r.from_env, r.to_env} == {"env01", "env02"}
+    }
+    assert crossed == {"keys"}, [r for r in rows if r.result is not RowResult.CLEAN]

@@ -93,3 +93,49 @@ def test_an_environment_whose_probe_never_answered_has_lost_harness_rows() -> No
     ]
     assert harness and all(r.result is RowResult.LOST for r in harness)
     assert _result(rows, "ipc", "env02", "env01") is RowResult.LOST
+
+
+def test_keys_the_kernel_refused_to_make_are_clean_though_no_one_could_prove_its_collect() -> None:
+    # Under the sandbox's system call filter no environment can make a key: nothing is
+    # in that class, so nothing can cross, and no collector can find its own token.
+    refused = {e: PlantReport(e, {**ALL_PLANTED, "keys": "refused"}) for e in ENVS}
+    collects = {
+        e: CollectReport(
+            e,
+            [f for f in _own_finds(e) if f["class"] != "keys"],
+            dict.fromkeys(CLASSES, True),
+        )
+        for e in ENVS
+    }
+
+    rows = channel_rows(0, 1, ENVS, refused, collects)
+
+    keys = [r for r in rows if r.detail.startswith("keys:")]
+    assert keys and {r.result for r in keys} == {RowResult.CLEAN}
+    assert all("refused" in r.detail for r in keys)
+
+
+def test_a_key_of_env01_seen_in_proc_keys_by_env02_is_cross() -> None:
+    # The leak the filter closes: keys have no namespace, so /proc/keys lists every key
+    # a user may view, whoever's keyring holds it.
+    line = f"1a2b3c I--Q--- 1 perm 3f3f3f3f 1001 1001 user cleanroom-probe-{TOKENS['env01']}: 32"
+    collects = {e: _collect(e) for e in ENVS}
+    collects["env02"] = _collect("env02", [{"class": "keys", "where": "/proc/keys", "text": line}])
+
+    rows = channel_rows(0, 1, ENVS, _plants(), collects)
+
+    assert _result(rows, "keys", "env01", "env02") is RowResult.CROSS
+    assert _result(rows, "keys", "env02", "env01") is RowResult.CLEAN
+
+
+def test_a_refused_sender_does_not_hide_a_key_another_sender_planted() -> None:
+    plants = _plants()
+    plants["env00"] = PlantReport("env00", {**ALL_PLANTED, "keys": "refused"})
+    line = f"1 I 1 perm 3f3f3f3f 1001 1001 user cleanroom-probe-{TOKENS['env01']}: 32"
+    collects = {e: _collect(e) for e in ENVS}
+    collects["env02"] = _collect("env02", [{"class": "keys", "where": "/proc/keys", "text": line}])
+
+    rows = channel_rows(0, 1, ENVS, plants, collects)
+
+    assert _result(rows, "keys", "env00", "env02") is RowResult.CLEAN
+    assert _result(rows, "keys", "env01", "env02") is RowResult.CROSS

@@ -72,3 +72,9 @@ def test_only_leaks_that_share_a_session_or_the_host_take_the_sandboxes_away() -
     assert unsandboxed == {Leak.OPEN_HOST, Leak.SHARED_PROFILE, Leak.SHARED_RUNTIME_DIR}
     assert not donor_gives(None).any
     assert sharing_for(Leak.OPEN_HOST, "env02") == Sharing(unsandboxed=True)
+
+
+def test_unfiltered_takes_the_filter_from_both_and_leaves_their_sandboxes() -> None:
+    assert donor_gives(Leak.UNFILTERED) == Sharing(unfiltered=True)
+    assert sharing_for(Leak.UNFILTERED, "env02") == Sharing(unfiltered=True)
+    assert not donor_gives(Leak.UNFILTERED).unsandboxed

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cleanroom.environments.policy.http import env_key
+from cleanroom.environments.session import syscall_filter
 from cleanroom.environments.session.port_forward import loopback_port
 from cleanroom.environments.session.sandbox import SandboxLayout, entry_command, mount_plan
 
@@ -57,6 +58,16 @@ def test_entering_drops_to_the_user_with_no_extra_groups_in_every_namespace() ->
     assert argv[:2] == ["nsenter", "--target=42"]
     assert {"--ipc", "--pid", "--net", "--mount", "--uts"} <= set(argv)
     assert argv[-5:] == ["--reuid=1001", "--regid=1002", "--clear-groups", "--", "xterm"]
+
+
+def test_entering_loads_the_system_call_filter_as_root_before_dropping_to_the_user() -> None:
+    argv = entry_command(42, ["xterm"], 1001, 1002, "/home/x")
+    launcher = argv.index(syscall_filter.SYSTEM_PYTHON)
+    assert argv[launcher + 3] == syscall_filter.LAUNCHER
+    assert launcher < argv.index("setpriv")
+    # A leaky setup's sandbox without it.
+    plain = entry_command(42, ["xterm"], 1001, 1002, "/home/x", filtered=False)
+    assert syscall_filter.SYSTEM_PYTHON not in plain and "setpriv" in plain
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,8 @@ class EnvSpec:
     # Everything of the account runs in a sandbox of its own (see `sandbox`); only a
     # leaky setup turns it off, to show what the channels check finds on an open host.
     sandboxed: bool = True
+    # Its sandbox's processes run under the system call filter (`syscall_filter`).
+    filtered: bool = True
 
 
 @dataclass
@@ -354,7 +356,9 @@ class DesktopEnvironment:
             hidden=tuple(dict.fromkeys((self.spec.home.parent, self.spec.runtime_dir.parent))),
             display_number=self.display.number,
         )
-        return Sandbox.start(self.name, layout, self.spec.log_dir / "sandbox.log")
+        return Sandbox.start(
+            self.name, layout, self.spec.log_dir / "sandbox.log", filtered=self.spec.filtered
+        )
 
     def _stop_sandbox(self) -> None:
         if self.session is not None and self.session.sandbox is not None:

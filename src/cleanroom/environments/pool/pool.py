@@ -176,6 +176,7 @@ class Pool:
             screen=self.config.screen,
             container=plan_for(self.pool_id, name, self.image, slot) if self.image else None,
             sandboxed=not gives.unsandboxed,
+            filtered=not gives.unfiltered,
         )
 
     def _has_standby(self, name: str) -> bool:

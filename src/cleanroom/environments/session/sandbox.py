@@ -19,7 +19,10 @@ channels between environments do not exist rather than being watched for:
 
 The sandbox is made by util-linux ``unshare`` and entered with ``nsenter`` and
 ``setpriv`` (no new privileges are forbidden, so a task's ``sudo mkdir`` still works, and
-as root it can write nowhere but the environment's own places). Its first process
+as root it can write nowhere but the environment's own places). Every process entered
+runs under a system call filter first (`syscall_filter`): no kernel keys, no mounts (a
+root inside cannot remake its view writable), none of the calls that reach kernel
+objects no namespace covers. Its first process
 (`sandbox_init`) is pid 1 of the namespaces: ending it ends everything in the sandbox.
 """
 
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cleanroom.environments.errors import StartError
+from cleanroom.environments.session import syscall_filter
 from cleanroom.environments.session.port_forward import ForwardedPorts
 from cleanroom.environments.session.processes import alive, start_time
 from cleanroom.lifecycle import stop_group
@@ -108,15 +112,20 @@ def mount_plan(layout: SandboxLayout) -> list[list[str]]:
 class Sandbox:
     """A running sandbox; `command` wraps an argv to run in it, `stop` ends it all."""
 
-    def __init__(self, name: str, proc: subprocess.Popen[bytes], init_pid: int) -> None:
+    def __init__(
+        self, name: str, proc: subprocess.Popen[bytes], init_pid: int, filtered: bool = True
+    ) -> None:
         self.name = name
+        self.filtered = filtered
         self.proc = proc  # the unshare process, parent of the sandbox's pid 1
         self.init_pid = init_pid
         self.init_start = start_time(init_pid)
         self.forwarded = ForwardedPorts()
 
     @classmethod
-    def start(cls, name: str, layout: SandboxLayout, log: Path) -> Sandbox:
+    def start(
+        cls, name: str, layout: SandboxLayout, log: Path, *, filtered: bool = True
+    ) -> Sandbox:
         """Make the namespaces and lay out the mounts; return once the sandbox is ready."""
         missing = [p for p in layout.writable if not p.exists()]
         if missing:
@@ -150,7 +159,7 @@ class Sandbox:
         if init_pid is None:
             _end(proc)
             raise StartError(f"{name}: its sandbox's first process is gone")
-        return cls(name, proc, init_pid)
+        return cls(name, proc, init_pid, filtered)
 
     def alive(self) -> bool:
         """Whether the sandbox's first process (and so the sandbox) still runs."""
@@ -158,7 +167,7 @@ class Sandbox:
 
     def command(self, argv: list[str], uid: int, gid: int, cwd: str | Path) -> list[str]:
         """``argv`` to run inside the sandbox as ``uid``:``gid`` (no extra groups) in ``cwd``."""
-        return entry_command(self.init_pid, argv, uid, gid, cwd)
+        return entry_command(self.init_pid, argv, uid, gid, cwd, filtered=self.filtered)
 
     def forward_port(self, port: int) -> None:
         """Make the host's 127.0.0.1:``port`` reachable at the same address inside (once)."""
@@ -170,6 +179,7 @@ class Sandbox:
             "pid": self.init_pid,
             "start_time": self.init_start,
             "namespaces": list(NAMESPACES),
+            "filtered": self.filtered,
             "forwarded_ports": self.forwarded.ports(),
         }
 
@@ -186,13 +196,23 @@ class Sandbox:
         _end(self.proc)
 
 
-def entry_command(init_pid: int, argv: list[str], uid: int, gid: int, cwd: str | Path) -> list[str]:
-    """The command that runs ``argv`` in the sandbox whose first process is ``init_pid``."""
+def entry_command(
+    init_pid: int,
+    argv: list[str],
+    uid: int,
+    gid: int,
+    cwd: str | Path,
+    *,
+    filtered: bool = True,
+) -> list[str]:
+    """The command that runs ``argv`` in the sandbox whose first process is ``init_pid``:
+    entered as root, under the system call filter (unless a leaky setup removed it),
+    then as ``uid``:``gid``."""
+    as_user = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--", *argv]
     return [
         "nsenter", f"--target={init_pid}", "--ipc", "--pid", "--net", "--mount", "--uts",
         f"--wd={cwd}", "--",
-        "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--",
-        *argv,
+        *(syscall_filter.filtered(as_user) if filtered else as_user),
     ]  # fmt: skip
 
 
@@ -204,7 +224,7 @@ def enter_described(
     pid = int(described["pid"])
     if not alive(pid) or start_time(pid) != described.get("start_time"):
         raise StartError(f"the sandbox (pid {pid}) has ended")
-    return entry_command(pid, argv, uid, gid, cwd)
+    return entry_command(pid, argv, uid, gid, cwd, filtered=bool(described.get("filtered", True)))
 
 
 def spawn_as(

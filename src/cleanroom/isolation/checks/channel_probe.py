@@ -10,9 +10,10 @@ import cleanroom). Two modes, each given one JSON argument (see `channels.ProbeC
            127.0.0.1 and ::1, an abstract and a path Unix socket, its own command line
            and environment, a folder made through every privilege route (``sudo -n
            mkdir``, ``su`` with the old shared password) in every other environment's
-           home; it also tries to reach the harness (a listener on the host's
-           loopback, the pool's port, the verify server's keyed routes without a key,
-           the run folder). It prints one JSON line, then serves its sockets
+           home, a kernel key in its user keyring that every user may view (or the
+           kernel's refusal to make one); it also tries to reach the harness (a
+           listener on the host's loopback, the pool's port, the verify server's keyed
+           routes without a key, the run folder). It prints one JSON line, then serves its sockets
            until it is ended.
 ``collect`` looks for tokens in every one of those places and prints one JSON line.
 
@@ -25,6 +26,7 @@ import contextlib
 import ctypes
 import json
 import os
+import platform
 import pty
 import select
 import signal
@@ -45,6 +47,13 @@ MAX_WALK_DIRS = 20_000
 MAX_PLANT_DIRS = 64
 OLD_SHARED_PASSWORD = b"password"
 SKIP_TREES = ("/proc", "/sys", "/dev/pts")
+# The key system calls' numbers (add_key, keyctl) by machine; keys have no libc wrapper.
+KEY_CALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}
+KEY_SPEC_USER_KEYRING = -4
+KEYCTL_SETPERM, KEYCTL_INVALIDATE = 5, 21
+KEY_ALL_VIEW = 0x3F3F3F3F  # every right for possessor, user, group and other
+EPERM, ENOSYS = 1, 38
+REFUSED = "refused"
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.shmat.restype = ctypes.c_void_p
 
@@ -154,6 +163,29 @@ def _sysv_plant(index: int, token: bytes) -> dict:
     if mq >= 0:
         out["mqueue"] = mq
     return out
+
+
+def _key_plant(token: bytes) -> tuple[object, int | None]:
+    """A key holding the token in this user's keyring, viewable by every user: True and
+    its id, ``REFUSED`` when the kernel refuses key calls (the sandbox's filter), or why
+    not."""
+    calls = KEY_CALLS.get(platform.machine())
+    if calls is None:
+        return f"no key system call numbers for {platform.machine()}", None
+    add_key, keyctl = calls
+    description = PREFIX.encode() + token
+    key = _libc.syscall(add_key, b"user", description, token, len(token), KEY_SPEC_USER_KEYRING)
+    if key < 0:
+        err = ctypes.get_errno()
+        return (REFUSED if err in (EPERM, ENOSYS) else f"add_key: {os.strerror(err)}"), None
+    _libc.syscall(keyctl, KEYCTL_SETPERM, key, KEY_ALL_VIEW)
+    return True, key
+
+
+def _key_remove(key: int) -> None:
+    calls = KEY_CALLS.get(platform.machine())
+    if calls is not None:
+        _libc.syscall(calls[1], KEYCTL_INVALIDATE, key)
 
 
 def _mq_name(index: int) -> str:
@@ -324,6 +356,9 @@ def plant(cfg: dict) -> None:
 
     os.environ["CLEANROOM_PROBE_TOKEN"] = token
     planted["processes"] = True  # this process's command line carries the token
+    planted["keys"], key = _key_plant(tok)
+    if key is not None:
+        cleanup.append(lambda: _key_remove(key))
     print(json.dumps({"planted": planted, "reached": reached}), flush=True)
 
     def end(*_: object) -> None:
@@ -471,6 +506,15 @@ def collect(cfg: dict) -> None:
                     }
                 )
     tested["processes"] = True
+
+    try:  # every key this user may view, whoever's keyring holds it
+        with open("/proc/keys") as keys:
+            for line in keys:
+                if PREFIX in line:
+                    found.append({"class": "keys", "where": "/proc/keys", "text": line.strip()})
+        tested["keys"] = True
+    except OSError as exc:
+        tested["keys"] = f"cannot read /proc/keys: {exc}"
 
     print(json.dumps({"me": me, "found": found, "tested": tested}), flush=True)
 

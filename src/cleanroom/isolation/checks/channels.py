@@ -4,13 +4,16 @@ probed from inside each environment, as its user, every window.
 Every environment (the canary too: the probe is no action, and touches nothing the
 canary watcher reads) first *plants* a token of its own in every channel class (System V
 IPC, files in every folder it can write, TCP/UDP/Unix sockets on every loopback address,
-its command line and environment, every privilege route into other homes) and tries to
+its command line and environment, every privilege route into other homes, a kernel key
+every user may view) and tries to
 reach the harness; then every environment *collects* from all of them. The rows follow
 `core.channels`: a token of another environment found is ``cross``, a class whose
 collector did not find its own token is ``lost``.
 
-Leak it must catch: ``open-host`` (env01 and env02 without sandboxes, the run folder
-readable), which opens every class between those two.
+Leaks it must catch: ``open-host`` (env01 and env02 without sandboxes, the run folder
+readable), which opens every class between those two, and ``unfiltered`` (their
+sandboxes without the system call filter), which opens kernel keys: a key has no
+namespace, so every environment's ``/proc/keys`` lists it.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ class ChannelsCheck(IsolationCheck):
     name: ClassVar[str] = NAME
     number: ClassVar[int] = 12
     schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
-    detects: ClassVar[tuple[Leak, ...]] = (Leak.OPEN_HOST,)
+    detects: ClassVar[tuple[Leak, ...]] = (Leak.OPEN_HOST, Leak.UNFILTERED)
 
     def pairs(self, ctx: TrialContext) -> list[tuple[str, str]]:
         names = ctx.pool.names
