@@ -157,8 +157,11 @@ _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CL
 
 def _missing_or(exc: OSError, path: Path) -> OSError:
     """A link or a non-folder on the way reads as nothing there; other errors stand."""
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
-        return FileNotFoundError(errno.ENOENT, "no file of the environment's there", str(path))
+    if isinstance(exc, FileNotFoundError):
+        return exc
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        why = "a link, not followed, or no folder on the way"
+        return FileNotFoundError(errno.ENOENT, why, str(path))
     return exc
 
 

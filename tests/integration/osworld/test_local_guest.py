@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,6 @@ from cleanroom.guests import (
     open_guest,
 )
 from cleanroom.guests.local import LocalGuest
-from cleanroom.host_files import NotARegularFile
 from cleanroom.lifecycle import wait_until
 
 
@@ -51,7 +51,10 @@ def test_reading_a_missing_file_raises_file_not_found(home: Path) -> None:
     [
         (os.mkfifo, "a fifo"),
         (os.mkdir, "a directory"),
-        (lambda path: os.symlink("/dev/zero", path), "a character device"),
+        (lambda path: os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 5)), "a character device"),
+        # A link the environment left is not followed, wherever it points.
+        (lambda path: os.symlink("/dev/zero", path), "a link, not followed"),
+        (lambda path: os.symlink("/etc/hostname", path), "a link, not followed"),
     ],
 )
 def test_what_is_no_regular_file_reads_as_missing_and_never_blocks(
@@ -59,7 +62,7 @@ def test_what_is_no_regular_file_reads_as_missing_and_never_blocks(
 ) -> None:
     with open_guest("local", home=str(home)) as guest:
         make(home / "Desktop" / "x")
-        with pytest.raises(NotARegularFile, match=kind):
+        with pytest.raises(FileNotFoundError, match=kind):
             guest.read_file("Desktop/x")
 
 

@@ -105,7 +105,6 @@ RUNNER_ATTACKS = {
     "pytest-exit-in-code": ("runner_cut_short", "pytest's exit"),
     "skip-in-code": ("runner_cut_short", "raised a skip"),
     "reward-from-code": ("tamper", "touched /logs/verifier/reward.txt (open from /app/stats.py)"),
-    "writer-left-by-code": ("tamper", "after test.sh ended"),
 }
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 import pytest
 
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
@@ -304,3 +308,20 @@ def test_a_witness_that_saw_runs_end_normally_changes_nothing() -> None:
     )
 
     assert decide(ev).status is Status.SUCCESS
+
+
+def test_a_reward_written_after_test_sh_ended_is_found_and_one_before_is_not(
+    tmp_path: Path,
+) -> None:
+    from cleanroom.verifiers.container.verification import written_after
+
+    ended = time.time_ns()
+    (tmp_path / "reward.txt").write_text("1")
+    os.utime(tmp_path / "reward.txt", ns=(ended + 10**9, ended + 10**9))  # a second later
+    (tmp_path / "reward.json").write_text("{}")
+    os.utime(tmp_path / "reward.json", ns=(ended - 10**9, ended - 10**9))
+
+    late = written_after(tmp_path, [TXT, JSON], ended)
+
+    assert late == (f"{TXT} (written 1.000 s after test.sh ended)",)
+    assert written_after(tmp_path / "gone", [TXT], ended) == ()

@@ -18,7 +18,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -637,25 +637,13 @@ class Verification:
             json_path, text_path = self.vcfg.reward_paths
             self.ev.json_file = read_capped(reward_dir, posixpath.basename(json_path), json_path)
             self.ev.text_file = read_capped(reward_dir, posixpath.basename(text_path), text_path)
-            touched = self._written_after_the_tests(reward_dir)
+            touched = written_after(reward_dir, self.vcfg.reward_paths, self.test_ended_ns)
             if self.plan.freezes_agent:
                 self.ev.witness = read_witness(folders.witness, self.agent_paths)
                 touched += self.ev.witness.touched
             if touched:
                 found = self.ev.tamper or TamperReport(protected=(), planted=())
                 self.ev.tamper = replace(found, touched=touched)
-
-    def _written_after_the_tests(self, reward_dir: Path) -> tuple[str, ...]:
-        """Reward files last written after test.sh had ended: by a process left running
-        in the verifier's container, never by test.sh. (File times come from the same
-        clock, coarser: a write just after the end can look earlier, never the reverse.)"""
-        late: list[str] = []
-        for path in self.vcfg.reward_paths:
-            written = _written_ns(reward_dir, posixpath.basename(path))
-            if written is not None and written > self.test_ended_ns:
-                after = (written - self.test_ended_ns) / 1e9
-                late.append(f"{path} (written {after:.3f} s after test.sh ended)")
-        return tuple(late)
 
     def _state_paths(self, changes: list[Change]) -> list[str]:
         """The work dir, the declared state, and top-level folders the agent created,
@@ -1038,6 +1026,20 @@ class Verification:
             self.services.remove()
         if self.workspace is not None:
             remove_tree(self.workspace)
+
+
+def written_after(reward_dir: Path, reward_paths: Iterable[str], ended_ns: int) -> tuple[str, ...]:
+    """The reward files in ``reward_dir`` last written after test.sh ended (``ended_ns``,
+    the wall clock): by a process left running in the verifier's container, never by
+    test.sh. File times come from the same clock, coarser, so a write just after the end
+    can look earlier, never the reverse."""
+    late: list[str] = []
+    for path in reward_paths:
+        written = _written_ns(reward_dir, posixpath.basename(path))
+        if written is not None and written > ended_ns:
+            after = (written - ended_ns) / 1e9
+            late.append(f"{path} (written {after:.3f} s after test.sh ended)")
+    return tuple(late)
 
 
 def _written_ns(folder: Path, name: str) -> int | None:
