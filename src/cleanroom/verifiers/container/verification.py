@@ -137,8 +137,8 @@ class Verification:
         self.agent_reward_dir: Path | None = None
         self.background: list[threading.Thread] = []
         self.baseline: list[Change] = []
-        # A sealed verifier's container started during the agent phase, with its reward
-        # folder (`_start_verifier_early`); taken by the next `_verify_sealed`.
+        # A sealed verifier's container started during the agent phase, with its folders
+        # (`_start_verifier_early`); taken by the next `_verify_sealed`.
         self.early_verifier: tuple[Future[str], VerifierFolders] | None = None
         # The task's environments with their ${VAR} templates resolved (`_resolve_env`).
         self.task_env: dict[str, str] = {}
