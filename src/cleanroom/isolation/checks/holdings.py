@@ -54,7 +54,8 @@ def profile_dirs(pool: Pool, env: str) -> list[Path]:
 
 def trees_of(pool: Pool, env: str, *, logs: bool = True) -> list[Path]:
     """Every folder that belongs to ``env``: its home, its programs' profiles and (with
-    ``logs``) its log folder in the run folder; resolved and without repeats."""
+    ``logs``) its log folder in the run folder; absolute (never resolved through a link the
+    environment left) and without repeats."""
     e = pool.env(env)
     trees = [e.account.home, *profile_dirs(pool, env)]
     if logs:
