@@ -169,7 +169,7 @@ def _witness() -> None:
         os.environ["CLEANROOM_WITNESSED"] = str(os.getpid())
         if name not in plugins:
             os.environ["PYTEST_PLUGINS"] = ",".join([*plugins, name])
-        module.start(folder, argv)
+        module.start(folder, argv, _state_paths())
 
 
 def _guard() -> None:

@@ -99,19 +99,8 @@ def _strings(value: Any, depth: int = 0) -> List[str]:
     return []
 
 
-def _state_paths() -> List[str]:
-    try:
-        found = json.loads(os.environ.get("CLEANROOM_STATE", "[]"))
-    except ValueError:
-        return []
-    return [os.path.normpath(p) for p in found if isinstance(p, str) and p.startswith("/")]
-
-
-_STATE = _state_paths()
-
-
-def _in_state(path: str) -> bool:
-    return any(path == s or path.startswith(s.rstrip("/") + "/") for s in _STATE)
+# The agent's state paths, as the start-up hook read them (`start`).
+_STATE: List[str] = []
 
 
 def _agent_frame() -> Optional[str]:
@@ -119,7 +108,7 @@ def _agent_frame() -> Optional[str]:
     frame: Any = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
-        if _in_state(os.path.normpath(name)):
+        if _under(os.path.normpath(name), _STATE):
             return str(name)
         frame = frame.f_back
     return None
@@ -134,7 +123,10 @@ def _path(value: Any) -> Optional[str]:
         value = value.decode("utf-8", "surrogateescape")
     if not isinstance(value, str):
         return None  # a descriptor: the open that made it was seen
-    return os.path.normpath(os.path.join(os.getcwd(), value)) if value else None
+    if not value:
+        return None
+    # The working folder is asked only for a relative path: this runs on every open.
+    return os.path.normpath(value if value.startswith("/") else os.path.join(os.getcwd(), value))
 
 
 def _touched(event: str, args: Any) -> Optional[str]:
@@ -238,7 +230,7 @@ def _agent_frame_in(tb: Any) -> Optional[str]:
     """The file of the first frame of traceback ``tb`` that is code of the agent's."""
     while tb is not None:
         name = tb.tb_frame.f_code.co_filename
-        if _in_state(os.path.normpath(name)):
+        if _under(os.path.normpath(name), _STATE):
             return str(name)
         tb = tb.tb_next
     return None
@@ -266,8 +258,9 @@ def _exited() -> None:
     _write("exit")
 
 
-def start(folder: str, argv: Any) -> None:
-    """Witness this process: called by the start-up hook in a process that runs pytest."""
+def start(folder: str, argv: Any, state: List[str]) -> None:
+    """Witness this process: called by the start-up hook in a process that runs pytest,
+    with the agent's state paths it read."""
     global _fd, _pid
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
     flags |= getattr(os, "O_NOFOLLOW", 0)
@@ -276,6 +269,7 @@ def start(folder: str, argv: Any) -> None:
     except OSError:
         return
     _pid = os.getpid()
+    _STATE[:] = state
     _write("start", argv=[str(a)[:_NAME_CHARS] for a in list(argv)[:32]])
     atexit.register(_exited)
     if hasattr(sys, "addaudithook"):  # Python 3.8 and later
