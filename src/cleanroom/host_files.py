@@ -81,17 +81,7 @@ def read_regular(path: str | Path, cap: int = READ_CAP_BYTES) -> bytes:
     if seen.st_size > cap:
         raise NotARegularFile(str(path), f"a file over {cap >> 20} MiB")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    try:
-        info = os.fstat(fd)
-        if (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino):
-            raise NotARegularFile(str(path), "a file replaced while it was opened")
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(cap + 1)
-    finally:
-        os.close(fd)
-    if len(data) > cap:
-        raise NotARegularFile(str(path), f"a file over {cap >> 20} MiB")
-    return data
+    return _read_what_was_seen(fd, seen, path, cap)
 
 
 def read_beneath(root: Path, path: Path, cap: int = READ_CAP_BYTES) -> bytes:
@@ -114,7 +104,7 @@ def read_beneath(root: Path, path: Path, cap: int = READ_CAP_BYTES) -> bytes:
     try:
         for part in parts[:-1]:
             try:
-                inner = os.open(part, _OPEN_FOLDER, dir_fd=fd)
+                inner = os.open(part, OPEN_FOLDER_NOFOLLOW, dir_fd=fd)
             except OSError as exc:
                 raise _missing_or(exc, path) from None
             os.close(fd)
@@ -127,32 +117,40 @@ def read_beneath(root: Path, path: Path, cap: int = READ_CAP_BYTES) -> bytes:
                 if stat.S_ISLNK(seen.st_mode):
                     raise FileNotFoundError(errno.ENOENT, "a link, not followed", str(path))
                 raise NotARegularFile(str(path), _kind_of(seen.st_mode))
-            file_fd = os.open(parts[-1], _OPEN_FILE, dir_fd=fd)
+            file_fd = os.open(parts[-1], OPEN_FILE_NOFOLLOW, dir_fd=fd)
         except NotARegularFile:
             raise
         except OSError as exc:
             raise _missing_or(exc, path) from None
     finally:
         os.close(fd)
+    return _read_what_was_seen(file_fd, seen, path, cap)
+
+
+def _read_what_was_seen(fd: int, seen: os.stat_result, path: str | Path, cap: int) -> bytes:
+    """Up to ``cap`` bytes of the regular file open on ``fd`` (closed here), which must
+    be the very file ``seen`` looked at; `NotARegularFile` otherwise or over ``cap``."""
     try:
-        info = os.fstat(file_fd)
+        info = os.fstat(fd)
         if (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino) or not stat.S_ISREG(
             info.st_mode
         ):
             raise NotARegularFile(str(path), "a file replaced while it was opened")
         if info.st_size > cap:
             raise NotARegularFile(str(path), f"a file over {cap >> 20} MiB")
-        with os.fdopen(os.dup(file_fd), "rb") as fh:
+        with os.fdopen(os.dup(fd), "rb") as fh:
             data = fh.read(cap + 1)
     finally:
-        os.close(file_fd)
+        os.close(fd)
     if len(data) > cap:
         raise NotARegularFile(str(path), f"a file over {cap >> 20} MiB")
     return data
 
 
-_OPEN_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+# How a file or folder an environment wrote is opened: never through a link, and a file
+# never in a way that waits (a FIFO opens at once). `tree_scan` walks with the same.
+OPEN_FOLDER_NOFOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+OPEN_FILE_NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 def _missing_or(exc: OSError, path: Path) -> OSError:

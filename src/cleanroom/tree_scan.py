@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, _hit, _matches, scan_spans
+from cleanroom.host_files import OPEN_FILE_NOFOLLOW, OPEN_FOLDER_NOFOLLOW
 
 _OVERLAP = TOKEN_MAX_LEN + 1
 # Each scanning thread reads into one buffer of this size: a tree's small files back to
@@ -36,8 +37,7 @@ _OVERLAP = TOKEN_MAX_LEN + 1
 _BATCH = 1 << 20
 _REFILL = 256 << 10
 _FILES_PER_TASK = 32  # a folder's files are shared among the threads in groups this big
-_OPEN_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
 # Buffers are kept for the next scan, never freed: a process that scans all the time (a
 # sweep before every reset, from many threads) would otherwise leave a freed buffer in
 # every thread's malloc arena, and hold on to all of them.
@@ -71,7 +71,7 @@ class NotRegular(OSError):
 def _open_regular(name: str, dir_fd: int | None = None) -> int:
     """A descriptor of the regular file ``name`` (relative to ``dir_fd``), opened without
     following a link and without waiting; `NotRegular` for anything else."""
-    fd = os.open(name, _OPEN_FILE, dir_fd=dir_fd)
+    fd = os.open(name, OPEN_FILE_NOFOLLOW, dir_fd=dir_fd)
     try:
         mode = os.fstat(fd).st_mode
     except BaseException:
@@ -328,7 +328,7 @@ class _Reader:
             return task.opened
         assert task.parent is not None  # only the root comes without a parent
         try:
-            fd = os.open(task.name, _OPEN_FOLDER, dir_fd=task.parent.fd)
+            fd = os.open(task.name, OPEN_FOLDER_NOFOLLOW, dir_fd=task.parent.fd)
         except OSError as exc:
             vanished = exc.errno in _REPLACED
             self.errors.append(ScanError(task.path, exc.strerror or str(exc), vanished))
@@ -424,7 +424,7 @@ def scan_tree(
     top = os.fspath(root)
     deadline = time.monotonic() + deadline_s if deadline_s is not None else None
     try:
-        root_fd = os.open(top, _OPEN_FOLDER)
+        root_fd = os.open(top, OPEN_FOLDER_NOFOLLOW)
     except NotADirectoryError:
         return _scan_one(top)
     except OSError as exc:
