@@ -21,7 +21,8 @@ PACKAGES=(
   libreoffice-writer libreoffice-gtk3 fonts-dejavu-core
   chromium
   dbus dbus-x11 at-spi2-core python3-pyatspi python3-gi gir1.2-atspi-2.0
-  python3-venv python3-seccomp sudo procps ripgrep wrk ca-certificates
+  python3-venv sudo procps ripgrep wrk ca-certificates
+  runc tini
   gcc libc6-dev
 )
 

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 T = TypeVar("T")
 
@@ -77,15 +77,31 @@ class Child(Protocol):
     def wait(self, timeout: float | None = None) -> int: ...
 
 
+@runtime_checkable
+class LeadsGroupElsewhere(Protocol):
+    """A child whose program leads a process group other than the child's own (a
+    command ``runc exec`` runs in a sandbox leads a session of its own there)."""
+
+    def group_leader(self) -> int | None: ...
+
+
+def _signal_child(proc: Child, sig: int) -> None:
+    if isinstance(proc, LeadsGroupElsewhere):
+        leader = proc.group_leader()
+        if leader is not None:
+            signal_group(leader, sig)
+    signal_group(proc.pid, sig)
+
+
 def stop_group(proc: Child, grace_s: float = 5.0, reap_s: float = 10.0) -> None:
     """End ``proc`` and its process group: SIGTERM, up to ``grace_s`` for it to exit, then
     SIGKILL (at once when ``grace_s`` is 0), and up to ``reap_s`` to reap it."""
     if proc.poll() is None and grace_s > 0:
-        signal_group(proc.pid, signal.SIGTERM)
+        _signal_child(proc, signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=grace_s)
     if proc.poll() is None:
-        signal_group(proc.pid, signal.SIGKILL)
+        _signal_child(proc, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=reap_s)
 

@@ -31,6 +31,8 @@ class Leak(StrEnum):
     SHARED_CLIPBOARD = "shared-clipboard"  # one clipboard owner serving both displays
     OPEN_HOST = "open-host"  # no sandboxes: one IPC, PID, network and /tmp for both
     UNFILTERED = "unfiltered"  # sandboxes without their system call filter
+    SHARED_INODES = "shared-inodes"  # sandboxes whose root is the host's own inodes
+    UNLIMITED = "unlimited"  # sandboxes without their resource limits
 
     @property
     def description(self) -> str:
@@ -50,6 +52,14 @@ _DESCRIPTIONS = {
     Leak.UNFILTERED: (
         "two environments' sandboxes run without their system call filter (kernel keys, "
         "mounts and the other calls with no namespace of their own are allowed)"
+    ),
+    Leak.SHARED_INODES: (
+        "two environments' sandboxes see the host's own files, not an overlay of their "
+        "own (a lock or a watch on a file both see is on one inode)"
+    ),
+    Leak.UNLIMITED: (
+        "two environments' sandboxes run without their limits (memory, processes, CPU "
+        "weight, sized tmpfs mounts)"
     ),
 }
 
@@ -72,6 +82,10 @@ class Sharing:
     unsandboxed: bool = False
     # Both run in sandboxes without the system call filter (`syscall_filter`).
     unfiltered: bool = False
+    # Both run in sandboxes whose root is the host's file system itself (no overlay).
+    shared_inodes: bool = False
+    # Both run in sandboxes with no resource limits.
+    unlimited: bool = False
 
     @property
     def any(self) -> bool:
@@ -86,6 +100,8 @@ class Sharing:
                 self.clipboard_bridge,
                 self.unsandboxed,
                 self.unfiltered,
+                self.shared_inodes,
+                self.unlimited,
             )
         )
 
@@ -100,6 +116,8 @@ _PLANS: dict[Leak, Sharing] = {
     Leak.SHARED_CLIPBOARD: Sharing(clipboard_bridge=True),
     Leak.OPEN_HOST: Sharing(unsandboxed=True),
     Leak.UNFILTERED: Sharing(unfiltered=True),
+    Leak.SHARED_INODES: Sharing(shared_inodes=True),
+    Leak.UNLIMITED: Sharing(unlimited=True),
 }
 
 
@@ -114,7 +132,12 @@ def donor_gives(leak: Leak | None) -> Sharing:
     """What the donor itself must give up under ``leak`` for the taker to share it (its
     sandbox); nothing that concerns only the taker."""
     plan = _PLANS[Leak(leak)] if leak is not None else Sharing()
-    return Sharing(unsandboxed=plan.unsandboxed, unfiltered=plan.unfiltered)
+    return Sharing(
+        unsandboxed=plan.unsandboxed,
+        unfiltered=plan.unfiltered,
+        shared_inodes=plan.shared_inodes,
+        unlimited=plan.unlimited,
+    )
 
 
 def parse_leak(text: str | None) -> Leak | None:

@@ -9,11 +9,16 @@ of ``cleanroom envs up``; by default the most recently started pool).
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from cleanroom.environments.errors import StartError
-from cleanroom.environments.session.sandbox import enter_described
+from cleanroom.environments.session.sandbox import (
+    SandboxedProcess,
+    enter_described,
+    runtime_environment,
+)
 from cleanroom.guests.base import GuestError
 from cleanroom.guests.local import LocalGuest
 
@@ -65,20 +70,25 @@ class DesktopGuest(LocalGuest):
         kwargs["env"] = {**kwargs["env"], **self._session}
         return kwargs, account
 
-    def _wrap(self, argv: list[str], kwargs: dict[str, Any], account: Any) -> list[str]:
+    def _popen(
+        self, argv: list[str], kwargs: dict[str, Any], account: Any
+    ) -> subprocess.Popen[bytes]:
         sandbox = self.details.get("sandbox")
         if not sandbox:
-            return argv
+            return super()._popen(argv, kwargs, account)
         # The command runs where the environment's programs run: in its sandbox, which
-        # `nsenter` and `setpriv` enter as root and leave as the user.
+        # the container runtime enters as the user, with the session's environment.
         cwd = kwargs.pop("cwd")
+        env = kwargs.pop("env")
         for key in ("user", "group", "extra_groups"):
             kwargs.pop(key, None)
-        kwargs["cwd"] = "/"
         try:
-            return enter_described(sandbox, argv, account.pw_uid, account.pw_gid, cwd)
+            command, pid_file = enter_described(
+                sandbox, argv, account.pw_uid, account.pw_gid, cwd, env
+            )
         except StartError as exc:
             raise GuestError(f"{self.env_name}: {exc}") from exc
+        return SandboxedProcess(command, pid_file, cwd="/", env=runtime_environment(), **kwargs)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -131,11 +131,11 @@ class LocalGuest(Guest):
             )
         return kwargs, account
 
-    def _wrap(
+    def _popen(
         self, argv: list[str], kwargs: dict[str, Any], account: pwd.struct_passwd
-    ) -> list[str]:
-        """The argv to start for ``argv`` (a subclass may wrap it, adjusting ``kwargs``)."""
-        return argv
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` (a subclass may start it elsewhere, adjusting ``kwargs``)."""
+        return subprocess.Popen(argv, **kwargs)
 
     def _start(
         self, command: Command, shell: bool, user: str | None, **extra: Any
@@ -144,8 +144,7 @@ class LocalGuest(Guest):
             raise GuestError(f"the guest home {self._home} no longer exists")
         kwargs, account = self._popen_kwargs(user)
         try:
-            argv = self._wrap(to_argv(command, shell=shell), kwargs, account)
-            return subprocess.Popen(argv, **kwargs, **extra)
+            return self._popen(to_argv(command, shell=shell), {**kwargs, **extra}, account)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             raise CommandNotStarted(command, exc.strerror or str(exc)) from exc
         except ValueError as exc:  # shlex could not split, or an empty argv

@@ -10,14 +10,19 @@ import secrets
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from cleanroom.environments.session.processes import alive, pids_of_uid
-from cleanroom.environments.session.sandbox import Sandbox, SandboxLayout
-from cleanroom.lifecycle import wait_until
+from cleanroom.environments.session.sandbox import Sandbox, SandboxedProcess, runtime_environment
+from cleanroom.environments.session.sandbox_spec import (
+    SandboxLayout,
+    SandboxLimits,
+    SandboxProtections,
+)
+from cleanroom.lifecycle import stop_group, wait_until
 
 Boxed = tuple[Sandbox, Path, pwd.struct_passwd]
 FETCH = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=3).status)"
@@ -39,7 +44,7 @@ def sandbox(tmp_path: Path) -> Iterator[Boxed]:
     layout = SandboxLayout(
         writable=(homes / "mine", runs / "mine"), hidden=(homes, runs), display_number=None
     )
-    box = Sandbox.start("test", layout, tmp_path / "sandbox.log")
+    box = Sandbox.start("test", layout, tmp_path / "sandbox.log", owner=user)
     try:
         yield box, homes, account
     finally:
@@ -48,9 +53,14 @@ def sandbox(tmp_path: Path) -> Iterator[Boxed]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+ENV = {"PATH": "/usr/bin:/bin", "HOME": "/"}
+
+
 def _run(box: Sandbox, account: pwd.struct_passwd, script: str, cwd: Path) -> tuple[int, str]:
-    argv = box.command(["sh", "-c", script], account.pw_uid, account.pw_gid, cwd)
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    argv, _ = box.command(["sh", "-c", script], account.pw_uid, account.pw_gid, cwd, ENV)
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=30, check=False, env=runtime_environment()
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -70,7 +80,7 @@ def test_other_homes_are_not_there_and_only_the_sandboxs_processes_are(sandbox: 
     box, homes, account = sandbox
     _, out = _run(box, account, f"ls -a {homes}; cat /proc/[0-9]*/comm", homes / "mine")
     assert "theirs" not in out and "mine" in out
-    assert "pytest" not in out and "python" in out  # the sandbox's first process only
+    assert "pytest" not in out and "tini" in out  # the sandbox's first process only
 
 
 def test_a_forwarded_port_reaches_the_host_server_and_nothing_else_does(sandbox: Boxed) -> None:
@@ -97,12 +107,180 @@ def test_a_forwarded_port_reaches_the_host_server_and_nothing_else_does(sandbox:
 
 def test_stopping_the_sandbox_ends_everything_in_it(sandbox: Boxed) -> None:
     box, homes, account = sandbox
-    argv = box.command(
-        ["sh", "-c", "sleep 300 & sleep 300"], account.pw_uid, account.pw_gid, homes / "mine"
+    argv, _ = box.command(
+        ["sh", "-c", "sleep 300 & sleep 300"], account.pw_uid, account.pw_gid, homes / "mine", ENV
     )
-    subprocess.Popen(argv, start_new_session=True)
+    subprocess.Popen(argv, start_new_session=True, env=runtime_environment())
 
     assert wait_until(lambda: len(pids_of_uid(account.pw_uid)) >= 2, 5)
     box.stop()
     assert not alive(box.init_pid)
     assert wait_until(lambda: pids_of_uid(account.pw_uid) == [], 5)
+
+
+# -- what no namespace covers: inodes, keys, resources -----------------------------------
+
+FLOCK_HOLD = (
+    "import fcntl, sys, time; f = open(sys.argv[1]); fcntl.flock(f, fcntl.LOCK_EX); "
+    "print('held', flush=True); time.sleep(30)"
+)
+FLOCK_TRY = (
+    "import fcntl, sys; f = open(sys.argv[1])\n"
+    "try:\n    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')\n"
+    "except BlockingIOError:\n    print('taken')"
+)
+ADD_KEY = (
+    "import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+    "k = libc.syscall(248, b'user', b'cleanroom-sandbox-test', b'x', 1, -4); "
+    "print('made' if k >= 0 else f'refused {ctypes.get_errno()}'); "
+    "k >= 0 and libc.syscall(250, 21, k)"
+)
+MEMORY_HOG = 'b = bytearray(256 << 20); b[::4096] = b"x" * len(b[::4096]); print("kept")'
+SHARED_FILE = "/etc/os-release"  # on the host's root file system, readable by anyone
+
+
+@pytest.fixture
+def two_sandboxes(
+    tmp_path: Path,
+) -> Iterator[Callable[[SandboxProtections], tuple[Sandbox, Sandbox, pwd.struct_passwd, Path]]]:
+    if os.geteuid() != 0:
+        pytest.fail("sandboxes are made by root")
+    user = f"crsbx{secrets.token_hex(3)}"
+    subprocess.run(["useradd", "-M", "-U", user], check=True)
+    account = pwd.getpwnam(user)
+    root = Path("/var/lib/cleanroom/test-sandbox") / user
+    boxes: list[Sandbox] = []
+
+    def make(protections: SandboxProtections) -> tuple[Sandbox, Sandbox, pwd.struct_passwd, Path]:
+        made = []
+        for name in ("a", "b"):
+            home = root / "homes" / name
+            home.mkdir(parents=True, exist_ok=True)
+            os.chown(home, account.pw_uid, account.pw_gid)
+            layout = SandboxLayout(writable=(home,), hidden=(root / "homes",), display_number=None)
+            box = Sandbox.start(
+                name, layout, tmp_path / f"{name}.log", owner=user, protections=protections
+            )
+            boxes.append(box)
+            made.append(box)
+        return made[0], made[1], account, root / "homes"
+
+    try:
+        yield make
+    finally:
+        for box in boxes:
+            box.stop()
+        subprocess.run(["userdel", user], check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _lock_crosses(a: Sandbox, b: Sandbox, account: pwd.struct_passwd) -> bool:
+    argv, pid_file = a.command(
+        ["/usr/bin/python3", "-I", "-c", FLOCK_HOLD, SHARED_FILE],
+        account.pw_uid,
+        account.pw_gid,
+        "/",
+        ENV,
+    )
+    holder = SandboxedProcess(
+        argv,
+        pid_file,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=runtime_environment(),
+        start_new_session=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        argv, _ = b.command(
+            ["/usr/bin/python3", "-I", "-c", FLOCK_TRY, SHARED_FILE],
+            account.pw_uid,
+            account.pw_gid,
+            "/",
+            ENV,
+        )
+        seen = subprocess.run(
+            argv, capture_output=True, text=True, timeout=30, env=runtime_environment()
+        )
+        return seen.stdout.strip() == "taken"
+    finally:
+        stop_group(holder, 0.0)
+
+
+def test_a_lock_on_a_file_both_see_stays_in_its_sandbox_and_crosses_on_shared_inodes(
+    two_sandboxes: Callable[[SandboxProtections], tuple[Sandbox, Sandbox, pwd.struct_passwd, Path]],
+) -> None:
+    a, b, account, _ = two_sandboxes(SandboxProtections())
+    assert not _lock_crosses(a, b, account)
+    # The control: the same two sandboxes on the host's own inodes.
+    a, b, account, _ = two_sandboxes(SandboxProtections(own_inodes=False))
+    assert _lock_crosses(a, b, account)
+
+
+def test_a_kernel_key_is_refused_inside_and_made_without_the_filter(
+    two_sandboxes: Callable[[SandboxProtections], tuple[Sandbox, Sandbox, pwd.struct_passwd, Path]],
+) -> None:
+    a, _, account, _ = two_sandboxes(SandboxProtections())
+    _, out = _run(a, account, f'/usr/bin/python3 -I -c "{ADD_KEY}"', Path("/"))
+    assert out.strip() == "refused 1", out  # EPERM
+    _, out = _run(a, account, "cat /proc/keys | wc -l", Path("/"))
+    assert out.strip() == "0", out  # masked
+    bare, _, account, _ = two_sandboxes(SandboxProtections(syscall_filter=False))
+    _, out = _run(bare, account, f'/usr/bin/python3 -I -c "{ADD_KEY}"', Path("/"))
+    assert out.strip() == "made", out
+
+
+def test_root_inside_cannot_mount_or_write_outside_its_places(
+    two_sandboxes: Callable[[SandboxProtections], tuple[Sandbox, Sandbox, pwd.struct_passwd, Path]],
+) -> None:
+    a, *_ = two_sandboxes(SandboxProtections())
+    argv, _ = a.command(
+        ["sh", "-c", "mount -t tmpfs none /mnt; echo m=$?; touch /etc/cleanroom-x; echo t=$?"],
+        0, 0, "/", ENV,
+    )  # fmt: skip
+    out = subprocess.run(
+        argv, capture_output=True, text=True, timeout=30, env=runtime_environment()
+    ).stdout
+    assert "m=0" not in out and "t=0" not in out, out
+    assert not Path("/etc/cleanroom-x").exists()
+
+
+def test_the_memory_tmpfs_and_process_limits_hold_and_are_gone_without_limits(
+    two_sandboxes: Callable[[SandboxProtections], tuple[Sandbox, Sandbox, pwd.struct_passwd, Path]],
+) -> None:
+    small = SandboxLimits(memory_mib=96, pids=64, tmpfs_mib=32)
+    a, _, account, _ = two_sandboxes(SandboxProtections(limits=small))
+    # A tmpfs past its size: the write fails, nothing else does.
+    _, out = _run(a, account, "head -c 48M /dev/zero > /tmp/fill; echo rc=$?", Path("/"))
+    assert "rc=0" not in out, out
+    # Memory past the cgroup's limit: the hog is killed, inside the sandbox.
+    _, out = _run(
+        a,
+        account,
+        f"/usr/bin/python3 -I -c '{MEMORY_HOG}'; echo rc=$?",
+        Path("/"),
+    )
+    assert "kept" not in out, out
+    # Processes past the pids limit: fork fails.
+    _, out = _run(
+        a,
+        account,
+        "for i in $(seq 100); do sleep 5 & done 2>/dev/null; echo n=$(jobs -p | wc -l)",
+        Path("/"),
+    )
+    assert "n=100" not in out, out
+    free, _, account, _ = two_sandboxes(SandboxProtections(limits=None))
+    _, out = _run(free, account, "head -c 48M /dev/zero > /tmp/fill; echo rc=$?", Path("/"))
+    assert "rc=0" in out, out
+
+
+def test_stopping_a_command_ends_its_program_inside_not_only_the_runtime(sandbox: Boxed) -> None:
+    box, homes, account = sandbox
+    argv, pid_file = box.command(
+        ["sh", "-c", "sleep 300 & sleep 301"], account.pw_uid, account.pw_gid, homes / "mine", ENV
+    )
+    proc = SandboxedProcess(argv, pid_file, env=runtime_environment(), start_new_session=True)
+    assert wait_until(lambda: len(pids_of_uid(account.pw_uid)) >= 3, 5)
+    stop_group(proc, 0.0)
+    assert wait_until(lambda: pids_of_uid(account.pw_uid) == [], 5), pids_of_uid(account.pw_uid)
+    assert box.alive()

@@ -1,4 +1,4 @@
-"""The sandbox's mount plan: what it keeps, what it covers, and in which order."""
+"""The sandbox's spec: what it keeps, what it covers, in which order, and its limits."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ import pytest
 from cleanroom.environments.policy.http import env_key
 from cleanroom.environments.session import syscall_filter
 from cleanroom.environments.session.port_forward import loopback_port
-from cleanroom.environments.session.sandbox import SandboxLayout, entry_command, mount_plan
+from cleanroom.environments.session.sandbox_spec import (
+    ROOT_CAPABILITIES,
+    SandboxLayout,
+    SandboxLimits,
+    SandboxProtections,
+    process_config,
+    runtime_config,
+)
 
 ROOT = Path("/var/lib/cleanroom/pools/abc123")
 LAYOUT = SandboxLayout(
@@ -19,55 +26,88 @@ LAYOUT = SandboxLayout(
 )
 
 
-def _index(plan: list[list[str]], step: list[str]) -> int:
-    return plan.index(step)
+def _config(protections: SandboxProtections | None = None) -> dict:
+    return runtime_config(
+        root=Path("/stage/root"),
+        hostname="h",
+        layout=LAYOUT,
+        protections=protections or SandboxProtections(),
+        cgroup="cleanroom/x",
+    )
 
 
-def test_everything_is_read_only_before_the_private_and_own_places_are_mounted() -> None:
-    plan = mount_plan(LAYOUT)
-    readonly = _index(plan, ["readonly", "/"])
-    for tmp in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
-        assert _index(plan, ["tmpfs", tmp, "1777"]) > readonly
+def _destinations() -> list[str]:
+    return [m["destination"] for m in _config()["mounts"]]
+
+
+def test_the_root_is_read_only_and_the_own_places_are_bound_writable() -> None:
+    config = _config()
+    assert config["root"] == {"path": "/stage/root", "readonly": True}
+    binds = {m["destination"]: m["options"] for m in config["mounts"] if m["type"] == "bind"}
     for own in LAYOUT.writable:
-        assert _index(plan, ["writable", str(own)]) > readonly
+        assert "rw" in binds[str(own)]
+    assert set(binds) == {*map(str, LAYOUT.writable), "/tmp/.X11-unix/X123"}
 
 
 def test_other_environments_folders_are_covered_before_the_own_ones_go_back() -> None:
-    plan = mount_plan(LAYOUT)
-    homes_covered = _index(plan, ["tmpfs", str(ROOT / "homes"), "0755"])
-    own_home_back = _index(plan, ["bind", f"{LAYOUT.stage}/own0", str(ROOT / "homes/env01")])
-    staged = _index(plan, ["bind", str(ROOT / "homes/env01"), f"{LAYOUT.stage}/own0"])
-    assert staged < homes_covered < own_home_back
+    order = _destinations()
+    assert order.index(str(ROOT / "homes")) < order.index(str(ROOT / "homes/env01"))
+    assert order.index(str(ROOT / "run")) < order.index(str(ROOT / "run/env01"))
+    # The display socket goes into the private /tmp after it is mounted.
+    assert order.index("/tmp") < order.index("/tmp/.X11-unix/X123")
 
 
-def test_only_the_environments_own_display_socket_is_put_in_the_private_tmp() -> None:
-    plan = mount_plan(LAYOUT)
-    sockets = [s for s in plan if s[0] == "bind" and s[-1].startswith("/tmp/.X11-unix/")]
-    assert sockets == [["bind", f"{LAYOUT.stage}/x11", "/tmp/.X11-unix/X123"]]
-    assert _index(plan, ["tmpfs", "/tmp", "1777"]) < plan.index(sockets[0])
-    assert plan[-1] == ["detach", str(LAYOUT.stage)]
+def test_private_places_are_sized_tmpfs_mounts_and_unsized_without_limits() -> None:
+    limits = SandboxLimits(tmpfs_mib=64)
+    tmpfs = {
+        m["destination"]: m["options"]
+        for m in _config(SandboxProtections(limits=limits))["mounts"]
+        if m["type"] == "tmpfs"
+    }
+    for place in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+        assert "size=64m" in tmpfs[place] and "mode=1777" in tmpfs[place]
+    unlimited = _config(SandboxProtections(limits=None))["mounts"]
+    assert not any("size=64m" in m.get("options", []) for m in unlimited)
 
 
-def test_a_stage_inside_a_covered_folder_is_refused() -> None:
-    with pytest.raises(ValueError, match="stage"):
-        mount_plan(SandboxLayout(LAYOUT.writable, (ROOT,), 1, stage=ROOT / "stage"))
+def test_the_sandbox_has_its_own_kernel_file_systems_and_device_nodes() -> None:
+    kinds = {m["destination"]: m["type"] for m in _config()["mounts"]}
+    assert kinds["/proc"] == "proc" and kinds["/sys"] == "sysfs"
+    assert kinds["/dev"] == "tmpfs" and kinds["/dev/pts"] == "devpts"
+    devices = _config()["linux"]["devices"]
+    assert {d["path"] for d in devices} >= {"/dev/null", "/dev/urandom", "/dev/tty"}
+    rules = _config()["linux"]["resources"]["devices"]
+    assert rules[0] == {"allow": False, "access": "rwm"}  # every other device refused
 
 
-def test_entering_drops_to_the_user_with_no_extra_groups_in_every_namespace() -> None:
-    argv = entry_command(42, ["xterm"], 1001, 1002, "/home/x")
-    assert argv[:2] == ["nsenter", "--target=42"]
-    assert {"--ipc", "--pid", "--net", "--mount", "--uts"} <= set(argv)
-    assert argv[-5:] == ["--reuid=1001", "--regid=1002", "--clear-groups", "--", "xterm"]
+def test_the_filter_and_the_limits_are_in_the_spec_unless_a_leaky_setup_removes_them() -> None:
+    config = _config(SandboxProtections(limits=SandboxLimits(memory_mib=100, pids=50)))
+    linux = config["linux"]
+    denied = linux["seccomp"]["syscalls"][0]
+    assert set(denied["names"]) == set(syscall_filter.DENIED)
+    assert denied["action"] == "SCMP_ACT_ERRNO" and denied["errnoRet"] == 1
+    assert linux["resources"]["memory"] == {"limit": 100 << 20, "swap": 100 << 20}
+    assert linux["resources"]["pids"] == {"limit": 50}
+    assert "/proc/keys" in linux["maskedPaths"]
+    bare = _config(SandboxProtections(syscall_filter=False, limits=None))["linux"]
+    assert "seccomp" not in bare and "memory" not in bare["resources"]
 
 
-def test_entering_loads_the_system_call_filter_as_root_before_dropping_to_the_user() -> None:
-    argv = entry_command(42, ["xterm"], 1001, 1002, "/home/x")
-    launcher = argv.index(syscall_filter.SYSTEM_PYTHON)
-    assert argv[launcher + 3] == syscall_filter.LAUNCHER
-    assert launcher < argv.index("setpriv")
-    # A leaky setup's sandbox without it.
-    plain = entry_command(42, ["xterm"], 1001, 1002, "/home/x", filtered=False)
-    assert syscall_filter.SYSTEM_PYTHON not in plain and "setpriv" in plain
+def test_a_user_command_holds_no_capability_and_a_root_one_only_the_narrow_set() -> None:
+    user = process_config(["xterm"], 1001, 1002, "/home/x", {"A": "1"})
+    assert user["user"] == {"uid": 1001, "gid": 1002, "additionalGids": []}
+    assert user["capabilities"]["effective"] == [] and user["capabilities"]["ambient"] == []
+    assert user["capabilities"]["bounding"] == list(ROOT_CAPABILITIES)
+    assert user["env"] == ["A=1"] and user["noNewPrivileges"] is False
+    root = process_config(["id"], 0, 0, "/", {})
+    assert root["capabilities"]["effective"] == list(ROOT_CAPABILITIES)
+    assert "CAP_SYS_ADMIN" not in ROOT_CAPABILITIES and "CAP_MKNOD" not in ROOT_CAPABILITIES
+
+
+@pytest.mark.parametrize("field", ["memory_mib", "pids", "tmpfs_mib"])
+def test_a_limit_below_one_is_refused(field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        SandboxLimits(**{field: 0})
 
 
 @pytest.mark.parametrize(

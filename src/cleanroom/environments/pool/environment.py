@@ -27,7 +27,8 @@ from cleanroom.environments.session.programs import (
     launch_url,
     wait_ready,
 )
-from cleanroom.environments.session.sandbox import Sandbox, SandboxLayout
+from cleanroom.environments.session.sandbox import Sandbox
+from cleanroom.environments.session.sandbox_spec import SandboxLayout, SandboxProtections
 from cleanroom.environments.session.template import LIBREOFFICE_PROFILE, without_document_locks
 from cleanroom.environments.x11.atspi import AtspiReader, AtspiUnavailable, FocusedText
 from cleanroom.environments.x11.clipboard import ClipboardOwner, ClipboardRead, read_selection
@@ -61,8 +62,9 @@ class EnvSpec:
     # Everything of the account runs in a sandbox of its own (see `sandbox`); only a
     # leaky setup turns it off, to show what the channels check finds on an open host.
     sandboxed: bool = True
-    # Its sandbox's processes run under the system call filter (`syscall_filter`).
-    filtered: bool = True
+    # Its sandbox's filter, own inodes and limits (`sandbox_spec`); a leaky setup may
+    # turn one of them off.
+    protections: SandboxProtections = field(default_factory=SandboxProtections)
 
 
 @dataclass
@@ -357,7 +359,11 @@ class DesktopEnvironment:
             display_number=self.display.number,
         )
         return Sandbox.start(
-            self.name, layout, self.spec.log_dir / "sandbox.log", filtered=self.spec.filtered
+            self.name,
+            layout,
+            self.spec.log_dir / "sandbox.log",
+            owner=self.spec.user,
+            protections=self.spec.protections,
         )
 
     def _stop_sandbox(self) -> None:

@@ -41,6 +41,7 @@ from cleanroom.environments.session.processes import (
     pids_of_uid,
     start_time,
 )
+from cleanroom.environments.session.sandbox import remove_sandboxes
 from cleanroom.lifecycle import wait_until
 
 # An environment's user, and the user of its standby slot (``b``).
@@ -64,13 +65,16 @@ class Removed:
     processes: list[int] = field(default_factory=list)
     displays: list[str] = field(default_factory=list)
     containers: list[str] = field(default_factory=list)
+    sandboxes: list[str] = field(default_factory=list)
     folders: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     @property
     def anything(self) -> bool:
         """Whether anything at all was found and removed."""
-        return bool(self.users or self.processes or self.containers or self.folders)
+        return bool(
+            self.users or self.processes or self.containers or self.sandboxes or self.folders
+        )
 
     def summary(self) -> str:
         """One line for people."""
@@ -80,6 +84,7 @@ class Removed:
             f"{len(self.displays)} display(s)"
             + (f" ({', '.join(self.displays)})" if self.displays else ""),
             f"{len(self.containers)} container(s)",
+            f"{len(self.sandboxes)} sandbox(es)",
             f"{len(self.folders)} folder(s)",
         ]
         line = f"pool {self.pool_id}: removed " + ", ".join(parts)
@@ -95,6 +100,7 @@ class Removed:
             "processes": self.processes,
             "displays": self.displays,
             "containers": self.containers,
+            "sandboxes": self.sandboxes,
             "folders": self.folders,
             "problems": self.problems,
         }
@@ -130,6 +136,8 @@ def reap(record: PoolRecord, records_dir: Path = RECORDS_DIR) -> Removed:
         )
     out = Removed(record.pool_id)
     out.containers = _remove_containers(record.pool_id, out.problems)
+    # Every account of the pool is named cr<pool id>..., and so is each of its sandboxes.
+    out.sandboxes = remove_sandboxes(f"cr{record.pool_id}")
     users = _existing_users(record)
     for user in users:
         uid = pwd.getpwnam(user).pw_uid

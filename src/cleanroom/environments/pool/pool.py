@@ -9,6 +9,7 @@ action that arrives while they run is refused once they finish.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import secrets
 import shutil
 import threading
@@ -55,6 +56,7 @@ from cleanroom.environments.pool.generations import ACTION_LOG, ActionLog, Gener
 from cleanroom.environments.pool.pool_record import PoolRecord, remove_record, write_record
 from cleanroom.environments.pool.standby import Standby, retire
 from cleanroom.environments.session.programs import DEFAULT_PROGRAMS, check_programs
+from cleanroom.environments.session.sandbox_spec import SandboxLimits, SandboxProtections
 from cleanroom.environments.session.template import (
     LIBREOFFICE_PROFILE,
     build_template,
@@ -67,6 +69,7 @@ from cleanroom.store.folders import private_folder
 from cleanroom.store.rundb import RunStore
 
 DEFAULT_ROOT = Path("/var/lib/cleanroom/pools")
+CANARY_CPU_SHARES = 2048
 OBSERVATIONS = ("screenshot", "windows", "focused_text", "clipboard", "state")
 
 
@@ -97,6 +100,9 @@ class PoolConfig:
     # Every acting environment keeps a second slot up in the background, so that a reset
     # or a recovery swaps it in instead of starting the programs again (see `standby`).
     warm_standby: bool = False
+    # What each environment's sandbox may take of the machine (its cgroup, its tmpfs
+    # mounts); the canary's CPU weight is `CANARY_CPU_SHARES`, above everyone's.
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     def __post_init__(self) -> None:
         if not 1 <= self.envs <= 32:
@@ -176,8 +182,19 @@ class Pool:
             screen=self.config.screen,
             container=plan_for(self.pool_id, name, self.image, slot) if self.image else None,
             sandboxed=not gives.unsandboxed,
-            filtered=not gives.unfiltered,
+            protections=SandboxProtections(
+                syscall_filter=not gives.unfiltered,
+                own_inodes=not gives.shared_inodes,
+                limits=None if gives.unlimited else self._limits_for(name),
+            ),
         )
+
+    def _limits_for(self, name: str) -> SandboxLimits:
+        if name != CANARY_ENV:
+            return self.config.limits
+        # The canary's looks are timed against a tolerance: it weighs more than the
+        # harness and every environment, so a busy one cannot make it miss a look.
+        return dataclasses.replace(self.config.limits, cpu_shares=CANARY_CPU_SHARES)
 
     def _has_standby(self, name: str) -> bool:
         # Not the canary (never reset), nor the two ends of a leaky setup: they share a

@@ -1,173 +1,237 @@
-"""Each environment's sandbox: its own IPC, PID, network, mount and UTS namespaces.
+"""Each environment's sandbox: a container ``runc`` makes and enters, with the spec in
+`sandbox_spec` (what it shares of the host, what it may do, what it may take).
 
 Everything an environment runs as its user (its programs, its session bus and what the
 bus starts, the AT-SPI reader, a task's setup commands) runs inside its sandbox, so the
 channels between environments do not exist rather than being watched for:
 
-- **IPC**: System V shared memory, semaphores and message queues, POSIX message queues.
-- **PID**: the sandbox sees only its own processes (``/proc`` is its own).
-- **Network**: its own loopback; nothing it serves on 127.0.0.1 reaches another
-  environment, the harness or the host, and the host's loopback (the pool's policy API,
-  the verify server, other services) is out of reach. A page the harness opens is served
-  through a forwarder for that one port (`PortForwarder`); abstract Unix sockets, which
-  live in the network namespace, are private too.
-- **Mounts**: the whole file system is read-only except the environment's own home and
-  session runtime folder; ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` are
-  private and empty; ``/dev/pts`` is a new instance; other environments' homes and
-  runtime folders are replaced by an empty folder; of ``/tmp/.X11-unix`` only the
-  environment's own display socket is there.
+- **IPC, PID, network, mounts, UTS** are its own; nothing it serves on 127.0.0.1
+  reaches another environment, the harness or the host, and the host's loopback is out
+  of reach. A page the harness opens is served through a forwarder for that one port
+  (`PortForwarder`).
+- **Files**: the whole file system is read-only, and is the sandbox's own overlay of it,
+  so no inode of it is shared with another sandbox; only the environment's own home and
+  runtime folder are writable; ``/tmp`` and the other world-writable places are private,
+  sized tmpfs mounts; other environments' folders are not there.
+- **Kernel objects without a namespace** (keys, file system marks, mounts) are refused
+  by a system call filter; **resources** are limited by a cgroup of the sandbox's own.
 
-The sandbox is made by util-linux ``unshare`` and entered with ``nsenter`` and
-``setpriv`` (no new privileges are forbidden, so a task's ``sudo mkdir`` still works, and
-as root it can write nowhere but the environment's own places). Every process entered
-runs under a system call filter first (`syscall_filter`): no kernel keys, no mounts (a
-root inside cannot remake its view writable), none of the calls that reach kernel
-objects no namespace covers. Its first process
-(`sandbox_init`) is pid 1 of the namespaces: ending it ends everything in the sandbox.
+The runtime is ``runc``, the one Docker uses on the same machine: it makes the
+namespaces, mounts, device nodes, cgroup and filter from the spec, runs `INIT` as the
+sandbox's first process, and ``runc exec`` enters every later command with the same
+filter, cgroup and namespaces. ``runc delete --force`` ends it all.
+
+Every sandbox has a stage folder of its own under `STAGES` (its ``config.json``, the
+``process.json`` of each command, the pid files), which no sandbox sees. Its root is an
+overlay mounted on a small tmpfs of the stage only while ``runc`` starts: once the
+sandbox runs, the mount is detached from the host, so no pool leaves mounts behind.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import hashlib
 import json
 import os
-import select
+import secrets
+import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from cleanroom.environments.errors import StartError
-from cleanroom.environments.session import syscall_filter
 from cleanroom.environments.session.port_forward import ForwardedPorts
 from cleanroom.environments.session.processes import alive, start_time
-from cleanroom.lifecycle import stop_group
+from cleanroom.environments.session.sandbox_spec import (
+    NAMESPACES,
+    SandboxLayout,
+    SandboxProtections,
+    process_config,
+    runtime_config,
+)
 
-INIT_SOURCE = Path(__file__).with_name("sandbox_init.py")
-# An empty host folder each sandbox covers with a tmpfs of its own while it moves mounts.
-STAGE = Path("/run/cleanroom/sandbox-stage")
-# World-writable folders every program expects: each is an empty tmpfs of the sandbox's.
-PRIVATE_TMP = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
-X_SOCKET_DIR = Path("/tmp/.X11-unix")
-NAMESPACES = ("ipc", "pid", "net", "mount", "uts")
-_START_TIMEOUT_S = 15.0
-_UNSHARE = [
-    "unshare", "--mount", "--ipc", "--net", "--pid", "--uts", "--fork", "--mount-proc",
-    "--propagation", "private",
-]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class SandboxLayout:
-    """What one sandbox keeps of the host's files.
-
-    ``writable`` are the environment's own folders (home, runtime folder), kept at their
-    paths and writable; ``hidden`` are the folders that hold every environment's such
-    folders (the pool's homes and runtime folders), replaced by an empty one first so
-    that only the environment's own are there.
-    """
-
-    writable: tuple[Path, ...]
-    hidden: tuple[Path, ...]
-    display_number: int | None
-    private_tmp: tuple[Path, ...] = PRIVATE_TMP
-    stage: Path = STAGE
+RUNTIME = "runc"
+# Where the runtime is looked for: the harness's own PATH, never a session's.
+_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The stage folders of every sandbox, and the runtime's own state: no sandbox sees them.
+STAGES = Path("/run/cleanroom/sandboxes")
+RUNTIME_STATE = STAGES / "runtime"
+_START_TIMEOUT_S = 20.0
+_STOP_TIMEOUT_S = 20.0
+_PID_FILE_WAIT_S = 5.0
 
 
-def mount_plan(layout: SandboxLayout) -> list[list[str]]:
-    """The steps `sandbox_init` carries out, in order (pure; see its ``carry_out``).
+class SandboxStage:
+    """One sandbox's stage folder: what ``runc`` reads to make and enter it."""
 
-    What must survive being covered (own folders, the display socket) is first bound
-    into the stage; then everything is made read-only, the private and hidden folders are
-    covered with fresh tmpfs mounts, and the staged mounts are put back in place.
-    """
-    covering = (*layout.hidden, *layout.private_tmp)
-    if any(layout.stage == p or p in layout.stage.parents for p in covering):
-        raise ValueError(f"the sandbox stage {layout.stage} lies in a folder the plan covers")
-    stage = str(layout.stage)
-    steps: list[list[str]] = [["tmpfs", stage, "0700"]]
-    kept = [(str(p), f"{stage}/own{i}") for i, p in enumerate(layout.writable)]
-    steps += [["bind", source, staged] for source, staged in kept]
-    x_socket = None
-    if layout.display_number is not None:
-        x_socket = str(X_SOCKET_DIR / f"X{layout.display_number}")
-        steps.append(["bind", x_socket, f"{stage}/x11"])
-    steps += [["readonly", "/"], ["writable", "/proc"]]
-    steps += [["tmpfs", str(p), "1777"] for p in layout.private_tmp]
-    steps.append(["devpts"])
-    steps += [["tmpfs", str(p), "0755"] for p in layout.hidden]
-    for source, staged in kept:
-        steps += [["bind", staged, source], ["writable", source]]
-    if x_socket is not None:
-        steps += [["mkdir", str(X_SOCKET_DIR), "1777"], ["bind", f"{stage}/x11", x_socket]]
-    steps.append(["detach", stage])
-    return steps
+    def __init__(self, container: str) -> None:
+        self.container = container
+        self.path = STAGES / container
+        self.mnt = self.path / "mnt"  # a tmpfs while starting: the root and its empty layer
+        self.root = self.mnt / "root"
+        self.procs = self.path / "procs"
+        self.pids = self.path / "pids"
+
+    def make(self, own_inodes: bool) -> None:
+        """Make the folder and mount the sandbox's root: an overlay of the host's root file
+        system (its own inodes), or, in a leaky setup, a plain bind of it (the host's)."""
+        STAGES.mkdir(parents=True, mode=0o700, exist_ok=True)
+        STAGES.chmod(0o700)
+        self.path.mkdir(mode=0o700)
+        for folder in (self.procs, self.pids, self.mnt):
+            folder.mkdir(mode=0o700)
+        # The overlay's mount point must lie on another file system than its lower layer.
+        _mount(["-t", "tmpfs", "-o", "mode=0700,size=1m", "tmpfs", str(self.mnt)])
+        self.root.mkdir()
+        if own_inodes:
+            empty = self.mnt / "empty"
+            empty.mkdir()
+            # No upper layer: read-only. Two layers, since the kernel wants two without one.
+            _mount(["-t", "overlay", "overlay", "-o", f"lowerdir=/:{empty}", str(self.root)])
+        else:
+            _mount(["--bind", "/", str(self.root)])
+
+    def detach_root(self) -> None:
+        """Take the root's mounts off the host (the running sandbox keeps its own). The
+        root's path stays, an empty folder: ``runc exec`` starts in it before it enters."""
+        subprocess.run(["umount", "--recursive", "--lazy", str(self.mnt)], capture_output=True)
+        with contextlib.suppress(OSError):
+            self.root.mkdir(parents=True, exist_ok=True)
+
+    def remove(self) -> None:
+        self.detach_root()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def process_file(self, spec: dict[str, Any]) -> Path:
+        """The ``process.json`` of one command: written once per distinct command."""
+        text = json.dumps(spec, sort_keys=True)
+        path = self.procs / f"{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
+        if not path.exists():
+            fresh = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
+            fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(text)
+            os.replace(fresh, path)
+        return path
+
+    def pid_file(self) -> Path:
+        return self.pids / secrets.token_hex(8)
+
+
+def _mount(args: list[str]) -> None:
+    done = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
+    if done.returncode != 0:
+        raise StartError(f"cannot mount the sandbox's root: {done.stderr.strip()}")
+
+
+def _runtime(*args: str) -> list[str]:
+    found = shutil.which(RUNTIME, path=_SYSTEM_PATH)
+    if found is None:
+        raise StartError(f"the container runtime {RUNTIME} is not installed")
+    return [found, "--root", str(RUNTIME_STATE), *args]
+
+
+def runtime_environment() -> dict[str, str]:
+    """The environment ``runc`` itself runs with (the command inside gets its own)."""
+    return {"PATH": _SYSTEM_PATH}
 
 
 class Sandbox:
     """A running sandbox; `command` wraps an argv to run in it, `stop` ends it all."""
 
     def __init__(
-        self, name: str, proc: subprocess.Popen[bytes], init_pid: int, filtered: bool = True
+        self,
+        name: str,
+        stage: SandboxStage,
+        init_pid: int,
+        protections: SandboxProtections,
     ) -> None:
         self.name = name
-        self.filtered = filtered
-        self.proc = proc  # the unshare process, parent of the sandbox's pid 1
+        self.stage = stage
+        self.protections = protections
         self.init_pid = init_pid
         self.init_start = start_time(init_pid)
         self.forwarded = ForwardedPorts()
 
+    @property
+    def container(self) -> str:
+        return self.stage.container
+
+    @property
+    def filtered(self) -> bool:
+        return self.protections.syscall_filter
+
     @classmethod
     def start(
-        cls, name: str, layout: SandboxLayout, log: Path, *, filtered: bool = True
+        cls,
+        name: str,
+        layout: SandboxLayout,
+        log: Path,
+        *,
+        owner: str,
+        protections: SandboxProtections | None = None,
     ) -> Sandbox:
-        """Make the namespaces and lay out the mounts; return once the sandbox is ready."""
+        """Make the sandbox and return once its first process runs. ``owner`` (the
+        environment's account) begins the container's name, so that what a dead pool
+        left is found by its name (`remove_sandboxes`)."""
+        protections = protections or SandboxProtections()
         missing = [p for p in layout.writable if not p.exists()]
         if missing:
             raise StartError(f"{name}: sandbox folders missing: {', '.join(map(str, missing))}")
-        layout.stage.mkdir(parents=True, mode=0o700, exist_ok=True)
-        layout.stage.chmod(0o700)
+        stage = SandboxStage(f"{owner}-{secrets.token_hex(4)}")
         present = tuple(p for p in layout.private_tmp if p.is_dir())
-        plan = mount_plan(dataclasses.replace(layout, private_tmp=present))
-        argv = [*_UNSHARE, "--", sys.executable, "-I", "-S", str(INIT_SOURCE), json.dumps(plan)]
+        layout = SandboxLayout(
+            writable=layout.writable,
+            hidden=(*layout.hidden, STAGES),
+            display_number=layout.display_number,
+            private_tmp=present,
+        )
+        config = runtime_config(
+            root=stage.root,
+            hostname=os.uname().nodename,
+            layout=layout,
+            protections=protections,
+            cgroup=f"cleanroom/{stage.container}",
+        )
         log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "ab") as err:
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=err,
-                    start_new_session=True,
-                    cwd="/",
-                )
-            except OSError as exc:
-                raise StartError(f"{name}: cannot start its sandbox: {exc}") from exc
-        assert proc.stdout is not None
-        answer = _read_line(proc.stdout, _START_TIMEOUT_S)
-        proc.stdout.close()
-        if answer != "ready":
-            _end(proc)
-            said = answer or f"exit code {proc.returncode}"
-            raise StartError(f"{name}: its sandbox did not start ({said}; see {log})")
-        init_pid = _only_child(proc.pid)
-        if init_pid is None:
-            _end(proc)
-            raise StartError(f"{name}: its sandbox's first process is gone")
-        return cls(name, proc, init_pid, filtered)
+        try:
+            stage.make(protections.own_inodes)
+            (stage.path / "config.json").write_text(json.dumps(config))
+            pid_file = stage.path / "init.pid"
+            with open(log, "ab") as err:
+                done = subprocess.run(
+                    _runtime("run", "--detach", "--pid-file", str(pid_file), "--bundle",
+                             str(stage.path), stage.container),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                    timeout=_START_TIMEOUT_S, cwd="/",
+                )  # fmt: skip
+            if done.returncode != 0:
+                raise StartError(f"{name}: its sandbox did not start (see {log})")
+            init_pid = int(pid_file.read_text().strip())
+        except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+            _delete(stage.container)
+            stage.remove()
+            raise StartError(f"{name}: cannot start its sandbox: {exc}") from exc
+        except StartError:
+            _delete(stage.container)
+            stage.remove()
+            raise
+        stage.detach_root()
+        return cls(name, stage, init_pid, protections)
 
     def alive(self) -> bool:
         """Whether the sandbox's first process (and so the sandbox) still runs."""
         return alive(self.init_pid) and start_time(self.init_pid) == self.init_start
 
-    def command(self, argv: list[str], uid: int, gid: int, cwd: str | Path) -> list[str]:
-        """``argv`` to run inside the sandbox as ``uid``:``gid`` (no extra groups) in ``cwd``."""
-        return entry_command(self.init_pid, argv, uid, gid, cwd, filtered=self.filtered)
+    def command(
+        self, argv: list[str], uid: int, gid: int, cwd: str | Path, env: Mapping[str, str]
+    ) -> tuple[list[str], Path]:
+        """``argv`` to run inside the sandbox as ``uid``:``gid`` (no extra groups) in
+        ``cwd`` with exactly ``env``, and the file its program's pid will be written to."""
+        return _enter(self.stage, argv, uid, gid, cwd, env)
 
     def forward_port(self, port: int) -> None:
         """Make the host's 127.0.0.1:``port`` reachable at the same address inside (once)."""
@@ -178,53 +242,111 @@ class Sandbox:
         return {
             "pid": self.init_pid,
             "start_time": self.init_start,
+            "container": self.container,
             "namespaces": list(NAMESPACES),
             "filtered": self.filtered,
+            "protections": self.protections.describe(),
             "forwarded_ports": self.forwarded.ports(),
         }
 
     def stop(self) -> None:
-        """End the sandbox's first process: the kernel ends every process in it."""
+        """End the sandbox: the runtime kills every process in it, then removes its
+        cgroup; the stage folder goes with it."""
         self.forwarded.close()
-        if self.alive():
+        if not _delete(self.container) and self.alive():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.init_pid, signal.SIGKILL)
-        # unshare returns once its child, the sandbox's pid 1, has ended, which happens
-        # only after the kernel has ended every other process of the sandbox.
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=10)
-        _end(self.proc)
+        self.stage.remove()
 
 
-def entry_command(
-    init_pid: int,
+def _delete(container: str) -> bool:
+    try:
+        done = subprocess.run(
+            _runtime("delete", "--force", container),
+            capture_output=True, timeout=_STOP_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def remove_sandboxes(prefix: str) -> list[str]:
+    """Delete every sandbox whose name begins with ``prefix`` (a dead pool's), with its
+    stage folder; return their names."""
+    if not RUNTIME_STATE.is_dir():
+        return []
+    removed = []
+    for entry in sorted(RUNTIME_STATE.iterdir()):
+        if entry.name.startswith(prefix):
+            _delete(entry.name)
+            SandboxStage(entry.name).remove()
+            removed.append(entry.name)
+    if STAGES.is_dir():
+        for entry in sorted(STAGES.iterdir()):
+            if entry.name.startswith(prefix) and entry.name not in removed:
+                SandboxStage(entry.name).remove()
+                removed.append(entry.name)
+    return removed
+
+
+def _enter(
+    stage: SandboxStage,
     argv: list[str],
     uid: int,
     gid: int,
     cwd: str | Path,
-    *,
-    filtered: bool = True,
-) -> list[str]:
-    """The command that runs ``argv`` in the sandbox whose first process is ``init_pid``:
-    entered as root, under the system call filter (unless a leaky setup removed it),
-    then as ``uid``:``gid``."""
-    as_user = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--", *argv]
-    return [
-        "nsenter", f"--target={init_pid}", "--ipc", "--pid", "--net", "--mount", "--uts",
-        f"--wd={cwd}", "--",
-        *(syscall_filter.filtered(as_user) if filtered else as_user),
-    ]  # fmt: skip
+    env: Mapping[str, str],
+) -> tuple[list[str], Path]:
+    process = stage.process_file(process_config(argv, uid, gid, cwd, dict(env)))
+    pid_file = stage.pid_file()
+    command = _runtime(
+        "exec", "--process", str(process), "--pid-file", str(pid_file), stage.container
+    )
+    return command, pid_file
 
 
 def enter_described(
-    described: Mapping[str, Any], argv: list[str], uid: int, gid: int, cwd: str | Path
-) -> list[str]:
-    """`entry_command` for a sandbox another process started (from its `describe`),
+    described: Mapping[str, Any],
+    argv: list[str],
+    uid: int,
+    gid: int,
+    cwd: str | Path,
+    env: Mapping[str, str],
+) -> tuple[list[str], Path]:
+    """`Sandbox.command` for a sandbox another process started (from its `describe`),
     refusing a sandbox that has ended (its pid may belong to another process by now)."""
     pid = int(described["pid"])
     if not alive(pid) or start_time(pid) != described.get("start_time"):
         raise StartError(f"the sandbox (pid {pid}) has ended")
-    return entry_command(pid, argv, uid, gid, cwd, filtered=bool(described.get("filtered", True)))
+    return _enter(SandboxStage(str(described["container"])), argv, uid, gid, cwd, env)
+
+
+class SandboxedProcess(subprocess.Popen[Any]):
+    """``runc exec`` running one command in a sandbox. Its program leads a session of
+    its own inside, so `group_leader` names it, for `lifecycle.stop_group` to end its
+    whole group (a signal to ``runc exec`` alone would leave the program running)."""
+
+    def __init__(self, argv: list[str], pid_file: Path, **kwargs: Any) -> None:
+        super().__init__(argv, **kwargs)
+        self._pid_file = pid_file
+        self._leader: int | None = None
+
+    def group_leader(self) -> int | None:
+        """The program's host pid, once ``runc`` has written it (waiting a little while
+        ``runc exec`` still runs and has not yet)."""
+        if self._leader is not None:
+            return self._leader
+        deadline = time.monotonic() + _PID_FILE_WAIT_S
+        while True:
+            try:
+                self._leader = int(self._pid_file.read_text().strip())
+            except (OSError, ValueError):
+                if self.poll() is not None or time.monotonic() > deadline:
+                    return None
+                time.sleep(0.005)
+                continue
+            self._pid_file.unlink(missing_ok=True)
+            return self._leader
 
 
 def spawn_as(
@@ -254,33 +376,5 @@ def spawn_as(
         common["bufsize"] = 1
     if sandbox is None:
         return subprocess.Popen(argv, cwd=str(cwd), user=uid, group=gid, extra_groups=[], **common)
-    return subprocess.Popen(sandbox.command(argv, uid, gid, cwd), cwd="/", **common)
-
-
-def _read_line(stream: IO[bytes], timeout_s: float) -> str:
-    deadline = time.monotonic() + timeout_s
-    data = b""
-    while b"\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        ready, _, _ = select.select([stream], [], [], left)
-        if not ready:
-            break
-        chunk = os.read(stream.fileno(), 4096)
-        if not chunk:
-            break
-        data += chunk
-    return data.decode(errors="replace").strip().splitlines()[0] if data.strip() else ""
-
-
-def _only_child(pid: int) -> int | None:
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return None
-    return int(children[0]) if children else None
-
-
-def _end(proc: subprocess.Popen[bytes]) -> None:
-    stop_group(proc, 0.0)
+    command, pid_file = sandbox.command(argv, uid, gid, cwd, env)
+    return SandboxedProcess(command, pid_file, cwd="/", **{**common, "env": runtime_environment()})

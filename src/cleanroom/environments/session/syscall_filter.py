@@ -16,21 +16,16 @@ objects have none, so two sandboxes share them:
 - **Kernel-wide facilities**: BPF programs, performance counters, modules, kexec, swap,
   the clock, reboot.
 
-Every process entered into a sandbox first runs `LAUNCHER` as root (before it drops to
-the environment's user), which loads a filter that fails these calls with ``EPERM`` and
-then executes the rest of its command. The filter is loaded without "no new
-privileges", so a task's ``sudo`` still works, under the same filter (a filter is
-inherited by every process and kept across every ``exec``). Programs' own use of
-namespaces (Chromium's sandbox) is untouched. In ``--containers`` mode, Docker's
-default seccomp profile forbids the same calls.
+Every process of a sandbox runs under a filter that fails these calls with ``EPERM``:
+``runc`` loads it (`sandbox_spec.seccomp_profile`) into the sandbox's first process and
+into every command ``runc exec`` enters, before the command runs. "No new privileges"
+stays off, so a task's ``sudo`` still works, under the same filter (a filter is kept
+across every ``exec``). Programs' own use of namespaces (Chromium's sandbox) is
+untouched. In ``--containers`` mode, Docker's default seccomp profile forbids the same
+calls.
 """
 
 from __future__ import annotations
-
-import errno
-
-# The launcher runs under Debian's own Python, the one that has libseccomp's binding.
-SYSTEM_PYTHON = "/usr/bin/python3"
 
 DENIED: tuple[str, ...] = (
     # kernel keys: no namespace of their own
@@ -67,21 +62,3 @@ DENIED: tuple[str, ...] = (
     "clock_adjtime",
     "adjtimex",
 )
-
-LAUNCHER = f"""
-import os, sys, seccomp
-f = seccomp.SyscallFilter(seccomp.ALLOW)
-f.set_attr(seccomp.Attr.CTL_NNP, 0)
-for name in {DENIED!r}:
-    try:
-        f.add_rule(seccomp.ERRNO({errno.EPERM}), name)
-    except (RuntimeError, ValueError):
-        pass  # a call this kernel does not have
-f.load()
-os.execvp(sys.argv[1], sys.argv[1:])
-"""
-
-
-def filtered(argv: list[str]) -> list[str]:
-    """``argv``, run under the filter: the launcher loads it, then executes ``argv``."""
-    return [SYSTEM_PYTHON, "-I", "-c", LAUNCHER, *argv]
