@@ -23,10 +23,69 @@ from cleanroom.core.tokens import scan_text
 NAME = "channels"
 HARNESS = "harness"
 # Each class is proven for a receiver by finding its own token there.
-CLASSES = ("ipc", "files", "network", "processes", "privilege", "keys")
+CLASSES = ("ipc", "files", "network", "processes", "privilege", "keys", "locks", "watches")
 # What a probe plants in place of True when the kernel refused to make the object.
 REFUSED = "refused"
 REACH_CLASSES = ("control_plane", "harness_files")
+LIMITS_CLASS = "limits"
+_LIMIT_FIELDS = ("memory_bytes", "pids", "cpu_shares", "tmpfs_bytes")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What an environment may take of the machine: memory, tasks, CPU weight, the size
+    of each private tmpfs (None: no limit)."""
+
+    memory_bytes: int | None
+    pids: int | None
+    cpu_shares: int | None
+    tmpfs_bytes: int | None
+
+    @classmethod
+    def from_probe(cls, seen: Mapping[str, Any]) -> Limits:
+        def value(key: str) -> int | None:
+            v = seen.get(key)
+            return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+        return cls(*(value(k) for k in _LIMIT_FIELDS))
+
+    def beyond(self, allowed: Limits) -> list[str]:
+        """What of this exceeds ``allowed`` (or has no limit where one is allowed)."""
+        out = []
+        for key in _LIMIT_FIELDS:
+            mine, bound = getattr(self, key), getattr(allowed, key)
+            if bound is not None and (mine is None or mine > bound):
+                out.append(f"{key} {'unlimited' if mine is None else mine} > {bound}")
+        return out
+
+
+def limit_rows(
+    trial: int,
+    window: int,
+    envs: Sequence[str],
+    plants: Mapping[str, PlantReport],
+    allowed: Mapping[str, Limits],
+) -> list[IsolationRow]:
+    """The limit probe's rows: an environment that may take more than its limits can
+    take it from every other one, so each row S -> R is ``cross`` when S's limits are
+    not in force, ``clean`` when they are, ``lost`` when S's probe could not say."""
+    rows = []
+    for src in envs:
+        plant = plants.get(src)
+        seen = plant.planted.get("limits_seen") if plant and not plant.error else None
+        if not isinstance(seen, Mapping):
+            result, why = RowResult.LOST, f"{src}'s probe did not say what it may take"
+        elif src not in allowed:
+            result, why = RowResult.LOST, f"no limits are known for {src}"
+        else:
+            over = Limits.from_probe(seen).beyond(allowed[src])
+            result = RowResult.CROSS if over else RowResult.CLEAN
+            why = f"{src} may take " + "; ".join(over) if over else f"{src}'s limits hold"
+        for dst in envs:
+            if dst != src:
+                detail = f"{LIMITS_CLASS}: {why}"[:500]
+                rows.append(IsolationRow(NAME, trial, src, dst, result, window, detail))
+    return rows
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -412,6 +412,23 @@ class Bystander:
     failed_screenshots: int = 0
 
 
+def _harm_to(b: Bystander, latency_bound_ms: float) -> list[str]:
+    """What was done to a bystander: programs gone, a new generation, failed or slow
+    screenshots."""
+    harm = []
+    if b.pids_after != b.pids_before or b.dead_after:
+        harm.append(f"programs changed or died ({', '.join(b.dead_after) or 'new pids'})")
+    if b.generation_after != b.generation_before:
+        harm.append(f"generation {b.generation_before} -> {b.generation_after}")
+    if b.failed_screenshots:
+        harm.append(f"{b.failed_screenshots} screenshot(s) failed")
+    slow = [ms for ms in b.latencies_ms if ms > latency_bound_ms]
+    if slow:
+        over = f"{len(slow)} screenshot(s) over {latency_bound_ms:.0f} ms"
+        harm.append(f"{over} (max {max(slow):.0f} ms)")
+    return harm
+
+
 def blast_radius_rows(
     test: str,
     trial: int,
@@ -431,17 +448,7 @@ def blast_radius_rows(
     """
     rows = []
     for b in bystanders:
-        harm = []
-        if b.pids_after != b.pids_before or b.dead_after:
-            harm.append(f"programs changed or died ({', '.join(b.dead_after) or 'new pids'})")
-        if b.generation_after != b.generation_before:
-            harm.append(f"generation {b.generation_before} -> {b.generation_after}")
-        if b.failed_screenshots:
-            harm.append(f"{b.failed_screenshots} screenshot(s) failed")
-        slow = [ms for ms in b.latencies_ms if ms > latency_bound_ms]
-        if slow:
-            over = f"{len(slow)} screenshot(s) over {latency_bound_ms:.0f} ms"
-            harm.append(f"{over} (max {max(slow):.0f} ms)")
+        harm = _harm_to(b, latency_bound_ms)
         if harm:
             result, detail = RowResult.CROSS, "; ".join(harm)
         elif not came_back:
@@ -660,3 +667,84 @@ def interleaved_senders(
         if _lcs_len(left, squash(text.split())) >= 0.8 * len(left):
             out.append(env)
     return out
+
+
+# -- noisy_neighbor ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HogBounds:
+    """What the hog's environment may take: MiB of memory, tasks, MiB of its /tmp."""
+
+    memory_mib: int
+    tasks: int
+    tmp_mib: int
+
+
+@dataclass(frozen=True)
+class HogReport:
+    """What the hog held at most (None fields: it never said)."""
+
+    memory_mib: int | None = None
+    tasks: int | None = None
+    tmp_mib: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_probe(cls, data: Mapping[str, object]) -> HogReport:
+        def value(key: str) -> int | None:
+            v = data.get(key)
+            return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+        got = cls(value("memory_mib"), value("tasks"), value("tmp_mib"))
+        if None in (got.memory_mib, got.tasks, got.tmp_mib):
+            return cls(error=f"the hog's report is incomplete: {dict(data)!r:.200}")
+        return got
+
+    def beyond(self, bounds: HogBounds) -> list[str]:
+        """What the hog took past its environment's limits."""
+        pairs = (
+            ("memory", self.memory_mib, bounds.memory_mib, "MiB"),
+            ("tasks", self.tasks, bounds.tasks, ""),
+            ("/tmp", self.tmp_mib, bounds.tmp_mib, "MiB"),
+        )
+        return [
+            f"{what} {got}{unit and ' ' + unit} > {bound}{unit and ' ' + unit}"
+            for what, got, bound, unit in pairs
+            if got is not None and got > bound
+        ]
+
+
+def noisy_neighbor_rows(
+    test: str,
+    trial: int,
+    window: int,
+    hog_env: str,
+    hog: HogReport,
+    bounds: HogBounds,
+    bystanders: Sequence[Bystander],
+    latency_bound_ms: float,
+) -> list[IsolationRow]:
+    """Rows from the hogging environment to every bystander.
+
+    ``cross`` when the hog took more than its environment's limits (what it took past
+    them was taken from the machine everyone shares), or when a bystander was harmed
+    while it ran: its programs died or were replaced, its generation changed, a
+    screenshot of it failed or took longer than ``latency_bound_ms``. ``lost`` when the
+    hog never said what it held, or a bystander was never timed while it ran.
+    """
+    excess = [] if hog.error else hog.beyond(bounds)
+    rows = []
+    for b in bystanders:
+        harm = [f"{hog_env} took {', '.join(excess)}"] if excess else []
+        harm += _harm_to(b, latency_bound_ms)
+        if harm:
+            result, detail = RowResult.CROSS, "; ".join(harm)
+        elif hog.error:
+            result, detail = RowResult.LOST, f"{hog_env}'s hog: {hog.error}"
+        elif not b.latencies_ms:
+            result, detail = RowResult.LOST, f"{b.env} was never timed while {hog_env} hogged"
+        else:
+            result, detail = RowResult.CLEAN, ""
+        rows.append(IsolationRow(test, trial, hog_env, b.env, result, window, detail[:500]))
+    return rows

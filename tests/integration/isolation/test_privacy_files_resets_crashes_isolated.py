@@ -8,6 +8,7 @@ canary runs Writer in both). Trial counts and durations are cut down.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from cleanroom.isolation.battery import TrialContext, run_test
 from cleanroom.isolation.checks.channels import ChannelsCheck
 from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck
 from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsCheck
+from cleanroom.isolation.checks.noisy_neighbor import NoisyNeighborCheck
 from cleanroom.isolation.checks.observation_privacy import ObservationPrivacyCheck
 from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteCheck
 from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
@@ -104,3 +106,16 @@ def test_channels_is_clean_and_proven_when_every_environment_has_its_own_sandbox
 ) -> None:
     # Clean, not lost: every collector saw its own token in every class.
     assert_all_clean(ChannelsCheck(), ctx, trials=1)
+
+
+def test_noisy_neighbor_is_clean_when_every_environment_is_held_to_its_limits(
+    ctx: TrialContext,
+) -> None:
+    # The hog asks past every limit; its cgroup and tmpfs hold it, and nobody else pays.
+    assert_all_clean(NoisyNeighborCheck(), ctx, trials=1)
+    (held,) = [
+        json.loads(p.read_text())["held"] for p in (ctx.run_dir / "evidence").rglob("noisy.json")
+    ]
+    limits = ctx.pool.limits_for("env01")
+    assert 0 < held["memory_mib"] <= limits.memory_mib
+    assert 0 < held["tasks"] <= limits.pids and 0 < held["tmp_mib"] <= limits.tmpfs_mib

@@ -22,6 +22,7 @@ from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.isolation.checks.channels import ChannelsCheck
 from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck
 from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsCheck
+from cleanroom.isolation.checks.noisy_neighbor import NoisyNeighborCheck
 from cleanroom.isolation.checks.observation_privacy import ObservationPrivacyCheck
 from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteCheck
 from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
@@ -40,6 +41,15 @@ PROGRAMS = {
     Leak.SHARED_CLIPBOARD: ("writer", "terminal"),
     Leak.OPEN_HOST: ("terminal",),
     Leak.UNFILTERED: ("terminal",),
+    Leak.SHARED_INODES: ("terminal",),
+    Leak.UNLIMITED: ("terminal",),
+}
+# What crosses between env01 and env02 when only their sandboxes' one protection is
+# gone: the sandboxes stand, so nothing else does.
+ONLY_CROSSING = {
+    Leak.UNFILTERED: {"keys"},
+    Leak.SHARED_INODES: {"locks", "watches"},
+    Leak.UNLIMITED: {"limits"},
 }
 # Cut down for the suite; in this order the crash, which disturbs the pool most, is last.
 TESTS: list[IsolationCheck] = [
@@ -48,6 +58,7 @@ TESTS: list[IsolationCheck] = [
     ResetDuringWriteCheck(),
     CrashBlastRadiusCheck(phase_s=1.0),
     ChannelsCheck(),
+    NoisyNeighborCheck(),
 ]
 
 
@@ -102,16 +113,17 @@ def test_every_test_naming_a_leak_reports_cross_under_it(leaky: TrialContext) ->
         rows = run_test(test, leaky, trials=1)
         if isinstance(test, ChannelsCheck) and leak is Leak.OPEN_HOST:
             _assert_every_channel_class_fires(rows)
-        if isinstance(test, ChannelsCheck) and leak is Leak.UNFILTERED:
-            _assert_keys_cross(rows)
+        if isinstance(test, ChannelsCheck) and leak in ONLY_CROSSING:
+            _assert_only_crossing(rows, ONLY_CROSSING[leak])
         crossed = {(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS}
         # The leak is between env01 and env02: that is where the cross must be, in
         # either direction, and never towards the canary, which shares nothing (except
-        # on the open host, where root through sudo reaches every home, and without the
-        # filter, where a key every user may view is in the canary's /proc/keys too).
+        # on the open host, where root through sudo reaches every home; without the
+        # filter, where a key every user may view is in the canary's /proc/keys too; and
+        # without limits, where what env01 may take it can take from the canary too).
         towards_canary = any(dst == "env00" for _, dst in crossed)
         if not crossed & {("env01", "env02"), ("env02", "env01")} or (
-            towards_canary and leak not in (Leak.OPEN_HOST, Leak.UNFILTERED)
+            towards_canary and leak not in (Leak.OPEN_HOST, Leak.UNFILTERED, Leak.UNLIMITED)
         ):
             silent[test.name] = [
                 f"{r.from_env}->{r.to_env} {r.result.value} {r.detail}" for r in rows
@@ -128,16 +140,15 @@ def _assert_every_channel_class_fires(rows: list[IsolationRow]) -> None:
         if r.result is RowResult.CROSS and {r.from_env, r.to_env} == {"env01", "env02"}
     }
     reached = {r.detail.split(":")[0] for r in rows if r.result is RowResult.CROSS}
-    assert crossed == set(CLASSES), [r for r in rows if r.result is not RowResult.CLEAN]
+    assert crossed == {*CLASSES, "limits"}, [r for r in rows if r.result is not RowResult.CLEAN]
     assert {"control_plane", "harness_files"} <= reached
 
 
-def _assert_keys_cross(rows: list[IsolationRow]) -> None:
-    """Without the filter, a key crosses between env01 and env02, and nothing else does:
-    the sandboxes stand."""
+def _assert_only_crossing(rows: list[IsolationRow], classes: set[str]) -> None:
+    """Between env01 and env02, exactly ``classes`` cross."""
     crossed = {
         r.detail.split(":")[0]
         for r in rows
         if r.result is RowResult.CROSS and {r.from_env, r.to_env} == {"env01", "env02"}
     }
-    assert crossed == {"keys"}, [r for r in rows if r.result is not RowResult.CLEAN]
+    assert crossed == classes, [r for r in rows if r.result is not RowResult.CLEAN]

@@ -3,7 +3,16 @@ collector could not see its own token in is lost, never clean."""
 
 from __future__ import annotations
 
-from cleanroom.core.channels import CLASSES, CollectReport, PlantReport, channel_rows
+import pytest
+
+from cleanroom.core.channels import (
+    CLASSES,
+    CollectReport,
+    Limits,
+    PlantReport,
+    channel_rows,
+    limit_rows,
+)
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.tokens import RolloutId, mint
 
@@ -139,3 +148,52 @@ def test_a_refused_sender_does_not_hide_a_key_another_sender_planted() -> None:
 
     assert _result(rows, "keys", "env00", "env02") is RowResult.CLEAN
     assert _result(rows, "keys", "env01", "env02") is RowResult.CROSS
+
+
+@pytest.mark.parametrize("cls", ["locks", "watches"])
+def test_a_lock_or_watch_seen_on_another_environments_file_is_cross_from_it(cls: str) -> None:
+    plants = {e: PlantReport(e, ALL_PLANTED) for e in ENVS}
+    # Locks and watches carry no token: the file's index says whose it is.
+    seen = {"class": cls, "where": "flock on /usr/lib/python3.11/abc.py", "key_index": 1}
+    collects = {e: _collect(e, [seen] if e == ENVS[2] else None) for e in ENVS}
+    rows = channel_rows(0, 1, ENVS, plants, collects)
+    crossed = [(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS]
+    assert crossed == [(ENVS[1], ENVS[2])]
+
+
+ALLOWED = Limits(memory_bytes=3 << 30, pids=4096, cpu_shares=512, tmpfs_bytes=512 << 20)
+HELD = {"memory_bytes": 3 << 30, "pids": 4096, "cpu_shares": 512, "tmpfs_bytes": 512 << 20}
+
+
+def _limit_plants(seen: dict[str, object]) -> dict[str, PlantReport]:
+    return {e: PlantReport(e, {**ALL_PLANTED, "limits_seen": seen.get(e, HELD)}) for e in ENVS}
+
+
+def test_limits_in_force_everywhere_are_clean_rows() -> None:
+    rows = limit_rows(0, 1, ENVS, _limit_plants({}), dict.fromkeys(ENVS, ALLOWED))
+    assert len(rows) == 6 and {r.result for r in rows} == {RowResult.CLEAN}
+
+
+@pytest.mark.parametrize(
+    "seen",
+    [
+        {**HELD, "memory_bytes": None},  # no memory limit at all
+        {**HELD, "pids": 1 << 22},  # a pids limit past the pool's
+        {**HELD, "tmpfs_bytes": 12 << 30},  # a /tmp as big as half the machine
+        {**HELD, "cpu_shares": 1024},  # weighs as much as the harness
+    ],
+)
+def test_one_environment_past_its_limits_crosses_to_every_other(seen: dict[str, object]) -> None:
+    rows = limit_rows(0, 1, ENVS, _limit_plants({"env01": seen}), dict.fromkeys(ENVS, ALLOWED))
+    crossed = {(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS}
+    assert crossed == {("env01", "env00"), ("env01", "env02")}
+
+
+def test_a_probe_that_said_nothing_of_its_limits_is_lost_not_clean() -> None:
+    plants = _limit_plants({})
+    plants["env02"] = PlantReport("env02", ALL_PLANTED)  # no limits_seen
+    rows = limit_rows(0, 1, ENVS, plants, dict.fromkeys(ENVS, ALLOWED))
+    assert {r.result for r in rows if r.from_env == "env02"} == {RowResult.LOST}
+    junk = _limit_plants({"env01": {"memory_bytes": "lots", "pids": True}})
+    rows = limit_rows(0, 1, ENVS, junk, dict.fromkeys(ENVS, ALLOWED))
+    assert {r.result for r in rows if r.from_env == "env01"} == {RowResult.CROSS}

@@ -20,6 +20,7 @@ STORED_NAMES = {
     "crash_blast_radius",
     "channels",
     "token_sweep",
+    "noisy_neighbor",
 }
 
 

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cleanroom.docker_layer import Docker
 from cleanroom.environments.containers.desktop_image import DockerUnavailable, docker_client
@@ -36,6 +37,7 @@ from cleanroom.environments.session.login import Session
 from cleanroom.environments.session.port_forward import ForwardedPorts, loopback_port
 from cleanroom.environments.session.processes import alive, kill_pids, process_tree, start_time
 from cleanroom.environments.session.programs import PROGRAM_KINDS, Program, ProgramKind
+from cleanroom.environments.session.sandbox_spec import SandboxLimits
 from cleanroom.lifecycle import wait_until
 
 POOL_LABEL = "cleanroom.pool"
@@ -152,9 +154,15 @@ class ProgramContainer:
 
     @classmethod
     def start(
-        cls, plan: ContainerPlan, session: Session, display_number: int, log_dir: Path
+        cls,
+        plan: ContainerPlan,
+        session: Session,
+        display_number: int,
+        log_dir: Path,
+        limits: SandboxLimits | None = None,
     ) -> ProgramContainer:
-        """Create and start the container for ``session`` on display ``display_number``."""
+        """Create and start the container for ``session`` on display ``display_number``,
+        held to ``limits`` as a sandbox is (its cgroup, sized /tmp and /dev/shm)."""
         account = session.account
         x_socket = X_SOCKET_DIR / f"X{display_number}"
         if not x_socket.exists():
@@ -184,7 +192,8 @@ class ProgramContainer:
                 hostname=socket.gethostname(),
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
-                shm_size=_SHM_SIZE,
+                shm_size=f"{limits.tmpfs_mib}m" if limits else _SHM_SIZE,
+                **_limits_options(limits),
                 environment=session.environ(),
                 working_dir=str(account.home),
                 volumes=volumes,
@@ -273,6 +282,21 @@ class ProgramContainer:
             self.docker.remove_container(self.id)
         finally:
             self.docker.close()
+
+
+def _limits_options(limits: SandboxLimits | None) -> dict[str, Any]:
+    """Docker's options for the limits a sandbox has (`sandbox_spec.resources`)."""
+    if limits is None:
+        return {}
+    memory = limits.memory_mib * 1024 * 1024
+    size = f"size={limits.tmpfs_mib}m,mode=1777"
+    return {
+        "mem_limit": memory,
+        "memswap_limit": memory,
+        "pids_limit": limits.pids,
+        "cpu_shares": limits.cpu_shares,
+        "tmpfs": {"/tmp": size, "/var/tmp": size},
+    }
 
 
 def _exec_pid(docker: Docker, exec_id: str, what: str) -> int:

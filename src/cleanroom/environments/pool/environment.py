@@ -218,7 +218,11 @@ class DesktopEnvironment:
             self.handed_off = [self._hand_off_writer(timeout_s)]
         if self.spec.container is not None:
             self.container = ProgramContainer.start(
-                self.spec.container, self.session, self.display.number, self.spec.log_dir
+                self.spec.container,
+                self.session,
+                self.display.number,
+                self.spec.log_dir,
+                self.spec.protections.limits,
             )
             self.programs = [self.container.launch(name) for name in names]
         else:

@@ -185,11 +185,12 @@ class Pool:
             protections=SandboxProtections(
                 syscall_filter=not gives.unfiltered,
                 own_inodes=not gives.shared_inodes,
-                limits=None if gives.unlimited else self._limits_for(name),
+                limits=None if gives.unlimited else self.limits_for(name),
             ),
         )
 
-    def _limits_for(self, name: str) -> SandboxLimits:
+    def limits_for(self, name: str) -> SandboxLimits:
+        """What environment ``name`` may take (the canary weighs more)."""
         if name != CANARY_ENV:
             return self.config.limits
         # The canary's looks are timed against a tolerance: it weighs more than the

@@ -151,6 +151,8 @@ def mounts(layout: SandboxLayout, limits: SandboxLimits | None) -> list[dict[str
         ),
         _kernel("/dev/mqueue", "mqueue", ["nosuid", "noexec", "nodev"]),
         _kernel("/sys", "sysfs", ["nosuid", "noexec", "nodev", "ro"]),
+        # Its own cgroup, read-only: what it may take is there for it (and a probe) to see.
+        _kernel("/sys/fs/cgroup", "cgroup", ["nosuid", "noexec", "nodev", "relatime", "ro"]),
     ]
     for tmp in layout.private_tmp:
         out.append(_tmpfs(tmp, "1777", size))
@@ -229,7 +231,8 @@ def runtime_config(
             | {"uid": 0, "gid": 0}
             for path, major, minor in DEVICES
         ],
-        "maskedPaths": list(MASKED),
+        # Without the filter (a leaky setup) keys can be made, and are listed again.
+        "maskedPaths": [p for p in MASKED if protections.syscall_filter or p != "/proc/keys"],
         "readonlyPaths": list(READ_ONLY_PROC),
     }
     if protections.syscall_filter:

@@ -3,8 +3,9 @@
 Each check module defines one `IsolationCheck`; this table is the only list of them, so
 adding a check is writing its module and naming it here. The modules beside them that
 are not checks are their helpers (`writer_steps`, `holdings`, `dialog_views`,
-`together`, and `channel_probe`, the program the channels check runs inside each
-sandbox). The names in the table are the names stored in run databases.
+`together`, and the programs checks run inside each sandbox: `channel_probe` for
+channels, `noisy_hog` for noisy_neighbor). The names in the table are the names
+stored in run databases.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from cleanroom.isolation.checks.dialog_steal import DialogStealCheck
 from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsCheck
 from cleanroom.isolation.checks.keyboard_storm import KeyboardStormCheck
 from cleanroom.isolation.checks.modifier_leak import ModifierLeakCheck
+from cleanroom.isolation.checks.noisy_neighbor import NoisyNeighborCheck
 from cleanroom.isolation.checks.observation_privacy import ObservationPrivacyCheck
 from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteCheck
 from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
@@ -45,6 +47,7 @@ CHECKS: dict[str, IsolationCheck] = _table(
     CrashBlastRadiusCheck(),
     ChannelsCheck(),
     TokenSweepCheck(),
+    NoisyNeighborCheck(),
 )
 
 

@@ -11,10 +11,12 @@ import cleanroom). Two modes, each given one JSON argument (see `channels.ProbeC
            and environment, a folder made through every privilege route (``sudo -n
            mkdir``, ``su`` with the old shared password) in every other environment's
            home, a kernel key in its user keyring that every user may view (or the
-           kernel's refusal to make one); it also tries to reach the harness (a
-           listener on the host's loopback, the pool's port, the verify server's keyed
-           routes without a key, the run folder). It prints one JSON line, then serves its sockets
-           until it is ended.
+           kernel's refusal to make one), an exclusive ``flock`` on a file of the shared
+           read-only tree and a stream of opens of the same file for an ``inotify``
+           watch to see (the file is the environment's by its index); it also tries
+           to reach the harness (a listener on the host's loopback, the pool's port,
+           the verify server's keyed routes without a key, the run folder). It prints
+           one JSON line, then serves its sockets until it is ended.
 ``collect`` looks for tokens in every one of those places and prints one JSON line.
 
 Every class reports whether it could be tested; a class that could not is ``lost``.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import platform
@@ -31,6 +34,7 @@ import pty
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -54,6 +58,11 @@ KEYCTL_SETPERM, KEYCTL_INVALIDATE = 5, 21
 KEY_ALL_VIEW = 0x3F3F3F3F  # every right for possessor, user, group and other
 EPERM, ENOSYS = 1, 38
 REFUSED = "refused"
+# How often a planting environment opens its shared file, for another's watch to see,
+# and how long a collector watches.
+TOUCH_EVERY_S = 0.05
+WATCH_FOR_S = 1.0
+IN_OPEN, IN_ACCESS, IN_NONBLOCK = 0x20, 0x1, 0o4000
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.shmat.restype = ctypes.c_void_p
 
@@ -186,6 +195,67 @@ def _key_remove(key: int) -> None:
     calls = KEY_CALLS.get(platform.machine())
     if calls is not None:
         _libc.syscall(calls[1], KEYCTL_INVALIDATE, key)
+
+
+def shared_files(count: int) -> list[str]:
+    """``count`` files of the shared read-only tree every environment sees at the same
+    path: the standard library of the Python the probe runs under, one per environment
+    by its index."""
+    stdlib = os.path.dirname(os.__file__)
+    names = sorted(n for n in os.listdir(stdlib) if n.endswith(".py"))
+    return [os.path.join(stdlib, n) for n in names[:count]]
+
+
+def _lock_plant(path: str) -> tuple[object, int | None]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"cannot open {path}: {exc}", None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        return f"cannot lock {path}: {exc}", None
+    return True, fd
+
+
+def _touch_forever(path: str, stop: threading.Event) -> None:
+    while not stop.wait(TOUCH_EVERY_S):
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            with contextlib.suppress(OSError):
+                os.read(fd, 1)
+            os.close(fd)
+
+
+def limits_seen() -> dict:
+    """What this environment may take, as its own cgroup and tmpfs mounts say (None: no
+    limit found, or none to read)."""
+
+    def number(path: str) -> int | None:
+        text = _read_at_most(path, 64).strip()
+        if not text or text == "max":
+            return None
+        try:
+            value = int(text)
+        except ValueError:
+            return None
+        return value if value < 1 << 60 else None  # the kernel's "no limit" is 2**63 - page
+
+    sizes: list[int | None] = []
+    for place in ("/tmp", "/dev/shm"):
+        try:
+            st = os.statvfs(place)
+            sizes.append(st.f_blocks * st.f_frsize)
+        except OSError:
+            sizes.append(None)
+    return {
+        "memory_bytes": number("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+        "pids": number("/sys/fs/cgroup/pids/pids.max"),
+        "cpu_shares": number("/sys/fs/cgroup/cpu/cpu.shares")
+        or number("/sys/fs/cgroup/cpu,cpuacct/cpu.shares"),
+        "tmpfs_bytes": None if None in sizes else max(s for s in sizes if s is not None),
+    }
 
 
 def _mq_name(index: int) -> str:
@@ -359,6 +429,20 @@ def plant(cfg: dict) -> None:
     planted["keys"], key = _key_plant(tok)
     if key is not None:
         cleanup.append(lambda: _key_remove(key))
+    mine = shared_files(len(cfg["envs"]))
+    if len(mine) > index:
+        planted["locks"], held = _lock_plant(mine[index])
+        if held is not None:
+            cleanup.append(lambda: os.close(held))
+        stop_touching = threading.Event()
+        threading.Thread(
+            target=_touch_forever, args=(mine[index], stop_touching), daemon=True
+        ).start()
+        cleanup.append(stop_touching.set)
+        planted["watches"] = True
+    else:
+        planted["locks"] = planted["watches"] = "too few shared files to give one to each"
+    planted["limits_seen"] = limits_seen()
     print(json.dumps({"planted": planted, "reached": reached}), flush=True)
 
     def end(*_: object) -> None:
@@ -516,7 +600,71 @@ def collect(cfg: dict) -> None:
     except OSError as exc:
         tested["keys"] = f"cannot read /proc/keys: {exc}"
 
+    # Watches before locks: trying a lock opens the file, which a watch would see.
+    files = shared_files(len(cfg["envs"]))
+    _watch_collect(files, found, tested)
+    _lock_collect(files, found, tested)
+
     print(json.dumps({"me": me, "found": found, "tested": tested}), flush=True)
+
+
+def _watch_collect(files: list[str], found: list, tested: dict) -> None:
+    """Watch every environment's shared file for a while: an open seen on one is that
+    environment's activity reaching this one's view of the file."""
+    fd = _libc.inotify_init1(IN_NONBLOCK)
+    if fd < 0:
+        tested["watches"] = f"inotify_init1 failed: {os.strerror(ctypes.get_errno())}"
+        return
+    try:
+        by_wd = {}
+        for index, path in enumerate(files):
+            wd = _libc.inotify_add_watch(fd, path.encode(), IN_OPEN | IN_ACCESS)
+            if wd >= 0:
+                by_wd[wd] = index
+        if len(by_wd) < len(files):
+            tested["watches"] = "could not watch every shared file"
+            return
+        seen: set[int] = set()
+        deadline = time.monotonic() + WATCH_FOR_S
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                break
+            with contextlib.suppress(BlockingIOError):
+                data = os.read(fd, 65536)
+                offset = 0
+                while offset + 16 <= len(data):
+                    wd, _mask, _cookie, size = struct.unpack_from("iIII", data, offset)
+                    offset += 16 + size
+                    if wd in by_wd:
+                        seen.add(by_wd[wd])
+        for index in sorted(seen):
+            where = f"inotify on {files[index]}"
+            found.append({"class": "watches", "where": where, "key_index": index})
+        tested["watches"] = True
+    finally:
+        os.close(fd)
+
+
+def _lock_collect(files: list[str], found: list, tested: dict) -> None:
+    """Try each environment's shared file for an exclusive lock: one already taken was
+    taken by that environment, on an inode this one shares."""
+    for index, path in enumerate(files):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            tested["locks"] = f"cannot open {path}: {exc}"
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            found.append({"class": "locks", "where": f"flock on {path}", "key_index": index})
+        except OSError as exc:
+            tested["locks"] = f"cannot try a lock on {path}: {exc}"
+            return
+        finally:
+            os.close(fd)  # closing the description drops a lock this try took
+    tested["locks"] = True
 
 
 if __name__ == "__main__":

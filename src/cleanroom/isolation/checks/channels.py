@@ -5,15 +5,20 @@ Every environment (the canary too: the probe is no action, and touches nothing t
 canary watcher reads) first *plants* a token of its own in every channel class (System V
 IPC, files in every folder it can write, TCP/UDP/Unix sockets on every loopback address,
 its command line and environment, every privilege route into other homes, a kernel key
-every user may view) and tries to
-reach the harness; then every environment *collects* from all of them. The rows follow
+every user may view, a lock and a stream of opens on a file of the shared read-only tree)
+and tries to reach the harness; then every environment *collects* from all of them. The rows follow
 `core.channels`: a token of another environment found is ``cross``, a class whose
 collector did not find its own token is ``lost``.
 
 Leaks it must catch: ``open-host`` (env01 and env02 without sandboxes, the run folder
-readable), which opens every class between those two, and ``unfiltered`` (their
-sandboxes without the system call filter), which opens kernel keys: a key has no
-namespace, so every environment's ``/proc/keys`` lists it.
+readable), which opens every class between those two; ``unfiltered`` (their sandboxes
+without the system call filter), which opens kernel keys: a key has no namespace, so
+every environment's ``/proc/keys`` lists it; and ``shared-inodes`` (their sandboxes on
+the host's own files, not an overlay each), which opens locks and watches: a lock or a
+watch is on an inode, and the two see the same one; and ``unlimited`` (their sandboxes
+without limits), which the limit probe sees: each environment's probe reads what its
+own cgroup and tmpfs mounts let it take, and one that may take more than the pool's
+limits can take it from every other (its rows to all are ``cross``).
 """
 
 from __future__ import annotations
@@ -26,13 +31,21 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from cleanroom.core.channels import NAME, CollectReport, PlantReport, channel_rows
+from cleanroom.core.channels import (
+    NAME,
+    CollectReport,
+    Limits,
+    PlantReport,
+    channel_rows,
+    limit_rows,
+)
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.session.processes import kill_pids, process_tree
 from cleanroom.environments.session.programs import ProgramProcess
+from cleanroom.environments.session.sandbox_spec import SandboxLimits
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.lifecycle import wait_until
 
@@ -49,7 +62,12 @@ class ChannelsCheck(IsolationCheck):
     name: ClassVar[str] = NAME
     number: ClassVar[int] = 12
     schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
-    detects: ClassVar[tuple[Leak, ...]] = (Leak.OPEN_HOST, Leak.UNFILTERED)
+    detects: ClassVar[tuple[Leak, ...]] = (
+        Leak.OPEN_HOST,
+        Leak.UNFILTERED,
+        Leak.SHARED_INODES,
+        Leak.UNLIMITED,
+    )
 
     def pairs(self, ctx: TrialContext) -> list[tuple[str, str]]:
         names = ctx.pool.names
@@ -93,7 +111,21 @@ class ChannelsCheck(IsolationCheck):
                 "collects": {n: vars(c) for n, c in collects.items()},
             },
         )
-        return channel_rows(trial, ctx.window, names, plants, collects)
+        allowed = {n: _allowed(pool.limits_for(n)) for n in names}
+        return [
+            *channel_rows(trial, ctx.window, names, plants, collects),
+            *limit_rows(trial, ctx.window, names, plants, allowed),
+        ]
+
+
+def _allowed(limits: SandboxLimits) -> Limits:
+    mib = 1024 * 1024
+    return Limits(
+        memory_bytes=limits.memory_mib * mib,
+        pids=limits.pids,
+        cpu_shares=limits.cpu_shares,
+        tmpfs_bytes=limits.tmpfs_mib * mib,
+    )
 
 
 class _Sentinel:

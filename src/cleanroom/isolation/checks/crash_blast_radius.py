@@ -53,10 +53,12 @@ def kill_environment(pool: Pool, target: str) -> list[str]:
 
 
 @dataclass
-class _Timer:
-    """Times screenshots of the bystanders, through the pool, until stopped."""
+class LatencyTimer:
+    """Times screenshots of the bystanders, through the pool, until stopped, and records
+    each as ``test``'s latency sample of its phase."""
 
     ctx: TrialContext
+    test: str
     bystanders: list[str]
     phase: str = "before"
     samples: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
@@ -75,7 +77,7 @@ class _Timer:
                     continue
                 ms = (time.perf_counter() - started) * 1000
                 self.samples.setdefault(env, []).append((phase, ms))
-                self.ctx.record_latency(NAME, env, ms, phase)
+                self.ctx.record_latency(self.test, env, ms, phase)
             self._stop.wait(0.2)
 
     def stop(self) -> None:
@@ -120,10 +122,10 @@ class CrashBlastRadiusCheck(IsolationCheck):
         pool = ctx.pool
         target = ctx.acting_envs[trial % len(ctx.acting_envs)]
         bystanders = [n for n in pool.names if n != target]
-        before = {b: _programs(pool, b) for b in bystanders}
+        before = {b: programs(pool, b) for b in bystanders}
         generations = {b: pool.generation(b) for b in pool.names}
 
-        timer = _Timer(ctx, bystanders)
+        timer = LatencyTimer(ctx, NAME, bystanders)
         sampler = threading.Thread(target=timer.run, name="crash-latency", daemon=True)
         watchdog = Watchdog(pool, interval_s=0.5)
         sampler.start()
@@ -148,7 +150,7 @@ class CrashBlastRadiusCheck(IsolationCheck):
 
         seen = []
         for b in bystanders:
-            pids_after = _programs(pool, b)
+            pids_after = programs(pool, b)
             during = [ms for phase, ms in timer.samples.get(b, []) if phase == "during"]
             seen.append(
                 Bystander(
@@ -190,7 +192,7 @@ class CrashBlastRadiusCheck(IsolationCheck):
         )
 
 
-def _programs(pool: Pool, env: str) -> tuple[int, ...]:
+def programs(pool: Pool, env: str) -> tuple[int, ...]:
     """The pids of an environment's display and programs, in a fixed order."""
     e = pool.env(env)
     display = e.display.pid if e.display is not None else -1

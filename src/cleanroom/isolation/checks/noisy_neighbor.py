@@ -1,0 +1,155 @@
+"""Isolation test 14, noisy_neighbor: one environment takes all it can; nobody else may pay.
+
+One acting environment runs the hog (`noisy_hog`) inside its sandbox, as its user: CPU
+on more processes than the machine has cores, memory, tasks and its private ``/tmp``,
+each a little past what the pool lets an environment take (`PoolConfig.limits`).
+Meanwhile every other environment, the canary included, is screenshotted through the
+pool in a loop and each screenshot is timed (phases ``before``, ``during``, ``after``),
+as in crash_blast_radius.
+
+Verdict, one row from the hogging environment to each bystander (`noisy_neighbor_rows`):
+``cross`` when the hog held more than its limits (what it held past them came out of
+the machine everyone shares), or when a bystander's programs died or were replaced, its
+generation changed, or a screenshot of it failed or took longer than
+`LATENCY_BOUND_MS`; ``lost`` when the hog never said what it held; ``clean`` otherwise.
+The hog's environment is reset afterwards: what the kernel killed in it at its limits
+is its own loss, not a bystander's.
+
+Leaks it must catch: ``unlimited`` (env01 and env02 without their limits: the hog holds
+everything it asks for) and ``open-host`` (no sandboxes at all).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from cleanroom.core.detectors import Bystander, HogBounds, HogReport, noisy_neighbor_rows
+from cleanroom.core.isolation import IsolationRow
+from cleanroom.environments.leaky_setups import Leak
+from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
+from cleanroom.isolation.checks.crash_blast_radius import LATENCY_BOUND_MS, LatencyTimer, programs
+
+NAME = "noisy_neighbor"
+HOG_SOURCE = Path(__file__).with_name("noisy_hog.py")
+HOLD_S = 3.0  # how long the hog holds everything it took
+PHASE_S = 2.0  # bystanders timed before the hog starts and after it ends
+PAST_LIMIT_MIB = 256  # how far past each limit the hog asks
+PAST_LIMIT_TASKS = 64
+HOG_WITHIN_S = 120.0
+
+
+class NoisyNeighborCheck(IsolationCheck):
+    """One environment hogs CPU, memory, tasks and disk; the others are timed."""
+
+    name: ClassVar[str] = NAME
+    number: ClassVar[int] = 14
+    schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
+    detects: ClassVar[tuple[Leak, ...]] = (Leak.UNLIMITED, Leak.OPEN_HOST)
+
+    def __init__(self, *, hold_s: float = HOLD_S, phase_s: float = PHASE_S) -> None:
+        self.hold_s = hold_s
+        self.phase_s = phase_s
+
+    def pairs(self, ctx: TrialContext) -> list[tuple[str, str]]:
+        """From each acting environment to every other environment, the canary included."""
+        return [(a, b) for a in ctx.acting_envs for b in ctx.pool.names if a != b]
+
+    def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
+        pool = ctx.pool
+        hog_env = ctx.acting_envs[trial % len(ctx.acting_envs)]
+        limits = pool.limits_for(hog_env)
+        bounds = HogBounds(limits.memory_mib, limits.pids, limits.tmpfs_mib)
+        bystanders = [n for n in pool.names if n != hog_env]
+        before = {b: programs(pool, b) for b in bystanders}
+        generations = {b: pool.generation(b) for b in pool.names}
+        cfg = {
+            "cpu_procs": 2 * (os.cpu_count() or 2),
+            "memory_mib": limits.memory_mib + PAST_LIMIT_MIB,
+            "tasks": limits.pids + PAST_LIMIT_TASKS,
+            "tmp_mib": limits.tmpfs_mib + PAST_LIMIT_MIB,
+            "tmp": "/tmp",
+            "hold_s": self.hold_s,
+        }
+        env = pool.env(hog_env)
+        argv = [env.python, "-I", "-c", HOG_SOURCE.read_text(), json.dumps(cfg)]
+        timer = LatencyTimer(ctx, NAME, bystanders)
+        sampler = threading.Thread(target=timer.run, name="noisy-latency", daemon=True)
+        outcome: dict[str, object] = {}
+
+        def hog() -> None:
+            try:
+                outcome["answer"] = env.run_inside(argv, HOG_WITHIN_S)
+            except Exception as exc:  # whatever running inside raised: no report
+                outcome["error"] = f"{type(exc).__name__}: {exc}"
+
+        sampler.start()
+        try:
+            time.sleep(self.phase_s)
+            timer.phase = "during"
+            started = time.time()
+            runner = threading.Thread(target=hog, name="noisy-hog", daemon=True)
+            runner.start()
+            runner.join(HOG_WITHIN_S + 10)
+            took_s = time.time() - started
+            timer.phase = "after"
+            time.sleep(self.phase_s)
+        finally:
+            timer.stop()
+            sampler.join(timeout=30)
+        report = _report(outcome)
+        seen = [
+            Bystander(
+                env=b,
+                pids_before=before[b],
+                pids_after=programs(pool, b),
+                dead_after=tuple(pool.env(b).problems()),
+                generation_before=generations[b],
+                generation_after=pool.generation(b),
+                latencies_ms=tuple(ms for p, ms in timer.samples.get(b, []) if p == "during"),
+                failed_screenshots=sum(1 for p, _ in timer.failures.get(b, []) if p != "before"),
+            )
+            for b in bystanders
+        ]
+        ctx.write_evidence(
+            NAME,
+            trial,
+            "noisy.json",
+            {
+                "hog_env": hog_env,
+                "asked": cfg,
+                "bounds": vars(bounds),
+                "held": vars(report),
+                "took_s": took_s,
+                "latency_bound_ms": LATENCY_BOUND_MS,
+                "bystanders": [vars(b) for b in seen],
+                "samples": timer.samples,
+                "failures": timer.failures,
+            },
+        )
+        # What the kernel killed in the hog's environment at its limits was its own.
+        pool.reset(hog_env)
+        return noisy_neighbor_rows(
+            NAME, trial, ctx.window, hog_env, report, bounds, seen, LATENCY_BOUND_MS
+        )
+
+
+def _report(outcome: dict[str, object]) -> HogReport:
+    if "error" in outcome:
+        return HogReport(error=str(outcome["error"]))
+    answer = outcome.get("answer")
+    if not isinstance(answer, tuple):
+        return HogReport(error=f"no answer within {HOG_WITHIN_S:g} s")
+    code, out = answer
+    for line in str(out).splitlines():
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return HogReport.from_probe(data)
+    return HogReport(error=f"exit code {code}, no report: {str(out)[-300:]}")
