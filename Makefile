@@ -35,6 +35,7 @@ bench: setup
 	$(VENV)/python bench/verify_modes.py
 	$(VENV)/python bench/runner_witness.py
 	$(VENV)/python bench/verify_parallel.py
+	$(VENV)/python bench/sandbox.py
 	$(VENV)/python bench/environments.py
 	$(VENV)/python bench/run_loop.py
 	$(VENV)/python bench/audit.py

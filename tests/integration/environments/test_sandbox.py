@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from cleanroom.environments.session.keyrings import clear_keyrings
 from cleanroom.environments.session.processes import alive, pids_of_uid
 from cleanroom.environments.session.sandbox import Sandbox, SandboxedProcess, runtime_environment
 from cleanroom.environments.session.sandbox_spec import (
@@ -131,9 +132,10 @@ FLOCK_TRY = (
 )
 ADD_KEY = (
     "import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+    "libc.syscall(250, 8, -4, -3); "  # KEYCTL_LINK the user keyring into the session's
     "k = libc.syscall(248, b'user', b'cleanroom-sandbox-test', b'x', 1, -4); "
     "print('made' if k >= 0 else f'refused {ctypes.get_errno()}'); "
-    "k >= 0 and libc.syscall(250, 21, k)"
+    "k >= 0 and libc.syscall(250, 21, k)"  # KEYCTL_INVALIDATE: leave no key behind
 )
 MEMORY_HOG = 'b = bytearray(256 << 20); b[::4096] = b"x" * len(b[::4096]); print("kept")'
 SHARED_FILE = "/etc/os-release"  # on the host's root file system, readable by anyone
@@ -170,6 +172,7 @@ def two_sandboxes(
     finally:
         for box in boxes:
             box.stop()
+        assert clear_keyrings(account.pw_uid, account.pw_gid) is None
         subprocess.run(["userdel", user], check=False)
         shutil.rmtree(root, ignore_errors=True)
 

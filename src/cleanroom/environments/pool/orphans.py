@@ -34,6 +34,7 @@ from cleanroom.environments.pool.pool_record import (
     read_records,
     remove_record,
 )
+from cleanroom.environments.session.keyrings import clear_keyrings
 from cleanroom.environments.session.processes import (
     alive,
     kill_pids,
@@ -290,6 +291,11 @@ def _remove_stale_display_files(number: int) -> None:
 
 def _remove_user(user: str, problems: list[str]) -> None:
     (Path("/etc/sudoers.d") / f"cleanroom-{user}").unlink(missing_ok=True)
+    with contextlib.suppress(KeyError):
+        entry = pwd.getpwnam(user)
+        why = clear_keyrings(entry.pw_uid, entry.pw_gid)
+        if why is not None:
+            problems.append(why)
     proc = subprocess.run(["userdel", user], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         problems.append(f"userdel {user}: {proc.stderr.strip()}")

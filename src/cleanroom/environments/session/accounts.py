@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cleanroom.environments.errors import StartError
+from cleanroom.environments.session.keyrings import clear_keyrings
 
 # No environment user has a password (each account is locked), so ``su`` to another
 # environment's user cannot succeed; OSWorld's ``echo password | sudo -S`` still works,
@@ -61,6 +62,11 @@ class Account:
             subprocess.run(["userdel", user], capture_output=True, check=False)
             raise
         entry = pwd.getpwnam(user)
+        # The uid may have been another user's: whatever keys it left go first.
+        why = clear_keyrings(entry.pw_uid, entry.pw_gid)
+        if why is not None:
+            subprocess.run(["userdel", user], capture_output=True, check=False)
+            raise StartError(f"{user}: {why}")
         return cls(user, entry.pw_uid, entry.pw_gid, home)
 
     def restore_home(self, template: Path) -> None:
@@ -88,11 +94,12 @@ class Account:
         self.home.chmod(0o700)
 
     def remove(self) -> None:
-        """Delete the user, its group, its sudo rule and its home."""
+        """Delete the user, its group, its sudo rule, its home and its kernel keys."""
         if self.borrowed:
             shutil.rmtree(self.home, ignore_errors=True)
             return
         _sudoers_file(self.user).unlink(missing_ok=True)
+        clear_keyrings(self.uid, self.gid)  # best effort: the next holder's create clears too
         subprocess.run(["userdel", self.user], capture_output=True, check=False)
         shutil.rmtree(self.home, ignore_errors=True)
 

@@ -53,8 +53,8 @@ OLD_SHARED_PASSWORD = b"password"
 SKIP_TREES = ("/proc", "/sys", "/dev/pts")
 # The key system calls' numbers (add_key, keyctl) by machine; keys have no libc wrapper.
 KEY_CALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}
-KEY_SPEC_USER_KEYRING = -4
-KEYCTL_SETPERM, KEYCTL_INVALIDATE = 5, 21
+KEY_SPEC_USER_KEYRING, KEY_SPEC_SESSION_KEYRING = -4, -3
+KEYCTL_SETPERM, KEYCTL_LINK, KEYCTL_INVALIDATE = 5, 8, 21
 KEY_ALL_VIEW = 0x3F3F3F3F  # every right for possessor, user, group and other
 EPERM, ENOSYS = 1, 38
 REFUSED = "refused"
@@ -183,6 +183,9 @@ def _key_plant(token: bytes) -> tuple[object, int | None]:
         return f"no key system call numbers for {platform.machine()}", None
     add_key, keyctl = calls
     description = PREFIX.encode() + token
+    # The user keyring linked into the session's: a key in it is then this process's own
+    # (possessed), so it may give every user the right to view it.
+    _libc.syscall(keyctl, KEYCTL_LINK, KEY_SPEC_USER_KEYRING, KEY_SPEC_SESSION_KEYRING)
     key = _libc.syscall(add_key, b"user", description, token, len(token), KEY_SPEC_USER_KEYRING)
     if key < 0:
         err = ctypes.get_errno()
