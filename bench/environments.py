@@ -26,7 +26,7 @@ from pathlib import Path
 
 from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.pool.pool import Pool, PoolConfig
-from cleanroom.environments.session.processes import pids_of_uid
+from cleanroom.environments.session.processes import pids_of_uid, process_tree
 from cleanroom.environments.x11.display import XvfbDisplay
 from cleanroom.environments.x11.screen import Screen
 from results_md import write_section
@@ -98,8 +98,8 @@ def _pids(env: DesktopEnvironment) -> list[int]:
     if env.display is not None:
         pids.append(env.display.pid)
     sandbox = env.session.sandbox if env.session is not None else None
-    if sandbox is not None:  # its first process and the unshare that waits for it
-        pids += [sandbox.init_pid, sandbox.proc.pid]
+    if sandbox is not None:  # its first processes (tini and what it waits on)
+        pids += [p for p in process_tree(sandbox.init_pid) if p not in pids]
     return pids
 
 
@@ -170,15 +170,16 @@ def render(
         f"Command: `{command}` ({time.strftime('%Y-%m-%d')}, {platform.machine()}, "
         f"{len(__import__('os').sched_getaffinity(0))} cores, Linux {platform.release()}). "
         "Each environment runs Writer, xterm and Chromium as its own user on its own "
-        "1280x800 Xvfb, in a sandbox of its own (IPC, PID, network, mount and UTS "
-        "namespaces; a reset ends it and makes a new one); the canary runs Writer. "
+        "1280x800 Xvfb, in a sandbox of its own (runc: IPC, PID, network, mount and UTS "
+        "namespaces, its own overlay root, a cgroup with limits, the system call filter; "
+        "a reset ends it and makes a new one); the canary runs Writer. "
         "Screenshot = capture + PNG encode through "
         "the pool's observation path, round-robin over the environments.",
         "",
         f"Baseline (same run): bare Xvfb start {base['start'] * 1000:.0f} ms; bare-display "
         f"screenshot median {base['shot_med'] * 1000:.1f} ms, "
         f"p95 {base['shot_p95'] * 1000:.1f} ms. Memory: the summed RSS of the environment's "
-        "processes, its Xvfb and its sandbox's first process (shared pages count once per "
+        "processes, its Xvfb and its sandbox's first processes (shared pages count once per "
         "process, so it overcounts), and their summed PSS (each shared page divided among "
         "the processes that map it, the environments' own cost); environments in 24 GB = "
         "24 GiB / PSS, leaving out the harness and the kernel. 'Start CPU s' is the CPU time "
@@ -251,7 +252,8 @@ def main() -> None:
         command += " " + " ".join(sys.argv[1:])
     text = render(base, by_mode, command, (load_before, os.getloadavg()[0]))
     print(text)
-    write_section(SECTION, text)
+    # The runs before stay below, as ### subsections, to compare against.
+    write_section(SECTION, text, keep_history=True)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from cleanroom.core.canary import CANARY_ENV, PARKED_CONSOLE_TEST
 from cleanroom.core.isolation import judge_window
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.orphans import collect_garbage
-from cleanroom.environments.pool.pool import DEFAULT_ROOT, Pool, PoolConfig
+from cleanroom.environments.pool.pool import CANARY_CPU_SHARES, DEFAULT_ROOT, Pool, PoolConfig
 from cleanroom.environments.pool.pool_record import RECORDS_DIR
 from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.harness.plan import PlannedCheck, plan_tests
@@ -48,7 +48,7 @@ from cleanroom.isolation.canary.parked_console import ParkedConsole
 from cleanroom.isolation.canary.watcher import CanaryWatcher
 from cleanroom.isolation.checks import CHECKS, observing_for
 from cleanroom.isolation.controls.positive import run_and_store_control
-from cleanroom.reports.machine import machine_info
+from cleanroom.reports.machine import limits_info, machine_info
 from cleanroom.rollouts.registry import TASKS
 from cleanroom.store.rundb import RunStore, WatchRecord
 from cleanroom.verify_server.process import VerifyServerProcess
@@ -164,7 +164,7 @@ def run_loop(
     )
     meta = {
         "job": config.job,
-        "machine": machine_info(),
+        "machine": {**machine_info(), **limits_info(PoolConfig().limits, CANARY_CPU_SHARES)},
         "config": _config_json(config),
         "tests": {p.name: p.trials for p in plan},
     }

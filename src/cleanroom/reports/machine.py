@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cleanroom.environments.session.sandbox_spec import SandboxLimits
+
 # Debian package names of the parts whose versions a report names.
 PACKAGES = {
     "xvfb": "xvfb",
@@ -54,6 +56,17 @@ def machine_info() -> dict[str, str]:
     }
     info.update({name: _package_version(pkg) for name, pkg in PACKAGES.items()})
     return info
+
+
+def limits_info(limits: SandboxLimits, canary_cpu_shares: int) -> dict[str, str]:
+    """What each environment's sandbox may take, as the report's machine section says it."""
+    return {
+        "sandbox runtime": f"runc {_package_version('runc')}",
+        "env memory limit": f"{limits.memory_mib} MiB (swap and tmpfs pages included)",
+        "env task limit": str(limits.pids),
+        "env CPU weight": f"{limits.cpu_shares} (harness 1024, canary {canary_cpu_shares})",
+        "env tmpfs size": f"{limits.tmpfs_mib} MiB each (/tmp, /var/tmp, /dev/shm, /run/lock)",
+    }
 
 
 def _cores() -> int:

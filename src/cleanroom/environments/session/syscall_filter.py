@@ -1,5 +1,5 @@
-"""The system calls no process of an environment may make, and the launcher that forbids
-them (a seccomp filter, through libseccomp's own Python binding).
+"""The system calls no process of an environment may make (a seccomp filter that the
+sandbox's runtime loads).
 
 A namespace closes a kernel object only where the kernel has a namespace for it. Some
 objects have none, so two sandboxes share them:

@@ -1,0 +1,16 @@
+"""The report's machine section names what each environment may take."""
+
+from __future__ import annotations
+
+from cleanroom.environments.session.sandbox_spec import SandboxLimits
+from cleanroom.reports.machine import limits_info
+
+
+def test_the_limits_are_named_with_their_units_and_the_canarys_weight() -> None:
+    limits = SandboxLimits(memory_mib=2048, pids=1000, cpu_shares=256, tmpfs_mib=128)
+    info = limits_info(limits, 2048)
+    assert info["env memory limit"].startswith("2048 MiB")
+    assert info["env task limit"] == "1000"
+    assert info["env CPU weight"] == "256 (harness 1024, canary 2048)"
+    assert info["env tmpfs size"].startswith("128 MiB each")
+    assert info["sandbox runtime"].startswith("runc ")
