@@ -3,12 +3,14 @@
 Every environment plants its own token in every channel class and then collects from
 all of them (see `isolation.checks.channel_probe`). A token of environment S collected by
 environment R (S != R) in class C is a ``cross`` row S -> R for C. A class is proven for
-R only when R collected its *own* token there (the collector can see that class);
-otherwise, or when the probe could not test it, the rows into R for that class are
-``lost``. A sender whose kernel refused to make the object at all (``refused``: kernel
-keys under the sandbox's system call filter) put nothing there: its rows are ``clean``
-whatever the receiver could prove. Reaching the harness (its ports, its run folder) is
-a row between the environment and ``harness``.
+R only when R collected its *own* token there (the collector can see that class; for
+the X server's reads, which no environment's own server may make of its home, when its
+server listed the harness's control font folder); otherwise, or when the probe could
+not test it, the rows into R for that class are ``lost``. A sender whose kernel refused
+to make the object at all (``refused``: kernel keys under the sandbox's system call
+filter) put nothing there: its rows are ``clean`` whatever the receiver could prove.
+Reaching the harness (its ports, its run folder) is a row between the environment and
+``harness``.
 """
 
 from __future__ import annotations
@@ -23,23 +25,39 @@ from cleanroom.core.tokens import scan_text
 NAME = "channels"
 HARNESS = "harness"
 # Each class is proven for a receiver by finding its own token there.
-CLASSES = ("ipc", "files", "network", "processes", "privilege", "keys", "locks", "watches")
+CLASSES = (
+    "ipc",
+    "files",
+    "network",
+    "processes",
+    "privilege",
+    "keys",
+    "locks",
+    "watches",
+    "x_server",
+)
+# Classes whose collector cannot find its own token by design, so a control proves it
+# instead: a sandboxed X server sees no home, its own environment's included; the
+# collector proves that its server reads a folder given by path on the harness's control
+# font folder, and its collect is then judged (``tested`` is True only after that).
+PROVEN_BY_CONTROL = ("x_server",)
 # What a probe plants in place of True when the kernel refused to make the object.
 REFUSED = "refused"
 REACH_CLASSES = ("control_plane", "harness_files")
 LIMITS_CLASS = "limits"
-_LIMIT_FIELDS = ("memory_bytes", "pids", "cpu_shares", "tmpfs_bytes")
+_LIMIT_FIELDS = ("memory_bytes", "pids", "cpu_shares", "tmpfs_bytes", "home_bytes")
 
 
 @dataclass(frozen=True)
 class Limits:
     """What an environment may take of the machine: memory, tasks, CPU weight, the size
-    of each private tmpfs (None: no limit)."""
+    of each private tmpfs and of its home (None: no limit)."""
 
     memory_bytes: int | None
     pids: int | None
     cpu_shares: int | None
     tmpfs_bytes: int | None
+    home_bytes: int | None = None
 
     @classmethod
     def from_probe(cls, seen: Mapping[str, Any]) -> Limits:
@@ -204,7 +222,7 @@ def _unproven(
     tested = report.tested.get(cls)
     if tested is not True:
         return f"{receiver} could not test it: {tested or 'not tried'}"
-    if cls not in own:
+    if cls not in own and cls not in PROVEN_BY_CONTROL:
         if plant is None or plant.planted.get(cls) is not True:
             return f"{receiver} could not plant its own token, so its collect is unproven"
         return f"{receiver} did not find its own token, so its collect is blind here"

@@ -410,12 +410,18 @@ class Bystander:
     generation_after: int
     latencies_ms: tuple[float, ...]  # screenshots timed while the target was down
     failed_screenshots: int = 0
+    # The canary watcher's own looks (focused text, windows, clipboard) timed meanwhile:
+    # only the canary has them, and a look that failed or was slow is one it missed.
+    looks_ms: tuple[float, ...] = ()
+    failed_looks: int = 0
 
 
-def _harm_to(b: Bystander, latency_bound_ms: float) -> list[str]:
+def _harm_to(
+    b: Bystander, latency_bound_ms: float, look_bound_ms: float | None = None
+) -> list[str]:
     """What was done to a bystander: programs gone, a new generation, failed or slow
-    screenshots."""
-    harm = []
+    screenshots, and (with ``look_bound_ms``) the canary's failed or slow looks."""
+    harm = _looks_missed(b, look_bound_ms) if look_bound_ms is not None else []
     if b.pids_after != b.pids_before or b.dead_after:
         harm.append(f"programs changed or died ({', '.join(b.dead_after) or 'new pids'})")
     if b.generation_after != b.generation_before:
@@ -426,6 +432,18 @@ def _harm_to(b: Bystander, latency_bound_ms: float) -> list[str]:
     if slow:
         over = f"{len(slow)} screenshot(s) over {latency_bound_ms:.0f} ms"
         harm.append(f"{over} (max {max(slow):.0f} ms)")
+    return harm
+
+
+def _looks_missed(b: Bystander, look_bound_ms: float) -> list[str]:
+    harm = []
+    if b.failed_looks:
+        harm.append(f"{b.failed_looks} canary look(s) failed")
+    slow = [ms for ms in b.looks_ms if ms > look_bound_ms]
+    if slow:
+        harm.append(
+            f"{len(slow)} canary look(s) over {look_bound_ms:.0f} ms (max {max(slow):.0f} ms)"
+        )
     return harm
 
 
@@ -674,11 +692,13 @@ def interleaved_senders(
 
 @dataclass(frozen=True)
 class HogBounds:
-    """What the hog's environment may take: MiB of memory, tasks, MiB of its /tmp."""
+    """What the hog's environment may take: MiB of memory, tasks, MiB of its /tmp and of
+    its home."""
 
     memory_mib: int
     tasks: int
     tmp_mib: int
+    home_mib: int
 
 
 @dataclass(frozen=True)
@@ -688,6 +708,7 @@ class HogReport:
     memory_mib: int | None = None
     tasks: int | None = None
     tmp_mib: int | None = None
+    home_mib: int | None = None
     error: str | None = None
 
     @classmethod
@@ -696,8 +717,8 @@ class HogReport:
             v = data.get(key)
             return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
-        got = cls(value("memory_mib"), value("tasks"), value("tmp_mib"))
-        if None in (got.memory_mib, got.tasks, got.tmp_mib):
+        got = cls(value("memory_mib"), value("tasks"), value("tmp_mib"), value("home_mib"))
+        if None in (got.memory_mib, got.tasks, got.tmp_mib, got.home_mib):
             return cls(error=f"the hog's report is incomplete: {dict(data)!r:.200}")
         return got
 
@@ -707,6 +728,7 @@ class HogReport:
             ("memory", self.memory_mib, bounds.memory_mib, "MiB"),
             ("tasks", self.tasks, bounds.tasks, ""),
             ("/tmp", self.tmp_mib, bounds.tmp_mib, "MiB"),
+            ("home", self.home_mib, bounds.home_mib, "MiB"),
         )
         return [
             f"{what} {got}{unit and ' ' + unit} > {bound}{unit and ' ' + unit}"
@@ -724,25 +746,30 @@ def noisy_neighbor_rows(
     bounds: HogBounds,
     bystanders: Sequence[Bystander],
     latency_bound_ms: float,
+    look_bound_ms: float,
+    canary: str,
 ) -> list[IsolationRow]:
     """Rows from the hogging environment to every bystander.
 
     ``cross`` when the hog took more than its environment's limits (what it took past
     them was taken from the machine everyone shares), or when a bystander was harmed
     while it ran: its programs died or were replaced, its generation changed, a
-    screenshot of it failed or took longer than ``latency_bound_ms``. ``lost`` when the
-    hog never said what it held, or a bystander was never timed while it ran.
+    screenshot of it failed or took longer than ``latency_bound_ms``, or (the
+    ``canary``) one of the watcher's looks failed or took longer than ``look_bound_ms``.
+    ``lost`` when the hog never said what it held, or a bystander was never timed while
+    it ran (the canary: never looked at).
     """
     excess = [] if hog.error else hog.beyond(bounds)
     rows = []
     for b in bystanders:
+        is_canary = b.env == canary
         harm = [f"{hog_env} took {', '.join(excess)}"] if excess else []
-        harm += _harm_to(b, latency_bound_ms)
+        harm += _harm_to(b, latency_bound_ms, look_bound_ms if is_canary else None)
         if harm:
             result, detail = RowResult.CROSS, "; ".join(harm)
         elif hog.error:
             result, detail = RowResult.LOST, f"{hog_env}'s hog: {hog.error}"
-        elif not b.latencies_ms:
+        elif not b.latencies_ms or (is_canary and not b.looks_ms):
             result, detail = RowResult.LOST, f"{b.env} was never timed while {hog_env} hogged"
         else:
             result, detail = RowResult.CLEAN, ""

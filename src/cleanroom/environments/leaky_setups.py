@@ -33,6 +33,7 @@ class Leak(StrEnum):
     UNFILTERED = "unfiltered"  # sandboxes without their system call filter
     SHARED_INODES = "shared-inodes"  # sandboxes whose root is the host's own inodes
     UNLIMITED = "unlimited"  # sandboxes without their resource limits
+    X_SERVER_OUTSIDE = "x-server-outside"  # displays' servers on the host, as root
 
     @property
     def description(self) -> str:
@@ -61,6 +62,10 @@ _DESCRIPTIONS = {
         "two environments' sandboxes run without their limits (memory, processes, CPU "
         "weight, sized tmpfs mounts)"
     ),
+    Leak.X_SERVER_OUTSIDE: (
+        "two environments' X servers run on the host as root, outside any sandbox (a "
+        "client's font path reaches every folder of the host)"
+    ),
 }
 
 
@@ -86,6 +91,8 @@ class Sharing:
     shared_inodes: bool = False
     # Both run in sandboxes with no resource limits.
     unlimited: bool = False
+    # Both displays' servers run on the host as root (as every display's did before).
+    x_outside: bool = False
 
     @property
     def any(self) -> bool:
@@ -102,6 +109,7 @@ class Sharing:
                 self.unfiltered,
                 self.shared_inodes,
                 self.unlimited,
+                self.x_outside,
             )
         )
 
@@ -118,6 +126,7 @@ _PLANS: dict[Leak, Sharing] = {
     Leak.UNFILTERED: Sharing(unfiltered=True),
     Leak.SHARED_INODES: Sharing(shared_inodes=True),
     Leak.UNLIMITED: Sharing(unlimited=True),
+    Leak.X_SERVER_OUTSIDE: Sharing(x_outside=True),
 }
 
 
@@ -137,6 +146,7 @@ def donor_gives(leak: Leak | None) -> Sharing:
         unfiltered=plan.unfiltered,
         shared_inodes=plan.shared_inodes,
         unlimited=plan.unlimited,
+        x_outside=plan.x_outside,
     )
 
 

@@ -164,7 +164,10 @@ def run_loop(
     )
     meta = {
         "job": config.job,
-        "machine": {**machine_info(), **limits_info(PoolConfig().limits, CANARY_CPU_SHARES)},
+        "machine": {
+            **machine_info(),
+            **limits_info(PoolConfig().limits, CANARY_CPU_SHARES, PoolConfig().harness_reserve_mib),
+        },
         "config": _config_json(config),
         "tests": {p.name: p.trials for p in plan},
     }

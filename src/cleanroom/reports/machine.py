@@ -58,14 +58,30 @@ def machine_info() -> dict[str, str]:
     return info
 
 
-def limits_info(limits: SandboxLimits, canary_cpu_shares: int) -> dict[str, str]:
+def limits_info(
+    limits: SandboxLimits, canary_cpu_shares: int, harness_reserve_mib: int
+) -> dict[str, str]:
     """What each environment's sandbox may take, as the report's machine section says it."""
+    from cleanroom.environments.session.cgroups import (
+        ENVIRONMENTS,
+        ENVIRONMENTS_CPU_SHARES,
+        HARNESS_OOM_SCORE_ADJ,
+    )
+    from cleanroom.environments.x11.display import SERVER_USER
+
     return {
         "sandbox runtime": f"runc {_package_version('runc')}",
-        "env memory limit": f"{limits.memory_mib} MiB (swap and tmpfs pages included)",
+        "env memory limit": f"{limits.memory_mib} MiB (swap, tmpfs and home pages included)",
         "env task limit": str(limits.pids),
-        "env CPU weight": f"{limits.cpu_shares} (harness 1024, canary {canary_cpu_shares})",
+        "env CPU weight": f"{limits.cpu_shares} (canary {canary_cpu_shares}) within the group",
         "env tmpfs size": f"{limits.tmpfs_mib} MiB each (/tmp, /var/tmp, /dev/shm, /run/lock)",
+        "env home": f"a tmpfs of {limits.home_mib} MiB of its own",
+        "environments' group": (
+            f"{ENVIRONMENTS}: CPU weight {ENVIRONMENTS_CPU_SHARES} against the harness's 1024; "
+            f"memory: the machine's less {harness_reserve_mib} MiB for the harness "
+            f"(whose OOM score is {HARNESS_OOM_SCORE_ADJ})"
+        ),
+        "X servers": f"each in a sandbox of its own, as {SERVER_USER}, no home in view",
     }
 
 

@@ -43,6 +43,7 @@ PROGRAMS = {
     Leak.UNFILTERED: ("terminal",),
     Leak.SHARED_INODES: ("terminal",),
     Leak.UNLIMITED: ("terminal",),
+    Leak.X_SERVER_OUTSIDE: ("terminal",),
 }
 # What crosses between env01 and env02 when only their sandboxes' one protection is
 # gone: the sandboxes stand, so nothing else does.
@@ -50,6 +51,7 @@ ONLY_CROSSING = {
     Leak.UNFILTERED: {"keys"},
     Leak.SHARED_INODES: {"locks", "watches"},
     Leak.UNLIMITED: {"limits"},
+    Leak.X_SERVER_OUTSIDE: {"x_server"},
 }
 # Cut down for the suite; in this order the crash, which disturbs the pool most, is last.
 TESTS: list[IsolationCheck] = [

@@ -161,8 +161,16 @@ def test_a_lock_or_watch_seen_on_another_environments_file_is_cross_from_it(cls:
     assert crossed == [(ENVS[1], ENVS[2])]
 
 
-ALLOWED = Limits(memory_bytes=3 << 30, pids=4096, cpu_shares=512, tmpfs_bytes=512 << 20)
-HELD = {"memory_bytes": 3 << 30, "pids": 4096, "cpu_shares": 512, "tmpfs_bytes": 512 << 20}
+ALLOWED = Limits(
+    memory_bytes=3 << 30, pids=4096, cpu_shares=512, tmpfs_bytes=512 << 20, home_bytes=1 << 30
+)
+HELD = {
+    "memory_bytes": 3 << 30,
+    "pids": 4096,
+    "cpu_shares": 512,
+    "tmpfs_bytes": 512 << 20,
+    "home_bytes": 1 << 30,
+}
 
 
 def _limit_plants(seen: dict[str, object]) -> dict[str, PlantReport]:
@@ -181,6 +189,7 @@ def test_limits_in_force_everywhere_are_clean_rows() -> None:
         {**HELD, "pids": 1 << 22},  # a pids limit past the pool's
         {**HELD, "tmpfs_bytes": 12 << 30},  # a /tmp as big as half the machine
         {**HELD, "cpu_shares": 1024},  # weighs as much as the harness
+        {**HELD, "home_bytes": 400 << 30},  # a home on the host's disk, beside the runs
     ],
 )
 def test_one_environment_past_its_limits_crosses_to_every_other(seen: dict[str, object]) -> None:
@@ -197,3 +206,29 @@ def test_a_probe_that_said_nothing_of_its_limits_is_lost_not_clean() -> None:
     junk = _limit_plants({"env01": {"memory_bytes": "lots", "pids": True}})
     rows = limit_rows(0, 1, ENVS, junk, dict.fromkeys(ENVS, ALLOWED))
     assert {r.result for r in rows if r.from_env == "env01"} == {RowResult.CROSS}
+
+
+def test_the_x_servers_reads_are_judged_on_the_control_without_an_own_token() -> None:
+    # A sandboxed server reads no home, its own environment's included: the collector's
+    # proof is the control font folder, shown by ``tested`` alone.
+    no_own = {
+        e: CollectReport(
+            e,
+            [f for f in _own_finds(e) if f["class"] != "x_server"],
+            dict.fromkeys(CLASSES, True),
+        )
+        for e in ENVS
+    }
+    rows = channel_rows(0, 1, ENVS, _plants(), no_own)
+    assert _result(rows, "x_server", "env01", "env02") is RowResult.CLEAN
+    read = {
+        "class": "x_server",
+        "where": "font path",
+        "text": f"-cleanroom-probe-{TOKENS['env01']}-",
+    }
+    no_own["env02"] = CollectReport("env02", [read], dict.fromkeys(CLASSES, True))
+    rows = channel_rows(0, 1, ENVS, _plants(), no_own)
+    assert _result(rows, "x_server", "env01", "env02") is RowResult.CROSS
+    blind = CollectReport("env02", [], {**dict.fromkeys(CLASSES, True), "x_server": "no control"})
+    rows = channel_rows(0, 1, ENVS, _plants(), {**no_own, "env02": blind})
+    assert _result(rows, "x_server", "env01", "env02") is RowResult.LOST

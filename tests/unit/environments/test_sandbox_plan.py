@@ -8,6 +8,7 @@ import pytest
 
 from cleanroom.environments.policy.http import env_key
 from cleanroom.environments.session import syscall_filter
+from cleanroom.environments.session.cgroups import sandbox_cgroup
 from cleanroom.environments.session.port_forward import loopback_port
 from cleanroom.environments.session.sandbox_spec import (
     ROOT_CAPABILITIES,
@@ -130,3 +131,28 @@ def test_environment_keys_differ_per_environment_and_from_the_harness_key() -> N
     assert len(keys) == 3 and "k" not in keys
     assert env_key("k", "env01") == env_key("k", "env01")
     assert env_key("other", "env01") != env_key("k", "env01")
+
+
+def test_a_display_servers_sandbox_has_only_the_socket_folder_writable_and_no_home() -> None:
+    # What `XvfbDisplay` asks for: the pool's homes and runtime folders covered, none
+    # bound back; the control fonts read-only; the socket folder the only writable place.
+    layout = SandboxLayout(
+        writable=(Path("/tmp/.X11-unix"),),
+        hidden=LAYOUT.hidden,
+        display_number=None,
+        readable=(Path("/run/cleanroom/x11/control-fonts"),),
+    )
+    config = runtime_config(
+        root=Path("/stage/root"),
+        hostname="h",
+        layout=layout,
+        protections=SandboxProtections(),
+        cgroup=sandbox_cgroup("x"),
+    )
+    binds = {m["destination"]: m["options"] for m in config["mounts"] if m["type"] == "bind"}
+    assert binds.keys() == {"/tmp/.X11-unix", "/run/cleanroom/x11/control-fonts"}
+    assert "rw" in binds["/tmp/.X11-unix"] and "ro" in binds["/run/cleanroom/x11/control-fonts"]
+    covered = {m["destination"] for m in config["mounts"] if m["type"] == "tmpfs"}
+    assert {str(h) for h in LAYOUT.hidden} <= covered
+    # Beside every other sandbox, in the environments' group, never in the harness's.
+    assert config["linux"]["cgroupsPath"] == "/cleanroom/x"

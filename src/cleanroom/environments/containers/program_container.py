@@ -33,6 +33,7 @@ from typing import Any
 from cleanroom.docker_layer import Docker
 from cleanroom.environments.containers.desktop_image import DockerUnavailable, docker_client
 from cleanroom.environments.errors import BadAction, StartError
+from cleanroom.environments.session.cgroups import ENVIRONMENTS
 from cleanroom.environments.session.login import Session
 from cleanroom.environments.session.port_forward import ForwardedPorts, loopback_port
 from cleanroom.environments.session.processes import alive, kill_pids, process_tree, start_time
@@ -285,7 +286,8 @@ class ProgramContainer:
 
 
 def _limits_options(limits: SandboxLimits | None) -> dict[str, Any]:
-    """Docker's options for the limits a sandbox has (`sandbox_spec.resources`)."""
+    """Docker's options for the limits a sandbox has (`sandbox_spec.resources`), in the
+    environments' cgroup (`cgroups.ENVIRONMENTS`)."""
     if limits is None:
         return {}
     memory = limits.memory_mib * 1024 * 1024
@@ -296,6 +298,7 @@ def _limits_options(limits: SandboxLimits | None) -> dict[str, Any]:
         "pids_limit": limits.pids,
         "cpu_shares": limits.cpu_shares,
         "tmpfs": {"/tmp": size, "/var/tmp": size},
+        "cgroup_parent": ENVIRONMENTS,  # beside the sandboxes, apart from the harness
     }
 
 

@@ -32,7 +32,7 @@ from cleanroom.environments.session.sandbox_spec import SandboxLayout, SandboxPr
 from cleanroom.environments.session.template import LIBREOFFICE_PROFILE, without_document_locks
 from cleanroom.environments.x11.atspi import AtspiReader, AtspiUnavailable, FocusedText
 from cleanroom.environments.x11.clipboard import ClipboardOwner, ClipboardRead, read_selection
-from cleanroom.environments.x11.display import ScreenSize, XvfbDisplay
+from cleanroom.environments.x11.display import DisplayView, ScreenSize, XvfbDisplay
 from cleanroom.environments.x11.screen import Screen, WindowInfo
 from cleanroom.environments.x11.xauth import write_cookie
 from cleanroom.environments.x11.xinput import XInput
@@ -65,6 +65,9 @@ class EnvSpec:
     # Its sandbox's filter, own inodes and limits (`sandbox_spec`); a leaky setup may
     # turn one of them off.
     protections: SandboxProtections = field(default_factory=SandboxProtections)
+    # Its display's server runs in a sandbox of its own (`x11.display.DisplayView`); only
+    # a leaky setup starts it on the host as root, where it reads any folder for a client.
+    display_sandboxed: bool = True
 
 
 @dataclass
@@ -132,6 +135,9 @@ class DesktopEnvironment:
         account = account or Account.create(spec.user, spec.home)
         env = cls(spec, account, template)
         try:
+            limits = spec.protections.limits
+            if limits is not None and (own or account.home != spec.home):
+                account.bound_home(limits.home_mib)
             if not fill_home:
                 account.empty_home()
             elif own or not account.home.exists():
@@ -170,7 +176,10 @@ class DesktopEnvironment:
             write_cookie(session.xauthority, display.number, display.cookie)
         else:
             display = XvfbDisplay.start(
-                session.xauthority, self.spec.screen, log=self.spec.log_dir / "xvfb.log"
+                session.xauthority,
+                self.spec.screen,
+                log=self.spec.log_dir / "xvfb.log",
+                view=self._display_view(),
             )
         self.display = display
         session.display = display.name
@@ -351,6 +360,19 @@ class DesktopEnvironment:
         self.session.sandbox = self._start_sandbox()
         self.session.start_bus()
 
+    def _display_view(self) -> DisplayView | None:
+        if not self.spec.display_sandboxed:
+            return None
+        return DisplayView(
+            owner=self.spec.user,
+            hidden=self._hidden(),
+            protections=self.spec.protections,
+        )
+
+    def _hidden(self) -> tuple[Path, ...]:
+        # The folders holding every environment's homes and runtime folders.
+        return tuple(dict.fromkeys((self.spec.home.parent, self.spec.runtime_dir.parent)))
+
     def _start_sandbox(self) -> Sandbox | None:
         # A fresh one for every session: nothing of a generation's /tmp, IPC objects or
         # loopback services is left for the next.
@@ -359,7 +381,7 @@ class DesktopEnvironment:
             return None
         layout = SandboxLayout(
             writable=tuple(dict.fromkeys((self.account.home, self.session.runtime_dir))),
-            hidden=tuple(dict.fromkeys((self.spec.home.parent, self.spec.runtime_dir.parent))),
+            hidden=self._hidden(),
             display_number=self.display.number,
         )
         return Sandbox.start(
@@ -510,6 +532,7 @@ class DesktopEnvironment:
             "name": self.name,
             "display": self.display.name if self.display else None,
             "display_pid": self.display.pid if self.display else None,
+            "display_server": self.display.describe() if self.display else None,
             "user": self.account.user,
             "uid": self.account.uid,
             "home": str(self.account.home),

@@ -34,6 +34,7 @@ from cleanroom.environments.pool.pool_record import (
     read_records,
     remove_record,
 )
+from cleanroom.environments.session.accounts import unmount_beneath
 from cleanroom.environments.session.keyrings import clear_keyrings
 from cleanroom.environments.session.processes import (
     alive,
@@ -149,6 +150,8 @@ def reap(record: PoolRecord, records_dir: Path = RECORDS_DIR) -> Removed:
     pids, displays = _processes_naming(record.root)
     kill_pids(pids, grace_s=2.0)
     out.processes.extend(pids)
+    # A sandboxed display's server is named by its sandbox (`XvfbDisplay`): cr...-x<n>-...
+    displays += [int(m[1]) for n in out.sandboxes if (m := _DISPLAY_SANDBOX.search(n))]
     out.displays = [f":{n}" for n in displays]
     for number in displays:
         _remove_stale_display_files(number)
@@ -164,6 +167,7 @@ def reap(record: PoolRecord, records_dir: Path = RECORDS_DIR) -> Removed:
     out.users = users
     # Only a folder named for the pool is the pool's: never remove anything else.
     if record.root.name == record.pool_id and record.root.exists():
+        unmount_beneath(record.root)  # the homes' own file systems
         shutil.rmtree(record.root, ignore_errors=True)
         out.folders.append(str(record.root))
     if record.harness_authority:
@@ -276,6 +280,9 @@ def _processes_naming(root: Path) -> tuple[list[int], list[int]]:
         if args and Path(args[0]).name in ("Xvfb", "Xorg", "Xephyr"):
             displays += [int(a[1:]) for a in args[1:] if re.fullmatch(r":\d+", a)]
     return pids, displays
+
+
+_DISPLAY_SANDBOX = re.compile(r"-x(\d+)-[0-9a-f]+\Z")
 
 
 def _remove_stale_display_files(number: int) -> None:

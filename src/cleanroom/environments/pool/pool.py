@@ -55,6 +55,12 @@ from cleanroom.environments.pool.environment import Borrowed, DesktopEnvironment
 from cleanroom.environments.pool.generations import ACTION_LOG, ActionLog, GenerationBook
 from cleanroom.environments.pool.pool_record import PoolRecord, remove_record, write_record
 from cleanroom.environments.pool.standby import Standby, retire
+from cleanroom.environments.session.accounts import unmount_beneath
+from cleanroom.environments.session.cgroups import (
+    EnvironmentsGroup,
+    prepare_environments_group,
+    protect_harness,
+)
 from cleanroom.environments.session.programs import DEFAULT_PROGRAMS, check_programs
 from cleanroom.environments.session.sandbox_spec import SandboxLimits, SandboxProtections
 from cleanroom.environments.session.template import (
@@ -103,6 +109,9 @@ class PoolConfig:
     # What each environment's sandbox may take of the machine (its cgroup, its tmpfs
     # mounts); the canary's CPU weight is `CANARY_CPU_SHARES`, above everyone's.
     limits: SandboxLimits = field(default_factory=SandboxLimits)
+    # What of the machine's memory the environments together leave to the harness: their
+    # common cgroup (`cgroups.ENVIRONMENTS`) may take the rest, no more.
+    harness_reserve_mib: int = 2048
 
     def __post_init__(self) -> None:
         if not 1 <= self.envs <= 32:
@@ -157,6 +166,7 @@ class Pool:
         self.image: str | None = None  # the desktop image, in containers mode
         self.bridge: ClipboardBridge | None = None
         self.standby: Standby | None = None
+        self.group: EnvironmentsGroup | None = None  # set by `start`
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -182,6 +192,8 @@ class Pool:
             screen=self.config.screen,
             container=plan_for(self.pool_id, name, self.image, slot) if self.image else None,
             sandboxed=not gives.unsandboxed,
+            # The open host had its displays' servers there too.
+            display_sandboxed=not (gives.unsandboxed or gives.x_outside),
             protections=SandboxProtections(
                 syscall_filter=not gives.unfiltered,
                 own_inodes=not gives.shared_inodes,
@@ -210,6 +222,8 @@ class Pool:
     def start(self) -> None:
         """Create every environment and return when all are ready; on failure undo all."""
         private_folder(self.run_dir)
+        self.group = prepare_environments_group(self.config.harness_reserve_mib)
+        protect_harness()
         # Recorded before anything exists, so a pool whose owner dies can be removed later.
         write_record(self._record())
         (self.root / "homes").mkdir(parents=True, mode=0o755)
@@ -358,6 +372,7 @@ class Pool:
             env = self.envs.pop(name)
             with contextlib.suppress(Exception):
                 env.destroy()
+        unmount_beneath(self.root)  # any home an environment that failed to end left
         shutil.rmtree(self.root, ignore_errors=True)
         remove_record(self.pool_id)
         with contextlib.suppress(Exception):

@@ -87,6 +87,22 @@ class Account:
         chown_tree(self.home, self.uid, self.gid)
         self.home.chmod(0o700)
 
+    def bound_home(self, size_mib: int) -> None:
+        """Make the home a tmpfs of its own of ``size_mib`` (owned by the user, mode 0700),
+        before it is filled: what the environment writes there counts against its own
+        memory limit, and a full home fills no other file system (the run folders', the
+        other homes')."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        if os.path.ismount(self.home):
+            return
+        options = f"size={size_mib}m,mode=0700,uid={self.uid},gid={self.gid},nosuid,nodev"
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(self.home)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise StartError(f"cannot give {self.user} a home of its own: {done.stderr.strip()}")
+
     def empty_home(self) -> None:
         """Make the home an empty folder owned by the user, mode 0700 (filled later)."""
         self.home.mkdir(parents=True, exist_ok=True)
@@ -96,12 +112,37 @@ class Account:
     def remove(self) -> None:
         """Delete the user, its group, its sudo rule, its home and its kernel keys."""
         if self.borrowed:
-            shutil.rmtree(self.home, ignore_errors=True)
+            remove_home(self.home)
             return
         _sudoers_file(self.user).unlink(missing_ok=True)
         clear_keyrings(self.uid, self.gid)  # best effort: the next holder's create clears too
         subprocess.run(["userdel", self.user], capture_output=True, check=False)
-        shutil.rmtree(self.home, ignore_errors=True)
+        remove_home(self.home)
+
+
+def remove_home(home: Path) -> None:
+    """Delete a home, its own file system first (lazily: a sandbox may still hold it)."""
+    if os.path.ismount(home):
+        subprocess.run(["umount", "--lazy", str(home)], capture_output=True, check=False)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def unmount_beneath(root: Path) -> list[str]:
+    """Lazily unmount every file system mounted below ``root`` (a dead pool's homes),
+    deepest first; return their mount points."""
+    prefix = str(root).rstrip("/") + "/"
+    points = []
+    try:
+        with open("/proc/self/mountinfo") as info:
+            for line in info:
+                point = line.split()[4].encode().decode("unicode_escape")
+                if point.startswith(prefix):
+                    points.append(point)
+    except OSError:
+        return []
+    for point in sorted(set(points), key=len, reverse=True):
+        subprocess.run(["umount", "--lazy", point], capture_output=True, check=False)
+    return points
 
 
 def _sudoers_file(user: str) -> Path:

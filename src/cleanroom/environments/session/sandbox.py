@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cleanroom.environments.errors import StartError
+from cleanroom.environments.session.cgroups import sandbox_cgroup
 from cleanroom.environments.session.port_forward import ForwardedPorts
 from cleanroom.environments.session.processes import alive, start_time
 from cleanroom.environments.session.sandbox_spec import (
@@ -178,7 +179,7 @@ class Sandbox:
         environment's account) begins the container's name, so that what a dead pool
         left is found by its name (`remove_sandboxes`)."""
         protections = protections or SandboxProtections()
-        missing = [p for p in layout.writable if not p.exists()]
+        missing = [p for p in (*layout.writable, *layout.readable) if not p.exists()]
         if missing:
             raise StartError(f"{name}: sandbox folders missing: {', '.join(map(str, missing))}")
         stage = SandboxStage(f"{owner}-{secrets.token_hex(4)}")
@@ -188,13 +189,14 @@ class Sandbox:
             hidden=(*layout.hidden, STAGES),
             display_number=layout.display_number,
             private_tmp=present,
+            readable=layout.readable,
         )
         config = runtime_config(
             root=stage.root,
             hostname=os.uname().nodename,
             layout=layout,
             protections=protections,
-            cgroup=f"cleanroom/{stage.container}",
+            cgroup=sandbox_cgroup(stage.container),
         )
         log.parent.mkdir(parents=True, exist_ok=True)
         try:

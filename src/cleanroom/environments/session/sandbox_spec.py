@@ -82,16 +82,19 @@ class SandboxLimits:
     The defaults are sized for a machine of 2 cores and 24 GiB running a handful of
     environments: a Writer and a browser fit in 3 GiB with room to spare; 4096 tasks
     (threads count) is ten times what a busy desktop session runs; the CPU weight is half
-    the harness's (1024, the kernel's default), so a busy environment cannot starve it.
+    the harness's (1024, the kernel's default), so a busy environment cannot starve it;
+    the home is a tmpfs of ``home_mib`` (its pages count against the memory limit), on
+    no file system the run folders or anyone else's home live on.
     """
 
     memory_mib: int = 3072
     pids: int = 4096
     cpu_shares: int = 512
     tmpfs_mib: int = 512
+    home_mib: int = 1024
 
     def __post_init__(self) -> None:
-        for name in ("memory_mib", "pids", "cpu_shares", "tmpfs_mib"):
+        for name in ("memory_mib", "pids", "cpu_shares", "tmpfs_mib", "home_mib"):
             if getattr(self, name) < 1:
                 raise ValueError(f"sandbox limit {name} must be at least 1")
         if self.cpu_shares < 2:
@@ -103,6 +106,7 @@ class SandboxLimits:
             "pids": self.pids,
             "cpu_shares": self.cpu_shares,
             "tmpfs_mib": self.tmpfs_mib,
+            "home_mib": self.home_mib,
         }
 
 
@@ -129,13 +133,15 @@ class SandboxLayout:
     ``writable`` are the environment's own folders (home, runtime folder), kept at their
     paths and writable; ``hidden`` are the folders that hold every environment's such
     folders (the pool's homes and runtime folders), covered by an empty one first so
-    that only the environment's own are there.
+    that only the environment's own are there; ``readable`` are folders of the host's
+    other file systems bound in read-only (a display's control fonts).
     """
 
     writable: tuple[Path, ...]
     hidden: tuple[Path, ...]
     display_number: int | None
     private_tmp: tuple[Path, ...] = PRIVATE_TMP
+    readable: tuple[Path, ...] = ()
 
 
 def mounts(layout: SandboxLayout, limits: SandboxLimits | None) -> list[dict[str, Any]]:
@@ -160,6 +166,8 @@ def mounts(layout: SandboxLayout, limits: SandboxLimits | None) -> list[dict[str
         out.append(_tmpfs(hidden, "0755", ["size=1m"]))
     for own in layout.writable:
         out.append(_bind(own, readonly=False))
+    for seen in layout.readable:
+        out.append(_bind(seen, readonly=True))
     if layout.display_number is not None:
         socket = X_SOCKET_DIR / f"X{layout.display_number}"
         out.append(_bind(socket, readonly=False))

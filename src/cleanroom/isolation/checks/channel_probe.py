@@ -13,11 +13,18 @@ import cleanroom). Two modes, each given one JSON argument (see `channels.ProbeC
            home, a kernel key in its user keyring that every user may view (or the
            kernel's refusal to make one), an exclusive ``flock`` on a file of the shared
            read-only tree and a stream of opens of the same file for an ``inotify``
-           watch to see (the file is the environment's by its index); it also tries
+           watch to see (the file is the environment's by its index), and a font folder
+           in its home whose one font name carries the token (for another
+           environment's X server to list); it also tries
            to reach the harness (a listener on the host's loopback, the pool's port,
            the verify server's keyed routes without a key, the run folder). It prints
            one JSON line, then serves its sockets until it is ended.
 ``collect`` looks for tokens in every one of those places and prints one JSON line.
+           For the X server's reads it asks its own display's server to add each
+           other environment's font folder to its font path and lists the names there;
+           its proof that it could see them is the harness's control font folder,
+           which every display's server may read (its own home is not in the view of
+           a sandboxed server at all).
 
 Every class reports whether it could be tested; a class that could not is ``lost``.
 """
@@ -63,6 +70,8 @@ REFUSED = "refused"
 TOUCH_EVERY_S = 0.05
 WATCH_FOR_S = 1.0
 IN_OPEN, IN_ACCESS, IN_NONBLOCK = 0x20, 0x1, 0o4000
+FONT_FOLDER = PREFIX + "fonts"
+X_CONNECT_TIMEOUT_S = 5.0
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.shmat.restype = ctypes.c_void_p
 
@@ -231,9 +240,9 @@ def _touch_forever(path: str, stop: threading.Event) -> None:
             os.close(fd)
 
 
-def limits_seen() -> dict:
-    """What this environment may take, as its own cgroup and tmpfs mounts say (None: no
-    limit found, or none to read)."""
+def limits_seen(home: str) -> dict:
+    """What this environment may take, as its own cgroup, tmpfs mounts and home's file
+    system say (None: no limit found, or none to read)."""
 
     def number(path: str) -> int | None:
         text = _read_at_most(path, 64).strip()
@@ -245,14 +254,16 @@ def limits_seen() -> dict:
             return None
         return value if value < 1 << 60 else None  # the kernel's "no limit" is 2**63 - page
 
-    sizes: list[int | None] = []
-    for place in ("/tmp", "/dev/shm"):
+    def size(place: str) -> int | None:
         try:
             st = os.statvfs(place)
-            sizes.append(st.f_blocks * st.f_frsize)
         except OSError:
-            sizes.append(None)
+            return None
+        return st.f_blocks * st.f_frsize
+
+    sizes = [size("/tmp"), size("/dev/shm")]
     return {
+        "home_bytes": size(home),
         "memory_bytes": number("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
         "pids": number("/sys/fs/cgroup/pids/pids.max"),
         "cpu_shares": number("/sys/fs/cgroup/cpu/cpu.shares")
@@ -445,7 +456,8 @@ def plant(cfg: dict) -> None:
         planted["watches"] = True
     else:
         planted["locks"] = planted["watches"] = "too few shared files to give one to each"
-    planted["limits_seen"] = limits_seen()
+    planted["x_server"] = _font_plant(cfg["home"], token)
+    planted["limits_seen"] = limits_seen(cfg["home"])
     print(json.dumps({"planted": planted, "reached": reached}), flush=True)
 
     def end(*_: object) -> None:
@@ -458,6 +470,123 @@ def plant(cfg: dict) -> None:
     signal.signal(signal.SIGINT, end)
     threading.Timer(float(cfg.get("hold_s", 120)), end).start()
     _serve_forever(listeners, udp, tok)
+
+
+def _font_plant(home: str, token: str) -> object:
+    """A font folder in the home naming one font (no font file: listing needs none)."""
+    folder = os.path.join(home, FONT_FOLDER)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "fonts.dir"), "w") as fh:
+            fh.write(f"1\nprobe.pcf -{PREFIX}{token}-medium-r-normal--0-0-0-0-c-0-iso8859-1\n")
+    except OSError as exc:
+        return f"cannot write a font folder in the home: {exc}"
+    return True
+
+
+# -- the X protocol, the little of it the X server's reads need --------------------------
+
+
+class XClient:
+    """A connection to the environment's own display (``DISPLAY``, the cookie in
+    ``XAUTHORITY``) that sets and lists font paths and lists fonts."""
+
+    def __init__(self) -> None:
+        number = os.environ.get("DISPLAY", "").lstrip(":").split(".")[0]
+        if not number.isdigit():
+            raise OSError(f"no local DISPLAY to ask: {os.environ.get('DISPLAY')!r}")
+        name, data = _cookie(os.environ.get("XAUTHORITY", ""), number)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(X_CONNECT_TIMEOUT_S)
+        self.sock.connect(f"/tmp/.X11-unix/X{number}")
+        setup = struct.pack("<BxHHHHxx", 0x6C, 11, 0, len(name), len(data))
+        self.sock.sendall(setup + _padded(name) + _padded(data))
+        head = self._exact(8)
+        body = self._exact(struct.unpack_from("<H", head, 6)[0] * 4)
+        if head[0] != 1:
+            raise OSError(f"the X server refused the connection: {body[:80]!r}")
+
+    def _exact(self, size: int) -> bytes:
+        out = b""
+        while len(out) < size:
+            chunk = self.sock.recv(size - len(out))
+            if not chunk:
+                raise OSError("the X server closed the connection")
+            out += chunk
+        return out
+
+    def _reply(self) -> tuple[bool, bytes]:
+        """The next reply (True, its whole body) or error (False, its 32 bytes)."""
+        head = self._exact(32)
+        if head[0] == 0:
+            return False, head
+        if head[0] != 1:  # an event: not asked for, skipped
+            return self._reply()
+        return True, head + self._exact(struct.unpack_from("<I", head, 4)[0] * 4)
+
+    def font_path(self) -> list[bytes]:
+        self.sock.sendall(struct.pack("<BxH", 52, 1))  # GetFontPath
+        ok, reply = self._reply()
+        if not ok:
+            raise OSError("GetFontPath failed")
+        return _strings(reply[32:], struct.unpack_from("<H", reply, 8)[0])
+
+    def set_font_path(self, path: list[bytes]) -> bool:
+        """Whether the server took ``path`` (it refuses a folder it cannot read)."""
+        body = b"".join(bytes([len(p)]) + p for p in path)
+        body = _padded(body)
+        self.sock.sendall(struct.pack("<BxHHxx", 51, 2 + len(body) // 4, len(path)) + body)
+        self.sock.sendall(struct.pack("<BxH", 52, 1))  # GetFontPath: the error comes first
+        ok, _ = self._reply()
+        if not ok:
+            self._reply()  # GetFontPath's own reply
+            return False
+        return True
+
+    def list_fonts(self, pattern: bytes, most: int = 100) -> list[bytes]:
+        body = _padded(pattern)
+        self.sock.sendall(struct.pack("<BxHHH", 49, 2 + len(body) // 4, most, len(pattern)) + body)
+        ok, reply = self._reply()
+        if not ok:
+            raise OSError("ListFonts failed")
+        return _strings(reply[32:], struct.unpack_from("<H", reply, 8)[0])
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _padded(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % 4)
+
+
+def _strings(data: bytes, count: int) -> list[bytes]:
+    out, at = [], 0
+    for _ in range(count):
+        size = data[at]
+        out.append(data[at + 1 : at + 1 + size])
+        at += 1 + size
+    return out
+
+
+def _cookie(authority: str, number: str) -> tuple[bytes, bytes]:
+    """The MIT cookie for display ``number`` in an authority file."""
+    with open(authority, "rb") as fh:
+        data = fh.read(1 << 20)
+    at = 0
+
+    def field() -> bytes:
+        nonlocal at
+        size = struct.unpack_from(">H", data, at)[0]
+        value = data[at + 2 : at + 2 + size]
+        at += 2 + size
+        return value
+
+    while at + 2 <= len(data):
+        at += 2  # the family
+        _address, display, name, cookie = field(), field(), field(), field()
+        if display.decode(errors="replace") == number and name == b"MIT-MAGIC-COOKIE-1":
+            return name, cookie
+    raise OSError(f"no cookie for display :{number} in {authority}")
 
 
 # -- collect ----------------------------------------------------------------------------
@@ -607,6 +736,7 @@ def collect(cfg: dict) -> None:
     files = shared_files(len(cfg["envs"]))
     _watch_collect(files, found, tested)
     _lock_collect(files, found, tested)
+    _font_collect(cfg, found, tested)
 
     print(json.dumps({"me": me, "found": found, "tested": tested}), flush=True)
 
@@ -668,6 +798,41 @@ def _lock_collect(files: list[str], found: list, tested: dict) -> None:
         finally:
             os.close(fd)  # closing the description drops a lock this try took
     tested["locks"] = True
+
+
+def _font_collect(cfg: dict, found: list, tested: dict) -> None:
+    """Ask this environment's X server to read each other environment's font folder;
+    the font names it then lists are what it read there. Its font path is put back."""
+    try:
+        x = XClient()
+    except OSError as exc:
+        tested["x_server"] = f"cannot speak to its own X server: {exc}"
+        return
+    try:
+        before = x.font_path()
+        control = cfg.get("x_control_fonts", "").encode()
+        if not control or not x.set_font_path([control, *before]):
+            tested["x_server"] = f"its X server did not take the control font folder {control!r}"
+            return
+        if not x.list_fonts(cfg.get("x_control_font", "").encode() or b"?"):
+            tested["x_server"] = "its X server listed no font of the control folder"
+            return
+        for other, home in cfg["homes"].items():
+            if other == cfg["me"]:
+                continue
+            folder = os.path.join(home, FONT_FOLDER).encode()
+            if x.set_font_path([folder, *before]):
+                for name in x.list_fonts(f"*{PREFIX}*".encode()):
+                    found.append(
+                        {"class": "x_server", "where": f"font path {folder.decode()}",
+                         "text": name.decode(errors="replace")}
+                    )  # fmt: skip
+        x.set_font_path(before)
+        tested["x_server"] = True
+    except OSError as exc:
+        tested["x_server"] = f"the X server's reads could not be tried: {exc}"
+    finally:
+        x.close()
 
 
 if __name__ == "__main__":

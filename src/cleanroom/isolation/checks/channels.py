@@ -5,7 +5,8 @@ Every environment (the canary too: the probe is no action, and touches nothing t
 canary watcher reads) first *plants* a token of its own in every channel class (System V
 IPC, files in every folder it can write, TCP/UDP/Unix sockets on every loopback address,
 its command line and environment, every privilege route into other homes, a kernel key
-every user may view, a lock and a stream of opens on a file of the shared read-only tree)
+every user may view, a lock and a stream of opens on a file of the shared read-only tree,
+a font folder for another's X server to read)
 and tries to reach the harness; then every environment *collects* from all of them. The rows follow
 `core.channels`: a token of another environment found is ``cross``, a class whose
 collector did not find its own token is ``lost``.
@@ -13,7 +14,10 @@ collector did not find its own token is ``lost``.
 Leaks it must catch: ``open-host`` (env01 and env02 without sandboxes, the run folder
 readable), which opens every class between those two; ``unfiltered`` (their sandboxes
 without the system call filter), which opens kernel keys: a key has no namespace, so
-every environment's ``/proc/keys`` lists it; and ``shared-inodes`` (their sandboxes on
+every environment's ``/proc/keys`` lists it; ``x-server-outside`` (their displays'
+servers on the host as root), which opens the X server's reads: each asks its own
+server to add the other's font folder to its font path and gets the name planted
+there; ``shared-inodes`` (their sandboxes on
 the host's own files, not an overlay each), which opens locks and watches: a lock or a
 watch is on an inode, and the two see the same one; and ``unlimited`` (their sandboxes
 without limits), which the limit probe sees: each environment's probe reads what its
@@ -46,6 +50,7 @@ from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.session.processes import kill_pids, process_tree
 from cleanroom.environments.session.programs import ProgramProcess
 from cleanroom.environments.session.sandbox_spec import SandboxLimits
+from cleanroom.environments.x11.display import CONTROL_FONT_NAME, CONTROL_FONTS
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.lifecycle import wait_until
 
@@ -67,6 +72,7 @@ class ChannelsCheck(IsolationCheck):
         Leak.UNFILTERED,
         Leak.SHARED_INODES,
         Leak.UNLIMITED,
+        Leak.X_SERVER_OUTSIDE,
     )
 
     def pairs(self, ctx: TrialContext) -> list[tuple[str, str]]:
@@ -125,6 +131,7 @@ def _allowed(limits: SandboxLimits) -> Limits:
         pids=limits.pids,
         cpu_shares=limits.cpu_shares,
         tmpfs_bytes=limits.tmpfs_mib * mib,
+        home_bytes=limits.home_mib * mib,
     )
 
 
@@ -170,6 +177,8 @@ def _base_config(ctx: TrialContext, envs: dict[str, DesktopEnvironment]) -> dict
         "control_ports": control,
         "run_folder": str(ctx.run_dir),
         "hold_s": HOLD_S,
+        "x_control_fonts": str(CONTROL_FONTS),
+        "x_control_font": CONTROL_FONT_NAME,
     }
 
 

@@ -2,14 +2,16 @@
 
 Standard library only (it runs under the environment's own ``python3 -I``). Given one
 JSON argument (``cpu_procs``, ``memory_mib``, ``tasks``, ``tmp_mib``, ``tmp``,
-``hold_s``), it takes all at once, each a little past what the environment may take:
+``home_mib``, ``home``, ``hold_s``), it takes all at once, each a little past what the
+environment may take:
 
 - CPU: ``cpu_procs`` processes that never stop computing;
 - memory: a child that touches ``memory_mib`` MiB, 16 MiB at a time, saying how much it
   holds after each step (the kernel may kill it at its cgroup's limit: what it said last
   is what it held);
 - tasks: threads up to ``tasks`` (a pids limit counts threads), until one cannot start;
-- disk: a file in its private ``tmp`` up to ``tmp_mib`` MiB, until the tmpfs is full.
+- disk: a file in its private ``tmp`` up to ``tmp_mib`` MiB, until the tmpfs is full,
+  and one in its ``home`` up to ``home_mib`` MiB, until the home's file system is.
 
 It holds everything for ``hold_s`` seconds, prints one JSON line of what it held, then
 gives it all back. Nothing outlives it by more than its alarm.
@@ -73,6 +75,23 @@ def _read_memory(fd: int, until: float) -> int:
     return held
 
 
+def _fill(path: str, mib: int) -> int:
+    """Write up to ``mib`` MiB to ``path``; return the whole MiB that went in before it
+    was full."""
+    written = 0
+    block = b"\0" * (1 << 20)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            for _ in range(mib):
+                written += os.write(fd, block)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # full: what was written is what it took
+    return written >> 20
+
+
 def main(cfg: dict) -> None:
     hold_s = float(cfg["hold_s"])
     children = []
@@ -99,26 +118,19 @@ def main(cfg: dict) -> None:
             break  # no more tasks for this cgroup
         tasks += 1
 
-    path = os.path.join(cfg["tmp"], "cleanroom-noisy-hog")
-    written = 0
-    block = b"\0" * (1 << 20)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            for _ in range(int(cfg["tmp_mib"])):
-                os.write(fd, block)
-                written += 1
-        finally:
-            os.close(fd)
-    except OSError:
-        pass  # the tmpfs is full: what was written is what it took
+    tmp_file = os.path.join(cfg["tmp"], "cleanroom-noisy-hog")
+    home_file = os.path.join(cfg["home"], "cleanroom-noisy-hog")
+    tmp_written = _fill(tmp_file, int(cfg["tmp_mib"]))
+    home_written = _fill(home_file, int(cfg["home_mib"]))
 
     memory = _read_memory(read_end, time.monotonic() + hold_s + 30)
     time.sleep(hold_s)
-    print(json.dumps({"memory_mib": memory, "tasks": tasks, "tmp_mib": written}), flush=True)
+    held = {"memory_mib": memory, "tasks": tasks, "tmp_mib": tmp_written}
+    print(json.dumps({**held, "home_mib": home_written}), flush=True)
     stop.set()
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+    for path in (tmp_file, home_file):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
     for child in children:
         with contextlib.suppress(OSError):
             os.kill(child, signal.SIGKILL)

@@ -1,0 +1,110 @@
+"""The cgroup every environment runs under, apart from the harness.
+
+Every sandbox (an environment's, its display's) and every program container is made under
+`ENVIRONMENTS` in each controller, never inside the harness's own cgroup:
+
+- **CPU**: the group as a whole weighs `ENVIRONMENTS_CPU_SHARES`, half the kernel's
+  default that the harness's cgroup runs at, so however many environments are busy the
+  harness (and the canary's watcher, one of its threads) gets at least two thirds of a
+  contended core; inside the group each sandbox has its own weight (`SandboxLimits`, the
+  canary more).
+- **Memory**: the group may take the machine's memory less the harness's reserve
+  (`PoolConfig.harness_reserve_mib`): when the environments together run out, the kernel
+  ends a process of theirs, never the harness. The harness's own OOM score is lowered as
+  well, for memory pressure from outside the pool.
+
+Made once per harness process, idempotent; two harnesses on one machine share it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUP_FS = Path("/sys/fs/cgroup")
+ENVIRONMENTS = "/cleanroom"
+ENVIRONMENTS_CPU_SHARES = 512
+HARNESS_OOM_SCORE_ADJ = -500
+_V1_CONTROLLERS = ("cpu", "memory", "pids")
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class EnvironmentsGroup:
+    """What the environments' group holds them to (None: could not be set here)."""
+
+    path: str
+    memory_bytes: int | None
+    cpu_shares: int | None
+    problems: tuple[str, ...] = ()
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "memory_mib": self.memory_bytes // _MIB if self.memory_bytes else None,
+            "cpu_shares": self.cpu_shares,
+            "problems": list(self.problems),
+        }
+
+
+def sandbox_cgroup(container: str) -> str:
+    """The cgroup path of one sandbox (``runc``'s ``cgroupsPath``)."""
+    return f"{ENVIRONMENTS}/{container}"
+
+
+def machine_memory_bytes() -> int:
+    with open("/proc/meminfo") as info:
+        for line in info:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    raise OSError("/proc/meminfo names no MemTotal")
+
+
+def prepare_environments_group(harness_reserve_mib: int) -> EnvironmentsGroup:
+    """Make the environments' group (or find it made) and set its weight and memory."""
+    budget = max(machine_memory_bytes() - harness_reserve_mib * _MIB, 256 * _MIB)
+    problems: list[str] = []
+    if (CGROUP_FS / "cgroup.controllers").exists():  # the unified hierarchy (v2)
+        group = CGROUP_FS / ENVIRONMENTS.lstrip("/")
+        with contextlib.suppress(OSError):
+            (CGROUP_FS / "cgroup.subtree_control").write_text("+cpu +memory +pids")
+        group.mkdir(exist_ok=True)
+        weight = 1 + ((ENVIRONMENTS_CPU_SHARES - 2) * 9999) // 262142  # shares to weight
+        shares = _write(group / "cpu.weight", str(weight), problems) and ENVIRONMENTS_CPU_SHARES
+        memory = _write(group / "memory.max", str(budget), problems) and budget
+    else:
+        for controller in _V1_CONTROLLERS:
+            (CGROUP_FS / controller / ENVIRONMENTS.lstrip("/")).mkdir(exist_ok=True)
+        cpu = CGROUP_FS / "cpu" / ENVIRONMENTS.lstrip("/")
+        mem = CGROUP_FS / "memory" / ENVIRONMENTS.lstrip("/")
+        shares = _write(cpu / "cpu.shares", str(ENVIRONMENTS_CPU_SHARES), problems) and (
+            ENVIRONMENTS_CPU_SHARES
+        )
+        memory = _write(mem / "memory.limit_in_bytes", str(budget), problems) and budget
+    return EnvironmentsGroup(ENVIRONMENTS, memory or None, shares or None, tuple(problems))
+
+
+def protect_harness() -> int | None:
+    """Lower this process's OOM score to `HARNESS_OOM_SCORE_ADJ` (never raise it);
+    return the score it now has."""
+    path = Path("/proc/self/oom_score_adj")
+    try:
+        now = int(path.read_text().strip())
+        if now > HARNESS_OOM_SCORE_ADJ:
+            path.write_text(str(HARNESS_OOM_SCORE_ADJ))
+            now = HARNESS_OOM_SCORE_ADJ
+    except (OSError, ValueError):
+        return None
+    return now
+
+
+def _write(path: Path, value: str, problems: list[str]) -> bool:
+    try:
+        path.write_text(value)
+    except OSError as exc:
+        # A memory limit below what the group already holds is refused (EBUSY): the
+        # environments of another harness are using it; its value stays.
+        problems.append(f"cannot set {path}: {exc.strerror}")
+        return False
+    return True
