@@ -1,5 +1,6 @@
 """What one environment's sandbox costs: making it, entering a command, ending it, and
-the memory of its first processes, against bare namespaces in the same run.
+the memory of its first processes, against bare namespaces in the same run; and what a
+display's server costs in a sandbox of its own, against the same server on the host.
 
     .venv/bin/python bench/sandbox.py [--trials 30] [--no-write]
 
@@ -25,6 +26,8 @@ from pathlib import Path
 
 from cleanroom.environments.session.sandbox import Sandbox, runtime_environment
 from cleanroom.environments.session.sandbox_spec import SandboxLayout
+from cleanroom.environments.x11.display import DisplayView, XvfbDisplay
+from cleanroom.environments.x11.screen import Screen
 from results_md import write_section
 
 SECTION = "## Sandbox"
@@ -85,6 +88,27 @@ def _bare_trial() -> tuple[float, float, float, float]:
     return t1 - t0, t2 - t1, t3 - t2, pss
 
 
+def _display_trial(view: DisplayView | None) -> tuple[float, float, float, float]:
+    """Start until it answers, one screenshot, end, and the PSS of the server's processes
+    (in a sandbox: its first processes too)."""
+    t0 = time.perf_counter()
+    display = XvfbDisplay.start(ROOT / "display.auth", view=view)
+    t1 = time.perf_counter()
+    screen = Screen(display.name)
+    screen.screenshot_png()
+    t2 = time.perf_counter()
+    screen.close()
+    if display.sandbox is not None:
+        pss = sum(_pss_mb(p) for p in _tree(display.sandbox.init_pid))
+        leader = display.proc.group_leader() if hasattr(display.proc, "group_leader") else None
+        pss += sum(_pss_mb(p) for p in _tree(leader)) if leader else 0.0
+    else:
+        pss = sum(_pss_mb(p) for p in _tree(display.pid))
+    display.stop()
+    t3 = time.perf_counter()
+    return t1 - t0, t2 - t1, t3 - t2, pss
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=int, default=30)
@@ -93,12 +117,20 @@ def main() -> None:
     home = ROOT / "homes" / "mine"
     home.mkdir(parents=True, exist_ok=True)
     layout = SandboxLayout(writable=(home,), hidden=(ROOT / "homes",), display_number=None)
-    runs: dict[str, list[tuple[float, float, float, float]]] = {"runc": [], "bare": []}
+    runs: dict[str, list[tuple[float, float, float, float]]] = {
+        "runc": [],
+        "bare": [],
+        "x-sandboxed": [],
+        "x-host": [],
+    }
+    view = DisplayView(owner="crbench", hidden=(ROOT / "homes",))
     load_before = os.getloadavg()[0]
     try:
         for _ in range(args.trials):
             runs["runc"].append(_runc_trial(layout))
             runs["bare"].append(_bare_trial())
+            runs["x-sandboxed"].append(_display_trial(view))
+            runs["x-host"].append(_display_trial(None))
     finally:
         shutil.rmtree(ROOT, ignore_errors=True)
     load_after = os.getloadavg()[0]
@@ -115,6 +147,16 @@ def main() -> None:
             f"| {what} | {med(name, 0) * 1000:.0f} | {med(name, 1) * 1000:.0f} | "
             f"{med(name, 2) * 1000:.0f} | {med(name, 3):.1f} |"
         )
+    displays = []
+    for name, what in (
+        ("x-sandboxed", "in a sandbox of its own, as nobody"),
+        ("x-host", "on the host, as root (before)"),
+    ):
+        displays.append(
+            f"| {what} | {med(name, 0) * 1000:.0f} | {med(name, 1) * 1000:.1f} | "
+            f"{med(name, 2) * 1000:.0f} | {med(name, 3):.1f} |"
+        )
+    x_ratio = med("x-sandboxed", 0) / med("x-host", 0)
     ratio = (med("runc", 0) + med("runc", 2)) / (med("bare", 0) + med("bare", 2))
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()}"
     about = (
@@ -143,6 +185,18 @@ def main() -> None:
             "process, nsenter and a Python launcher for the filter) measured about 30 ms "
             "to make, 50 to 70 ms to end and 11 MB for its first process (*Desktop "
             "environments*, the runs before 2026-12-02).",
+            "",
+            "A display's X server (Xvfb, 1280x800x24), started until it answers, one "
+            "screenshot, ended; PSS of its processes (in a sandbox, its first processes "
+            "too):",
+            "",
+            "| X server | start ms | first screenshot ms | end ms | PSS MB |",
+            "|---|---|---|---|---|",
+            *displays,
+            "",
+            f"The server's own sandbox makes its start {x_ratio:.2f} times the host's. A "
+            "display starts once per environment (and again after its crash), not per "
+            "reset.",
         ]
     )
     print(text)
