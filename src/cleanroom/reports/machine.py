@@ -74,10 +74,12 @@ def limits_info(
         "env memory limit": f"{limits.memory_mib} MiB (swap, tmpfs and home pages included)",
         "env task limit": str(limits.pids),
         "env CPU weight": f"{limits.cpu_shares} (canary {canary_cpu_shares}) within the group",
-        "env tmpfs size": f"{limits.tmpfs_mib} MiB each (/tmp, /var/tmp, /dev/shm, /run/lock)",
+        "env tmpfs size": (
+            f"{limits.tmpfs_mib} MiB each (/tmp, /var/tmp, /dev/shm, /run/lock, runtime folder)"
+        ),
         "env home": f"a tmpfs of {limits.home_mib} MiB of its own",
         "environments' group": (
-            f"{ENVIRONMENTS}: CPU weight {ENVIRONMENTS_CPU_SHARES} against the harness's 1024; "
+            f"{ENVIRONMENTS}: CPU weight {ENVIRONMENTS_CPU_SHARES} in all, as one harness task; "
             f"memory: the machine's less {harness_reserve_mib} MiB for the harness "
             f"(whose OOM score is {HARNESS_OOM_SCORE_ADJ})"
         ),

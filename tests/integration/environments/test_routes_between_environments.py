@@ -9,17 +9,22 @@ loopback; shared temporary folders; process listings.
 
 from __future__ import annotations
 
+import os
+import pwd
 import shlex
+import shutil
 import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from Xlib import display as xdisplay
 
 from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.pool.pool import Pool, PoolConfig
 from cleanroom.environments.session.processes import kill_pids, process_tree
+from cleanroom.environments.x11.screen import client_pid
 
 from .conftest import require_desktop_stack
 from .test_containers_mode import require_docker
@@ -181,3 +186,46 @@ def test_process_listings_show_only_the_environments_own(pool: Pool) -> None:
             assert MARK not in theirs, reader
     finally:
         kill_pids(process_tree(sleeper.pid), grace_s=0.2)
+
+
+def test_a_full_home_or_runtime_folder_fills_only_its_own_file_system(pool: Pool) -> None:
+    # Each is a sized tmpfs of the environment's own: writing past it stops at its size
+    # (ENOSPC) and leaves the pool's folders, the run folder's among them, as they were.
+    env01 = pool.env("env01")
+    assert env01.session is not None
+    limits = pool.limits_for("env01")
+    run_free = shutil.disk_usage(pool.run_dir).free
+    for folder, size_mib in (
+        (env01.account.home, limits.home_mib),
+        (env01.session.runtime_dir, limits.tmpfs_mib),
+    ):
+        assert os.path.ismount(folder), folder
+        fill = folder / MARK
+        code, out = _sh(env01, f"dd if=/dev/zero of={fill} bs=1M count={size_mib + 64} 2>&1", 120.0)
+        assert code != 0 and "No space left" in out, out
+        assert fill.stat().st_size <= size_mib << 20
+        _sh(env01, f"rm -f {fill}")
+    assert shutil.disk_usage(pool.run_dir).free > run_free - (64 << 20)
+
+
+def test_each_displays_server_runs_in_a_sandbox_of_its_own_as_nobody(pool: Pool) -> None:
+    # An X server reads any folder a client names as a font path: sandboxed, it has none
+    # of the pool's homes in view, not even its own environment's.
+    for name in pool.names:
+        display = pool.env(name).display
+        assert display is not None and display.sandbox is not None, name
+        leader = display.proc.group_leader()  # type: ignore[attr-defined]
+        assert leader and Path(f"/proc/{leader}").stat().st_uid == pwd.getpwnam("nobody").pw_uid
+        root = Path(f"/proc/{leader}/root")
+        homes = pool.root / "homes"
+        assert list((root / str(homes).lstrip("/")).iterdir()) == [], name
+    # It still names each client by its host pid (X-Resource), as the harness needs to
+    # tell whose window is whose on a display two environments share.
+    env01 = pool.env("env01")
+    assert env01.display is not None
+    x = xdisplay.Display(env01.display.name)
+    try:
+        pids = [client_pid(x, w.id) for w in env01.windows()]
+    finally:
+        x.close()
+    assert pids and all(p and Path(f"/proc/{p}").stat().st_uid == env01.account.uid for p in pids)

@@ -11,6 +11,7 @@ from cleanroom.environments.session import syscall_filter
 from cleanroom.environments.session.cgroups import sandbox_cgroup
 from cleanroom.environments.session.port_forward import loopback_port
 from cleanroom.environments.session.sandbox_spec import (
+    DISPLAY_NAMESPACES,
     ROOT_CAPABILITIES,
     SandboxLayout,
     SandboxLimits,
@@ -148,7 +149,12 @@ def test_a_display_servers_sandbox_has_only_the_socket_folder_writable_and_no_ho
         layout=layout,
         protections=SandboxProtections(),
         cgroup=sandbox_cgroup("x"),
+        namespaces=DISPLAY_NAMESPACES,
     )
+    # Its own mounts, IPC, network and name, but the host's PIDs: X-Resource names each
+    # client by the pid the server sees, and the harness reads whose window is whose.
+    kinds = {n["type"] for n in config["linux"]["namespaces"]}
+    assert kinds == {"mount", "ipc", "network", "uts"}
     binds = {m["destination"]: m["options"] for m in config["mounts"] if m["type"] == "bind"}
     assert binds.keys() == {"/tmp/.X11-unix", "/run/cleanroom/x11/control-fonts"}
     assert "rw" in binds["/tmp/.X11-unix"] and "ro" in binds["/run/cleanroom/x11/control-fonts"]

@@ -21,6 +21,7 @@ from cleanroom.environments.session.login import Session
 from cleanroom.environments.session.port_forward import loopback_port
 from cleanroom.environments.session.processes import kill_uid
 from cleanroom.environments.session.programs import (
+    READY_TIMEOUT_S,
     Program,
     ProgramProcess,
     launch,
@@ -163,7 +164,13 @@ class DesktopEnvironment:
                 raise StartError(f"{self.name}: the donor's session is not running")
             session = Session.join(self.account, borrow.donor.session, "")
         else:
-            session = Session.prepare(self.account, self.spec.runtime_dir, "")
+            limits = self.spec.protections.limits
+            session = Session.prepare(
+                self.account,
+                self.spec.runtime_dir,
+                "",
+                size_mib=limits.tmpfs_mib if limits is not None else None,
+            )
         session.screen_size = (self.spec.screen.width, self.spec.screen.height)
         if borrow is not None and borrow.libreoffice_profile is not None:
             session.libreoffice_profile = borrow.libreoffice_profile
@@ -212,7 +219,7 @@ class DesktopEnvironment:
 
     # -- programs ------------------------------------------------------------------------
 
-    def start_programs(self, timeout_s: float = 40.0) -> None:
+    def start_programs(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Start the configured programs and wait until each shows its window."""
         if self.session is None or self.screen is None or self.display is None:
             raise StartError(f"{self.name}: the desktop is not running")

@@ -93,15 +93,7 @@ class Account:
         memory limit, and a full home fills no other file system (the run folders', the
         other homes')."""
         self.home.mkdir(parents=True, exist_ok=True)
-        if os.path.ismount(self.home):
-            return
-        options = f"size={size_mib}m,mode=0700,uid={self.uid},gid={self.gid},nosuid,nodev"
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(self.home)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise StartError(f"cannot give {self.user} a home of its own: {done.stderr.strip()}")
+        own_tmpfs(self.home, size_mib, self.uid, self.gid)
 
     def empty_home(self) -> None:
         """Make the home an empty folder owned by the user, mode 0700 (filled later)."""
@@ -112,19 +104,34 @@ class Account:
     def remove(self) -> None:
         """Delete the user, its group, its sudo rule, its home and its kernel keys."""
         if self.borrowed:
-            remove_home(self.home)
+            remove_own_folder(self.home)
             return
         _sudoers_file(self.user).unlink(missing_ok=True)
         clear_keyrings(self.uid, self.gid)  # best effort: the next holder's create clears too
         subprocess.run(["userdel", self.user], capture_output=True, check=False)
-        remove_home(self.home)
+        remove_own_folder(self.home)
 
 
-def remove_home(home: Path) -> None:
-    """Delete a home, its own file system first (lazily: a sandbox may still hold it)."""
-    if os.path.ismount(home):
-        subprocess.run(["umount", "--lazy", str(home)], capture_output=True, check=False)
-    shutil.rmtree(home, ignore_errors=True)
+def own_tmpfs(folder: Path, size_mib: int, uid: int, gid: int) -> None:
+    """Mount a tmpfs of ``size_mib`` on ``folder`` (owned by ``uid``:``gid``, mode 0700),
+    unless one is there already."""
+    if os.path.ismount(folder):
+        return
+    options = f"size={size_mib}m,mode=0700,uid={uid},gid={gid},nosuid,nodev"
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise StartError(f"cannot give {folder} a file system of its own: {done.stderr.strip()}")
+
+
+def remove_own_folder(folder: Path) -> None:
+    """Delete a home or runtime folder, its own file system first (lazily: a sandbox may
+    still hold it)."""
+    if os.path.ismount(folder):
+        subprocess.run(["umount", "--lazy", str(folder)], capture_output=True, check=False)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def unmount_beneath(root: Path) -> list[str]:

@@ -3,11 +3,11 @@
 Every sandbox (an environment's, its display's) and every program container is made under
 `ENVIRONMENTS` in each controller, never inside the harness's own cgroup:
 
-- **CPU**: the group as a whole weighs `ENVIRONMENTS_CPU_SHARES`, half the kernel's
-  default that the harness's cgroup runs at, so however many environments are busy the
-  harness (and the canary's watcher, one of its threads) gets at least two thirds of a
-  contended core; inside the group each sandbox has its own weight (`SandboxLimits`, the
-  canary more).
+- **CPU**: the group as a whole weighs `ENVIRONMENTS_CPU_SHARES`, the kernel's default,
+  as much as one busy task of the harness's own cgroup: however many environments are
+  busy, a harness thread (the canary's watcher is one) keeps at least half a contended
+  core. Inside the group each sandbox has its own weight (`SandboxLimits`: 512, the
+  canary 2048), so a busy environment takes a quarter of what the canary may.
 - **Memory**: the group may take the machine's memory less the harness's reserve
   (`PoolConfig.harness_reserve_mib`): when the environments together run out, the kernel
   ends a process of theirs, never the harness. The harness's own OOM score is lowered as
@@ -24,7 +24,7 @@ from pathlib import Path
 
 CGROUP_FS = Path("/sys/fs/cgroup")
 ENVIRONMENTS = "/cleanroom"
-ENVIRONMENTS_CPU_SHARES = 512
+ENVIRONMENTS_CPU_SHARES = 1024
 HARNESS_OOM_SCORE_ADJ = -500
 _V1_CONTROLLERS = ("cpu", "memory", "pids")
 _MIB = 1024 * 1024

@@ -9,13 +9,12 @@ setup, see `leaky_setups`): it then owns neither and leaves both to the session 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from cleanroom.environments.errors import StartError
-from cleanroom.environments.session.accounts import Account
+from cleanroom.environments.session.accounts import Account, own_tmpfs, remove_own_folder
 from cleanroom.environments.session.sandbox import Sandbox, spawn_as
 from cleanroom.environments.session.template import BROWSER_PROFILE, LIBREOFFICE_PROFILE
 from cleanroom.lifecycle import stop_group, wait_until
@@ -41,12 +40,17 @@ class Session:
         self.browser_profile = account.home / BROWSER_PROFILE
 
     @classmethod
-    def prepare(cls, account: Account, runtime_dir: Path, display: str) -> Session:
+    def prepare(
+        cls, account: Account, runtime_dir: Path, display: str, size_mib: int | None = None
+    ) -> Session:
         """Create the runtime folder (0700, the account's) before the display starts, so
-        the display's cookie can be written into it."""
+        the display's cookie can be written into it; with ``size_mib``, a tmpfs of its own
+        of that size (`accounts.own_tmpfs`), like the home."""
         if runtime_dir.exists():
-            shutil.rmtree(runtime_dir)
+            remove_own_folder(runtime_dir)
         runtime_dir.mkdir(parents=True, mode=0o700)
+        if size_mib is not None:
+            own_tmpfs(runtime_dir, size_mib, account.uid, account.gid)
         os.chown(runtime_dir, account.uid, account.gid)
         return cls(account, runtime_dir, display)
 
@@ -149,4 +153,4 @@ class Session:
         """Delete the runtime folder (a joined session leaves it to its host)."""
         if self.host is not None:
             return
-        shutil.rmtree(self.runtime_dir, ignore_errors=True)
+        remove_own_folder(self.runtime_dir)

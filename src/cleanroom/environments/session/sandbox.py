@@ -149,10 +149,12 @@ class Sandbox:
         stage: SandboxStage,
         init_pid: int,
         protections: SandboxProtections,
+        namespaces: tuple[str, ...] = NAMESPACES,
     ) -> None:
         self.name = name
         self.stage = stage
         self.protections = protections
+        self.namespaces = namespaces
         self.init_pid = init_pid
         self.init_start = start_time(init_pid)
         self.forwarded = ForwardedPorts()
@@ -174,10 +176,12 @@ class Sandbox:
         *,
         owner: str,
         protections: SandboxProtections | None = None,
+        namespaces: tuple[str, ...] = NAMESPACES,
     ) -> Sandbox:
         """Make the sandbox and return once its first process runs. ``owner`` (the
         environment's account) begins the container's name, so that what a dead pool
-        left is found by its name (`remove_sandboxes`)."""
+        left is found by its name (`remove_sandboxes`). ``namespaces`` are the ones it
+        gets of its own (a display's server keeps the host's PIDs: `DISPLAY_NAMESPACES`)."""
         protections = protections or SandboxProtections()
         missing = [p for p in (*layout.writable, *layout.readable) if not p.exists()]
         if missing:
@@ -197,6 +201,7 @@ class Sandbox:
             layout=layout,
             protections=protections,
             cgroup=sandbox_cgroup(stage.container),
+            namespaces=namespaces,
         )
         log.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -222,7 +227,7 @@ class Sandbox:
             stage.remove()
             raise
         stage.detach_root()
-        return cls(name, stage, init_pid, protections)
+        return cls(name, stage, init_pid, protections, namespaces)
 
     def alive(self) -> bool:
         """Whether the sandbox's first process (and so the sandbox) still runs."""
@@ -245,7 +250,7 @@ class Sandbox:
             "pid": self.init_pid,
             "start_time": self.init_start,
             "container": self.container,
-            "namespaces": list(NAMESPACES),
+            "namespaces": list(self.namespaces),
             "filtered": self.filtered,
             "protections": self.protections.describe(),
             "forwarded_ports": self.forwarded.ports(),

@@ -40,6 +40,10 @@ from cleanroom.environments.session import syscall_filter
 PRIVATE_TMP = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
 X_SOCKET_DIR = Path("/tmp/.X11-unix")
 NAMESPACES = ("ipc", "pid", "net", "mount", "uts")
+# A display's server keeps the host's process numbering: it names each client by its pid
+# (X-Resource, from the socket's credentials), which the harness reads to tell whose
+# window is whose, and a server with a PID namespace of its own sees every client as 0.
+DISPLAY_NAMESPACES = tuple(n for n in NAMESPACES if n != "pid")
 # The sandbox's first process: an init that reaps every orphan, over a child that only
 # waits. Ending it (``runc delete --force``) ends everything in the sandbox.
 INIT = ("/usr/bin/tini", "-s", "--", "sleep", "infinity")
@@ -81,8 +85,8 @@ class SandboxLimits:
 
     The defaults are sized for a machine of 2 cores and 24 GiB running a handful of
     environments: a Writer and a browser fit in 3 GiB with room to spare; 4096 tasks
-    (threads count) is ten times what a busy desktop session runs; the CPU weight is half
-    the harness's (1024, the kernel's default), so a busy environment cannot starve it;
+    (threads count) is ten times what a busy desktop session runs; the CPU weight is
+    within the environments' group (`cgroups.ENVIRONMENTS`), a quarter of the canary's;
     the home is a tmpfs of ``home_mib`` (its pages count against the memory limit), on
     no file system the run folders or anyone else's home live on.
     """
@@ -228,10 +232,11 @@ def runtime_config(
     layout: SandboxLayout,
     protections: SandboxProtections,
     cgroup: str,
+    namespaces: tuple[str, ...] = NAMESPACES,
 ) -> dict[str, Any]:
     """The container's ``config.json``: its first process, root, mounts and limits."""
     linux: dict[str, Any] = {
-        "namespaces": [{"type": "network" if n == "net" else n} for n in NAMESPACES],
+        "namespaces": [{"type": "network" if n == "net" else n} for n in namespaces],
         "cgroupsPath": cgroup,
         "resources": resources(protections.limits),
         "devices": [

@@ -3,7 +3,9 @@
 An X server reads files for its clients: a client may add any folder as a font path and
 list the fonts named there. So each server runs in a sandbox of its own (`DisplayView`),
 as an unprivileged user, and sees no environment's home or runtime folder, not even its
-own environment's: of the host's writable places it has only the socket folder. Only a
+own environment's: of the host's writable places it has only the socket folder. It keeps
+the host's process numbers (`DISPLAY_NAMESPACES`), so that it names each client by its
+host pid as before; as ``nobody`` it may not look into another user's processes. Only a
 leaky setup starts one on the host as root, as it used to run.
 
 For a sandboxed server the harness reserves the display number by making the server's
@@ -25,7 +27,11 @@ from typing import Any
 
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.session.sandbox import Sandbox, SandboxedProcess, runtime_environment
-from cleanroom.environments.session.sandbox_spec import SandboxLayout, SandboxProtections
+from cleanroom.environments.session.sandbox_spec import (
+    DISPLAY_NAMESPACES,
+    SandboxLayout,
+    SandboxProtections,
+)
 from cleanroom.environments.x11.xauth import grant_harness, new_cookie, write_cookie
 from cleanroom.lifecycle import stop_group, wait_until
 
@@ -225,6 +231,7 @@ class XvfbDisplay:
             log or Path(os.devnull),
             owner=f"{view.owner}-x{number}",
             protections=view.protections,
+            namespaces=DISPLAY_NAMESPACES,
         )
         try:
             user = pwd.getpwnam(SERVER_USER)

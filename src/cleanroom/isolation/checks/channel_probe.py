@@ -240,9 +240,10 @@ def _touch_forever(path: str, stop: threading.Event) -> None:
             os.close(fd)
 
 
-def limits_seen(home: str) -> dict:
-    """What this environment may take, as its own cgroup, tmpfs mounts and home's file
-    system say (None: no limit found, or none to read)."""
+def limits_seen(home: str, runtime_dir: str) -> dict:
+    """What this environment may take, as its own cgroup, tmpfs mounts (its runtime
+    folder's among them) and home's file system say (None: no limit found, or none to
+    read)."""
 
     def number(path: str) -> int | None:
         text = _read_at_most(path, 64).strip()
@@ -261,7 +262,7 @@ def limits_seen(home: str) -> dict:
             return None
         return st.f_blocks * st.f_frsize
 
-    sizes = [size("/tmp"), size("/dev/shm")]
+    sizes = [size("/tmp"), size("/dev/shm"), size(runtime_dir) if runtime_dir else None]
     return {
         "home_bytes": size(home),
         "memory_bytes": number("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
@@ -457,7 +458,7 @@ def plant(cfg: dict) -> None:
     else:
         planted["locks"] = planted["watches"] = "too few shared files to give one to each"
     planted["x_server"] = _font_plant(cfg["home"], token)
-    planted["limits_seen"] = limits_seen(cfg["home"])
+    planted["limits_seen"] = limits_seen(cfg["home"], cfg.get("runtime_dir", ""))
     print(json.dumps({"planted": planted, "reached": reached}), flush=True)
 
     def end(*_: object) -> None:

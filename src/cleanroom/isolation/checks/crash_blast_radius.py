@@ -26,7 +26,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import ClassVar
 
 from cleanroom.core.detectors import Bystander, blast_radius_rows
@@ -36,6 +35,7 @@ from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.environments.session.processes import kill_uid
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
+from cleanroom.isolation.checks.latency import LatencyTimer
 from cleanroom.lifecycle import wait_until
 
 NAME = "crash_blast_radius"
@@ -50,38 +50,6 @@ def kill_environment(pool: Pool, target: str) -> list[str]:
     """Kill every process of the target's Unix user at once; return what was hit."""
     kill_uid(pool.env(target).account.uid, grace_s=0.0)
     return [target]
-
-
-@dataclass
-class LatencyTimer:
-    """Times screenshots of the bystanders, through the pool, until stopped, and records
-    each as ``test``'s latency sample of its phase."""
-
-    ctx: TrialContext
-    test: str
-    bystanders: list[str]
-    phase: str = "before"
-    samples: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
-    failures: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    _stop: threading.Event = field(default_factory=threading.Event)
-
-    def run(self) -> None:
-        while not self._stop.is_set():
-            for env in self.bystanders:
-                phase = self.phase
-                started = time.perf_counter()
-                try:
-                    self.ctx.pool.observe(env, self.ctx.pool.generation(env), "screenshot")
-                except Exception as exc:  # whatever the screen library raises: a failed shot
-                    self.failures.setdefault(env, []).append((phase, repr(exc)[:200]))
-                    continue
-                ms = (time.perf_counter() - started) * 1000
-                self.samples.setdefault(env, []).append((phase, ms))
-                self.ctx.record_latency(self.test, env, ms, phase)
-            self._stop.wait(0.2)
-
-    def stop(self) -> None:
-        self._stop.set()
 
 
 class CrashBlastRadiusCheck(IsolationCheck):

@@ -12,7 +12,6 @@ screenshots are timed before and during, for the latency plot."""
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from typing import ClassVar
@@ -23,6 +22,7 @@ from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.dialog_views import DialogViews, Look
+from cleanroom.isolation.checks.latency import LatencyTimer
 from cleanroom.isolation.checks.writer_steps import clear_document
 from cleanroom.lifecycle import wait_until
 
@@ -79,33 +79,6 @@ def close_save_as(ctx: TrialContext, views: DialogViews, opener: str) -> None:
         raise DialogNotShown("Save As never closed")
 
 
-class _Timer(threading.Thread):
-    """Times bystanders' screenshots until stopped."""
-
-    def __init__(self, ctx: TrialContext, test: str, envs: list[str], phase: str) -> None:
-        super().__init__(daemon=True)
-        self.ctx, self.test, self.envs, self.phase = ctx, test, envs, phase
-        self.stop_event = threading.Event()
-        self.samples: list[dict[str, object]] = []
-
-    def shoot_once(self) -> None:
-        for env in self.envs:
-            h = LocalHandle(self.ctx.pool, env)
-            t0 = time.perf_counter()
-            png = h.screenshot()
-            ms = (time.perf_counter() - t0) * 1000
-            self.ctx.record_latency(self.test, env, ms, self.phase)
-            digest = hashlib.sha256(png).hexdigest()[:16]
-            self.samples.append(
-                {"env": env, "ms": round(ms, 2), "sha256": digest, "at": time.time()}
-            )
-
-    def run(self) -> None:
-        while not self.stop_event.is_set():
-            self.shoot_once()
-            self.stop_event.wait(0.2)
-
-
 class DialogStealCheck(IsolationCheck):
     """A dialog opening in one environment must not take another's typing."""
 
@@ -128,15 +101,16 @@ class DialogStealCheck(IsolationCheck):
         views = DialogViews(ctx.pool, envs)
         if views.any_save_window():
             raise DialogNotShown("a Save dialog was open before the trial pressed Save As")
-        before = _Timer(ctx, self.name, bystanders, "before")
+        timer = LatencyTimer(ctx, self.name, bystanders)
         for _ in range(_SHOTS_BEFORE):
-            before.shoot_once()
+            timer.shoot_once()
         baseline = open_save_as(ctx, views, opener)
         close_save_as(ctx, views, opener)
         clear_document(ty)
         token = str(ctx.mint(typist))
         text = f"dialog {token} "
-        during = _Timer(ctx, self.name, bystanders, "during")
+        timer.phase = "during"
+        during = threading.Thread(target=timer.run, name="dialog-latency", daemon=True)
         typing_done = threading.Event()
 
         def type_slowly() -> None:
@@ -159,7 +133,7 @@ class DialogStealCheck(IsolationCheck):
             observed = views.look()  # after the last keystroke, the dialog still open
         finally:
             typer_thread.join(timeout=60)
-            during.stop_event.set()
+            timer.stop()
             during.join(timeout=10)
             close_save_as(ctx, views, opener)
         sightings = sorted(
@@ -197,8 +171,8 @@ class DialogStealCheck(IsolationCheck):
                 "baseline_look": baseline.to_json(),
                 "look_during": observed.to_json(),
                 "dialog_opened_at": opened_at,
-                "screenshots_before": before.samples,
-                "screenshots_during": during.samples,
+                "screenshots": timer.shots,
+                "failed_screenshots": timer.failures,
             },
         )
         return rows

@@ -39,7 +39,8 @@ from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.canary.watcher import take_sample
-from cleanroom.isolation.checks.crash_blast_radius import LATENCY_BOUND_MS, LatencyTimer, programs
+from cleanroom.isolation.checks.crash_blast_radius import LATENCY_BOUND_MS, programs
+from cleanroom.isolation.checks.latency import LatencyTimer
 
 NAME = "noisy_neighbor"
 HOG_SOURCE = Path(__file__).with_name("noisy_hog.py")
