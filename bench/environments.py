@@ -95,8 +95,14 @@ def baseline(shots: int) -> dict[str, float]:
 def _pids(env: DesktopEnvironment) -> list[int]:
     """An environment's processes: its user's, its display and its sandbox's own."""
     pids = list(pids_of_uid(env.account.uid))
-    if env.display is not None:
-        pids.append(env.display.pid)
+    display = env.display
+    if display is not None:
+        pids.append(display.pid)
+        if display.sandbox is not None:  # the server itself and its sandbox's first processes
+            pids += [p for p in process_tree(display.sandbox.init_pid) if p not in pids]
+            leader = getattr(display.proc, "group_leader", lambda: None)()
+            if leader:
+                pids += [p for p in process_tree(leader) if p not in pids]
     sandbox = env.session.sandbox if env.session is not None else None
     if sandbox is not None:  # its first processes (tini and what it waits on)
         pids += [p for p in process_tree(sandbox.init_pid) if p not in pids]

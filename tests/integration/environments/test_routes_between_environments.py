@@ -229,3 +229,16 @@ def test_each_displays_server_runs_in_a_sandbox_of_its_own_as_nobody(pool: Pool)
     finally:
         x.close()
     assert pids and all(p and Path(f"/proc/{p}").stat().st_uid == env01.account.uid for p in pids)
+
+
+def test_every_sandbox_is_in_the_environments_group_with_its_budget(pool: Pool) -> None:
+    # The group weighs as one harness task and may take the machine less the harness's
+    # reserve; each environment's sandbox, its display's and its container are inside.
+    group = pool.describe()["environments_group"]
+    assert group["cpu_shares"] == 1024 and group["memory_mib"] > 0, group
+    for name in pool.names:
+        env = pool.env(name)
+        assert env.display is not None and env.display.sandbox is not None
+        leader = env.display.proc.group_leader()  # type: ignore[attr-defined]
+        cgroups = Path(f"/proc/{leader}/cgroup").read_text()
+        assert ":cpu:/cleanroom/" in cgroups or ":cpu,cpuacct:/cleanroom/" in cgroups, cgroups

@@ -615,5 +615,7 @@ class Pool:
             "pool_id": self.pool_id,
             "run_dir": str(self.run_dir),
             "leak": self.config.leak.value if self.config.leak else None,
+            # The environments' cgroup: its memory budget, weight, and what could not be set.
+            "environments_group": self.group.describe() if self.group else None,
             "environments": out,
         }
