@@ -197,18 +197,24 @@ class DesktopEnvironment:
         self.screen = Screen(display.name)
         self.atspi = AtspiReader(session)
 
-    def stop_desktop(self) -> None:
-        """End programs, every process of the account, the connections and the display."""
+    def end_processes(self) -> None:
+        """End every process of the account (its sandbox, programs, session bus and
+        whatever it left outside a sandbox); the display and the harness's connections
+        to it stay, for `stop_desktop`."""
         self._stop_sandbox()  # every process in it at once (see `restart_session`)
         self.stop_programs()
+        if self.session is not None:
+            self.session.stop_bus()
+        kill_uid(self.account.uid)  # anything left outside a sandbox (a leaky setup's)
+
+    def stop_desktop(self) -> None:
+        """End programs, every process of the account, the connections and the display."""
+        self.end_processes()
         for closer in (self.input, self.clipboard, self.screen, self.atspi):
             if closer is not None:
                 with contextlib.suppress(Exception):
                     closer.close()
         self.input = self.clipboard = self.screen = self.atspi = None
-        if self.session is not None:
-            self.session.stop_bus()
-        kill_uid(self.account.uid)  # anything left outside a sandbox (a leaky setup's)
         if self.display is not None:
             if self.owns_display:
                 self.display.stop()

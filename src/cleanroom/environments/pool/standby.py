@@ -135,8 +135,10 @@ class Standby:
 
 
 def retire(slot: DesktopEnvironment) -> None:
-    """End every process of a slot and its display (what a reset does before it returns)."""
-    slot.stop_desktop()
+    """End every process of a slot (what a reset does before it returns). Its display,
+    which holds no process of the old generation once they are gone, is ended by the
+    slot's bring-up in the background (`_bring_up`), off the reset's path."""
+    slot.end_processes()
 
 
 def _bring_up(slot: DesktopEnvironment) -> None:
