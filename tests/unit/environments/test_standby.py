@@ -20,6 +20,9 @@ class FakeSlot:
         self.gate = gate
         self.broken: list[str] = []
 
+    def end_processes(self) -> None:
+        self.calls.append("end")
+
     def stop_desktop(self) -> None:
         self.calls.append("stop")
 
@@ -76,6 +79,9 @@ def test_a_spare_whose_programs_died_after_starting_is_not_swapped_in() -> None:
     assert standby.take("env01") is None
     assert standby.failures == [("env01", "writer (pid 7) is dead")]
     assert standby.close() == [slot(fake)]
+    # Retired at once, its processes ended; its display is left to the bring-up (which
+    # `close` cancelled here) or to the pool's destroying the slot handed back.
+    assert fake.calls[4] == "end", fake.calls
 
 
 def test_a_spare_still_coming_up_when_the_wait_ends_is_kept_for_the_close() -> None:
