@@ -162,11 +162,12 @@ def run_loop(
         chosen=config.tests,
         on_demand=config.on_demand,
     )
+    defaults = PoolConfig()  # the limits every run's pools use
     meta = {
         "job": config.job,
         "machine": {
             **machine_info(),
-            **limits_info(PoolConfig().limits, CANARY_CPU_SHARES, PoolConfig().harness_reserve_mib),
+            **limits_info(defaults.limits, CANARY_CPU_SHARES, defaults.harness_reserve_mib),
         },
         "config": _config_json(config),
         "tests": {p.name: p.trials for p in plan},

@@ -137,7 +137,10 @@ class DesktopEnvironment:
         env = cls(spec, account, template)
         try:
             limits = spec.protections.limits
-            if limits is not None and (own or account.home != spec.home):
+            # Its own account's home gets a file system of its own. A borrowed account (a
+            # leaky setup's) keeps the home it works in on the host's: Writer's handoff of
+            # the shared-profile setup does not come through a home of its own.
+            if limits is not None and own:
                 account.bound_home(limits.home_mib)
             if not fill_home:
                 account.empty_home()

@@ -44,13 +44,13 @@ from cleanroom.environments.session.processes import (
     start_time,
 )
 from cleanroom.environments.session.sandbox import remove_sandboxes
+from cleanroom.environments.x11.display import lock_file, remove_display_files
 from cleanroom.lifecycle import wait_until
 
 # An environment's user, and the user of its standby slot (``b``).
 USER_PATTERN = re.compile(r"^cr(?P<pool>[0-9a-f]{6})env\d{2}b?$")
 POOL_FOLDER_PATTERN = re.compile(r"^[0-9a-f]{6}$")
 UNRECORDED_GRACE_S = 600.0
-_X_TMP = Path("/tmp")
 _REAP_WAIT_S = 10.0
 
 
@@ -288,12 +288,10 @@ _DISPLAY_SANDBOX = re.compile(r"-x(\d+)-[0-9a-f]+\Z")
 def _remove_stale_display_files(number: int) -> None:
     # An X server killed hard leaves its lock and socket; the next server to pick this
     # number would take it for a display in use.
-    lock = _X_TMP / f".X{number}-lock"
     with contextlib.suppress(OSError, ValueError):
-        if alive(int(lock.read_text().strip())):
+        if alive(int(lock_file(number).read_text().strip())):
             return
-    lock.unlink(missing_ok=True)
-    (_X_TMP / ".X11-unix" / f"X{number}").unlink(missing_ok=True)
+    remove_display_files(number)
 
 
 def _remove_user(user: str, problems: list[str]) -> None:
