@@ -54,6 +54,9 @@ class Reason(StrEnum):
     # the run short: a session never finished, an exit status replaced at the end, the
     # task's tests skipped or the session ended by code of the agent's.
     RUNNER_CUT_SHORT = "runner_cut_short"
+    # The environment fell over mid-rollout through what only the agent's own processes
+    # act on (see `core.breakage`): its programs, its session bus, its own memory.
+    ENVIRONMENT_BROKEN = "environment_broken"
 
     @property
     def cause(self) -> Cause:
@@ -69,6 +72,7 @@ _AGENT_REASONS = frozenset(
         Reason.UNFREEZABLE,
         Reason.BROKE_VERIFIER,
         Reason.RUNNER_CUT_SHORT,
+        Reason.ENVIRONMENT_BROKEN,
     }
 )
 

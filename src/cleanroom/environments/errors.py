@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from cleanroom.core.breakage import Breakage
+
 
 class PoolError(RuntimeError):
     """Something in the environment pool could not be done as asked."""
@@ -19,13 +21,31 @@ class UnknownEnvironment(PoolError, KeyError):
 
 
 class StaleGeneration(PoolError):
-    """An action aimed at a generation the environment has already left; never applied."""
+    """An action aimed at a generation the environment has already left; never applied.
 
-    def __init__(self, env: str, aimed: int, current: int) -> None:
+    ``left_by`` is who broke that generation when a recovery is what left it (None: a
+    reset, which breaks nothing)."""
+
+    def __init__(self, env: str, aimed: int, current: int, left_by: Breakage | None = None) -> None:
         self.env = env
         self.aimed = aimed
         self.current = current
-        super().__init__(f"{env}: generation {aimed} is stale (current is {current})")
+        self.left_by = left_by
+        why = f"; it was left because {left_by.why} ({left_by.cause})" if left_by else ""
+        super().__init__(f"{env}: generation {aimed} is stale (current is {current}){why}")
+
+
+class EnvironmentBroken(PoolError):
+    """An action or observation failed because part of the environment is dead; the
+    record says who broke it."""
+
+    def __init__(self, env: str, generation: int, breakage: Breakage) -> None:
+        self.env = env
+        self.generation = generation
+        self.breakage = breakage
+        super().__init__(
+            f"{env}: generation {generation} is broken ({breakage.cause}): {breakage.why}"
+        )
 
 
 class CanaryIsReadOnly(PoolError):
@@ -34,3 +54,7 @@ class CanaryIsReadOnly(PoolError):
 
 class BadAction(PoolError, ValueError):
     """An action or observation request is malformed (unknown kind, bad field)."""
+
+
+class NoSuchWindow(BadAction):
+    """An action named a program whose window the environment does not show."""

@@ -1,7 +1,9 @@
 """Running one smoke rollout against the running pool, start to stored outcome.
 
 This is the one place that decides a smoke rollout's outcome: setup failures and a
-pool that falls over mid-rollout are ``invalid`` with their reason, never a score of 0.
+pool that falls over mid-rollout are ``invalid`` with their reason, never a score of 0,
+unless what fell over is what only the agent's own processes act on (`core.breakage`):
+that is the agent's 0, ``environment_broken``.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cleanroom.core.outcomes import Outcome, Reason
+from cleanroom.core.breakage import Breakage
+from cleanroom.core.outcomes import Cause, Outcome, Reason
 from cleanroom.core.tokens import RolloutId, Token, mint
-from cleanroom.environments.errors import PoolError, StaleGeneration
+from cleanroom.environments.errors import EnvironmentBroken, PoolError, StaleGeneration
 from cleanroom.environments.pool.supervisor import PoolProcess
 from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask, noop_policy
 from cleanroom.rollouts.registry import make_smoke_task
@@ -127,13 +130,25 @@ def _attempt(
     except RolloutSetupError as exc:
         return Outcome.invalid(Reason.ENVIRONMENT_ERROR, f"setup: {exc}")
     except StaleGeneration as exc:
+        if exc.left_by is not None:
+            return broken_outcome(exc.left_by, str(exc))
         return Outcome.invalid(
             Reason.ENVIRONMENT_ERROR, f"the environment was reset under the rollout: {exc}"
         )
+    except EnvironmentBroken as exc:
+        return broken_outcome(exc.breakage, str(exc))
     except PoolError as exc:
         return Outcome.invalid(Reason.ENVIRONMENT_ERROR, f"the pool failed: {exc}")
     finally:
         task.teardown(ctx)
+
+
+def broken_outcome(breakage: Breakage, detail: str) -> Outcome:
+    """The outcome of a rollout whose environment broke under it: the agent's 0 when its
+    own processes broke it, else invalid (`core.breakage` decides which)."""
+    if breakage.cause is Cause.AGENT:
+        return Outcome.agent_fault(Reason.ENVIRONMENT_BROKEN, detail)
+    return Outcome.invalid(Reason.ENVIRONMENT_ERROR, detail)
 
 
 def _home_of(status: dict[str, object], env: str) -> str:

@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import os
 import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from Xlib import Xatom
 from Xlib import display as xdisplay
 
+from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
+from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.environments.errors import CanaryIsReadOnly, StaleGeneration
-from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.policy.handle import LocalHandle, PolicyHandle
 from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.pool.generations import read_action_log
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.lifecycle import wait_until
+from cleanroom.rollouts.base import RolloutContext, SmokeTask
+from cleanroom.rollouts.smoke_rollout import attempt_rollout
 
 
 def test_a_stale_generation_action_is_refused_logged_and_not_applied(pool: Pool) -> None:
@@ -92,11 +99,83 @@ def test_a_killed_writer_is_recovered_at_a_new_generation(pool: Pool) -> None:
     env = pool.env("env01")
     before = pool.generation("env01")
     writer = next(p for p in env.programs if p.name == "writer")
+    pool.inject_fault("env01", "this test kills Writer")
     os.kill(writer.pid, signal.SIGKILL)
     assert wait_until(lambda: not writer.alive(), 5)
     dog = Watchdog(pool)
     assert "env01" in dog.check_once()
     assert pool.generation("env01") > before
+    assert not env.problems() and env.window_of("writer") is not None
+    # The harness's kill is never the agent's: the rollout it cut short is excluded.
+    left_by = pool.book.left_by("env01", before)
+    assert left_by is not None and left_by.cause is Cause.INFRASTRUCTURE
+    outcome = _rollout(pool, "env01", lambda h: h.type_text("late"), generation=before)
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
+
+
+class _AgentTask(SmokeTask):
+    """A task whose policy is an agent's actions, then one more that needs Writer."""
+
+    name = "agent"
+
+    def __init__(self, acts: Callable[[PolicyHandle], None]) -> None:
+        self.acts = acts
+
+    def policy(self, ctx: RolloutContext) -> None:
+        self.acts(ctx.handle)
+        time.sleep(0.5)
+        ctx.handle.focus("writer")
+        ctx.handle.type_text("still here")
+
+    def verify(self, ctx: RolloutContext) -> Outcome:
+        return Outcome.success()
+
+
+def _rollout(
+    pool: Pool, env: str, acts: Callable[[PolicyHandle], None], generation: int | None = None
+) -> Outcome:
+    handle = LocalHandle(pool, env)
+    if generation is not None:
+        handle.generation = generation
+    token = mint(RolloutId(env, 0, 1))
+    ctx = RolloutContext(token, env, handle, pool.run_dir, pool.open_url, lambda: Path("."))
+    return attempt_rollout(_AgentTask(acts), ctx)
+
+
+def _quit_writer(handle: PolicyHandle) -> None:
+    handle.focus("writer")
+    handle.hotkey("ctrl+q")
+
+
+def _kill_everything_from_the_terminal(handle: PolicyHandle) -> None:
+    handle.focus("terminal")
+    time.sleep(0.3)
+    handle.type_text("kill -9 -1\n")
+
+
+@pytest.mark.parametrize(
+    "acts", [_quit_writer, _kill_everything_from_the_terminal], ids=["ctrl+q", "kill -9 -1"]
+)
+def test_an_agent_that_breaks_its_own_desktop_is_scored_zero_not_excluded(
+    pool: Pool, acts: Callable[[PolicyHandle], None]
+) -> None:
+    before = pool.generation("env02")
+    outcome = _rollout(pool, "env02", acts)
+    assert (outcome.status, outcome.score, outcome.reason) == (
+        Status.FAILURE,
+        0.0,
+        Reason.ENVIRONMENT_BROKEN,
+    ), outcome
+    # The watchdog brings it back, and a late action of the rollout hears who broke it.
+    broken = pool.breakage("env02")
+    assert broken is not None and broken.cause is Cause.AGENT
+    assert "env02" in Watchdog(pool).check_once()
+    with pytest.raises(StaleGeneration) as info:
+        LocalHandle(pool, "env02").pool.act("env02", before, parse_set_clipboard("late"))
+    assert info.value.left_by is not None and info.value.left_by.cause is Cause.AGENT
+    late = _rollout(pool, "env02", lambda h: None, generation=before)
+    assert (late.status, late.reason) == (Status.FAILURE, Reason.ENVIRONMENT_BROKEN)
+    env = pool.env("env02")
     assert not env.problems() and env.window_of("writer") is not None
 
 

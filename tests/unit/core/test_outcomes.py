@@ -77,3 +77,11 @@ def test_json_shape_names_outcome_score_reason_and_details() -> None:
         "detail": "refused",
         "details": {"url": "http://x"},
     }
+
+
+def test_a_broken_environment_is_the_agents_zero_never_an_exclusion() -> None:
+    assert Reason.ENVIRONMENT_BROKEN.cause is Cause.AGENT
+    outcome = Outcome.agent_fault(Reason.ENVIRONMENT_BROKEN, "writer is dead")
+    assert (outcome.status, outcome.score, outcome.exit_code) == (Status.FAILURE, 0.0, 3)
+    with pytest.raises(ValueError):
+        Outcome.invalid(Reason.ENVIRONMENT_BROKEN)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cleanroom.core.breakage import Breakage
+from cleanroom.core.outcomes import Cause
 from cleanroom.environments.errors import StaleGeneration, UnknownEnvironment
 from cleanroom.environments.pool.generations import ActionLog, GenerationBook, read_action_log
 
@@ -49,3 +51,18 @@ def test_the_action_log_keeps_generation_time_kind_and_outcome(tmp_path: Path) -
         "refused-stale",
     )
     assert record.at > 0
+
+
+def test_a_recovery_says_who_broke_the_generation_it_left() -> None:
+    book = GenerationBook(["env01"])
+    broke = Breakage(Cause.AGENT, "writer is dead")
+    book.raise_("env01", broke)
+    book.raise_("env01")  # a reset: it breaks nothing
+    assert book.left_by("env01", 0) == broke
+    assert book.left_by("env01", 1) is None
+    with pytest.raises(StaleGeneration) as info:
+        book.check("env01", 0)
+    assert info.value.left_by == broke and "writer is dead" in str(info.value)
+    with pytest.raises(StaleGeneration) as info:
+        book.check("env01", 1)
+    assert info.value.left_by is None

@@ -276,6 +276,23 @@ class ProgramContainer:
             raise DockerUnavailable(f"the daemon never said how {argv[0]} in {self.name} ended")
         return result.exit_code, result.output.decode(errors="replace")
 
+    def _state(self) -> dict[str, Any] | None:
+        try:
+            return dict(self.docker.inspect_container(self.id).get("State") or {})
+        except DockerUnavailable:
+            return None
+
+    def running(self) -> bool:
+        """Whether the container still runs (True when the daemon cannot say: a daemon
+        that does not answer is not the container's death)."""
+        state = self._state()
+        return state is None or bool(state.get("Running"))
+
+    def oom_killed(self) -> bool:
+        """Whether the runtime says the kernel ended the container for its own memory."""
+        state = self._state()
+        return state is not None and bool(state.get("OOMKilled"))
+
     def remove(self) -> None:
         """Kill the container and everything in it, and delete it."""
         self.forwarded.close()

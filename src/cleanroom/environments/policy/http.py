@@ -16,8 +16,10 @@ environment's observe and act routes, so a policy given it can reach no other
 environment. Environments themselves cannot reach the API at all: it listens on the
 host's loopback, outside every sandbox.
 
-A stale generation is 409 (and a line in the action log), the canary 403, an unknown
-environment 404, a malformed request 400, a missing or wrong key 401, a pool failure 503.
+A stale generation is 409 (and a line in the action log; ``left_by`` says who broke it
+when a recovery left it), an environment found broken by a failed action 410 (with who
+broke it, `core.breakage`), the canary 403, an unknown environment 404, a malformed
+request 400, a missing or wrong key 401, any other pool failure 503.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from cleanroom.core.breakage import Breakage
 from cleanroom.environments.errors import (
     BadAction,
     CanaryIsReadOnly,
+    EnvironmentBroken,
     PoolError,
     StaleGeneration,
     UnknownEnvironment,
@@ -62,6 +66,16 @@ def _failure(exc: Exception) -> JSONResponse:
             env=exc.env,
             aimed=exc.aimed,
             current=exc.current,
+            left_by=exc.left_by.to_json() if exc.left_by is not None else None,
+        )
+    if isinstance(exc, EnvironmentBroken):
+        return _error(
+            410,
+            "environment_broken",
+            detail=str(exc),
+            env=exc.env,
+            generation=exc.generation,
+            breakage=exc.breakage.to_json(),
         )
     if isinstance(exc, CanaryIsReadOnly):
         return _error(403, "canary", detail=str(exc))
@@ -205,12 +219,23 @@ def _raise_for(response: httpx.Response) -> None:
         data = response.json()
     except ValueError:
         data = {}
+    if not isinstance(data, dict):
+        data = {}
     detail = str(data.get("detail") or data.get("error") or response.text[:200])
     code = response.status_code
     if code == 409:
         raise StaleGeneration(
-            str(data.get("env", "?")), int(data.get("aimed", -1)), int(data.get("current", -1))
+            str(data.get("env", "?")),
+            _int(data.get("aimed")),
+            _int(data.get("current")),
+            Breakage.from_json(data.get("left_by")),
         )
+    if code == 410:
+        breakage = Breakage.from_json(data.get("breakage"))
+        if breakage is not None:
+            raise EnvironmentBroken(
+                str(data.get("env", "?")), _int(data.get("generation")), breakage
+            )
     if code == 403:
         raise CanaryIsReadOnly(detail)
     if code == 404:
@@ -220,6 +245,13 @@ def _raise_for(response: httpx.Response) -> None:
     if code == 401:
         raise PoolError("the harness key was refused")
     raise PoolUnavailable(f"{code}: {detail}")
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
 
 
 class PoolClient:

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cleanroom.core.breakage import Evidence, Part, Problem
 from cleanroom.environments.containers.program_container import ContainerPlan, ProgramContainer
 from cleanroom.environments.errors import BadAction, StartError
 from cleanroom.environments.session.accounts import Account, chown_tree
+from cleanroom.environments.session.cgroups import memory_count
 from cleanroom.environments.session.login import Session
 from cleanroom.environments.session.port_forward import loopback_port
 from cleanroom.environments.session.processes import kill_uid
@@ -489,17 +491,61 @@ class DesktopEnvironment:
 
     def problems(self) -> list[str]:
         """What is wrong with the environment right now (empty when healthy)."""
+        return [p.detail for p in self.damage()]
+
+    def damage(self) -> list[Problem]:
+        """Every part of the environment found dead right now (empty when healthy)."""
         out = []
         if self.display is None or not self.display.alive():
-            out.append("display is dead")
+            out.append(Problem(Part.DISPLAY, "display is dead"))
         if self.session is None or not self.session.bus_alive():
-            out.append("session bus is dead")
+            out.append(Problem(Part.SESSION_BUS, "session bus is dead"))
         if self.spec.sandboxed and self.session is not None:
             sandbox = self.session.sandbox
             if sandbox is None or not sandbox.alive():
-                out.append("sandbox is dead")
-        out.extend(f"{p.name} (pid {p.pid}) is dead" for p in self.programs if not p.alive())
+                out.append(Problem(Part.SANDBOX, "sandbox is dead"))
+        out.extend(
+            Problem(Part.PROGRAM, f"{p.name} (pid {p.pid}) is dead")
+            for p in self.programs
+            if not p.alive()
+        )
+        for what, connection in (
+            ("input", self.input),
+            ("clipboard", self.clipboard),
+            ("screen", self.screen),
+        ):
+            if connection is not None and connection.closed:
+                out.append(
+                    Problem(
+                        Part.HARNESS_CONNECTION,
+                        f"the display closed the harness's {what} connection",
+                    )
+                )
+        if out and self.container is not None and not self.container.running():
+            out.append(
+                Problem(Part.CONTAINER, f"its container {self.container.name} is not running")
+            )
         return out
+
+    def evidence(self, injected: str | None = None) -> Evidence:
+        """What `core.breakage.judge` reads to say who broke the environment: what is dead,
+        and what the memory controller counted for its display's and its own cgroups."""
+        problems = tuple(self.damage())
+        if not problems:
+            return Evidence(problems, injected=injected)
+        display = self.display.sandbox if self.display is not None and self.owns_display else None
+        own: str | None = None
+        if self.container is not None:
+            own = self.container.id
+        elif self.session is not None and self.session.sandbox is not None:
+            own = self.session.sandbox.container
+        return Evidence(
+            problems,
+            display_memory=memory_count(display.container) if display is not None else None,
+            env_memory=memory_count(own) if own is not None else None,
+            container_oom_killed=self.container is not None and self.container.oom_killed(),
+            injected=injected,
+        )
 
     # -- observing -----------------------------------------------------------------------
 

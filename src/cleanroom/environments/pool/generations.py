@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from cleanroom.core.breakage import Breakage
 from cleanroom.environments.errors import StaleGeneration, UnknownEnvironment
 
 ACTION_LOG = "actions.jsonl"
@@ -24,6 +25,8 @@ class GenerationBook:
 
     def __init__(self, names: list[str] | None = None) -> None:
         self._gen: dict[str, int] = dict.fromkeys(names or [], 0)
+        # Who broke a generation that a recovery left: (env, generation) -> record.
+        self._left_by: dict[tuple[str, int], Breakage] = {}
         self._lock = threading.Lock()
 
     def add(self, name: str, generation: int = 0) -> None:
@@ -43,15 +46,23 @@ class GenerationBook:
         """Raise `StaleGeneration` unless ``aimed`` is the current generation."""
         current = self.current(name)
         if aimed != current:
-            raise StaleGeneration(name, aimed, current)
+            raise StaleGeneration(name, aimed, current, self.left_by(name, aimed))
 
-    def raise_(self, name: str) -> int:
-        """Move the environment to its next generation and return it."""
+    def raise_(self, name: str, left_by: Breakage | None = None) -> int:
+        """Move the environment to its next generation and return it; ``left_by`` is who
+        broke the generation it leaves (a recovery's), kept for `left_by`."""
         with self._lock:
             if name not in self._gen:
                 raise UnknownEnvironment(f"no environment named {name!r}")
+            if left_by is not None:
+                self._left_by[(name, self._gen[name])] = left_by
             self._gen[name] += 1
             return self._gen[name]
+
+    def left_by(self, name: str, generation: int) -> Breakage | None:
+        """Who broke ``generation`` of the environment, if a recovery left it."""
+        with self._lock:
+            return self._left_by.get((name, generation))
 
     def snapshot(self) -> dict[str, int]:
         """Every environment's generation."""

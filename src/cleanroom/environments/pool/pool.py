@@ -20,12 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cleanroom.core.breakage import Breakage, judge
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.environments.containers.desktop_image import ensure_image
 from cleanroom.environments.containers.program_container import plan_for
 from cleanroom.environments.errors import (
     BadAction,
     CanaryIsReadOnly,
+    EnvironmentBroken,
+    NoSuchWindow,
     PoolError,
     StaleGeneration,
     StartError,
@@ -77,6 +80,8 @@ from cleanroom.store.rundb import RunStore
 DEFAULT_ROOT = Path("/var/lib/cleanroom/pools")
 CANARY_CPU_SHARES = 2048
 OBSERVATIONS = ("screenshot", "windows", "focused_text", "clipboard", "state")
+# How long a failed action waits for the part of the environment it needed to be seen dead.
+FAILURE_SETTLE_S = 2.0
 
 
 def env_name(index: int) -> str:
@@ -167,6 +172,9 @@ class Pool:
         self.bridge: ClipboardBridge | None = None
         self.standby: Standby | None = None
         self.group: EnvironmentsGroup | None = None  # set by `start`
+        # Faults the harness injected into an environment (a test's kill), until its
+        # next generation: what breaks then is never the agent's doing.
+        self._injected: dict[str, str] = {}
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -419,13 +427,49 @@ class Pool:
             raise
         return env
 
-    def _new_generation(self, name: str, why: str) -> int:
-        generation = self.book.raise_(name)
+    def _new_generation(self, name: str, why: str, left_by: Breakage | None = None) -> int:
+        generation = self.book.raise_(name, left_by)
+        self._injected.pop(name, None)
         if self.store is not None:
             self.store.set_generation(name, generation)
         for hook in self.on_generation:
             hook(name, generation, why)
         return generation
+
+    # -- who broke an environment -------------------------------------------------------
+
+    def inject_fault(self, name: str, what: str) -> None:
+        """Say, before the harness breaks an environment itself (a test's kill), that
+        what breaks in it until its next generation is the harness's doing."""
+        self.env(name)
+        self._injected[name] = what
+
+    def breakage(self, name: str) -> Breakage | None:
+        """Who broke the environment, judged from what is dead in it now (None: nothing)."""
+        return judge(self.env(name).evidence(self._injected.get(name)))
+
+    def _broken(self, name: str, settle_s: float) -> Breakage | None:
+        """`breakage`, looked at again for up to ``settle_s``: a program that closed its
+        window is still ending when the action that needed the window fails."""
+        deadline = time.monotonic() + settle_s
+        while True:
+            found = self.breakage(name)
+            if found is not None or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.1)
+
+    def _failed(self, name: str, generation: int, kind: str, exc: Exception) -> PoolError:
+        """What a failed action or observation raises: `EnvironmentBroken` when part of
+        the environment is dead (with who broke it), else a `PoolError`."""
+        self.log.write(name, generation, generation, kind, "failed", repr(exc))
+        # A named failure of the pool's own says what it is; anything else (the X
+        # connection, a reader) may be a part of the environment on its way out.
+        broken = self._broken(name, 0.0 if isinstance(exc, PoolError) else FAILURE_SETTLE_S)
+        if broken is not None:
+            return EnvironmentBroken(name, generation, broken)
+        if isinstance(exc, PoolError):
+            return exc
+        return PoolError(f"{name}: {kind} failed: {exc}")
 
     # -- acting --------------------------------------------------------------------------
 
@@ -439,12 +483,18 @@ class Pool:
             env = self._checked(name, generation, action.kind)
             try:
                 value = self._apply(env, action)
+            except NoSuchWindow as exc:  # the agent's mistake, or its program just ended
+                broken = self._broken(name, FAILURE_SETTLE_S)
+                if broken is None:
+                    self.log.write(name, generation, generation, action.kind, "rejected", str(exc))
+                    raise
+                self.log.write(name, generation, generation, action.kind, "failed", str(exc))
+                raise EnvironmentBroken(name, generation, broken) from exc
             except BadAction as exc:
                 self.log.write(name, generation, generation, action.kind, "rejected", str(exc))
                 raise
             except Exception as exc:
-                self.log.write(name, generation, generation, action.kind, "failed", repr(exc))
-                raise PoolError(f"{name}: {action.kind} failed: {exc}") from exc
+                raise self._failed(name, generation, action.kind, exc) from exc
             self.log.write(name, generation, generation, action.kind, "applied")
         return ActResult(name, generation, action.kind, value)
 
@@ -469,7 +519,7 @@ class Pool:
             if action.program is not None:
                 window = env.window_of(action.program)
                 if window is None:
-                    raise BadAction(f"{env.name} shows no {action.program} window")
+                    raise NoSuchWindow(f"{env.name} shows no {action.program} window")
                 window_id = window.id
             assert window_id is not None
             xin.focus(window_id)
@@ -493,15 +543,23 @@ class Pool:
         env = self.env(name)
         with self._locks[name]:
             env = self._checked(name, generation, f"observe:{what}")
-            if what == "screenshot":
-                return env.screenshot_png()
-            if what == "windows":
-                return [w.to_json() for w in env.windows()]
-            if what == "focused_text":
-                return env.focused_text().to_json()
-            if what == "clipboard":
-                return {s: env.read_clipboard(s).text for s in SELECTIONS}
-            return self.state(name)
+            try:
+                return self._observe(env, what)
+            except BadAction:
+                raise
+            except Exception as exc:
+                raise self._failed(name, generation, f"observe:{what}", exc) from exc
+
+    def _observe(self, env: DesktopEnvironment, what: str) -> Any:
+        if what == "screenshot":
+            return env.screenshot_png()
+        if what == "windows":
+            return [w.to_json() for w in env.windows()]
+        if what == "focused_text":
+            return env.focused_text().to_json()
+        if what == "clipboard":
+            return {s: env.read_clipboard(s).text for s in SELECTIONS}
+        return self.state(env.name)
 
     def state(self, name: str) -> dict[str, Any]:
         """What a policy may know about an environment: its generation and programs."""
@@ -558,11 +616,13 @@ class Pool:
             name, self.book.current(name), self.book.current(name), "open_url", "applied", url
         )
 
-    def recover(self, name: str, why: str) -> int:
-        """Bring a crashed environment back at a new generation (the watchdog's remedy)."""
+    def recover(self, name: str, why: str, left_by: Breakage | None = None) -> int:
+        """Bring a crashed environment back at a new generation (the watchdog's remedy);
+        ``left_by`` is who broke the generation it leaves (`breakage`), which an action
+        still aimed at it is told (`StaleGeneration.left_by`)."""
         self._wiping(name)
         before = self.book.current(name)
-        new = self._new_generation(name, f"recover: {why}")
+        new = self._new_generation(name, f"recover: {why}", left_by)
         with self._locks[name]:
             env = self.env(name)
             self.log.write(name, before, new, "recover", "applied", why)

@@ -1,7 +1,9 @@
 """The watchdog: notices dead programs or a dead display and recovers the environment.
 
 Recovery is `Pool.recover`: a new generation, then a fresh display, session, home and
-programs. An environment that is being reset is left alone (its lock is held).
+programs. Who broke the generation it leaves (`Pool.breakage`, judged before anything is
+touched) goes with it, so a rollout still aimed at it is scored or excluded by that rule.
+An environment that is being reset is left alone (its lock is held).
 """
 
 from __future__ import annotations
@@ -45,12 +47,12 @@ class Watchdog:
             if not lock.acquire(blocking=False):
                 continue  # a reset or an action is running; look again next time
             try:
-                problems = self.pool.env(name).problems()
-                if not problems:
+                broken = self.pool.breakage(name)
+                if broken is None:
                     continue
-                why = "; ".join(problems)
-                log.warning("%s: %s; recovering", name, why)
-                generation = self.pool.recover(name, why)
+                why = broken.why
+                log.warning("%s: %s (%s); recovering", name, why, broken.cause)
+                generation = self.pool.recover(name, why, broken)
                 self.recoveries.append((name, generation, why))
                 recovered.append(name)
             except PoolError as exc:

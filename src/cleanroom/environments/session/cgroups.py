@@ -22,6 +22,8 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from cleanroom.core.breakage import MemoryCount
+
 CGROUP_FS = Path("/sys/fs/cgroup")
 ENVIRONMENTS = "/cleanroom"
 ENVIRONMENTS_CPU_SHARES = 1024
@@ -51,6 +53,50 @@ class EnvironmentsGroup:
 def sandbox_cgroup(container: str) -> str:
     """The cgroup path of one sandbox (``runc``'s ``cgroupsPath``)."""
     return f"{ENVIRONMENTS}/{container}"
+
+
+def memory_count(container: str) -> MemoryCount | None:
+    """What the memory controller counted for one sandbox or program container (its
+    cgroup under `ENVIRONMENTS`, named by the container): whether it reached its own
+    limit and how many of its processes the kernel ended for memory. None when the
+    cgroup is gone or its counters cannot be read."""
+    relative = sandbox_cgroup(container).lstrip("/")
+    if (CGROUP_FS / "cgroup.controllers").exists():  # v2: the local events are its own
+        group = CGROUP_FS / relative
+        local = _counters(group / "memory.events.local")
+        events = _counters(group / "memory.events")
+        if local is None or events is None:
+            return None
+        return MemoryCount(local.get("max", 0) + local.get("oom", 0) > 0, events.get("oom_kill", 0))
+    group = CGROUP_FS / "memory" / relative
+    control = _counters(group / "memory.oom_control")
+    failed = [_number(group / name) for name in ("memory.failcnt", "memory.memsw.failcnt")]
+    if control is None or failed[0] is None:
+        return None
+    # The fail counter counts the times this cgroup's own limit was reached: the shared
+    # group's or the machine's shortage counts on them, not here.
+    return MemoryCount(any(n for n in failed if n), control.get("oom_kill", 0))
+
+
+def _counters(path: Path) -> dict[str, int] | None:
+    """A flat keyed file of the kernel's (``name value`` lines)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        with contextlib.suppress(ValueError):
+            out[name] = int(value)
+    return out
+
+
+def _number(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def machine_memory_bytes() -> int:

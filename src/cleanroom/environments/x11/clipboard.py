@@ -140,6 +140,12 @@ class ClipboardOwner:
         ev.requestor.send_event(reply)
         self._x.flush()
 
+    @property
+    def closed(self) -> bool:
+        """Whether the server closed this connection (a client of the display may end
+        any other's with ``KillClient``)."""
+        return self._x.display.socket_error is not None
+
     def close(self) -> None:
         """Stop serving and close the connection (selections we owned lose their owner)."""
         self._stop.set()

@@ -19,6 +19,7 @@ import contextlib
 import os
 import pwd
 import random
+import stat
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -40,6 +41,10 @@ SOCKET_DIR = Path("/tmp/.X11-unix")
 # probe adds to its font path to prove that its server reads folders given by path.
 CONTROL_FONTS = Path("/run/cleanroom/x11/control-fonts")
 CONTROL_FONT_NAME = "cleanroom-x-server-control"
+# How many free numbers a start tries: a server that fails on one (its number taken by
+# another's socket between the look and the start) starts on the next, one that fails on
+# every number is broken (its socket folder, its binary) and fails the start at once.
+_LAUNCH_TRIES = 5
 SERVER_USER = "nobody"  # the user a sandboxed server runs as
 _FIRST, _LAST = 120, 900
 _START_TIMEOUT_S = 10.0
@@ -96,6 +101,20 @@ def _reserve(number: int) -> bool:
     with os.fdopen(fd, "w") as out:
         out.write(f"{os.getpid():10d}\n")  # the format X servers write and read
     return True
+
+
+def ensure_socket_dir() -> None:
+    """Make the folder every display's socket is in as X expects it: root's, sticky and
+    writable by all (a sandboxed server, which is not root, makes its socket there).
+    ``mkdir``'s mode is cut by the umask, so the mode is set after; a folder that is not
+    root's own (or not a folder) is refused rather than used."""
+    with contextlib.suppress(FileExistsError):
+        SOCKET_DIR.mkdir()
+    info = SOCKET_DIR.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0:
+        raise StartError(f"{SOCKET_DIR} is not a folder of root's: refusing to start a display")
+    if stat.S_IMODE(info.st_mode) != 0o1777:
+        SOCKET_DIR.chmod(0o1777)
 
 
 def ensure_control_fonts() -> Path:
@@ -155,7 +174,7 @@ class XvfbDisplay:
         the host as root. The harness process is granted the same cookie. Returns once the
         display answers."""
         ensure_control_fonts()
-        SOCKET_DIR.mkdir(mode=0o1777, exist_ok=True)
+        ensure_socket_dir()
         with _STARTING:
             return cls._start(authority, size or ScreenSize(), log, view)
 
@@ -165,9 +184,13 @@ class XvfbDisplay:
     ) -> XvfbDisplay:
         candidates = list(range(_FIRST, _LAST))
         random.shuffle(candidates)  # two pools starting at once rarely race for one number
+        tried = 0
         for number in candidates:
+            if tried == _LAUNCH_TRIES:
+                break
             if _taken(number) or (view is not None and not _reserve(number)):
                 continue
+            tried += 1
             cookie = new_cookie()
             try:
                 write_cookie(authority, number, cookie)
@@ -180,7 +203,10 @@ class XvfbDisplay:
             if display._wait_ready():
                 return display
             display.stop()  # Xvfb failed on this number: try the next
-        raise StartError("no free X display number could be started")
+        raise StartError(
+            f"no X display could be started ({tried} numbers tried"
+            + (f"; see {log})" if log else ")")
+        )
 
     @classmethod
     def _launch(

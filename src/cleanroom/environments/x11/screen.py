@@ -82,6 +82,12 @@ class Screen:
             self._x.screen().root.delete_property(self._x.intern_atom(name))
             self._x.sync()
 
+    @property
+    def closed(self) -> bool:
+        """Whether the server closed this connection (a client of the display may end
+        any other's with ``KillClient``)."""
+        return self._x.display.socket_error is not None
+
     def close(self) -> None:
         """Close the X connections."""
         with self._lock:

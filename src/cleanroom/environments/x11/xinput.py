@@ -166,6 +166,12 @@ class XInput:
         with self._lock:
             return sorted(self._held)
 
+    @property
+    def closed(self) -> bool:
+        """Whether the server closed this connection (a client of the display may end
+        any other's with ``KillClient``)."""
+        return self._x.display.socket_error is not None
+
     def close(self) -> None:
         """Release held keys and close the connection."""
         # If the display is gone, nothing is held on it any more.

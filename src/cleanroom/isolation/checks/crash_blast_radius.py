@@ -48,6 +48,7 @@ Kill = Callable[[Pool, str], list[str]]
 
 def kill_environment(pool: Pool, target: str) -> list[str]:
     """Kill every process of the target's Unix user at once; return what was hit."""
+    pool.inject_fault(target, "the crash test killed every process of its user")
     kill_uid(pool.env(target).account.uid, grace_s=0.0)
     return [target]
 

@@ -87,6 +87,7 @@ class NoisyNeighborCheck(IsolationCheck):
             "hold_s": self.hold_s,
         }
         env = pool.env(hog_env)
+        pool.inject_fault(hog_env, "the noisy-neighbour check ran its hog past every limit")
         argv = [env.python, "-I", "-c", HOG_SOURCE.read_text(), json.dumps(cfg)]
         timer = LatencyTimer(ctx, NAME, bystanders)
         sampler = threading.Thread(target=timer.run, name="noisy-latency", daemon=True)

@@ -79,6 +79,7 @@ def kill_with_bystander(pool: Pool, target: str) -> list[str]:
     environment as well: the blast radius the crash test must see."""
     hit = kill_environment(pool, target)
     bystander = next(n for n in pool.names if n not in (target, CANARY_ENV))
+    pool.inject_fault(bystander, "the crash test's positive control killed its programs")
     kill_pids([p.pid for p in pool.env(bystander).programs], grace_s=0.0)
     return [*hit, bystander]
 
