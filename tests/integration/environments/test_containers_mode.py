@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from cleanroom.core.isolation import RowResult
+from cleanroom.core.outcomes import Cause
 from cleanroom.environments.containers.desktop_image import DockerUnavailable, docker_client
 from cleanroom.environments.containers.program_container import POOL_LABEL, NoNetworkInContainer
 from cleanroom.environments.policy.handle import LocalHandle
@@ -216,13 +217,32 @@ def test_a_killed_program_in_a_container_is_recovered_at_a_new_generation(
     env = contained.env("env02")
     before = contained.generation("env02")
     writer = next(p for p in env.programs if p.name == "writer")
-    os.kill(writer.pid, signal.SIGKILL)
+    os.kill(writer.pid, signal.SIGKILL)  # as the agent's own processes could
     assert wait_until(lambda: not writer.alive(), 5)
+    # The container still runs: only what runs in it ended Writer, the agent's doing.
+    broken = contained.breakage("env02")
+    assert broken is not None and broken.cause is Cause.AGENT, broken
     assert "env02" in Watchdog(contained).check_once()
     assert contained.generation("env02") > before
+    assert contained.book.left_by("env02", before) == broken
     assert env.container is not None
     assert not env.problems() and env.window_of("writer") is not None
     assert writer.pid not in {p.pid for p in env.programs}
+
+
+def test_a_container_ended_from_outside_is_the_infrastructures(contained: Pool) -> None:
+    env = contained.env("env02")
+    assert env.container is not None
+    client = require_docker()
+    try:
+        client.containers.get(env.container.id).kill()
+    finally:
+        client.close()
+    assert wait_until(lambda: bool(env.problems()), 10)
+    broken = contained.breakage("env02")
+    assert broken is not None and broken.cause is Cause.INFRASTRUCTURE, broken
+    assert "env02" in Watchdog(contained).check_once()
+    assert not env.problems() and env.window_of("writer") is not None
 
 
 def test_down_leaves_no_container_and_no_user_behind(tmp_path: Path) -> None:

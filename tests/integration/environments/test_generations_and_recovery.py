@@ -113,33 +113,44 @@ def test_a_killed_writer_is_recovered_at_a_new_generation(pool: Pool) -> None:
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
 
 
+def _type_into_writer(handle: PolicyHandle) -> None:
+    handle.focus("writer")
+    handle.type_text("still here")
+
+
 class _AgentTask(SmokeTask):
-    """A task whose policy is an agent's actions, then one more that needs Writer."""
+    """A task whose policy is an agent's actions, then one more that needs what they broke."""
 
     name = "agent"
 
-    def __init__(self, acts: Callable[[PolicyHandle], None]) -> None:
+    def __init__(
+        self, acts: Callable[[PolicyHandle], None], then: Callable[[PolicyHandle], None]
+    ) -> None:
         self.acts = acts
+        self.then = then
 
     def policy(self, ctx: RolloutContext) -> None:
         self.acts(ctx.handle)
         time.sleep(0.5)
-        ctx.handle.focus("writer")
-        ctx.handle.type_text("still here")
+        self.then(ctx.handle)
 
     def verify(self, ctx: RolloutContext) -> Outcome:
         return Outcome.success()
 
 
 def _rollout(
-    pool: Pool, env: str, acts: Callable[[PolicyHandle], None], generation: int | None = None
+    pool: Pool,
+    env: str,
+    acts: Callable[[PolicyHandle], None],
+    generation: int | None = None,
+    then: Callable[[PolicyHandle], None] = _type_into_writer,
 ) -> Outcome:
     handle = LocalHandle(pool, env)
     if generation is not None:
         handle.generation = generation
     token = mint(RolloutId(env, 0, 1))
     ctx = RolloutContext(token, env, handle, pool.run_dir, pool.open_url, lambda: Path("."))
-    return attempt_rollout(_AgentTask(acts), ctx)
+    return attempt_rollout(_AgentTask(acts, then), ctx)
 
 
 def _quit_writer(handle: PolicyHandle) -> None:
@@ -153,14 +164,35 @@ def _kill_everything_from_the_terminal(handle: PolicyHandle) -> None:
     handle.type_text("kill -9 -1\n")
 
 
+def _own_the_clipboard(handle: PolicyHandle) -> None:
+    handle.set_clipboard("again")
+
+
+def _kill_the_harnesss_clipboard_connection(handle: PolicyHandle) -> None:
+    """Any client of a display may end another's connection (``KillClient``): the
+    harness's clipboard owner's, whose window owns the selection it set."""
+    handle.set_clipboard("mine")
+    owner = handle.pool.env(handle.env).clipboard  # type: ignore[attr-defined]
+    handle.focus("terminal")
+    time.sleep(0.3)
+    handle.type_text(f"xkill -id {owner.window_id}\n")
+    time.sleep(1.0)
+
+
 @pytest.mark.parametrize(
-    "acts", [_quit_writer, _kill_everything_from_the_terminal], ids=["ctrl+q", "kill -9 -1"]
+    ("acts", "then"),
+    [
+        (_quit_writer, _type_into_writer),
+        (_kill_everything_from_the_terminal, _type_into_writer),
+        (_kill_the_harnesss_clipboard_connection, _own_the_clipboard),
+    ],
+    ids=["ctrl+q", "kill -9 -1", "xkill"],
 )
 def test_an_agent_that_breaks_its_own_desktop_is_scored_zero_not_excluded(
-    pool: Pool, acts: Callable[[PolicyHandle], None]
+    pool: Pool, acts: Callable[[PolicyHandle], None], then: Callable[[PolicyHandle], None]
 ) -> None:
     before = pool.generation("env02")
-    outcome = _rollout(pool, "env02", acts)
+    outcome = _rollout(pool, "env02", acts, then=then)
     assert (outcome.status, outcome.score, outcome.reason) == (
         Status.FAILURE,
         0.0,
