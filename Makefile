@@ -1,5 +1,5 @@
 # The two commands a new user needs: `make demo` and `make test`. Both set up first.
-.PHONY: setup demo test test-integrations lint typecheck unit bench soak clean
+.PHONY: setup demo test test-integrations lint typecheck docs unit bench soak clean
 
 VENV := .venv/bin
 
@@ -11,7 +11,7 @@ demo: setup
 
 # Two workers: the desktop tests one after another on one, the rest beside them
 # (tests/conftest.py).
-test: setup lint typecheck
+test: setup lint typecheck docs
 	$(VENV)/pytest -n 2 --dist loadgroup -m "not integrations"
 
 # What `make test` samples, in full: every attack of the state and runner classes
@@ -25,6 +25,11 @@ lint:
 
 typecheck:
 	$(VENV)/mypy
+
+# The documentation site (mkdocs.yml): --strict fails on a broken link, a missing page or a
+# stale name; the reference pages are made from the code at every build.
+docs:
+	NO_MKDOCS_2_WARNING=1 $(VENV)/mkdocs build --strict --quiet
 
 unit:
 	$(VENV)/pytest tests/unit
