@@ -25,6 +25,7 @@ from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.pool.pool import Pool, PoolConfig
 from cleanroom.environments.session.processes import kill_pids, process_tree
 from cleanroom.environments.x11.screen import client_pid
+from cleanroom.lifecycle import wait_until
 
 from .conftest import require_desktop_stack
 from .test_containers_mode import require_docker
@@ -179,8 +180,14 @@ def test_process_listings_show_only_the_environments_own(pool: Pool) -> None:
         [env02.python, "-I", "-c", "import time; time.sleep(120)", MARK], "route-sleeper"
     )
     try:
-        _, mine = _sh(env02, "cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
-        assert MARK in mine
+        # `runc exec` returns before the sleeper's own program runs: look until it does.
+        listed = {"env02": ""}
+
+        def listed_by_env02() -> bool:
+            listed["env02"] = _sh(env02, "cat /proc/[0-9]*/cmdline | tr '\\0' ' '")[1]
+            return MARK in listed["env02"]
+
+        assert wait_until(listed_by_env02, 10, 0.2), listed["env02"]
         for reader in ("env01", "env00"):
             _, theirs = _sh(pool.env(reader), "cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
             assert MARK not in theirs, reader
