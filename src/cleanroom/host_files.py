@@ -18,9 +18,35 @@ import errno
 import os
 import stat
 import subprocess
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
-from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
+
+class FileKind(StrEnum):
+    """What a reader found at a path an agent controls."""
+
+    MISSING = "missing"
+    REGULAR = "regular"
+    OVERSIZE = "oversize"  # a regular file over the size cap; ``data`` holds its first bytes
+    SYMLINK = "symlink"  # refused: readers never follow links
+    OTHER = "other"  # a FIFO, directory, device or socket; ``note`` says which
+
+
+@dataclass(frozen=True)
+class ObservedFile:
+    """One observation of one path an agent controls, made without trusting what is there."""
+
+    path: str
+    kind: FileKind
+    data: bytes = b""
+    size: int | None = None
+    note: str = ""
+
+    @classmethod
+    def missing(cls, path: str) -> ObservedFile:
+        return cls(path, FileKind.MISSING)
+
 
 # The most `read_regular` reads of one file (documents and checked files: a few MB).
 READ_CAP_BYTES = 256 << 20
@@ -57,7 +83,7 @@ def remove_tree(folder: Path) -> None:
     )
 
 
-def read_capped(folder: Path, name: str, shown_as: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:
+def read_capped(folder: Path, name: str, shown_as: str, cap: int) -> ObservedFile:
     """Observe ``folder/name`` (``name`` a single component); ``shown_as`` labels the result."""
     if "/" in name or name in ("", ".", ".."):
         raise ValueError(f"not a single file name: {name!r}")
@@ -167,39 +193,41 @@ def _kind_of(mode: int) -> str:
     return "a " + _KINDS.get(stat.S_IFMT(mode), "special file")
 
 
-def _observe(dir_fd: int, name: str, shown_as: str, cap: int) -> RewardFile:
+def _observe(dir_fd: int, name: str, shown_as: str, cap: int) -> ObservedFile:
     # Look before opening: opening a device node as root can have effects of its own, so
     # only what is a regular file when looked at is ever opened.
     try:
         seen = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
-        return RewardFile.missing(shown_as)
+        return ObservedFile.missing(shown_as)
     if stat.S_ISLNK(seen.st_mode):
         target = ""
         with contextlib.suppress(OSError):
             target = os.readlink(name, dir_fd=dir_fd)
-        return RewardFile(shown_as, FileKind.SYMLINK, note=target)
+        return ObservedFile(shown_as, FileKind.SYMLINK, note=target)
     if not stat.S_ISREG(seen.st_mode):
         kind = _KINDS.get(stat.S_IFMT(seen.st_mode), "special file")
-        return RewardFile(shown_as, FileKind.OTHER, size=seen.st_size, note=kind)
+        return ObservedFile(shown_as, FileKind.OTHER, size=seen.st_size, note=kind)
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
     try:
         fd = os.open(name, flags, dir_fd=dir_fd)
     except FileNotFoundError:
-        return RewardFile.missing(shown_as)
+        return ObservedFile.missing(shown_as)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENXIO):
-            return RewardFile(shown_as, FileKind.OTHER, note="replaced while it was read")
+            return ObservedFile(shown_as, FileKind.OTHER, note="replaced while it was read")
         raise
     try:
         info = os.fstat(fd)
         if (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino) or not stat.S_ISREG(
             info.st_mode
         ):
-            return RewardFile(shown_as, FileKind.OTHER, note="replaced while it was read")
+            return ObservedFile(shown_as, FileKind.OTHER, note="replaced while it was read")
         data = os.read(fd, cap + 1)
         if info.st_size > cap or len(data) > cap:
-            return RewardFile(shown_as, FileKind.OVERSIZE, data[:cap], max(info.st_size, len(data)))
-        return RewardFile(shown_as, FileKind.REGULAR, data, info.st_size)
+            return ObservedFile(
+                shown_as, FileKind.OVERSIZE, data[:cap], max(info.st_size, len(data))
+            )
+        return ObservedFile(shown_as, FileKind.REGULAR, data, info.st_size)
     finally:
         os.close(fd)

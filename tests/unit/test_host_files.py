@@ -10,22 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.host_files import NotARegularFile, read_beneath, read_capped, read_regular
-from cleanroom.verifiers.container.reward import FileKind
+from cleanroom.host_files import FileKind, NotARegularFile, read_beneath, read_capped, read_regular
 
 SHOWN = "/logs/verifier/reward.txt"
+CAP = 64 * 1024
 
 
 def test_a_regular_file_is_read(tmp_path: Path) -> None:
     (tmp_path / "reward.txt").write_bytes(b"1\n")
 
-    found = read_capped(tmp_path, "reward.txt", SHOWN)
+    found = read_capped(tmp_path, "reward.txt", SHOWN, CAP)
 
     assert (found.kind, found.data, found.path) == (FileKind.REGULAR, b"1\n", SHOWN)
 
 
 def test_a_missing_file_is_reported_missing(tmp_path: Path) -> None:
-    assert read_capped(tmp_path, "reward.txt", SHOWN).kind is FileKind.MISSING
+    assert read_capped(tmp_path, "reward.txt", SHOWN, CAP).kind is FileKind.MISSING
 
 
 def test_a_symlink_is_reported_and_not_followed(tmp_path: Path) -> None:
@@ -35,7 +35,7 @@ def test_a_symlink_is_reported_and_not_followed(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "reward.txt").symlink_to(outside)
 
-    found = read_capped(folder, "reward.txt", SHOWN)
+    found = read_capped(folder, "reward.txt", SHOWN, CAP)
 
     assert (found.kind, found.data, found.note) == (FileKind.SYMLINK, b"", str(outside))
 
@@ -43,7 +43,7 @@ def test_a_symlink_is_reported_and_not_followed(tmp_path: Path) -> None:
 def test_a_fifo_is_reported_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "reward.txt")
 
-    found = read_capped(tmp_path, "reward.txt", SHOWN)
+    found = read_capped(tmp_path, "reward.txt", SHOWN, CAP)
 
     assert (found.kind, found.note) == (FileKind.OTHER, "fifo")
 
@@ -51,7 +51,7 @@ def test_a_fifo_is_reported_without_blocking(tmp_path: Path) -> None:
 def test_a_directory_is_reported_as_not_a_file(tmp_path: Path) -> None:
     (tmp_path / "reward.txt").mkdir()
 
-    assert read_capped(tmp_path, "reward.txt", SHOWN).note == "directory"
+    assert read_capped(tmp_path, "reward.txt", SHOWN, CAP).note == "directory"
 
 
 def test_a_huge_sparse_file_costs_one_capped_read(tmp_path: Path) -> None:
@@ -71,13 +71,13 @@ def test_a_symlinked_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to(real)
 
     with pytest.raises(OSError):
-        read_capped(tmp_path / "link", "reward.txt", SHOWN)
+        read_capped(tmp_path / "link", "reward.txt", SHOWN, CAP)
 
 
 @pytest.mark.parametrize("name", ["../reward.txt", "a/b", "", ".."])
 def test_only_a_single_file_name_is_accepted(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError):
-        read_capped(tmp_path, name, SHOWN)
+        read_capped(tmp_path, name, SHOWN, CAP)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
@@ -94,7 +94,7 @@ def test_a_device_node_is_reported_and_never_opened(
 
     monkeypatch.setattr(os, "open", watching_open)
 
-    seen = read_capped(tmp_path, "reward.txt", "/logs/verifier/reward.txt")
+    seen = read_capped(tmp_path, "reward.txt", "/logs/verifier/reward.txt", CAP)
 
     assert (seen.kind, seen.note) == (FileKind.OTHER, "character device")
     assert "reward.txt" not in opened

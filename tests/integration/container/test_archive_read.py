@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from cleanroom.core.outcomes import Reason, Status
+from cleanroom.host_files import FileKind
 from cleanroom.redteam.catalogue import by_id
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime, Limits
 from cleanroom.verifiers.container.modes import Mode
-from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind
+from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
 

@@ -16,13 +16,13 @@ import pytest
 import requests
 
 from cleanroom.docker_layer import Docker
+from cleanroom.host_files import FileKind
 from cleanroom.verifiers.container.archive_read import (
     ArchiveReadError,
     kind_of_mode,
     observe,
 )
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
-from cleanroom.verifiers.container.reward import FileKind
 
 PATH = "/logs/verifier/reward.txt"
 REGULAR = 0o644

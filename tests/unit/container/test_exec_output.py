@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from cleanroom.docker_layer import Docker
+from cleanroom.host_files import FileKind
 from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
-from cleanroom.verifiers.container.reward import FileKind
 
 
 class _LateStreamApi:

@@ -8,27 +8,26 @@ import math
 
 import pytest
 
+from cleanroom.host_files import FileKind, ObservedFile
 from cleanroom.verifiers.container.reward import (
     REWARD_CAP_BYTES,
     SHOWN_BYTES,
     BadReward,
-    FileKind,
-    RewardFile,
     parse_reward,
 )
 
 TXT = "/logs/verifier/reward.txt"
 JSON = "/logs/verifier/reward.json"
-NO_JSON = RewardFile.missing(JSON)
-NO_TXT = RewardFile.missing(TXT)
+NO_JSON = ObservedFile.missing(JSON)
+NO_TXT = ObservedFile.missing(TXT)
 
 
-def text(data: bytes) -> RewardFile:
-    return RewardFile(TXT, FileKind.REGULAR, data, len(data))
+def text(data: bytes) -> ObservedFile:
+    return ObservedFile(TXT, FileKind.REGULAR, data, len(data))
 
 
-def js(data: bytes) -> RewardFile:
-    return RewardFile(JSON, FileKind.REGULAR, data, len(data))
+def js(data: bytes) -> ObservedFile:
+    return ObservedFile(JSON, FileKind.REGULAR, data, len(data))
 
 
 @pytest.mark.parametrize(
@@ -202,7 +201,7 @@ def test_a_broken_json_is_never_skipped_for_the_text_file() -> None:
 
 
 def test_an_oversize_reward_is_bad_and_shows_only_its_first_bytes() -> None:
-    huge = RewardFile(TXT, FileKind.OVERSIZE, b"1\n" + b"\0" * 500, 1 << 30)
+    huge = ObservedFile(TXT, FileKind.OVERSIZE, b"1\n" + b"\0" * 500, 1 << 30)
 
     with pytest.raises(BadReward, match=f"1073741824 bytes, over the {REWARD_CAP_BYTES}"):
         parse_reward(NO_JSON, huge)
@@ -214,14 +213,14 @@ def test_a_regular_file_over_the_cap_is_bad_even_if_the_reader_did_not_say_so() 
 
 
 def test_a_symlinked_reward_is_refused_naming_its_target() -> None:
-    link = RewardFile(TXT, FileKind.SYMLINK, note="/etc/passwd")
+    link = ObservedFile(TXT, FileKind.SYMLINK, note="/etc/passwd")
 
     with pytest.raises(BadReward, match="symbolic link to /etc/passwd"):
         parse_reward(NO_JSON, link)
 
 
 def test_a_fifo_reward_is_refused() -> None:
-    fifo = RewardFile(TXT, FileKind.OTHER, note="fifo")
+    fifo = ObservedFile(TXT, FileKind.OTHER, note="fifo")
 
     with pytest.raises(BadReward, match=r"not a regular file \(fifo\)"):
         parse_reward(NO_JSON, fifo)

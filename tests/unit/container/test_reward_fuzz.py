@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cleanroom.verifiers.container.reward import BadReward, FileKind, RewardFile, parse_reward
+from cleanroom.host_files import FileKind, ObservedFile
+from cleanroom.verifiers.container.reward import BadReward, parse_reward
 
 TXT = "/logs/verifier/reward.txt"
 JSON = "/logs/verifier/reward.json"
@@ -25,11 +26,11 @@ json_values = st.recursive(
 )
 
 
-def observe(path: str, data: bytes) -> RewardFile:
-    return RewardFile(path, FileKind.REGULAR, data, len(data))
+def observe(path: str, data: bytes) -> ObservedFile:
+    return ObservedFile(path, FileKind.REGULAR, data, len(data))
 
 
-def parses_or_refuses(json_file: RewardFile, text_file: RewardFile) -> None:
+def parses_or_refuses(json_file: ObservedFile, text_file: ObservedFile) -> None:
     try:
         reward = parse_reward(json_file, text_file)
     except BadReward as bad:
@@ -45,20 +46,20 @@ def parses_or_refuses(json_file: RewardFile, text_file: RewardFile) -> None:
 @settings(max_examples=400)
 @given(st.binary(max_size=256))
 def test_any_bytes_as_reward_txt_give_a_reward_or_bad_reward(data: bytes) -> None:
-    parses_or_refuses(RewardFile.missing(JSON), observe(TXT, data))
+    parses_or_refuses(ObservedFile.missing(JSON), observe(TXT, data))
 
 
 @settings(max_examples=400)
 @given(st.binary(max_size=256))
 def test_any_bytes_as_reward_json_give_a_reward_or_bad_reward(data: bytes) -> None:
-    parses_or_refuses(observe(JSON, data), RewardFile.missing(TXT))
+    parses_or_refuses(observe(JSON, data), ObservedFile.missing(TXT))
 
 
 @settings(max_examples=400)
 @given(json_values)
 def test_any_json_document_gives_a_reward_or_bad_reward(value: object) -> None:
     data = json.dumps(value, allow_nan=True).encode()
-    parses_or_refuses(observe(JSON, data), RewardFile.missing(TXT))
+    parses_or_refuses(observe(JSON, data), ObservedFile.missing(TXT))
 
 
 @settings(max_examples=200)
@@ -67,7 +68,7 @@ def test_any_object_with_a_reward_key_gives_a_reward_or_bad_reward(
     others: dict[str, object], reward: object
 ) -> None:
     data = json.dumps({**others, "reward": reward}, allow_nan=True).encode()
-    parses_or_refuses(observe(JSON, data), RewardFile.missing(TXT))
+    parses_or_refuses(observe(JSON, data), ObservedFile.missing(TXT))
 
 
 @pytest.mark.parametrize(
@@ -83,9 +84,9 @@ def test_any_object_with_a_reward_key_gives_a_reward_or_bad_reward(
 )
 def test_the_red_teams_crash_inputs_are_bad_rewards(data: bytes) -> None:
     with pytest.raises(BadReward):
-        parse_reward(observe(JSON, data), RewardFile.missing(TXT))
+        parse_reward(observe(JSON, data), ObservedFile.missing(TXT))
 
 
 def test_a_number_too_long_for_a_float_as_text_is_a_bad_reward() -> None:
     with pytest.raises(BadReward):
-        parse_reward(RewardFile.missing(JSON), observe(TXT, b"1" + b"0" * 400))
+        parse_reward(ObservedFile.missing(JSON), observe(TXT, b"1" + b"0" * 400))

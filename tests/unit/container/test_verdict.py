@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
+from cleanroom.host_files import FileKind, ObservedFile
 from cleanroom.verifiers.container.modes import Mode
-from cleanroom.verifiers.container.reward import FileKind, RewardFile
 from cleanroom.verifiers.container.tamper import Change, ChangeKind, TamperReport, classify
 from cleanroom.verifiers.container.verdict import (
     AgentFault,
@@ -30,12 +30,12 @@ JSON = "/logs/verifier/reward.json"
 def ran(text: bytes | None, exit_code: int = 0, mode: Mode = Mode.SEALED) -> Evidence:
     """Evidence of a verifier that ran to the end and left ``text`` (None: no file)."""
     found = (
-        RewardFile.missing(TXT)
+        ObservedFile.missing(TXT)
         if text is None
-        else RewardFile(TXT, FileKind.REGULAR, text, len(text))
+        else ObservedFile(TXT, FileKind.REGULAR, text, len(text))
     )
     return Evidence(
-        mode, test_exit_code=exit_code, json_file=RewardFile.missing(JSON), text_file=found
+        mode, test_exit_code=exit_code, json_file=ObservedFile.missing(JSON), text_file=found
     )
 
 
@@ -66,9 +66,9 @@ def test_a_perfect_reward_with_a_failing_exit_is_still_graded_by_the_reward() ->
 
 
 def ran_json(data: bytes) -> Evidence:
-    found = RewardFile(JSON, FileKind.REGULAR, data, len(data))
+    found = ObservedFile(JSON, FileKind.REGULAR, data, len(data))
     return Evidence(
-        Mode.SEALED, test_exit_code=0, json_file=found, text_file=RewardFile.missing(TXT)
+        Mode.SEALED, test_exit_code=0, json_file=found, text_file=ObservedFile.missing(TXT)
     )
 
 

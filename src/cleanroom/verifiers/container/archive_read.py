@@ -17,7 +17,7 @@ import tarfile
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cleanroom.verifiers.container.reward import FileKind, RewardFile
+from cleanroom.host_files import FileKind, ObservedFile
 
 # Go's os.FileMode type bits, as the archive endpoint reports them.
 _MODE_DIR = 1 << 31
@@ -55,7 +55,7 @@ def kind_of_mode(mode: int) -> tuple[FileKind, str]:
     return FileKind.REGULAR, ""
 
 
-def observe(path: str, stat: Mapping[str, Any], chunks: Iterator[bytes], cap: int) -> RewardFile:
+def observe(path: str, stat: Mapping[str, Any], chunks: Iterator[bytes], cap: int) -> ObservedFile:
     """What ``path`` is, from its archive stat and, for a regular file, its first member.
 
     Only a regular file's stream is read, and only up to ``cap + 1`` bytes of content.
@@ -63,9 +63,9 @@ def observe(path: str, stat: Mapping[str, Any], chunks: Iterator[bytes], cap: in
     """
     kind, note = kind_of_mode(int(stat.get("mode", 0)))
     if kind is FileKind.SYMLINK:
-        return RewardFile(path, kind, note=str(stat.get("linkTarget", "")))
+        return ObservedFile(path, kind, note=str(stat.get("linkTarget", "")))
     if kind is not FileKind.REGULAR:
-        return RewardFile(path, kind, size=_int(stat.get("size")), note=note)
+        return ObservedFile(path, kind, size=_int(stat.get("size")), note=note)
     stream = _ChunkStream(chunks, cap + 1 + HEADROOM_BYTES)
     try:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
@@ -73,7 +73,7 @@ def observe(path: str, stat: Mapping[str, Any], chunks: Iterator[bytes], cap: in
             if member is None:
                 raise ArchiveReadError(f"the archive of {path} is empty")
             if not member.isreg():
-                return RewardFile(path, FileKind.OTHER, note="replaced while it was read")
+                return ObservedFile(path, FileKind.OTHER, note="replaced while it was read")
             body = tar.extractfile(member)
             data = body.read(cap + 1) if body is not None else b""
     except (tarfile.TarError, EOFError, OSError) as exc:
@@ -81,8 +81,8 @@ def observe(path: str, stat: Mapping[str, Any], chunks: Iterator[bytes], cap: in
     if len(data) < min(member.size, cap + 1):
         raise ArchiveReadError(f"{len(data)} bytes of {path} came back of {member.size}")
     if member.size > cap:
-        return RewardFile(path, FileKind.OVERSIZE, data[:cap], member.size)
-    return RewardFile(path, FileKind.REGULAR, data, member.size)
+        return ObservedFile(path, FileKind.OVERSIZE, data[:cap], member.size)
+    return ObservedFile(path, FileKind.REGULAR, data, member.size)
 
 
 def _int(value: object) -> int | None:

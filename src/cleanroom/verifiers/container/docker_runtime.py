@@ -33,10 +33,11 @@ from cleanroom.docker_layer import (
     ImageBuildFailed,
     anonymous_volume,
 )
+from cleanroom.host_files import FileKind, ObservedFile
 from cleanroom.verifiers.container import archive_read, overlay, state_archive
 from cleanroom.verifiers.container.compose import MAIN, Service
 from cleanroom.verifiers.container.links import Entry, EntryKind
-from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
+from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.tamper import Change, ChangeKind, Diff
 from cleanroom.verifiers.container.task import (
     ARTIFACTS_DIR,
@@ -806,7 +807,7 @@ class DockerRuntime:
             container, argv, user=user, env=env, workdir=workdir, timeout=timeout, cap=cap
         )
 
-    def read_file(self, container: str, path: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:
+    def read_file(self, container: str, path: str, cap: int = REWARD_CAP_BYTES) -> ObservedFile:
         """Observe a file in a container through the Docker archive API: nothing runs in
         the container, links are reported and not followed, a FIFO, socket, device or
         folder is reported from its stat alone, and at most ``cap + 1`` bytes are read.
@@ -823,12 +824,12 @@ class DockerRuntime:
                 answered = exc.status is not None
                 # A path under a file (ENOTDIR) names nothing, as for a program that looks.
                 if exc.status == 404 or (answered and _NOT_A_FOLDER in str(exc)):
-                    return RewardFile.missing(path)
+                    return ObservedFile.missing(path)
                 # Links that lead back to themselves or further than a path can go are
                 # what the agent left, not a fault of the daemon's.
                 for words, note in _UNREACHABLE.items():
                     if answered and words in str(exc):
-                        return RewardFile(path, FileKind.OTHER, note=note)
+                        return ObservedFile(path, FileKind.OTHER, note=note)
                 raise
             try:
                 return archive_read.observe(path, stat, chunks, cap)
@@ -840,7 +841,7 @@ class DockerRuntime:
 
     def read_file_in_container(
         self, container: str, path: str, cap: int = REWARD_CAP_BYTES
-    ) -> RewardFile:
+    ) -> ObservedFile:
         """Observe a file the naive way, by running ``sh``, ``stat`` and ``head`` in the
         container as uid 0 (following links as a program would). Only the ``shared``
         baseline reads so: a program the agent replaced answers for the file.
@@ -855,7 +856,7 @@ class DockerRuntime:
                 return observed
         raise RuntimeUnavailable(f"reading {path}: {short} in {_READ_ATTEMPTS} attempts")
 
-    def _read_once(self, container: str, path: str, cap: int) -> tuple[RewardFile, str]:
+    def _read_once(self, container: str, path: str, cap: int) -> tuple[ObservedFile, str]:
         result = self.exec(
             container,
             ["sh", "-c", _READ_SCRIPT, "read", path, str(cap + 1)],
@@ -866,12 +867,12 @@ class DockerRuntime:
         )
         if result.timed_out:
             note = f"reading it took over {_READ_TIMEOUT_S} s"
-            return RewardFile(path, FileKind.OTHER, note=note), ""
+            return ObservedFile(path, FileKind.OTHER, note=note), ""
         if result.exit_code == 3:
-            return RewardFile.missing(path), ""
+            return ObservedFile.missing(path), ""
         if result.exit_code == 4:
             note = result.stderr.decode(errors="replace").strip()
-            return RewardFile(path, FileKind.OTHER, note=note), ""
+            return ObservedFile(path, FileKind.OTHER, note=note), ""
         if result.exit_code != 0:
             raise RuntimeUnavailable(
                 f"reading {path} exited {result.exit_code}: {result.output[-500:]!r}"
@@ -879,14 +880,14 @@ class DockerRuntime:
         size = _int_or_none(result.stderr.decode(errors="replace").strip())
         data = result.stdout
         if size is None:
-            return RewardFile(path, FileKind.REGULAR, data), "no size came back"
+            return ObservedFile(path, FileKind.REGULAR, data), "no size came back"
         if len(data) < min(size, cap + 1):
-            return RewardFile(path, FileKind.REGULAR, data), (
+            return ObservedFile(path, FileKind.REGULAR, data), (
                 f"{len(data)} bytes came back of {size}"
             )
         if len(data) > cap or size > cap:
-            return RewardFile(path, FileKind.OVERSIZE, data[:cap], max(size, len(data))), ""
-        return RewardFile(path, FileKind.REGULAR, data, size), ""
+            return ObservedFile(path, FileKind.OVERSIZE, data[:cap], max(size, len(data))), ""
+        return ObservedFile(path, FileKind.REGULAR, data, size), ""
 
 
 def _network_options(

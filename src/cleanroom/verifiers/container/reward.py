@@ -2,7 +2,7 @@
 finite number in [0, 1], or the rollout is invalid.
 
 Readers (on the host in sealed mode, through the Docker archive API in the other modes)
-only observe what is at the reward paths and hand a `RewardFile` here; this module alone
+only observe what is at the reward paths and hand a `ObservedFile` here; this module alone
 decides whether those bytes are a reward. ``reward.json`` wins over ``reward.txt`` when it
 exists in any form, as in Harbor, so a planted or broken JSON file is never skipped in
 favour of the text file.
@@ -30,37 +30,13 @@ import json
 import math
 import reprlib
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
+
+from cleanroom.host_files import FileKind, ObservedFile
 
 REWARD_CAP_BYTES = 64 * 1024
 SHOWN_BYTES = 256
 PRIMARY_METRIC = "reward"
-
-
-class FileKind(StrEnum):
-    """What a reader found at a reward path."""
-
-    MISSING = "missing"
-    REGULAR = "regular"
-    OVERSIZE = "oversize"  # a regular file over the size cap; ``data`` holds its first bytes
-    SYMLINK = "symlink"  # refused: readers never follow links
-    OTHER = "other"  # a FIFO, directory, device or socket; ``note`` says which
-
-
-@dataclass(frozen=True)
-class RewardFile:
-    """One observation of one reward path, made without trusting what is there."""
-
-    path: str
-    kind: FileKind
-    data: bytes = b""
-    size: int | None = None
-    note: str = ""
-
-    @classmethod
-    def missing(cls, path: str) -> RewardFile:
-        return cls(path, FileKind.MISSING)
 
 
 @dataclass(frozen=True)
@@ -94,7 +70,7 @@ class BadReward(Exception):
         return text.encode("unicode_escape").decode("ascii")
 
 
-def parse_reward(json_file: RewardFile, text_file: RewardFile) -> Reward | None:
+def parse_reward(json_file: ObservedFile, text_file: ObservedFile) -> Reward | None:
     """The reward these observations hold, None when neither file exists, or `BadReward`."""
     if json_file.kind is not FileKind.MISSING:
         return _parse_json(_content(json_file), json_file.path)
@@ -103,7 +79,7 @@ def parse_reward(json_file: RewardFile, text_file: RewardFile) -> Reward | None:
     return None
 
 
-def _content(observed: RewardFile) -> bytes:
+def _content(observed: ObservedFile) -> bytes:
     if observed.kind is FileKind.REGULAR:
         if len(observed.data) > REWARD_CAP_BYTES:
             raise BadReward(observed.path, _oversize(len(observed.data)), observed.data)

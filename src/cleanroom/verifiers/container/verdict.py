@@ -20,8 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cleanroom.core.outcomes import Outcome, Reason, Status
+from cleanroom.host_files import ObservedFile
 from cleanroom.verifiers.container.modes import Mode
-from cleanroom.verifiers.container.reward import BadReward, RewardFile, parse_reward
+from cleanroom.verifiers.container.reward import BadReward, parse_reward
 from cleanroom.verifiers.container.tamper import TamperReport
 from cleanroom.verifiers.container.witness import WitnessReport
 
@@ -48,8 +49,8 @@ class Evidence:
     tamper: TamperReport | None = None
     timed_out: str | None = None
     test_exit_code: int | None = None
-    json_file: RewardFile | None = None
-    text_file: RewardFile | None = None
+    json_file: ObservedFile | None = None
+    text_file: ObservedFile | None = None
     # What the runner witness saw of test.sh's pytest runs (sealed only).
     witness: WitnessReport | None = None
     details: dict[str, Any] = field(default_factory=dict)

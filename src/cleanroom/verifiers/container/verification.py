@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cleanroom.core.outcomes import Outcome, Reason
-from cleanroom.host_files import read_capped, remove_tree
+from cleanroom.host_files import FileKind, ObservedFile, read_capped, remove_tree
 from cleanroom.verifiers.container import artifacts, links
 from cleanroom.verifiers.container.compose import MAIN
 from cleanroom.verifiers.container.docker_runtime import (
@@ -40,7 +40,7 @@ from cleanroom.verifiers.container.docker_runtime import (
 from cleanroom.verifiers.container.healthcheck import Attempt, wait_healthy
 from cleanroom.verifiers.container.links import Entry, EntryKind, Resolution
 from cleanroom.verifiers.container.modes import plan
-from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES, FileKind, RewardFile
+from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.sidecars import SidecarGroup
 from cleanroom.verifiers.container.state_archive import StateArchiveError
 from cleanroom.verifiers.container.tamper import (
@@ -347,12 +347,12 @@ class Verification:
             self.ev.json_file = self._read_in_place(ctr, self.vcfg.reward_json_path)
             self.ev.text_file = self._text_reward_in(ctr)
 
-    def _text_reward_in(self, ctr: str) -> RewardFile:
+    def _text_reward_in(self, ctr: str) -> ObservedFile:
         if self.ev.json_file is not None and self.ev.json_file.kind is not FileKind.MISSING:
-            return RewardFile.missing(self.vcfg.reward_path)  # JSON wins; text is not read
+            return ObservedFile.missing(self.vcfg.reward_path)  # JSON wins; text is not read
         return self._read_in_place(ctr, self.vcfg.reward_path)
 
-    def _read_in_place(self, ctr: str, path: str, cap: int = REWARD_CAP_BYTES) -> RewardFile:
+    def _read_in_place(self, ctr: str, path: str, cap: int = REWARD_CAP_BYTES) -> ObservedFile:
         # Through the archive API, so no program of the container's answers; the red
         # team's control for a trojaned reader asks for the container's own programs.
         if self.options.in_container_reader:
@@ -635,8 +635,12 @@ class Verification:
             self.rt.kill(vctr)
             reward_dir = folders.reward
             json_path, text_path = self.vcfg.reward_paths
-            self.ev.json_file = read_capped(reward_dir, posixpath.basename(json_path), json_path)
-            self.ev.text_file = read_capped(reward_dir, posixpath.basename(text_path), text_path)
+            self.ev.json_file = read_capped(
+                reward_dir, posixpath.basename(json_path), json_path, REWARD_CAP_BYTES
+            )
+            self.ev.text_file = read_capped(
+                reward_dir, posixpath.basename(text_path), text_path, REWARD_CAP_BYTES
+            )
             touched = written_after(reward_dir, self.vcfg.reward_paths, self.test_ended_ns)
             if self.plan.freezes_agent:
                 self.ev.witness = read_witness(folders.witness, self.agent_paths)

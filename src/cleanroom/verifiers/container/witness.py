@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cleanroom.host_files import read_capped
-from cleanroom.verifiers.container.reward import FileKind
+from cleanroom.host_files import FileKind, read_capped
 from cleanroom.verifiers.container.tamper import under
 
 # One witness file per pytest process; more than this many is not read.
