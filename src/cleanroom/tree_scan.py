@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, _hit, _matches, scan_spans
+from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, hits_in, scan_spans
 from cleanroom.host_files import OPEN_FILE_NOFOLLOW, OPEN_FOLDER_NOFOLLOW
 
 _OVERLAP = TOKEN_MAX_LEN + 1
@@ -122,14 +122,14 @@ def _scan_stream(
         while end < cap:
             got = os.readv(fd, [buf[end:cap]])
             if not got:
-                hits.extend(_hit(m, source, base) for m in _matches(buf[:end], pos))
+                hits.extend(hits_in(buf[:end], source, base, pos))
                 return hits
             end += got
         cut = end - _OVERLAP
-        for m in _matches(buf[:end], pos):
-            if m.start() >= cut:
+        for hit in hits_in(buf[:end], source, base, pos):
+            if hit.offset - base >= cut:
                 break
-            hits.append(_hit(m, source, base))
+            hits.append(hit)
         keep = cut - 1  # one byte before the cut keeps the glued-word check honest
         buf[: end - keep] = buf[keep:end]
         end, base, pos = end - keep, base + keep, cut - keep

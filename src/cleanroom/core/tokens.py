@@ -203,6 +203,14 @@ _ENGINE = _load_engine()
 _HS_MIN_BYTES = 4096
 
 
+def hits_in(buf: Buffer, source: str, base: int = 0, pos: int = 0) -> Iterator[TokenHit]:
+    """Every token in ``buf`` that starts at or after ``pos``, in order, found as
+    `scan_spans` finds them; an offset is ``base`` plus the token's place in ``buf`` (a
+    buffer that holds a file's bytes from offset ``base`` on)."""
+    for m in _matches(buf, pos):
+        yield _hit(m, source, base)
+
+
 def _matches(buf: Buffer, pos: int = 0) -> Iterator[re.Match[bytes]]:
     """Confirmed token matches in ``buf`` starting at or after ``pos``, in order; the
     bytes before ``pos`` are context (a token right after a word is glued to it)."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cleanroom.environments.session.template import DESKTOP_SKELETON
 from cleanroom.guests.base import (
-    DESKTOP_SKELETON,
     CommandNotStarted,
     ExecResult,
     Guest,

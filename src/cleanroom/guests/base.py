@@ -16,18 +16,6 @@ from typing import Any
 
 Command = str | list[str]
 
-# The folders a fresh desktop account has (xdg-user-dirs), as on OSWorld's VM user.
-DESKTOP_SKELETON: tuple[str, ...] = (
-    "Desktop",
-    "Documents",
-    "Downloads",
-    "Music",
-    "Pictures",
-    "Public",
-    "Templates",
-    "Videos",
-)
-
 
 class GuestError(Exception):
     """The guest could not be reached or used: daemon down, container gone, no permission."""

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from cleanroom.docker_layer import Docker, DockerError
+from cleanroom.environments.session.template import DESKTOP_SKELETON
 from cleanroom.guests.base import (
-    DESKTOP_SKELETON,
     Command,
     CommandNotStarted,
     ExecResult,

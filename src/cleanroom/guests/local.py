@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cleanroom.environments.session.template import DESKTOP_SKELETON
 from cleanroom.guests.base import (
-    DESKTOP_SKELETON,
     Command,
     CommandNotStarted,
     ExecResult,

@@ -11,7 +11,19 @@ import shutil
 from pathlib import Path
 
 from cleanroom.environments.session.odt import empty_odt
-from cleanroom.guests.base import DESKTOP_SKELETON
+
+# The folders a fresh desktop account has (xdg-user-dirs), as on OSWorld's VM user.
+DESKTOP_SKELETON: tuple[str, ...] = (
+    "Desktop",
+    "Documents",
+    "Downloads",
+    "Music",
+    "Pictures",
+    "Public",
+    "Templates",
+    "Videos",
+)
+
 
 DOCUMENT = "Documents/notes.odt"
 LIBREOFFICE_PROFILE = ".config/cleanroom-libreoffice"
