@@ -25,6 +25,8 @@ import docker
 import docker.errors
 import requests
 
+from cleanroom.exec_result import ExecResult
+
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 OUTPUT_CAP_BYTES = 256 * 1024
 _POLL_S = 0.05
@@ -78,24 +80,6 @@ def anonymous_volume(target: str, empty: bool = False) -> Any:
     container when that is removed with its volumes. Docker fills a new volume with what
     the image holds at ``target``, unless ``empty``."""
     return docker.types.Mount(target, None, type="volume", no_copy=empty)
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    """What one command in a container did.
-
-    ``exit_code`` is None when the command was still running at its time limit
-    (``timed_out``) or the daemon never said how it ended. ``output`` is stdout and
-    stderr interleaved as they arrived.
-    """
-
-    exit_code: int | None
-    stdout: bytes = b""
-    stderr: bytes = b""
-    output: bytes = b""
-    timed_out: bool = False
-    seconds: float = 0.0
-    exec_id: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from cleanroom.environments.session.template import DESKTOP_SKELETON
 from cleanroom.guests.base import (
     CommandNotStarted,
-    ExecResult,
     Guest,
     GuestError,
     GuestTimeout,
@@ -74,7 +73,6 @@ __all__ = [
     "DESKTOP_SKELETON",
     "GUEST_SPECS",
     "CommandNotStarted",
-    "ExecResult",
     "Guest",
     "GuestError",
     "GuestTimeout",

@@ -10,9 +10,10 @@ from __future__ import annotations
 import posixpath
 import shlex
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+
+from cleanroom.exec_result import ExecResult
 
 Command = str | list[str]
 
@@ -41,16 +42,6 @@ class CommandNotStarted(GuestError):
 
 class UnknownGuestKind(ValueError):
     """A guest spec names a kind of guest that does not exist."""
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    """What one finished command produced: exit code, raw output bytes and wall time."""
-
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-    duration_s: float
 
 
 def to_argv(command: Command, *, shell: bool) -> list[str]:

@@ -19,10 +19,10 @@ from typing import Any
 
 from cleanroom.docker_layer import Docker, DockerError
 from cleanroom.environments.session.template import DESKTOP_SKELETON
+from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import (
     Command,
     CommandNotStarted,
-    ExecResult,
     Guest,
     GuestError,
     GuestTimeout,
@@ -93,15 +93,15 @@ class DockerGuest(Guest):
     def _ensure_home(self) -> None:
         """A missing home is created with the desktop skeleton, as a fresh account has."""
         probe = self._run(["test", "-d", self._home], _SHORT_S, self._user, "/")
-        if probe.returncode == 0:
+        if probe.exit_code == 0:
             return
         folders = [self._home] + [posixpath.join(self._home, d) for d in DESKTOP_SKELETON]
         made = self._run(["mkdir", "-p", *folders], _SHORT_S, "0", "/")
-        if made.returncode != 0:
+        if made.exit_code != 0:
             raise GuestError(f"could not create home {self._home}: {made.stderr.decode()}")
         uid, gid = self._user_ids()
         owned = self._run(["chown", f"{uid}:{gid}", *folders], _SHORT_S, "0", "/")
-        if owned.returncode != 0:
+        if owned.exit_code != 0:
             raise GuestError(f"could not chown home {self._home}: {owned.stderr.decode()}")
 
     def _user_ids(self) -> tuple[int, int]:
@@ -138,7 +138,7 @@ class DockerGuest(Guest):
             raise CommandNotStarted(argv, result.stdout.decode(errors="replace").strip())
         if result.exit_code is None:
             raise ContainerUnavailable(f"the daemon never said how {argv[0]} in {self._name} ended")
-        return ExecResult(result.exit_code, result.stdout, result.stderr, result.seconds)
+        return result
 
     def _kill_exec(self, exec_id: str) -> None:
         pid = 0
@@ -209,7 +209,7 @@ class DockerGuest(Guest):
         target = resolve_path(path, self._home)
         folder = posixpath.dirname(target)
         made = self._run(["mkdir", "-p", folder], _SHORT_S, self._user, "/")
-        if made.returncode != 0:
+        if made.exit_code != 0:
             raise GuestError(f"cannot create {folder}: {made.stderr.decode(errors='replace')}")
         uid, gid = self._user_ids()
         buf = io.BytesIO()

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.environments.session.template import DESKTOP_SKELETON
+from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import (
     Command,
     CommandNotStarted,
-    ExecResult,
     Guest,
     GuestError,
     GuestTimeout,
@@ -167,7 +167,9 @@ class LocalGuest(Guest):
         except subprocess.TimeoutExpired:
             self._kill_group(proc)
             raise GuestTimeout(command, timeout) from None
-        return ExecResult(proc.returncode, out, err, time.monotonic() - started)
+        return ExecResult(
+            exit_code=proc.returncode, stdout=out, stderr=err, seconds=time.monotonic() - started
+        )
 
     def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
         # The command leads its own session, so the group holds every child it started.

@@ -69,7 +69,7 @@ def test_what_is_no_regular_file_reads_as_missing_and_never_blocks(
 def test_exit_code_and_stderr_are_reported_as_they_are(home: Path) -> None:
     with open_guest("local", home=str(home)) as guest:
         result = guest.exec("echo oops >&2; exit 3", shell=True, timeout=10)
-    assert (result.returncode, result.stdout, result.stderr) == (3, b"", b"oops\n")
+    assert (result.exit_code, result.stdout, result.stderr) == (3, b"", b"oops\n")
 
 
 def test_a_missing_program_is_command_not_started(home: Path) -> None:

@@ -63,7 +63,7 @@ def test_non_root_desktop_user_renames_with_the_same_outcome(
         assert run.setup() is None
         moved = guest.exec(f"mv ~/{OLD} ~/{NEW}", shell=True, timeout=10)
         outcome = run.check()
-    assert moved.returncode == 0, moved.stderr
+    assert moved.exit_code == 0, moved.stderr
     assert outcome.status is Status.SUCCESS
 
 

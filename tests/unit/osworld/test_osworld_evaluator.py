@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from cleanroom.core.outcomes import Reason, Status
+from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import (
     Command,
     CommandNotStarted,
-    ExecResult,
     Guest,
     GuestError,
     GuestTimeout,
@@ -45,8 +45,8 @@ class ScriptedGuest(Guest):
         if isinstance(answer, Exception):
             raise answer
         if isinstance(answer, tuple):
-            return ExecResult(0, answer[0], answer[1], 0.0)
-        return ExecResult(0, answer, b"", 0.0)
+            return ExecResult(exit_code=0, stdout=answer[0], stderr=answer[1])
+        return ExecResult(exit_code=0, stdout=answer)
 
     def spawn(self, command: Command, *, shell: bool, user: str | None = None) -> None:
         self.ran.append((command, shell))
@@ -374,7 +374,7 @@ def test_until_polls_until_the_condition_holds(settings: CheckSettings) -> None:
         def exec(
             self, command: Command, *, shell: bool, timeout: float, user: str | None = None
         ) -> ExecResult:
-            return ExecResult(0, next(answers), b"", 0.0)
+            return ExecResult(exit_code=0, stdout=next(answers))
 
     step = {
         "type": "execute",

@@ -29,10 +29,10 @@ from cleanroom.docker_layer import (
     OUTPUT_CAP_BYTES,
     Docker,
     DockerError,
-    ExecResult,
     ImageBuildFailed,
     anonymous_volume,
 )
+from cleanroom.exec_result import ExecResult
 from cleanroom.host_files import FileKind, ObservedFile
 from cleanroom.verifiers.container import archive_read, overlay, state_archive
 from cleanroom.verifiers.container.compose import MAIN, Service

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cleanroom.core.outcomes import Outcome, Reason
+from cleanroom.exec_result import ExecResult
 from cleanroom.host_files import FileKind, ObservedFile, read_capped, remove_tree
 from cleanroom.verifiers.container import artifacts, links
 from cleanroom.verifiers.container.compose import MAIN
 from cleanroom.verifiers.container.docker_runtime import (
     DockerRuntime,
-    ExecResult,
     ImageBuildFailed,
     Limits,
     RuntimeUnavailable,

@@ -261,7 +261,7 @@ class TaskRun:
             record["duration_s"] = round(time.monotonic() - started, 3)
             if ctx.exec_log:
                 last = ctx.exec_log[-1]
-                record["returncode"] = last.returncode
+                record["returncode"] = last.exit_code
                 if last.stderr and spec.type != "vm_command_error":
                     record["stderr"] = excerpt(last.stderr.decode("utf-8", "replace"), 1000)
         record["value"] = shape_value(value)

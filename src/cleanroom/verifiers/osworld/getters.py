@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cleanroom.guests.base import ExecResult, Guest
+from cleanroom.exec_result import ExecResult
+from cleanroom.guests.base import Guest
 from cleanroom.verifiers.osworld.cached_file import CachedFile
 from cleanroom.verifiers.osworld.commands import BadCommand, decode_output, guest_command
 from cleanroom.verifiers.osworld.download import DownloadError, fetch

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cleanroom.guests.base import CommandNotStarted, ExecResult, Guest, GuestError, GuestTimeout
+from cleanroom.exec_result import ExecResult
+from cleanroom.guests.base import CommandNotStarted, Guest, GuestError, GuestTimeout
 from cleanroom.lifecycle import wait_until
 from cleanroom.verifiers.osworld.commands import (
     BadCommand,
@@ -89,16 +90,16 @@ StepHandler = Callable[[StepContext, dict[str, Any]], dict[str, Any]]
 
 def _exec_record(result: ExecResult) -> dict[str, Any]:
     return {
-        "returncode": result.returncode,
+        "returncode": result.exit_code,
         "stdout": excerpt(decode_output(result.stdout), 1000),
         "stderr": excerpt(decode_output(result.stderr), 1000),
-        "duration_s": round(result.duration_s, 3),
+        "duration_s": round(result.seconds, 3),
     }
 
 
 def _until_met(until: dict[str, Any], result: ExecResult) -> bool:
     return (
-        ("returncode" in until and result.returncode == until["returncode"])
+        ("returncode" in until and result.exit_code == until["returncode"])
         or ("stdout" in until and until["stdout"] in decode_output(result.stdout))
         or ("stderr" in until and until["stderr"] in decode_output(result.stderr))
     )

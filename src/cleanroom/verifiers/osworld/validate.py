@@ -111,7 +111,7 @@ def _act(guest: Guest, command: str, timeout: float) -> tuple[dict[str, Any], st
         return {"command": command, "error": str(exc)}, str(exc)
     record = {
         "command": command,
-        "returncode": result.returncode,
+        "returncode": result.exit_code,
         "stdout": excerpt(decode_output(result.stdout), 1000),
         "stderr": excerpt(decode_output(result.stderr), 1000),
     }
