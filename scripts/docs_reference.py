@@ -190,8 +190,8 @@ def isolation_checks_page() -> str:
     from cleanroom.environments.leaky_setups import Leak
     from cleanroom.isolation import checks as checks_module
     from cleanroom.isolation.checks import CHECKS
-    from cleanroom.isolation.controls.faults import Fault
     from cleanroom.isolation.controls.matrix import setups_of
+    from cleanroom.isolation.fault import Fault
 
     out = _page(
         "Isolation checks",
@@ -226,7 +226,12 @@ def isolation_checks_page() -> str:
         "Each removes one protection of the pool itself, on an otherwise isolated pool "
         f"(`Fault` in `{_source_of(Fault)}`).\n\n" + _head("setup", "proves")
     )
-    out += [_row(_code("fault:" + f.value), _code(f.test)) for f in Fault]
+    out += [
+        _row(_code("fault:" + f.value), _code(c.name))
+        for f in Fault
+        for c in CHECKS.values()
+        if f in c.faults
+    ]
     return "".join(out)
 
 

@@ -26,6 +26,7 @@ from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.pool.pool import Pool
+from cleanroom.isolation.fault import Fault
 from cleanroom.store.rundb import LatencySample, RunStore
 from cleanroom.verify_server.client import VerifyClient
 
@@ -99,8 +100,10 @@ class IsolationCheck(ABC):
     name: ClassVar[str]
     number: ClassVar[int]
     schedule: ClassVar[Schedule]
-    # The leaky setups under which this test must report cross: its positive controls.
+    # The leaky setups and the faults under which this test must report cross: its
+    # positive controls, declared here and nowhere else.
     detects: ClassVar[tuple[Leak, ...]]
+    faults: ClassVar[tuple[Fault, ...]] = ()
     # The programs every acting environment must run for this test (a pool without one
     # makes its trials lost); whoever builds a pool for a set of tests takes the union.
     needs: ClassVar[tuple[str, ...]] = ()

@@ -21,7 +21,8 @@ from cleanroom.isolation.battery import TrialContext, run_test
 from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck
 from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteCheck
 from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
-from cleanroom.isolation.controls.faults import Fault, with_fault
+from cleanroom.isolation.controls.faults import with_fault
+from cleanroom.isolation.fault import Fault
 
 from ..conftest import assert_all_clean, isolated_trials, require_desktop_stack, row_results
 

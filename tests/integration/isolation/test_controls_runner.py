@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cleanroom.isolation.checks import CHECKS
-from cleanroom.isolation.controls.faults import Fault
 from cleanroom.isolation.controls.matrix import ISOLATED, fault_setup, run_controls
+from cleanroom.isolation.fault import Fault
 from cleanroom.store.rundb import RunStore
 
 from ..conftest import require_desktop_stack

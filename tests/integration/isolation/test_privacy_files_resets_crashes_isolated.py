@@ -25,7 +25,8 @@ from cleanroom.isolation.checks.noisy_neighbor import NoisyNeighborCheck
 from cleanroom.isolation.checks.observation_privacy import ObservationPrivacyCheck
 from cleanroom.isolation.checks.reset_during_write import ResetDuringWriteCheck
 from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
-from cleanroom.isolation.controls.faults import Fault, with_fault
+from cleanroom.isolation.controls.faults import with_fault
+from cleanroom.isolation.fault import Fault
 
 from ..conftest import assert_all_clean, isolated_trials, require_desktop_stack, row_results
 

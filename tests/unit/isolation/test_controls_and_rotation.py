@@ -12,7 +12,6 @@ from cleanroom.isolation.checks.files_and_prefs import FilesAndPrefsCheck
 from cleanroom.isolation.checks.modifier_leak import ModifierLeakCheck, phase_rows, rotation
 from cleanroom.isolation.checks.observation_privacy import DURATION_S, ObservationPrivacyCheck
 from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
-from cleanroom.isolation.controls.faults import Fault
 from cleanroom.isolation.controls.matrix import (
     ISOLATED,
     Cell,
@@ -27,6 +26,7 @@ from cleanroom.isolation.controls.matrix import (
     setup_programs,
     setups_of,
 )
+from cleanroom.isolation.fault import Fault
 
 BYPASS = fault_setup(Fault.GENERATION_CHECK_BYPASSED)
 

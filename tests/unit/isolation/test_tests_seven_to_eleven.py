@@ -20,7 +20,8 @@ from cleanroom.isolation.checks import CHECKS
 from cleanroom.isolation.checks.files_and_prefs import write_command
 from cleanroom.isolation.checks.observation_privacy import PAGE_COLOURS, is_actor, page_colour
 from cleanroom.isolation.checks.reset_during_write import clipboard_missing
-from cleanroom.isolation.controls.faults import Fault, bypass_generation_check
+from cleanroom.isolation.controls.faults import bypass_generation_check
+from cleanroom.isolation.fault import Fault
 
 EXPECTED = {
     "observation_privacy": (7, Schedule(window=1, soak=1), {Leak.SHARED_DISPLAY}),
@@ -64,8 +65,12 @@ def test_the_writers_command_puts_each_token_in_its_own_place() -> None:
     assert "> '/h/.config/lo/user/config/files-and-prefs.soc'" in cmd
 
 
-def test_every_fault_names_the_test_it_proves() -> None:
-    assert {f.test for f in Fault} == {"stale_generation", "crash_blast_radius"}
+def test_every_fault_is_declared_by_exactly_one_check() -> None:
+    declared = {f: [c.name for c in CHECKS.values() if f in c.faults] for f in Fault}
+    assert declared == {
+        Fault.GENERATION_CHECK_BYPASSED: ["stale_generation"],
+        Fault.CRASH_HITS_BYSTANDER: ["crash_blast_radius"],
+    }
     assert all(f.description for f in Fault)
 
 

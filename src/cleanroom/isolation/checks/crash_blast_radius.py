@@ -36,6 +36,7 @@ from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.environments.session.processes import kill_uid
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.latency import LatencyTimer
+from cleanroom.isolation.fault import Fault
 from cleanroom.lifecycle import wait_until
 
 NAME = "crash_blast_radius"
@@ -65,6 +66,7 @@ class CrashBlastRadiusCheck(IsolationCheck):
         Leak.SHARED_RUNTIME_DIR,
         Leak.SHARED_HOME,
     )
+    faults: ClassVar[tuple[Fault, ...]] = (Fault.CRASH_HITS_BYSTANDER,)
     # Any program will do: its death is what shows a blast radius (a bystander running
     # only its display leaves the fault `kill_with_bystander` nothing to hit).
     needs: ClassVar[tuple[str, ...]] = ("terminal",)

@@ -24,6 +24,7 @@ from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.actions import Click
 from cleanroom.environments.pool.generations import read_action_log
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
+from cleanroom.isolation.fault import Fault
 
 NAME = "stale_generation"
 RACING_CLICKS = 4
@@ -38,6 +39,7 @@ class StaleGenerationCheck(IsolationCheck):
     number: ClassVar[int] = 10
     schedule: ClassVar[Schedule] = Schedule(window=20, soak=100)
     detects: ClassVar[tuple[Leak, ...]] = ()
+    faults: ClassVar[tuple[Fault, ...]] = (Fault.GENERATION_CHECK_BYPASSED,)
 
     def pairs(self, ctx: TrialContext) -> list[tuple[str, str]]:
         """From each acting environment's old generation to its new one."""

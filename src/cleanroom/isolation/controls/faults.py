@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import StrEnum
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.environments.pool.generations import GenerationBook
@@ -21,32 +20,7 @@ from cleanroom.environments.session.processes import kill_pids
 from cleanroom.isolation.battery import IsolationCheck
 from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck, kill_environment
 from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
-
-
-class Fault(StrEnum):
-    """A protection of the pool removed on purpose, named by the test it proves."""
-
-    GENERATION_CHECK_BYPASSED = "generation-check-bypassed"
-    CRASH_HITS_BYSTANDER = "crash-hits-bystander"
-
-    @property
-    def description(self) -> str:
-        return _DESCRIPTIONS[self]
-
-    @property
-    def test(self) -> str:
-        """The isolation test this fault is the positive control of."""
-        return _TESTS[self]
-
-
-_DESCRIPTIONS = {
-    Fault.GENERATION_CHECK_BYPASSED: "the pool applies actions aimed at any generation",
-    Fault.CRASH_HITS_BYSTANDER: "a crash of one environment also kills another's programs",
-}
-_TESTS = {
-    Fault.GENERATION_CHECK_BYPASSED: StaleGenerationCheck.name,
-    Fault.CRASH_HITS_BYSTANDER: CrashBlastRadiusCheck.name,
-}
+from cleanroom.isolation.fault import Fault
 
 
 class UncheckedGenerationBook(GenerationBook):

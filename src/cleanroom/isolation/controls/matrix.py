@@ -28,7 +28,8 @@ from cleanroom.environments.pool.pool import DEFAULT_ROOT, Pool, PoolConfig
 from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.isolation.checks import observing_for
 from cleanroom.isolation.checks.observation_privacy import DURATION_S, ObservationPrivacyCheck
-from cleanroom.isolation.controls.faults import Fault, with_fault
+from cleanroom.isolation.controls.faults import with_fault
+from cleanroom.isolation.fault import Fault
 from cleanroom.store.rundb import LeakyControlResult, RunStore
 from cleanroom.verify_server.client import VerifyClient
 from cleanroom.verify_server.process import VerifyServerProcess
@@ -56,7 +57,7 @@ def setup_fault(setup: str) -> Fault | None:
 
 def faults_of(test: IsolationCheck) -> list[Fault]:
     """The deliberate faults that are positive controls of ``test``."""
-    return [f for f in Fault if f.test == test.name]
+    return list(test.faults)
 
 
 def setup_programs(tests: Iterable[IsolationCheck], base: Iterable[str] = ()) -> tuple[str, ...]:
