@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -39,51 +39,79 @@ _FLAG_STYLE = {"task": "red", "naive": "yellow", "cleanroom": "bold white on red
 
 
 def audit(
-    paths: list[Path] = typer.Argument(  # noqa: B008
-        ...,
-        help="Task folders (task.toml), OSWorld task files (.json, with TASK.audit.toml "
-        "beside), or folders of either.",
-    ),
-    run_dir: Path | None = typer.Option(  # noqa: B008
-        None,
-        "--run-dir",
-        help="The audit's run folder (default: runs/audit-<time>); give an existing one "
-        "to resume it: done tasks are skipped, interrupted ones run again.",
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object."),
-    html: Path | None = typer.Option(  # noqa: B008
-        None, "--html", metavar="FILE", help="Write the results as one self-contained HTML page."
-    ),
-    repeats: int = typer.Option(
-        3, "--repeats", min=2, help="Runs of the oracle (or the no-op) to see a flaky task."
-    ),
-    workers: int | None = typer.Option(
-        None, "--workers", min=1, help="Jobs at once in the local pool (default: one per core)."
-    ),
-    probes: list[str] = typer.Option(  # noqa: B008
-        list(DEFAULT_PROBES),
-        "--probe",
-        help="A forging probe (red-team attack id) run under shared and sealed; repeatable.",
-    ),
-    image_map: list[str] = typer.Option(  # noqa: B008
-        [],
-        "--image-map",
-        metavar="FROM=TO",
-        help="Build with image TO wherever a task names base image FROM; repeatable.",
-    ),
-    image_map_file: Path | None = typer.Option(  # noqa: B008
-        None, "--image-map-file", metavar="FILE", help="Pairs from a TOML \\[image_map] table."
-    ),
-    ray_address: str | None = typer.Option(
-        None,
-        "--ray",
-        metavar="ADDRESS",
-        help="Run one Ray task per job on this cluster (host:port, or auto), on nodes "
-        "declaring the 'docker' resource.",
-    ),
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Task folders (task.toml), OSWorld task files (.json, with TASK.audit.toml "
+            "beside), or folders of either."
+        ),
+    ],
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--run-dir",
+            help="The audit's run folder (default: runs/audit-<time>); give an existing one "
+            "to resume it: done tasks are skipped, interrupted ones run again.",
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the results as one JSON object.")
+    ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html", metavar="FILE", help="Write the results as one self-contained HTML page."
+        ),
+    ] = None,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            "--repeats", min=2, help="Runs of the oracle (or the no-op) to see a flaky task."
+        ),
+    ] = 3,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers", min=1, help="Jobs at once in the local pool (default: one per core)."
+        ),
+    ] = None,
+    probes: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--probe",
+            help="A forging probe (red-team attack id) run under shared and sealed; repeatable.",
+        ),
+    ] = None,
+    image_map: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--image-map",
+            metavar="FROM=TO",
+            help="Build with image TO wherever a task names base image FROM; repeatable.",
+        ),
+    ] = None,
+    image_map_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--image-map-file", metavar="FILE", help="Pairs from a TOML \\[image_map] table."
+        ),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Run one Ray task per job on this cluster (host:port, or auto), on nodes "
+            "declaring the 'docker' resource.",
+        ),
+    ] = None,
 ) -> None:
     """Audit every task: exit 0 when none is flagged, 1 when some are, 2 when the audit is
     incomplete or could not run."""
+    if image_map is None:
+        image_map = []
+    if probes is None:
+        probes = list(DEFAULT_PROBES)
     err = Console(stderr=True)
     from_file = read_image_map_file(image_map_file) if image_map_file else ()
     mapping = tuple({**dict(from_file), **dict(parse_image_map(image_map))}.items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -32,9 +33,13 @@ def _print(sample: CanarySample) -> None:
 
 @app.command("watch", help="Sample env00 (focused text, window list, clipboard) every 2 s.")
 def watch(
-    run: Path | None = typer.Option(None, "--run", help="Run folder of the pool."),  # noqa: B008
-    interval: float = typer.Option(INTERVAL_S, "--interval", help="Seconds between samples."),
-    count: int = typer.Option(0, "--count", help="Stop after this many samples (0: never)."),
+    run: Annotated[Path | None, typer.Option("--run", help="Run folder of the pool.")] = None,
+    interval: Annotated[
+        float, typer.Option("--interval", help="Seconds between samples.")
+    ] = INTERVAL_S,
+    count: Annotated[
+        int, typer.Option("--count", help="Stop after this many samples (0: never).")
+    ] = 0,
 ) -> None:
     """Run the canary watcher in the foreground, storing and printing every sample."""
     if interval <= 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -31,11 +32,15 @@ def _open_store(run: Path | None) -> RunStore:
 
 
 def control(
-    run: Path | None = typer.Option(None, "--run", help="Run folder (default: the pool's)."),  # noqa: B008
-    rounds: int = typer.Option(3, "--rounds", help="Typing rounds."),
-    chars: int = typer.Option(40, "--chars", help="Characters per side per round."),
-    clipboard_trials: int = typer.Option(20, "--clipboard-trials", help="Clipboard trials."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    run: Annotated[
+        Path | None, typer.Option("--run", help="Run folder (default: the pool's).")
+    ] = None,
+    rounds: Annotated[int, typer.Option("--rounds", help="Typing rounds.")] = 3,
+    chars: Annotated[int, typer.Option("--chars", help="Characters per side per round.")] = 40,
+    clipboard_trials: Annotated[
+        int, typer.Option("--clipboard-trials", help="Clipboard trials.")
+    ] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Run the positive control and store its result; exit 0 only if it fired."""
     if rounds < 1 or chars < 2 or clipboard_trials < 1:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -11,9 +12,9 @@ from cleanroom.harness.demo import run_demo
 
 
 def demo(
-    run_dir: Path | None = typer.Option(  # noqa: B008
-        None, "--run", help="Run folder to create (default: runs/demo-<time>)."
-    ),
+    run_dir: Annotated[
+        Path | None, typer.Option("--run", help="Run folder to create (default: runs/demo-<time>).")
+    ] = None,
 ) -> None:
     """Run the main job end to end and print its summary."""
     result = run_demo(new_run_folder(run_dir, "demo"), console())

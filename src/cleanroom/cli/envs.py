@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -30,26 +31,33 @@ def _connect(run: Path | None) -> PoolProcess:
 
 @app.command("up", help="Start the canary env00 plus env01..envNN in a detached supervisor.")
 def up(
-    envs: int = typer.Option(3, "--envs", help="Environments besides the canary."),
-    run: Path | None = typer.Option(None, "--run", help="Run folder (default: runs/<time>)."),  # noqa: B008
-    programs: str = typer.Option(
-        ",".join(DEFAULT_PROGRAMS), "--programs", help="Programs each environment runs."
-    ),
-    containers: bool = typer.Option(
-        False, "--containers", help="Run each environment's programs in its own container."
-    ),
-    leaky: str = typer.Option(
-        "",
-        "--leaky",
-        metavar="KIND",
-        help="Remove one protection between env01 and env02 on purpose (a positive control): "
-        + ", ".join(k.value for k in Leak),
-    ),
-    warm_standby: bool = typer.Option(
-        False,
-        "--warm-standby",
-        help="Keep a spare slot of every acting environment up, so that a reset swaps it in.",
-    ),
+    envs: Annotated[int, typer.Option("--envs", help="Environments besides the canary.")] = 3,
+    run: Annotated[
+        Path | None, typer.Option("--run", help="Run folder (default: runs/<time>).")
+    ] = None,
+    programs: Annotated[
+        str, typer.Option("--programs", help="Programs each environment runs.")
+    ] = ",".join(DEFAULT_PROGRAMS),
+    containers: Annotated[
+        bool,
+        typer.Option("--containers", help="Run each environment's programs in its own container."),
+    ] = False,
+    leaky: Annotated[
+        str,
+        typer.Option(
+            "--leaky",
+            metavar="KIND",
+            help="Remove one protection between env01 and env02 on purpose (a positive control): "
+            + ", ".join(k.value for k in Leak),
+        ),
+    ] = "",
+    warm_standby: Annotated[
+        bool,
+        typer.Option(
+            "--warm-standby",
+            help="Keep a spare slot of every acting environment up, so that a reset swaps it in.",
+        ),
+    ] = False,
 ) -> None:
     """Start the pool and print where it lives."""
     try:
@@ -88,8 +96,10 @@ def up(
 
 @app.command("status", help="Show each environment's display, user, generation, programs.")
 def status(
-    run: Path | None = typer.Option(None, "--run", help="Run folder (default: the last pool)."),  # noqa: B008
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    run: Annotated[
+        Path | None, typer.Option("--run", help="Run folder (default: the last pool).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Print the pool's status."""
     proc = _connect(run)
@@ -123,7 +133,9 @@ def status(
 
 @app.command("down", help="Stop every environment and remove the users and homes it made.")
 def down(
-    run: Path | None = typer.Option(None, "--run", help="Run folder (default: the last pool)."),  # noqa: B008
+    run: Annotated[
+        Path | None, typer.Option("--run", help="Run folder (default: the last pool).")
+    ] = None,
 ) -> None:
     """Stop the pool; if its supervisor is dead, remove what it left behind."""
     try:
@@ -150,7 +162,7 @@ def _down_dead(run: Path | None, why: PoolError) -> None:
 
 
 @app.command("gc", help="Remove the users, processes, displays, homes, containers of dead pools.")
-def gc(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def gc(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Find and remove orphans of pools whose owner process is gone."""
     found = collect_garbage()
     if as_json:

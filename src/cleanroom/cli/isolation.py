@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -75,14 +76,20 @@ def _show(matrix: ControlMatrix, setups: list[str]) -> None:
     " the isolated pool.",
 )
 def controls(
-    tests: str = typer.Option("", "--tests", help="Comma-separated tests (default: all)."),
-    leaks: str = typer.Option("", "--leaks", help="Comma-separated leak kinds (default: all)."),
-    faults: bool = typer.Option(
-        True, "--faults/--no-faults", help="Run the deliberate-fault setups too."
-    ),
-    trials: int = typer.Option(1, "--trials", min=1, help="Trials per test and setup."),
-    run: Path | None = typer.Option(None, "--run", help="Run folder (default: runs/<time>)."),  # noqa: B008
-    as_json: bool = typer.Option(False, "--json", help="Print the matrix as JSON."),
+    tests: Annotated[
+        str, typer.Option("--tests", help="Comma-separated tests (default: all).")
+    ] = "",
+    leaks: Annotated[
+        str, typer.Option("--leaks", help="Comma-separated leak kinds (default: all).")
+    ] = "",
+    faults: Annotated[
+        bool, typer.Option("--faults/--no-faults", help="Run the deliberate-fault setups too.")
+    ] = True,
+    trials: Annotated[int, typer.Option("--trials", min=1, help="Trials per test and setup.")] = 1,
+    run: Annotated[
+        Path | None, typer.Option("--run", help="Run folder (default: runs/<time>).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the matrix as JSON.")] = False,
 ) -> None:
     """Print the matrix test x setup -> fired / clean / lost; exit 1 on a finding."""
     chosen = _names(tests, sorted(CHECKS), "test") or sorted(CHECKS)

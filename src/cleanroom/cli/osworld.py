@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -72,8 +72,8 @@ def _settings(
 
 @app.command("tasks", help="List each task's getters, metrics and setup steps, and the gaps.")
 def tasks(
-    paths: list[Path] = typer.Argument(..., help="Task files or folders of them."),  # noqa: B008
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    paths: Annotated[list[Path], typer.Argument(help="Task files or folders of them.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     rows: list[TaskSupport] = []
     errors: list[str] = []
@@ -116,19 +116,30 @@ def _print_support_table(rows: list[TaskSupport], errors: list[str]) -> None:
 
 @app.command("check", help="Run a task's checker in a guest; exit 0 success, 1 failure, 2 invalid.")
 def check(
-    task_file: Path = typer.Argument(..., help="The task JSON."),  # noqa: B008
-    guest: str = typer.Option("local", "--guest", help=_GUEST_HELP),
-    home: Path | None = typer.Option(None, "--home", help="Home of the guest user."),  # noqa: B008
-    user: str | None = typer.Option(None, "--user", help="Run as this user."),
-    getter_timeout: float = typer.Option(120.0, "--getter-timeout", help="Seconds per getter."),
-    setup: bool = typer.Option(False, "--setup", help="Run the task's config steps first."),
-    last_action: str | None = typer.Option(
-        None, "--last-action", help='The agent\'s last action, e.g. FAIL or {"action_type":"FAIL"}.'
-    ),
-    password: str = typer.Option("password", "--client-password", help="For {CLIENT_PASSWORD}."),
-    screen: str = typer.Option("1920x1080", "--screen", help="Screen size for {SCREEN_*}."),
-    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Task cache root."),  # noqa: B008
-    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+    task_file: Annotated[Path, typer.Argument(help="The task JSON.")],
+    guest: Annotated[str, typer.Option("--guest", help=_GUEST_HELP)] = "local",
+    home: Annotated[Path | None, typer.Option("--home", help="Home of the guest user.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Run as this user.")] = None,
+    getter_timeout: Annotated[
+        float, typer.Option("--getter-timeout", help="Seconds per getter.")
+    ] = 120.0,
+    setup: Annotated[
+        bool, typer.Option("--setup", help="Run the task's config steps first.")
+    ] = False,
+    last_action: Annotated[
+        str | None,
+        typer.Option(
+            "--last-action", help='The agent\'s last action, e.g. FAIL or {"action_type":"FAIL"}.'
+        ),
+    ] = None,
+    password: Annotated[
+        str, typer.Option("--client-password", help="For {CLIENT_PASSWORD}.")
+    ] = "password",
+    screen: Annotated[
+        str, typer.Option("--screen", help="Screen size for {SCREEN_*}.")
+    ] = "1920x1080",
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="Task cache root.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
 ) -> None:
     task = _load_or_exit(task_file, as_json)
     settings = _settings(getter_timeout, password, screen, cache_dir)
@@ -161,16 +172,26 @@ def _print_outcome(outcome: Outcome) -> None:
     "validate", help="Check a checker: fails at t=0, passes after the oracle, fails on a no-op."
 )
 def validate(
-    task_file: Path = typer.Argument(..., help="The task JSON."),  # noqa: B008
-    oracle: str = typer.Option(..., "--oracle", help="A shell command that solves the task."),
-    guest: str = typer.Option("local", "--guest", help=_GUEST_HELP),
-    home: Path | None = typer.Option(None, "--home", help="Template home for fresh guests."),  # noqa: B008
-    user: str | None = typer.Option(None, "--user", help="Run as this user."),
-    getter_timeout: float = typer.Option(120.0, "--getter-timeout", help="Seconds per getter."),
-    action_timeout: float = typer.Option(120.0, "--action-timeout", help="Seconds for the oracle."),
-    password: str = typer.Option("password", "--client-password", help="For {CLIENT_PASSWORD}."),
-    screen: str = typer.Option("1920x1080", "--screen", help="Screen size for {SCREEN_*}."),
-    as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
+    task_file: Annotated[Path, typer.Argument(help="The task JSON.")],
+    oracle: Annotated[str, typer.Option("--oracle", help="A shell command that solves the task.")],
+    guest: Annotated[str, typer.Option("--guest", help=_GUEST_HELP)] = "local",
+    home: Annotated[
+        Path | None, typer.Option("--home", help="Template home for fresh guests.")
+    ] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Run as this user.")] = None,
+    getter_timeout: Annotated[
+        float, typer.Option("--getter-timeout", help="Seconds per getter.")
+    ] = 120.0,
+    action_timeout: Annotated[
+        float, typer.Option("--action-timeout", help="Seconds for the oracle.")
+    ] = 120.0,
+    password: Annotated[
+        str, typer.Option("--client-password", help="For {CLIENT_PASSWORD}.")
+    ] = "password",
+    screen: Annotated[
+        str, typer.Option("--screen", help="Screen size for {SCREEN_*}.")
+    ] = "1920x1080",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
 ) -> None:
     task = _load_or_exit(task_file, as_json)
     settings = _settings(getter_timeout, password, screen, None)

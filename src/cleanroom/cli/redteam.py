@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -28,24 +29,33 @@ from cleanroom.verifiers.container.task import Task, TaskError, load_task
 
 
 def redteam(
-    task_dirs: list[Path] = typer.Argument(  # noqa: B008
-        None,
-        help="Task folders; default: the example tasks. Each attack runs against the task "
-        "it targets; a task no attack targets gets every attack.",
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the matrix as JSON."),
-    html_path: Path | None = typer.Option(  # noqa: B008
-        None, "--html", metavar="FILE", help="Also write a self-contained HTML report."
-    ),
-    attack_ids: list[str] = typer.Option(  # noqa: B008
-        [], "--attack", metavar="ID", help="Run only this attack (repeatable)."
-    ),
-    modes: list[Mode] = typer.Option(  # noqa: B008
-        list(ALL_MODES), "--mode", help="Modes to run (repeatable); default all three."
-    ),
-    jobs: int = typer.Option(2, "--jobs", min=1, help="Rollouts run at the same time."),
+    task_dirs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Task folders; default: the example tasks. Each attack runs against the task "
+            "it targets; a task no attack targets gets every attack."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the matrix as JSON.")] = False,
+    html_path: Annotated[
+        Path | None,
+        typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report."),
+    ] = None,
+    attack_ids: Annotated[
+        list[str] | None,
+        typer.Option("--attack", metavar="ID", help="Run only this attack (repeatable)."),
+    ] = None,
+    modes: Annotated[
+        list[Mode] | None,
+        typer.Option("--mode", help="Modes to run (repeatable); default all three."),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Rollouts run at the same time.")] = 2,
 ) -> None:
     """Run the red-team matrix; exit 0 when the verdict passes, 1 when not, 2 if it cannot run."""
+    if modes is None:
+        modes = list(ALL_MODES)
+    if attack_ids is None:
+        attack_ids = []
     err = Console(stderr=True)
     try:
         attacks = [by_id(a) for a in attack_ids] if attack_ids else list(ATTACKS)

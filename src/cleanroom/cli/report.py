@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -16,11 +17,12 @@ from cleanroom.store.rundb import RunStore, RunStoreError
 
 
 def report(
-    run_dir: Path = typer.Argument(..., help="The run folder (holds run.sqlite)."),  # noqa: B008
-    html: Path | None = typer.Option(  # noqa: B008
-        None, "--html", help="Also write the report as one self-contained HTML file."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    run_dir: Annotated[Path, typer.Argument(help="The run folder (holds run.sqlite).")],
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write the report as one self-contained HTML file."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Print a run's report. Exits 0 when a number is published, 1 when it is refused."""
     try:

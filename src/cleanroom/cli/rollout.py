@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -16,16 +17,20 @@ from cleanroom.rollouts.smoke_rollout import run_rollout
 
 
 def rollout(
-    task: str = typer.Option(..., "--task", help=f"One of: {', '.join(TASKS)}."),
-    env: str = typer.Option("env01", "--env", help="The environment to run in."),
-    run: Path | None = typer.Option(None, "--run", help="Run folder of the pool."),  # noqa: B008
-    window: int = typer.Option(0, "--window", help="The window the rollout belongs to."),
-    do_nothing: bool = typer.Option(
-        False, "--do-nothing", help="Run a policy that does nothing (must fail)."
-    ),
-    verify_url: str | None = typer.Option(None, "--verify-url", help="Verify server URL."),
-    verify_key: str | None = typer.Option(None, "--verify-key", help="Verify server key."),
-    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+    task: Annotated[str, typer.Option("--task", help=f"One of: {', '.join(TASKS)}.")],
+    env: Annotated[str, typer.Option("--env", help="The environment to run in.")] = "env01",
+    run: Annotated[Path | None, typer.Option("--run", help="Run folder of the pool.")] = None,
+    window: Annotated[int, typer.Option("--window", help="The window the rollout belongs to.")] = 0,
+    do_nothing: Annotated[
+        bool, typer.Option("--do-nothing", help="Run a policy that does nothing (must fail).")
+    ] = False,
+    verify_url: Annotated[
+        str | None, typer.Option("--verify-url", help="Verify server URL.")
+    ] = None,
+    verify_key: Annotated[
+        str | None, typer.Option("--verify-key", help="Verify server key.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
 ) -> None:
     """Run one smoke rollout against the running pool and print its outcome."""
     if task not in TASKS:

@@ -79,22 +79,26 @@ def _go(build: Callable[[], LoopConfig]) -> None:
 
 def run(
     envs: Envs = 3,
-    windows: int = typer.Option(1, "--windows", min=1, help="How many windows to run."),
-    window_minutes: float = typer.Option(
-        0.0,
-        "--window-minutes",
-        min=0,
-        help="Keep running smoke rollouts until a window "
-        "has lasted this long (0: one batch of rollouts and the tests).",
-    ),
+    windows: Annotated[int, typer.Option("--windows", min=1, help="How many windows to run.")] = 1,
+    window_minutes: Annotated[
+        float,
+        typer.Option(
+            "--window-minutes",
+            min=0,
+            help="Keep running smoke rollouts until a window "
+            "has lasted this long (0: one batch of rollouts and the tests).",
+        ),
+    ] = 0.0,
     tasks: Tasks = DEFAULT_TASKS,
-    run_dir: Path | None = typer.Option(  # noqa: B008
-        None, "--run", help="Run folder to create (default: runs/run-<time>)."
-    ),
+    run_dir: Annotated[
+        Path | None, typer.Option("--run", help="Run folder to create (default: runs/run-<time>).")
+    ] = None,
     trials_scale: TrialsScale = 1.0,
     tests: Tests = None,
     on_demand: OnDemand = False,
-    controls: bool = typer.Option(True, "--leaky-controls/--no-leaky-controls", help=LEAKY_HELP),
+    controls: Annotated[
+        bool, typer.Option("--leaky-controls/--no-leaky-controls", help=LEAKY_HELP)
+    ] = True,
     warm_standby: WarmStandby = True,
 ) -> None:
     """Run windows of smoke rollouts, isolation tests and the canary; then the audit."""
@@ -116,17 +120,21 @@ def run(
 
 
 def soak(
-    hours: float = typer.Option(..., "--hours", min=0.001, help="Run windows for this long."),
+    hours: Annotated[float, typer.Option("--hours", min=0.001, help="Run windows for this long.")],
     envs: Envs = 3,
-    window_minutes: float = typer.Option(30.0, "--window-minutes", min=0, help="Window length."),
+    window_minutes: Annotated[
+        float, typer.Option("--window-minutes", min=0, help="Window length.")
+    ] = 30.0,
     tasks: Tasks = DEFAULT_TASKS,
-    run_dir: Path | None = typer.Option(  # noqa: B008
-        None, "--run", help="Run folder to create (default: runs/soak-<time>)."
-    ),
+    run_dir: Annotated[
+        Path | None, typer.Option("--run", help="Run folder to create (default: runs/soak-<time>).")
+    ] = None,
     trials_scale: TrialsScale = 1.0,
     tests: Tests = None,
     on_demand: OnDemand = False,
-    controls: bool = typer.Option(True, "--leaky-controls/--no-leaky-controls", help=LEAKY_HELP),
+    controls: Annotated[
+        bool, typer.Option("--leaky-controls/--no-leaky-controls", help=LEAKY_HELP)
+    ] = True,
     warm_standby: WarmStandby = True,
 ) -> None:
     """The harness loop for hours, with the soak trial counts."""

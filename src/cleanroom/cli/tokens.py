@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -25,8 +26,8 @@ def mint(rollout_id: str) -> None:
 
 @app.command("scan", help="Find every token in files or folder trees and attribute each one.")
 def scan(
-    paths: list[Path] = typer.Argument(..., help="Files or folders to search."),  # noqa: B008
-    as_json: bool = typer.Option(False, "--json", help="Print JSON lines, one per hit."),
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to search.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines, one per hit.")] = False,
 ) -> None:
     errors: list[tree_scan.ScanError] = []
     hits: list[core_tokens.TokenHit] = []

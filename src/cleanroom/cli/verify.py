@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -26,54 +26,73 @@ _STYLE = {"success": "bold green", "failure": "bold yellow", "invalid": "bold re
 
 
 def verify(
-    task_dirs: list[Path] = typer.Argument(  # noqa: B008
-        ...,
-        metavar="TASK_DIR...",
-        help="Harbor-layout task folders (task.toml, environment/, tests/, solution/).",
-    ),
-    solution: bool = typer.Option(False, "--solution", help="Run solution/solve.sh as the agent."),
-    noop: bool = typer.Option(False, "--noop", help="Run no agent at all."),
-    agent: str | None = typer.Option(
-        None, "--agent", metavar="CMD", help="Run CMD with bash -c as the agent."
-    ),
-    mode: Mode = typer.Option(  # noqa: B008
-        DEFAULT_MODE, "--mode", help="sealed (default), cleared, or shared (positive control)."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the outcome as one JSON object."),
-    keep: bool = typer.Option(
-        False,
-        "--keep",
-        help="Keep the containers and host folders for inspection (in sealed mode the "
-        "agent's container is kept paused: docker unpause it to look inside).",
-    ),
-    image_map: list[str] = typer.Option(  # noqa: B008
-        [],
-        "--image-map",
-        metavar="FROM=TO",
-        help="Build with image TO wherever the task names base image FROM (a Dockerfile's "
-        "FROM line or docker_image), for offline use; repeatable.",
-    ),
-    artifacts_dir: Path | None = typer.Option(  # noqa: B008
-        None,
-        "--artifacts-dir",
-        metavar="DIR",
-        help="Collect the agent's artifacts (/logs/artifacts and the task's artifacts) "
-        "into DIR as Harbor does, with its manifest.json.",
-    ),
-    image_map_file: Path | None = typer.Option(  # noqa: B008
-        None,
-        "--image-map-file",
-        metavar="FILE",
-        help='A TOML file whose \\[image_map] table maps FROM = "TO" the same way; a pair '
-        "given with --image-map wins over the file's.",
-    ),
-    jobs: int = typer.Option(
-        1, "--jobs", min=1, help="Verify this many tasks at once (with several tasks)."
-    ),
+    task_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="TASK_DIR...",
+            help="Harbor-layout task folders (task.toml, environment/, tests/, solution/).",
+        ),
+    ],
+    solution: Annotated[
+        bool, typer.Option("--solution", help="Run solution/solve.sh as the agent.")
+    ] = False,
+    noop: Annotated[bool, typer.Option("--noop", help="Run no agent at all.")] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", metavar="CMD", help="Run CMD with bash -c as the agent."),
+    ] = None,
+    mode: Annotated[
+        Mode,
+        typer.Option("--mode", help="sealed (default), cleared, or shared (positive control)."),
+    ] = DEFAULT_MODE,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the outcome as one JSON object.")
+    ] = False,
+    keep: Annotated[
+        bool,
+        typer.Option(
+            "--keep",
+            help="Keep the containers and host folders for inspection (in sealed mode the "
+            "agent's container is kept paused: docker unpause it to look inside).",
+        ),
+    ] = False,
+    image_map: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--image-map",
+            metavar="FROM=TO",
+            help="Build with image TO wherever the task names base image FROM (a Dockerfile's "
+            "FROM line or docker_image), for offline use; repeatable.",
+        ),
+    ] = None,
+    artifacts_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--artifacts-dir",
+            metavar="DIR",
+            help="Collect the agent's artifacts (/logs/artifacts and the task's artifacts) "
+            "into DIR as Harbor does, with its manifest.json.",
+        ),
+    ] = None,
+    image_map_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--image-map-file",
+            metavar="FILE",
+            help='A TOML file whose \\[image_map] table maps FROM = "TO" the same way; a pair '
+            "given with --image-map wins over the file's.",
+        ),
+    ] = None,
+    jobs: Annotated[
+        int,
+        typer.Option("--jobs", min=1, help="Verify this many tasks at once (with several tasks)."),
+    ] = 1,
 ) -> None:
     """Verify container tasks; exit 0 success, 1 failure, 2 invalid (the infrastructure's
     fault, excluded), 3 a failure scored 0 for the agent's own act (tamper, ...). With
     several tasks the exit code is the most serious of theirs: 2, then 3, then 1, then 0."""
+    if image_map is None:
+        image_map = []
     chosen = [flag for flag, on in (("--solution", solution), ("--noop", noop)) if on]
     if agent is not None:
         chosen.append("--agent")

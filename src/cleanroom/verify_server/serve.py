@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import typer
 import uvicorn
@@ -105,18 +106,26 @@ def run(config: ServeConfig, announce: bool = True) -> None:
 
 
 def serve(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
-    port: int = typer.Option(8787, "--port", min=0, max=65535, help="Port; 0 picks a free one."),
-    db: Path = typer.Option(Path("verify.sqlite3"), "--db", help="SQLite database file."),  # noqa: B008
-    key_file: Path = typer.Option(  # noqa: B008
-        Path("verify.key"), "--key-file", help="Harness key file; created (mode 0600) if missing."
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port; 0 picks a free one.")
+    ] = 8787,
+    db: Annotated[Path, typer.Option("--db", help="SQLite database file.")] = Path(
+        "verify.sqlite3"
     ),
-    port_file: Path | None = typer.Option(  # noqa: B008
-        None, "--port-file", help="Write the port actually used here once listening."
-    ),
-    owner_pid: int | None = typer.Option(
-        None, OWNER_PID_OPTION, hidden=True, help="Stop when this process (the parent) dies."
-    ),
+    key_file: Annotated[
+        Path, typer.Option("--key-file", help="Harness key file; created (mode 0600) if missing.")
+    ] = Path("verify.key"),
+    port_file: Annotated[
+        Path | None,
+        typer.Option("--port-file", help="Write the port actually used here once listening."),
+    ] = None,
+    owner_pid: Annotated[
+        int | None,
+        typer.Option(
+            OWNER_PID_OPTION, hidden=True, help="Stop when this process (the parent) dies."
+        ),
+    ] = None,
 ) -> None:
     """Run the verify server until interrupted."""
     if owner_pid is not None:

@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -178,13 +178,21 @@ def _serve(
 
 
 def main(
-    run: Path = typer.Option(..., "--run", help="The run folder."),  # noqa: B008
-    envs: int = typer.Option(3, "--envs", help="Environments besides the canary."),
-    programs: str = typer.Option("", "--programs", help="Programs each environment runs."),
-    root: Path = typer.Option(DEFAULT_ROOT, "--root", help="Where pools keep their files."),  # noqa: B008
-    containers: bool = typer.Option(False, "--containers", help="Programs in containers."),
-    leak: str = typer.Option("", "--leak", help="A leak kind (shared-display, ...)."),
-    warm_standby: bool = typer.Option(False, "--warm-standby", help="A spare slot per env."),
+    run: Annotated[Path, typer.Option("--run", help="The run folder.")],
+    envs: Annotated[int, typer.Option("--envs", help="Environments besides the canary.")] = 3,
+    programs: Annotated[
+        str, typer.Option("--programs", help="Programs each environment runs.")
+    ] = "",
+    root: Annotated[
+        Path, typer.Option("--root", help="Where pools keep their files.")
+    ] = DEFAULT_ROOT,
+    containers: Annotated[
+        bool, typer.Option("--containers", help="Programs in containers.")
+    ] = False,
+    leak: Annotated[str, typer.Option("--leak", help="A leak kind (shared-display, ...).")] = "",
+    warm_standby: Annotated[
+        bool, typer.Option("--warm-standby", help="A spare slot per env.")
+    ] = False,
 ) -> None:
     """Entry point of the supervisor process."""
     # SIGTERM ends the server loop the same way the shutdown route does.
