@@ -26,16 +26,9 @@ from cleanroom.audit.pool import JobPool, LocalPool
 from cleanroom.audit.probes import DEFAULT_PROBES
 from cleanroom.audit.run import run_audit
 from cleanroom.audit.summary import EXIT_INCOMPLETE, AuditSummary
+from cleanroom.cli.styles import AUDIT_VERDICT, FLAG_SEVERITY
 from cleanroom.cli.verify import parse_image_map, read_image_map_file
 from cleanroom.store.auditdb import AuditStoreError
-
-_VERDICT_STYLE = {
-    "clean": "green",
-    "flagged": "bold red",
-    "could not audit": "yellow",
-    "interrupted": "yellow",
-}
-_FLAG_STYLE = {"task": "red", "naive": "yellow", "cleanroom": "bold white on red"}
 
 
 def audit(
@@ -183,8 +176,8 @@ def print_summary(summary: AuditSummary, console: Console) -> None:
         table.add_column(name)
     for record in summary.records:
         row = summary.row(record)
-        flags = " ".join(f"[{_FLAG_STYLE[Flag(f).severity]}]{f}[/]" for f in row["flags"])
-        style = _VERDICT_STYLE.get(row["verdict"], "")
+        flags = " ".join(f"[{FLAG_SEVERITY[Flag(f).severity]}]{f}[/]" for f in row["flags"])
+        style = AUDIT_VERDICT.get(row["verdict"], "")
         table.add_row(
             row["name"],
             f"[{style}]{row['verdict']}[/]" if style else row["verdict"],

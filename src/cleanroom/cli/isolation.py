@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cleanroom.cli.styles import BAD, CONTROL_CELL
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.isolation.checks import CHECKS
 from cleanroom.isolation.controls.matrix import (
@@ -24,8 +25,6 @@ from cleanroom.isolation.controls.matrix import (
 from cleanroom.store.rundb import RunStore
 
 app = typer.Typer(no_args_is_help=True)
-
-_STYLE = {"fired": "green", "clean": "white", "lost": "yellow"}
 
 
 def _names(text: str | None, known: list[str], what: str) -> list[str] | None:
@@ -51,7 +50,7 @@ def _show(matrix: ControlMatrix, setups: list[str]) -> None:
             if c is None:
                 cells.append("-")
                 continue
-            style = "bold red" if s == ISOLATED and c.cross else _STYLE[c.verdict]
+            style = BAD if s == ISOLATED and c.cross else CONTROL_CELL[c.verdict]
             label = "CROSS" if s == ISOLATED and c.cross else c.verdict
             cells.append(f"[{style}]{label}[/{style}]")
         proven = ", ".join(matrix.proven(test)) or "[bold red]unproven[/bold red]"

@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cleanroom.core.outcomes import EXIT_INVALID, Outcome, Reason, Status
+from cleanroom.cli.styles import status_style
+from cleanroom.core.outcomes import EXIT_INVALID, Outcome, Reason
 from cleanroom.guests import GUEST_SPECS, Guest, GuestError, UnknownGuestKind, open_guest
 from cleanroom.verifiers.osworld.evaluator import check_task
 from cleanroom.verifiers.osworld.settings import CheckSettings
@@ -21,7 +22,6 @@ from cleanroom.verifiers.osworld.validate import Validation, validate_task
 app = typer.Typer(no_args_is_help=True)
 
 _GUEST_HELP = f"Where to run: {' or '.join(GUEST_SPECS)}."
-_STYLE = {Status.SUCCESS: "green", Status.FAILURE: "yellow", Status.INVALID: "red"}
 
 
 def _print_json(data: Any) -> None:
@@ -154,7 +154,7 @@ def check(
 
 def _print_outcome(outcome: Outcome) -> None:
     console = Console()
-    style = _STYLE[outcome.status]
+    style = status_style(outcome.status)
     line = f"[{style}]{outcome.status.value}[/{style}]  score={outcome.score}"
     if outcome.reason:
         line += f"  reason={outcome.reason.value}"
@@ -214,7 +214,7 @@ def _print_verdict(v: Validation) -> None:
         table.add_row(
             p.phase,
             p.expect.value,
-            f"[{_STYLE[o.status]}]{o.status.value}[/]",
+            f"[{status_style(o.status)}]{o.status.value}[/]",
             "" if o.score is None else f"{o.score:g}",
             o.reason.value if o.reason else "",
             "[green]yes[/green]" if p.ok else "[red]no[/red]",

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cleanroom.cli.styles import passed_style
 from cleanroom.redteam import html_report
 from cleanroom.redteam.assets import AssetBuildFailed, assets_for
 from cleanroom.redteam.catalogue import ATTACKS, by_id
@@ -115,7 +116,7 @@ def _run(
 
 def _print_verdict(matrix: Matrix, console: Console) -> None:
     summary = matrix.summary()
-    style = "bold green" if summary.passed else "bold red"
+    style = passed_style(summary.passed)
     console.print(summary.line(), style=style, markup=False)
     problems = {
         "attack not demonstrated (its control did not fire)": summary.not_demonstrated,

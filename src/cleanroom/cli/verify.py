@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from cleanroom.cli.styles import status_style
 from cleanroom.core.outcomes import (
     EXIT_AGENT_FAULT,
     EXIT_FAILURE,
@@ -21,8 +22,6 @@ from cleanroom.core.outcomes import (
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode
 from cleanroom.verifiers.container.side_by_side import side_by_side
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_path
-
-_STYLE = {"success": "bold green", "failure": "bold yellow", "invalid": "bold red"}
 
 
 def verify(
@@ -198,7 +197,7 @@ def outcome_json(outcome: Outcome, mode: Mode) -> dict[str, Any]:
 def _print_human(payload: dict[str, Any]) -> None:
     console = Console()
     details = payload["details"]
-    head = f"[{_STYLE[payload['outcome']]}]{payload['outcome']}[/]"
+    head = f"[{status_style(payload['outcome'])}]{payload['outcome']}[/]"
     score = "" if payload["score"] is None else f" score {payload['score']:g}"
     reason = (
         f" ({payload['reason']}, caused by the {payload['caused_by']})" if payload["reason"] else ""
