@@ -26,6 +26,7 @@ from cleanroom.audit.pool import JobPool, LocalPool
 from cleanroom.audit.probes import DEFAULT_PROBES
 from cleanroom.audit.run import run_audit
 from cleanroom.audit.summary import EXIT_INCOMPLETE, AuditSummary
+from cleanroom.cli.shared import ImageMap, ImageMapFile
 from cleanroom.cli.styles import AUDIT_VERDICT, FLAG_SEVERITY
 from cleanroom.cli.verify import parse_image_map, read_image_map_file
 from cleanroom.store.auditdb import AuditStoreError
@@ -75,20 +76,8 @@ def audit(
             help="A forging probe (red-team attack id) run under shared and sealed; repeatable.",
         ),
     ] = None,
-    image_map: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--image-map",
-            metavar="FROM=TO",
-            help="Build with image TO wherever a task names base image FROM; repeatable.",
-        ),
-    ] = None,
-    image_map_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--image-map-file", metavar="FILE", help="Pairs from a TOML \\[image_map] table."
-        ),
-    ] = None,
+    image_map: ImageMap = None,
+    image_map_file: ImageMapFile = None,
     ray_address: Annotated[
         str | None,
         typer.Option(

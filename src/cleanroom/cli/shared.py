@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -22,3 +23,24 @@ def new_run_folder(run_dir: Path | None, prefix: str) -> Path:
         typer.echo(f"error: {folder} exists and is not empty", err=True)
         raise typer.Exit(2)
     return folder
+
+
+# The options more than one command takes, with their help written once.
+ImageMap = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--image-map",
+        metavar="FROM=TO",
+        help="Build with image TO wherever a task names base image FROM (a Dockerfile's "
+        "FROM line or docker_image), for offline use; repeatable.",
+    ),
+]
+ImageMapFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--image-map-file",
+        metavar="FILE",
+        help='A TOML file whose \\[image_map] table maps FROM = "TO" the same way; a pair '
+        "given with --image-map wins over the file's.",
+    ),
+]

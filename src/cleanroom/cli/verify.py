@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from cleanroom.cli.shared import ImageMap, ImageMapFile
 from cleanroom.cli.styles import status_style
 from cleanroom.core.outcomes import (
     EXIT_AGENT_FAULT,
@@ -55,15 +56,7 @@ def verify(
             "agent's container is kept paused: docker unpause it to look inside).",
         ),
     ] = False,
-    image_map: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--image-map",
-            metavar="FROM=TO",
-            help="Build with image TO wherever the task names base image FROM (a Dockerfile's "
-            "FROM line or docker_image), for offline use; repeatable.",
-        ),
-    ] = None,
+    image_map: ImageMap = None,
     artifacts_dir: Annotated[
         Path | None,
         typer.Option(
@@ -73,15 +66,7 @@ def verify(
             "into DIR as Harbor does, with its manifest.json.",
         ),
     ] = None,
-    image_map_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--image-map-file",
-            metavar="FILE",
-            help='A TOML file whose \\[image_map] table maps FROM = "TO" the same way; a pair '
-            "given with --image-map wins over the file's.",
-        ),
-    ] = None,
+    image_map_file: ImageMapFile = None,
     jobs: Annotated[
         int,
         typer.Option("--jobs", min=1, help="Verify this many tasks at once (with several tasks)."),
