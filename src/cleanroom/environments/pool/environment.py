@@ -543,7 +543,11 @@ class DesktopEnvironment:
             problems,
             display_memory=memory_count(display.container) if display is not None else None,
             env_memory=memory_count(own) if own is not None else None,
-            container_oom_killed=self.container is not None and self.container.oom_killed(),
+            # The runtime is asked only about a container found stopped: the one case
+            # where the rule reads its word (`damage` asked once already).
+            container_oom_killed=self.container is not None
+            and any(p.part is Part.CONTAINER for p in problems)
+            and self.container.oom_killed(),
             injected=injected,
         )
 
