@@ -35,7 +35,7 @@ from cleanroom.audit.ray_pool import RayPool
 from cleanroom.audit.run import run_audit
 from cleanroom.audit.summary import AuditSummary
 from cleanroom.cli.verify import parse_image_map
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import load_task
 from results_md import write_section
 
@@ -61,7 +61,7 @@ def main() -> int:
         if job.kind is JobKind.CONTAINER:
             started = time.monotonic()
             try:
-                runtime.image_for(load_task(Path(job.path)), dict(image_map))
+                runtime.images.for_task(load_task(Path(job.path)), dict(image_map))
                 built = "built"
             except Exception as exc:  # the audit records it as the task's own finding
                 built = f"does not build ({type(exc).__name__})"

@@ -26,8 +26,8 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import load_task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
 from results_md import write_section
@@ -94,7 +94,7 @@ def measure(runtime: DockerRuntime, name: str, trials: int) -> tuple[Times, Time
     """Verify and teardown times and the verify phase's steps per mode for one task, or
     None on a wrong outcome."""
     task = load_task(ROOT / "examples" / "tasks" / name)
-    runtime.image_for(task)
+    runtime.images.for_task(task)
     verify_times: Times = {m: [] for m in MODES}
     teardown_times: Times = {m: [] for m in MODES}
     steps: Steps = {m: [] for m in MODES}

@@ -27,8 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.side_by_side import build_images, side_by_side
 from cleanroom.verifiers.container.task import Task, load_task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task

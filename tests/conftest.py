@@ -65,7 +65,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):
         return  # a worker: the process that started the workers removes the images
     with contextlib.suppress(Exception):  # no daemon, nothing to remove
-        from cleanroom.verifiers.container.docker_runtime import DockerRuntime
+        from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
         labels = {TEST_LABEL: "1", RUN_LABEL: os.environ[RUN_ID_VAR]}
         DockerRuntime.connect(labels).remove_labelled(labels)

@@ -20,7 +20,8 @@ from cleanroom.environments.pool.pool import Pool, PoolConfig
 from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import RunStore
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verify_server.client import VerifyClient
 from cleanroom.verify_server.process import VerifyServerProcess
 

@@ -45,8 +45,9 @@ from cleanroom.audit.probes import (
     visible_answers,
 )
 from cleanroom.core.outcomes import Reason, Status
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task, TaskError, load_task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
 

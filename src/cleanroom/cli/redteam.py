@@ -24,8 +24,9 @@ from cleanroom.redteam.run_matrix import (
     run_matrix,
 )
 from cleanroom.redteam.table import matrix_table
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task, TaskError, load_task
 
 

@@ -194,7 +194,8 @@ def _leaky_controls(s: LoopServices, result: DemoResult) -> None:
 def _redteam(s: LoopServices, result: DemoResult) -> None:
     from cleanroom.redteam.catalogue import ATTACKS
     from cleanroom.redteam.run_matrix import example_tasks, plan_rows, run_matrix
-    from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
+    from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+    from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
     s.progress.step("container red-team matrix: every attack against every verifier mode")
     try:

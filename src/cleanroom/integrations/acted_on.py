@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome, Status
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.tamper import Change, ChangeKind
 from cleanroom.verifiers.container.verdict import Evidence, decide
 from cleanroom.verifiers.container.verify import (
@@ -122,11 +123,13 @@ def verify_compose_service(
         return decide(ev)
     try:
         runtime = connect()
-        container = runtime.find_container(
+        container = runtime.containers.find(
             {COMPOSE_PROJECT_LABEL: project, COMPOSE_SERVICE_LABEL: service}
         )
-        started = runtime.started_container(container)
-        others = runtime.project_services(COMPOSE_PROJECT_LABEL, project, COMPOSE_SERVICE_LABEL)
+        started = runtime.containers.started(container)
+        others = runtime.containers.of_project(
+            COMPOSE_PROJECT_LABEL, project, COMPOSE_SERVICE_LABEL
+        )
     except RuntimeUnavailable as exc:
         ev.unavailable = str(exc)
         return decide(ev)

@@ -15,7 +15,7 @@ import pytest
 
 from cleanroom.audit.local_cluster import LocalCluster
 from cleanroom.lifecycle import wait_until
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
 from .conftest import CLEANROOM, QUICK, REPO, TASKS, run_audit
 

@@ -12,7 +12,7 @@ import pytest
 
 from cleanroom.audit.job import JOB_LABEL
 from cleanroom.lifecycle import wait_until
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
 from .conftest import CLEANROOM, QUICK, TASKS, run_audit
 

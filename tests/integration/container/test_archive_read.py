@@ -16,9 +16,10 @@ import pytest
 from cleanroom.core.outcomes import Reason, Status
 from cleanroom.host_files import FileKind
 from cleanroom.redteam.catalogue import by_id
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime, Limits
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES
+from cleanroom.verifiers.container.runtime import Limits
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
 
@@ -45,19 +46,19 @@ rm -f /usr/bin/head /usr/bin/stat /usr/bin/cat /bin/dash /bin/bash
 
 @pytest.fixture
 def agent_container(runtime: DockerRuntime, example: Callable[[str], Task]) -> Iterator[str]:
-    image, _ = runtime.image_for(example("fix-median"))
-    ctr = runtime.start_agent_container(image, Limits(), None, "archive-read", logs_on_volume=True)
+    image, _ = runtime.images.for_task(example("fix-median"))
+    ctr = runtime.containers.start_agent(image, Limits(), None, "archive-read", logs_on_volume=True)
     try:
-        assert runtime.exec(ctr, ["sh", "-c", LEAVES], user="0").exit_code == 0
+        assert runtime.containers.exec(ctr, ["sh", "-c", LEAVES], user="0").exit_code == 0
         yield ctr
     finally:
-        runtime.remove(ctr)
+        runtime.containers.remove(ctr)
 
 
 def test_a_regular_file_is_read_whole_with_no_shell_in_the_container(
     runtime: DockerRuntime, agent_container: str
 ) -> None:
-    found = runtime.read_file(agent_container, f"{DIR}/crlf.txt")
+    found = runtime.files.read(agent_container, f"{DIR}/crlf.txt")
 
     assert (found.kind, found.data, found.size) == (FileKind.REGULAR, b"1\r\n", 3)
 
@@ -65,7 +66,7 @@ def test_a_regular_file_is_read_whole_with_no_shell_in_the_container(
 def test_a_link_is_refused_with_its_target_and_not_followed(
     runtime: DockerRuntime, agent_container: str
 ) -> None:
-    found = runtime.read_file(agent_container, f"{DIR}/link.txt")
+    found = runtime.files.read(agent_container, f"{DIR}/link.txt")
 
     assert (found.kind, found.note, found.data) == (FileKind.SYMLINK, f"{DIR}/target.txt", b"")
 
@@ -79,7 +80,7 @@ def test_a_fifo_device_or_folder_is_reported_without_blocking(
 ) -> None:
     start = time.monotonic()
 
-    found = runtime.read_file(agent_container, f"{DIR}/{name}")
+    found = runtime.files.read(agent_container, f"{DIR}/{name}")
 
     assert (found.kind, found.note) == (FileKind.OTHER, note)
     assert time.monotonic() - start < 5
@@ -90,7 +91,7 @@ def test_a_huge_file_is_oversize_and_costs_only_its_first_bytes(
 ) -> None:
     start = time.monotonic()
 
-    found = runtime.read_file(agent_container, f"{DIR}/huge.txt")
+    found = runtime.files.read(agent_container, f"{DIR}/huge.txt")
 
     assert (found.kind, found.size) == (FileKind.OVERSIZE, 1 << 30)
     assert found.data[:2] == b"1\n" and len(found.data) == REWARD_CAP_BYTES
@@ -101,7 +102,7 @@ def test_a_huge_file_is_oversize_and_costs_only_its_first_bytes(
 def test_a_loop_of_links_is_reported_not_a_failure_of_the_daemon(
     runtime: DockerRuntime, agent_container: str, path: str
 ) -> None:
-    found = runtime.read_file(agent_container, path)
+    found = runtime.files.read(agent_container, path)
 
     assert (found.kind, found.note) == (FileKind.OTHER, "a loop of symbolic links")
 
@@ -110,7 +111,7 @@ def test_a_loop_of_links_is_reported_not_a_failure_of_the_daemon(
 def test_nothing_at_the_path_is_missing(
     runtime: DockerRuntime, agent_container: str, path: str
 ) -> None:
-    assert runtime.read_file(agent_container, path).kind is FileKind.MISSING
+    assert runtime.files.read(agent_container, path).kind is FileKind.MISSING
 
 
 def test_a_trojaned_head_fools_only_a_reader_that_runs_it_in_the_container(

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from cleanroom.core.outcomes import Reason, Status
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
+from cleanroom.verifiers.container.runtime.docker.containers import DockerContainers
 from cleanroom.verifiers.container.task import Task, load_task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
 
@@ -251,14 +252,15 @@ def test_a_service_that_exits_is_named_with_its_output(
     assert left_behind(rt) == []
 
 
-class _FailsAfterTheServices(DockerRuntime):
-    def start_agent_container(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+class _FailsAfterTheServices(DockerContainers):
+    def start_agent(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("a bug of cleanroom's own, after the services started")
 
 
 def test_nothing_is_left_after_an_exception(example, runtime: DockerRuntime) -> None:
     rt = traced(runtime)
-    failing = _FailsAfterTheServices(rt.docker, rt.labels)
+    failing = DockerRuntime(rt.docker, rt.labels)
+    failing.containers = _FailsAfterTheServices(rt.docker, failing.labels, failing.images)
     outcome = verify_task(example("compose-store"), AgentSpec.solution(), failing, SEALED)
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.HARNESS_ERROR)
     assert left_behind(rt) == []

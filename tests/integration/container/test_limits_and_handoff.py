@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from cleanroom.core.outcomes import Status
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
 
@@ -60,7 +60,7 @@ def test_cleared_removes_an_agent_owned_reward_in_an_image_with_no_root_entry(
         {"environment/Dockerfile": NO_ROOT_DOCKERFILE, "task.toml": NO_ROOT_TOML},
         folder="fix-median-no-root",
     )
-    image, _ = runtime.image_for(task)
+    image, _ = runtime.images.for_task(task)
     passwd = runtime.docker.client.containers.run(image, ["cat", "/etc/passwd"], remove=True)
     assert b"root:" not in passwd
     plant = AgentSpec.command("echo 1 > /logs/verifier/reward.txt && test $(id -u) = 1600")

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from cleanroom.core.outcomes import Reason, Status
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime, Limits
+from cleanroom.verifiers.container.runtime import Limits
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.tamper import Change, ChangeKind
 from cleanroom.verifiers.container.task import Task
 
@@ -21,19 +22,19 @@ CHANGES = (
 def test_the_host_side_diff_agrees_with_docker_diff(
     runtime: DockerRuntime, example: Callable[[str], Task]
 ) -> None:
-    image, _ = runtime.image_for(example("fix-median"))
-    ctr = runtime.start_agent_container(image, Limits(), None, "diff-check")
+    image, _ = runtime.images.for_task(example("fix-median"))
+    ctr = runtime.containers.start_agent(image, Limits(), None, "diff-check")
     try:
-        assert runtime.exec(ctr, ["sh", "-c", CHANGES], user="0").exit_code == 0
-        runtime.pause(ctr)
+        assert runtime.containers.exec(ctr, ["sh", "-c", CHANGES], user="0").exit_code == 0
+        runtime.containers.freeze(ctr)
 
-        diff = runtime.changes(ctr)
+        diff = runtime.state.changes(ctr)
         api = [
             Change(d["Path"], ChangeKind.from_docker(d["Kind"]))
             for d in runtime.docker.api.diff(ctr)
         ]
     finally:
-        runtime.remove(ctr)
+        runtime.containers.remove(ctr)
 
     assert diff.source == "overlay"
     assert set(diff.changes) == set(api)
@@ -44,9 +45,9 @@ def test_an_unchanged_environment_reuses_its_image(
     runtime: DockerRuntime, example: Callable[[str], Task]
 ) -> None:
     task = example("csv-report")
-    first, _ = runtime.image_for(task)
+    first, _ = runtime.images.for_task(task)
 
-    second, built = runtime.image_for(task)
+    second, built = runtime.images.for_task(task)
 
     assert (second, built) == (first, False)
 
@@ -55,13 +56,13 @@ def test_task_containers_have_no_network_and_the_tasks_limits(
     runtime: DockerRuntime, example: Callable[[str], Task]
 ) -> None:
     task = example("fix-median")
-    image, _ = runtime.image_for(task)
-    ctr = runtime.start_agent_container(image, Limits.of(task), None, "limits-check")
+    image, _ = runtime.images.for_task(task)
+    ctr = runtime.containers.start_agent(image, Limits.of(task), None, "limits-check")
     try:
         host = runtime.docker.api.inspect_container(ctr)["HostConfig"]
-        links = runtime.exec(ctr, ["cat", "/proc/net/dev"]).stdout.decode()
+        links = runtime.containers.exec(ctr, ["cat", "/proc/net/dev"]).stdout.decode()
     finally:
-        runtime.remove(ctr)
+        runtime.containers.remove(ctr)
 
     assert host["NetworkMode"] == "none"
     assert (host["Memory"], host["NanoCpus"], host["PidsLimit"]) == (512 << 20, 10**9, 256)

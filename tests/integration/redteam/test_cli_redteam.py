@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.verifiers.container.docker_runtime import LABELS_ENV, DockerRuntime
+from cleanroom.verifiers.container.runtime.docker import LABELS_ENV, DockerRuntime
 
 pytestmark = pytest.mark.docker
 

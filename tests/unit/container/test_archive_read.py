@@ -17,12 +17,13 @@ import requests
 
 from cleanroom.docker_layer import Docker
 from cleanroom.host_files import FileKind
-from cleanroom.verifiers.container.archive_read import (
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
+from cleanroom.verifiers.container.runtime.docker.archive_read import (
     ArchiveReadError,
     kind_of_mode,
     observe,
 )
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 
 PATH = "/logs/verifier/reward.txt"
 REGULAR = 0o644
@@ -167,7 +168,7 @@ def _runtime(api: _ArchiveApi) -> DockerRuntime:
 def test_the_runtime_reads_through_the_archive_and_runs_nothing() -> None:
     api = _ArchiveApi([tar_of(b"0.75\n")])
 
-    found = _runtime(api).read_file("ctr", PATH)
+    found = _runtime(api).files.read("ctr", PATH)
 
     assert (found.kind, found.data) == (FileKind.REGULAR, b"0.75\n")
 
@@ -175,7 +176,7 @@ def test_the_runtime_reads_through_the_archive_and_runs_nothing() -> None:
 def test_a_stream_cut_short_is_read_again() -> None:
     api = _ArchiveApi([tar_of(b"0.75\n")[:514], tar_of(b"0.75\n")])
 
-    found = _runtime(api).read_file("ctr", PATH)
+    found = _runtime(api).files.read("ctr", PATH)
 
     assert (found.data, api.calls) == (b"0.75\n", 2)
 
@@ -184,11 +185,11 @@ def test_a_stream_that_stays_short_is_the_daemon_failing_not_a_reward() -> None:
     api = _ArchiveApi([tar_of(b"0.75\n")[:514]])
 
     with pytest.raises(RuntimeUnavailable, match="in 3 attempts"):
-        _runtime(api).read_file("ctr", PATH)
+        _runtime(api).files.read("ctr", PATH)
 
 
 def test_a_path_the_daemon_does_not_find_is_missing() -> None:
-    found = _runtime(_ArchiveApi([], missing=True)).read_file("ctr", PATH)
+    found = _runtime(_ArchiveApi([], missing=True)).files.read("ctr", PATH)
 
     assert found.kind is FileKind.MISSING
 
@@ -196,14 +197,14 @@ def test_a_path_the_daemon_does_not_find_is_missing() -> None:
 def test_a_path_under_a_file_is_missing_as_for_a_program_that_looks() -> None:
     refusal = "lstat /merged/logs/verifier/file/reward.txt: not a directory"
 
-    found = _runtime(_ArchiveApi([], refusal=refusal)).read_file("ctr", PATH)
+    found = _runtime(_ArchiveApi([], refusal=refusal)).files.read("ctr", PATH)
 
     assert found.kind is FileKind.MISSING
 
 
 def test_any_other_refusal_of_the_daemon_is_its_failure_not_a_missing_reward() -> None:
     with pytest.raises(RuntimeUnavailable, match="no space left"):
-        _runtime(_ArchiveApi([], refusal="no space left on device")).read_file("ctr", PATH)
+        _runtime(_ArchiveApi([], refusal="no space left on device")).files.read("ctr", PATH)
 
 
 @pytest.mark.parametrize(
@@ -216,6 +217,6 @@ def test_any_other_refusal_of_the_daemon_is_its_failure_not_a_missing_reward() -
 def test_links_the_daemon_cannot_follow_are_what_the_agent_left_not_its_failure(
     refusal: str, note: str
 ) -> None:
-    found = _runtime(_ArchiveApi([], refusal=refusal)).read_file("ctr", PATH)
+    found = _runtime(_ArchiveApi([], refusal=refusal)).files.read("ctr", PATH)
 
     assert (found.kind, found.note) == (FileKind.OTHER, note)

@@ -16,7 +16,8 @@ import pytest
 
 from cleanroom.docker_layer import Docker
 from cleanroom.host_files import FileKind
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
 
 class _LateStreamApi:
@@ -60,14 +61,14 @@ def _runtime(api: _LateStreamApi) -> DockerRuntime:
 
 def test_output_that_arrives_after_the_exit_is_still_collected() -> None:
     api = _LateStreamApi([(b"0.7500\n", b"7\n")], late=True)
-    result = _runtime(api).exec("ctr", ["true"])
+    result = _runtime(api).containers.exec("ctr", ["true"])
     assert result.exit_code == 0
     assert result.stdout == b"0.7500\n"
 
 
 def test_a_reward_read_back_short_is_read_again() -> None:
     api = _LateStreamApi([(b"", b"7\n"), (b"0.7500\n", b"7\n")])
-    observed = _runtime(api).read_file_in_container("ctr", "/logs/verifier/reward.txt")
+    observed = _runtime(api).files.read_with_programs("ctr", "/logs/verifier/reward.txt")
     assert (observed.kind, observed.data, observed.size) == (FileKind.REGULAR, b"0.7500\n", 7)
     assert api.calls == 2
 
@@ -75,10 +76,10 @@ def test_a_reward_read_back_short_is_read_again() -> None:
 def test_a_reward_that_stays_short_is_the_daemon_failing_not_an_empty_reward() -> None:
     api = _LateStreamApi([(b"", b"7\n")])
     with pytest.raises(RuntimeUnavailable, match="0 bytes came back of 7"):
-        _runtime(api).read_file_in_container("ctr", "/logs/verifier/reward.txt")
+        _runtime(api).files.read_with_programs("ctr", "/logs/verifier/reward.txt")
 
 
 def test_an_empty_reward_file_is_read_as_empty() -> None:
     api = _LateStreamApi([(b"", b"0\n")])
-    observed = _runtime(api).read_file_in_container("ctr", "/logs/verifier/reward.txt")
+    observed = _runtime(api).files.read_with_programs("ctr", "/logs/verifier/reward.txt")
     assert (observed.kind, observed.data, observed.size) == (FileKind.REGULAR, b"", 0)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cleanroom.core.outcomes import Reason, Status
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import (
     HARBOR_FIELDS,
     TaskConfigError,

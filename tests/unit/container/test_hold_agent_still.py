@@ -7,13 +7,14 @@ time); these tests script the daemon's answers to check the decisions made on th
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from cleanroom.core.outcomes import Reason
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime, RuntimeUnavailable
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.rollout import Rollout
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
 from cleanroom.verifiers.container.task import load_task
 from cleanroom.verifiers.container.verification import FREEZE_ATTEMPTS
 from cleanroom.verifiers.container.verify_options import AgentSpec, VerifyOptions
@@ -37,7 +38,7 @@ class ScriptedDaemon:
     def lift_cpu_limit(self, container: str) -> None:
         self.calls.append("lift")
 
-    def pause(self, container: str) -> None:
+    def freeze(self, container: str) -> None:
         self.calls.append("pause")
         if self.pause_refusals:
             raise self.pause_refusals.pop(0)
@@ -45,7 +46,7 @@ class ScriptedDaemon:
     def kill(self, container: str) -> None:
         self.calls.append("kill")
 
-    def unpause(self, container: str) -> None:
+    def thaw(self, container: str) -> None:
         self.calls.append("unpause")
 
     def limit_cpus(self, container: str, cpus: float) -> None:
@@ -53,7 +54,7 @@ class ScriptedDaemon:
 
 
 def rollout(task: str, daemon: ScriptedDaemon) -> Rollout:
-    runtime: DockerRuntime = daemon  # type: ignore[assignment]
+    runtime: VerificationRuntime = SimpleNamespace(containers=daemon)  # type: ignore[assignment]
     return Rollout(
         load_task(EXAMPLES / task), AgentSpec.noop(), runtime, VerifyOptions(Mode.SEALED)
     )

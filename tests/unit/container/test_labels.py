@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cleanroom.verifiers.container.docker_runtime import LABELS_ENV, labels_from_env
+from cleanroom.verifiers.container.runtime.docker import LABELS_ENV, labels_from_env
 
 
 def test_pairs_are_read_and_junk_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:

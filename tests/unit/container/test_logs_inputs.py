@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import tarfile
 
-from cleanroom.verifiers.container.docker_runtime import _renamed_top
+from cleanroom.verifiers.container.runtime.docker.tar import renamed_top
 
 
 def _tar(names: list[str]) -> bytes:
@@ -37,7 +37,7 @@ def test_inputs_are_renamed_and_the_verifiers_folders_left_out() -> None:
             "logs/verifierish.txt",
         ]
     )
-    out = _renamed_top(archive, "stage", skip=("logs/verifier", "logs/agent"))
+    out = renamed_top(archive, "stage", skip=("logs/verifier", "logs/agent"))
     with tarfile.open(fileobj=io.BytesIO(out)) as tar:
         names = tar.getnames()
         member = tar.extractfile("stage/inputs/a.txt")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cleanroom.core.outcomes import Reason, Status
-from cleanroom.verifiers.container.docker_runtime import DockerRuntime
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import (
     TaskConfigError,
     TaskError,

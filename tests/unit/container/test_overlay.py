@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cleanroom.host_files import remove_tree
-from cleanroom.verifiers.container.overlay import (
+from cleanroom.verifiers.container.runtime.docker.overlay import (
     MAX_DEPTH,
     OverlayUnreadable,
     changes_from_graph_driver,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cleanroom.verifiers.container.compose import parse_compose
-from cleanroom.verifiers.container.docker_runtime import ServiceState
+from cleanroom.verifiers.container.runtime import ServiceState
 from cleanroom.verifiers.container.sidecars import ServiceFailed, SidecarGroup
 
 COMPOSE = parse_compose(
@@ -30,23 +30,22 @@ services:
 
 
 class RecordedRuntime:
-    """The calls `SidecarGroup` makes, answered from ``states`` (service -> state)."""
+    """The calls `SidecarGroup` makes, answered from ``states`` (service -> state); it
+    serves as the runtime's containers and its networks."""
 
     def __init__(self, states: dict[str, ServiceState]) -> None:
         self.states = states
         self.calls: list[tuple[Any, ...]] = []
         self.by_id: dict[str, str] = {}
-
-    def create_services_network(self, name_hint: str) -> str:
-        self.calls.append(("network", name_hint))
-        return "net-1"
+        self.containers = self
+        self.networks = _Networks(self)
 
     def start_service(self, service: Any, image: str, network: str, public: bool) -> str:
         self.calls.append(("start", service.name, image, network, public))
         self.by_id[f"ctr-{service.name}"] = service.name
         return f"ctr-{service.name}"
 
-    def service_state(self, container: str) -> ServiceState:
+    def state(self, container: str) -> ServiceState:
         return self.states[self.by_id.get(container, container)]
 
     def logs_tail(self, container: str, lines: int = 20) -> str:
@@ -55,14 +54,23 @@ class RecordedRuntime:
     def remove(self, container: str) -> None:
         self.calls.append(("remove", container))
 
-    def remove_network(self, network: str) -> None:
-        self.calls.append(("remove network", network))
 
-    def join_services_network(self, network: str, container: str, service: Any) -> None:
-        self.calls.append(("join", network, container, service.name))
+class _Networks:
+    def __init__(self, rt: RecordedRuntime) -> None:
+        self.rt = rt
 
-    def leave_services_network(self, network: str, container: str) -> None:
-        self.calls.append(("leave", network, container))
+    def create(self, name_hint: str) -> str:
+        self.rt.calls.append(("network", name_hint))
+        return "net-1"
+
+    def join(self, network: str, container: str, service: Any) -> None:
+        self.rt.calls.append(("join", network, container, service.name))
+
+    def leave(self, network: str, container: str) -> None:
+        self.rt.calls.append(("leave", network, container))
+
+    def remove(self, network: str) -> None:
+        self.rt.calls.append(("remove network", network))
 
 
 HEALTHY = ServiceState("running", "healthy", None)

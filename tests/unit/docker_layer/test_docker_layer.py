@@ -22,7 +22,7 @@ from cleanroom.environments.containers.desktop_image import DockerUnavailable
 from cleanroom.environments.errors import PoolError
 from cleanroom.guests.base import GuestError
 from cleanroom.guests.docker import ContainerUnavailable
-from cleanroom.verifiers.container.docker_runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 
 Frames = Iterator[tuple[bytes | None, bytes | None]]
 

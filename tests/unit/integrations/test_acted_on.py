@@ -16,8 +16,9 @@ from cleanroom.integrations.acted_on import (
     mount_baseline,
     rewards_of,
 )
-from cleanroom.verifiers.container.docker_runtime import RuntimeUnavailable, started_container
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime.docker.containers import started_container
 from cleanroom.verifiers.container.tamper import Change, ChangeKind
 
 

@@ -8,10 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome
-from cleanroom.verifiers.container.docker_runtime import (
-    DockerRuntime,
-    RuntimeUnavailable,
-)
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
 from cleanroom.verifiers.container.sidecars import SidecarGroup
 from cleanroom.verifiers.container.tamper import (
     Change,
@@ -52,7 +49,7 @@ class ExistingContainer(Verification):
     owns_agent_container = False
 
     def __init__(
-        self, task: Task, acted: ActedOn, runtime: DockerRuntime, options: VerifyOptions
+        self, task: Task, acted: ActedOn, runtime: VerificationRuntime, options: VerifyOptions
     ) -> None:
         super().__init__(task, acted.label, runtime, options)
         self.acted = acted
@@ -68,7 +65,7 @@ class ExistingContainer(Verification):
             if not self._enter_step():
                 return self._decide(started)
             if self.workdir is None:
-                self.workdir = self.rt.image_workdir(self.acted.image)
+                self.workdir = self.rt.images.workdir(self.acted.image)
             if not self._verifier_image():
                 return self._decide(started)
             compose = self.task.compose

@@ -8,11 +8,8 @@ import traceback
 from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome
-from cleanroom.verifiers.container.docker_runtime import (
-    DockerRuntime,
-    ImageBuildFailed,
-    RuntimeUnavailable,
-)
+from cleanroom.docker_layer import ImageBuildFailed
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
 from cleanroom.verifiers.container.sidecars import ServiceFailed, SidecarGroup
 from cleanroom.verifiers.container.steps import StepOutcome, combine, next_step_runs
 from cleanroom.verifiers.container.tamper import (
@@ -52,7 +49,7 @@ class Rollout(Verification):
         self,
         task: Task,
         agent: AgentSpec,
-        runtime: DockerRuntime,
+        runtime: VerificationRuntime,
         options: VerifyOptions,
         image: str | None = None,
         only_step: TaskStep | None = None,
@@ -105,7 +102,7 @@ class Rollout(Verification):
         images: dict[str, str] = {}
         for service in compose.services:
             try:
-                images[service.name] = self.rt.service_image(
+                images[service.name] = self.rt.images.for_service(
                     self.task, service, dict(self.options.image_map)
                 )
             except ImageBuildFailed as exc:
@@ -174,7 +171,7 @@ class Rollout(Verification):
         before the next step's agent phase, as Harbor does: the next step's agent sees
         no tests, and its verifier no earlier reward."""
         script = 'rm -rf -- "$1" && mkdir -p "$2" && find "$2" -mindepth 1 -delete'
-        done = self.rt.exec(
+        done = self.rt.containers.exec(
             ctr, ["sh", "-c", script, "reset", TESTS_DIR, self.vcfg.reward_dir], user="0"
         )
         if done.exit_code != 0:
@@ -186,14 +183,14 @@ class Rollout(Verification):
             if self.given_image is not None:
                 image, built = self.given_image, False
             else:
-                image, built = self.rt.image_for(self.task, dict(self.options.image_map))
+                image, built = self.rt.images.for_task(self.task, dict(self.options.image_map))
         except ImageBuildFailed as exc:
             self.ev.environment_error = f"the task image {exc.tag} could not be made"
             self.ev.build_log = exc.log
             return None
         self.ev.details.update(image=image, image_built=built)
         if self.workdir is None:
-            self.workdir = self.rt.image_workdir(image)
+            self.workdir = self.rt.images.workdir(image)
         return image
 
     def _start_agent_container(self, image: str) -> str:
@@ -210,7 +207,7 @@ class Rollout(Verification):
         hidden = sorted({self.vcfg.reward_dir, "/logs/verifier", "/logs/agent", ARTIFACTS_DIR})
         # Where the reward is read in this container, /logs is a volume: the archive API
         # that reads it does not see a tmpfs.
-        ctr = self.rt.start_agent_container(
+        ctr = self.rt.containers.start_agent(
             image,
             self.limits,
             self.workdir,
@@ -225,7 +222,7 @@ class Rollout(Verification):
         # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the
         # same so that the attacks they control for are real.
         dirs = sorted({"/logs", self.vcfg.reward_dir, "/logs/agent", ARTIFACTS_DIR})
-        made = self.rt.exec(
+        made = self.rt.containers.exec(
             ctr, ["sh", "-c", 'mkdir -p "$@" && chmod 0777 "$@"', "mkdirs", *dirs], user="0"
         )
         if made.exit_code != 0:
@@ -238,7 +235,7 @@ class Rollout(Verification):
                 Change(self.vcfg.reward_dir, ChangeKind.ADDED),
                 Change(ARTIFACTS_DIR, ChangeKind.ADDED),
             ]
-            self.baseline = [*self.rt.changes(ctr).changes, *mount_points]
+            self.baseline = [*self.rt.state.changes(ctr).changes, *mount_points]
         return ctr
 
     def _act_and_verify(self, agent_ctr: str, image: str) -> None:
@@ -258,7 +255,7 @@ class Rollout(Verification):
             return
         agent = self.task.config.agent
         own = self.step.config.agent if self.step is not None else None
-        result = self.rt.exec(
+        result = self.rt.containers.exec(
             ctr,
             argv,
             user=own.user if own is not None and own.user is not None else agent.user,
@@ -281,7 +278,7 @@ class Rollout(Verification):
             if not (solution / "solve.sh").is_file():
                 where = f"step {self.step.name!r}" if self.step is not None else self.task.name
                 raise RuntimeUnavailable(f"{where} has no solution/solve.sh")
-            self.rt.put_dir(ctr, solution, "/solution")
+            self.rt.containers.put_dir(ctr, solution, "/solution")
         if self.agent.kind == "solution":
             return ["bash", "/solution/solve.sh"]
         if self.agent.files:
@@ -289,5 +286,5 @@ class Rollout(Verification):
             folder.mkdir(exist_ok=True)
             for name, data in self.agent.files:
                 (folder / name).write_bytes(data)
-            self.rt.put_dir(ctr, folder, AGENT_FILES_DIR)
+            self.rt.containers.put_dir(ctr, folder, AGENT_FILES_DIR)
         return ["bash", "-c", self.agent.text]

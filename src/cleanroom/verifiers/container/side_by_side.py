@@ -16,11 +16,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
-from cleanroom.verifiers.container.docker_runtime import (
-    DockerRuntime,
-    ImageBuildFailed,
-    RuntimeUnavailable,
-)
+from cleanroom.docker_layer import ImageBuildFailed
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task
 
 Item = TypeVar("Item")
@@ -72,4 +70,4 @@ def build_images(
     """
     for task in tasks:
         with contextlib.suppress(ImageBuildFailed, RuntimeUnavailable):
-            runtime.image_for(task, image_map)
+            runtime.images.for_task(task, image_map)

@@ -18,10 +18,10 @@ from collections.abc import Mapping
 
 from cleanroom.lifecycle import wait_until
 from cleanroom.verifiers.container.compose import ComposeProject
-from cleanroom.verifiers.container.docker_runtime import (
-    DockerRuntime,
+from cleanroom.verifiers.container.runtime import (
     RuntimeUnavailable,
     ServiceState,
+    VerificationRuntime,
 )
 
 _POLL_S = 0.25
@@ -35,7 +35,9 @@ class ServiceFailed(Exception):
 class SidecarGroup:
     """The compose services of one rollout: their network and containers."""
 
-    def __init__(self, runtime: DockerRuntime, compose: ComposeProject, name_hint: str) -> None:
+    def __init__(
+        self, runtime: VerificationRuntime, compose: ComposeProject, name_hint: str
+    ) -> None:
         self.rt = runtime
         self.compose = compose
         self.name_hint = name_hint
@@ -46,7 +48,7 @@ class SidecarGroup:
 
     @classmethod
     def of_another_harness(
-        cls, runtime: DockerRuntime, compose: ComposeProject, name_hint: str
+        cls, runtime: VerificationRuntime, compose: ComposeProject, name_hint: str
     ) -> SidecarGroup:
         """A group for services another harness started: `join` attaches them to a
         network of the group's own, and `remove` detaches them and leaves them running."""
@@ -57,21 +59,21 @@ class SidecarGroup:
     def join(self, running: Mapping[str, str]) -> None:
         """Attach the task's services among ``running`` (container by service name) to a
         network of this group's own, under their names."""
-        self.network = self.rt.create_services_network(self.name_hint)
+        self.network = self.rt.networks.create(self.name_hint)
         for service in self.compose.services:
             if service.name in running:
                 self.containers[service.name] = running[service.name]
-                self.rt.join_services_network(self.network, running[service.name], service)
+                self.rt.networks.join(self.network, running[service.name], service)
 
     def start(self, images: Mapping[str, str], public: bool, timeout_s: float) -> None:
         """Start every service (``images`` by service name) in dependency order and wait
         until all are ready; `ServiceFailed` names the service that is not."""
         deadline = time.monotonic() + timeout_s
-        self.network = self.rt.create_services_network(self.name_hint)
+        self.network = self.rt.networks.create(self.name_hint)
         for service in self.compose.services:
             for dependency, condition in service.depends_on:
                 self._wait(dependency, condition, deadline, f"{service.name} depends on it")
-            self.containers[service.name] = self.rt.start_service(
+            self.containers[service.name] = self.rt.containers.start_service(
                 service, images[service.name], self.network, public
             )
         # ``up --wait``: every service running, and healthy where it has a healthcheck.
@@ -92,12 +94,12 @@ class SidecarGroup:
         for container in self.containers.values():
             with contextlib.suppress(RuntimeUnavailable):
                 if self.owned:
-                    self.rt.remove(container)
+                    self.rt.containers.remove(container)
                 elif self.network is not None:
-                    self.rt.leave_services_network(self.network, container)
+                    self.rt.networks.leave(self.network, container)
         if self.network is not None:
             with contextlib.suppress(RuntimeUnavailable):
-                self.rt.remove_network(self.network)
+                self.rt.networks.remove(self.network)
 
     def _wait(self, name: str, condition: str, deadline: float, why: str) -> None:
         """Wait for ``condition`` (``service_started``, ``service_healthy``, or
@@ -105,20 +107,20 @@ class SidecarGroup:
         container = self.containers[name]
 
         def met() -> bool:
-            state = self.rt.service_state(container)
+            state = self.rt.containers.state(container)
             problem = _problem(state, condition)
             if problem:
                 raise ServiceFailed(self._describe(name, problem, why))
             return _met(state, condition)
 
         if not wait_until(met, max(0.0, deadline - time.monotonic()), _POLL_S):
-            state = self.rt.service_state(container)
+            state = self.rt.containers.state(container)
             waited = f"was still {state.health or state.status} at the start time limit"
             raise ServiceFailed(self._describe(name, waited, why))
 
     def _describe(self, name: str, problem: str, why: str) -> str:
         try:
-            tail = self.rt.logs_tail(self.containers[name]).strip()
+            tail = self.rt.containers.logs_tail(self.containers[name]).strip()
         except RuntimeUnavailable:
             tail = ""
         logs = f"; its last output: {tail[-600:]}" if tail else ""

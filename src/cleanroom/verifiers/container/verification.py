@@ -1,6 +1,6 @@
 """Verifying an agent's container in a mode: the steps every rollout shares.
 
-`Verification` sequences effects (through `DockerRuntime` and the host reader) and
+`Verification` sequences effects (through a `VerificationRuntime` and the host reader) and
 records what it saw in an `Evidence`; `verdict.decide` alone turns that into the
 outcome. Its two kinds are cleanroom's own rollout (`rollout.Rollout`) and a container
 another harness started (`existing_container.ExistingContainer`).
@@ -25,22 +25,22 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cleanroom.core.outcomes import Outcome, Reason
+from cleanroom.docker_layer import ImageBuildFailed
 from cleanroom.exec_result import ExecResult
 from cleanroom.host_files import FileKind, ObservedFile, read_capped, remove_tree
 from cleanroom.verifiers.container import artifacts, links
 from cleanroom.verifiers.container.compose import MAIN
-from cleanroom.verifiers.container.docker_runtime import (
-    DockerRuntime,
-    ImageBuildFailed,
-    Limits,
-    RuntimeUnavailable,
-    StateCopy,
-    StateTooLarge,
-)
 from cleanroom.verifiers.container.healthcheck import Attempt, wait_healthy
 from cleanroom.verifiers.container.links import Entry, EntryKind, Resolution
 from cleanroom.verifiers.container.modes import plan
 from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES
+from cleanroom.verifiers.container.runtime import (
+    Limits,
+    RuntimeUnavailable,
+    StateCopy,
+    StateTooLarge,
+    VerificationRuntime,
+)
 from cleanroom.verifiers.container.sidecars import SidecarGroup
 from cleanroom.verifiers.container.state_archive import StateArchiveError
 from cleanroom.verifiers.container.tamper import (
@@ -107,7 +107,7 @@ class Verification:
     owns_agent_container = True
 
     def __init__(
-        self, task: Task, label: str, runtime: DockerRuntime, options: VerifyOptions
+        self, task: Task, label: str, runtime: VerificationRuntime, options: VerifyOptions
     ) -> None:
         self.task = task
         self.rt = runtime
@@ -191,7 +191,7 @@ class Verification:
             return True
         try:
             with self._timed("build_s"):
-                image, built = self.rt.verifier_image_for(self.task, dict(self.options.image_map))
+                image, built = self.rt.images.for_verifier(self.task, dict(self.options.image_map))
         except ImageBuildFailed as exc:
             self.ev.environment_error = f"the verifier's image {exc.tag} could not be made"
             self.ev.build_log = exc.log
@@ -203,7 +203,7 @@ class Verification:
             "tests": "in the image" if self.separate.bundled_tests else "copied in",
         }
         own = self.separate.config.workdir
-        self.separate_workdir = own if own is not None else self.rt.image_workdir(image)
+        self.separate_workdir = own if own is not None else self.rt.images.workdir(image)
         return True
 
     @property
@@ -265,7 +265,7 @@ class Verification:
             return None
 
         def attempt(timeout: float) -> Attempt:
-            result = self.rt.exec(
+            result = self.rt.containers.exec(
                 ctr, ["bash", "-c", check.command], workdir=self.workdir, timeout=timeout
             )
             if result.timed_out:
@@ -301,7 +301,7 @@ class Verification:
         # ``cleared`` looks through the archive API, never with a program of the
         # container's (a ``test`` the agent replaced could call a broken work dir fine).
         if self.workdir and self.plan.clears_reward:
-            there = self.rt.read_file(ctr, posixpath.join(self.workdir, "."), cap=0)
+            there = self.rt.files.read(ctr, posixpath.join(self.workdir, "."), cap=0)
             if (there.kind, there.note) != (FileKind.OTHER, "directory"):
                 self.ev.agent_fault = AgentFault(
                     Reason.WORKSPACE_BROKEN,
@@ -309,12 +309,12 @@ class Verification:
                 )
                 return
         for tests in self._tests_dirs():
-            self.rt.put_dir(ctr, tests, TESTS_DIR)
+            self.rt.containers.put_dir(ctr, tests, TESTS_DIR)
         deadline = time.monotonic() + self.vcfg.timeout_sec
         if not self._setup(ctr, deadline):
             return
         if self.plan.clears_reward:
-            cleared = self.rt.exec(
+            cleared = self.rt.containers.exec(
                 ctr, ["rm", "-f", "--", *self.vcfg.reward_paths], user="0", workdir="/"
             )
             if cleared.exit_code != 0:
@@ -331,7 +331,7 @@ class Verification:
             left = [
                 p
                 for p in self.vcfg.reward_paths
-                if self.rt.read_file(ctr, p, cap=0).kind is not FileKind.MISSING
+                if self.rt.files.read(ctr, p, cap=0).kind is not FileKind.MISSING
             ]
             if left:
                 self.ev.agent_fault = AgentFault(
@@ -356,8 +356,8 @@ class Verification:
         # Through the archive API, so no program of the container's answers; the red
         # team's control for a trojaned reader asks for the container's own programs.
         if self.options.in_container_reader:
-            return self.rt.read_file_in_container(ctr, path, cap)
-        return self.rt.read_file(ctr, path, cap)
+            return self.rt.files.read_with_programs(ctr, path, cap)
+        return self.rt.files.read(ctr, path, cap)
 
     # sealed: the pristine image, with the agent's state at the state paths ------------
 
@@ -403,7 +403,7 @@ class Verification:
                 # As in Harbor when main has no further use: the services' hooks
                 # run once nothing the agent left can run beside them.
                 self._collect(agent_ctr, in_main=False)
-                diff = self.rt.changes(agent_ctr)
+                diff = self.rt.state.changes(agent_ctr)
                 state_paths = self._state_paths(diff.changes)
                 self.ev.details["state_paths"] = state_paths
                 # The verifier's copy of the state paths is cleared while the agent's is read.
@@ -455,7 +455,7 @@ class Verification:
                 vctr, ready = clearing.result()
                 with self._timed("install_s"):
                     carried = self._carried(taken, state_paths)
-                    self.rt.install_state(vctr, carried + copies, cleared=sorted(ready))
+                    self.rt.state.install(vctr, carried + copies, cleared=sorted(ready))
             except RuntimeUnavailable as exc:
                 if exc.status is None:  # the daemon did not answer
                     raise
@@ -470,7 +470,7 @@ class Verification:
                 landed = self._links_into_verifier(vctr, carried + copies)
             if landed:
                 self.ev.tamper = replace(self.ev.tamper, links=tuple(str(r) for r in landed))
-                self.rt.kill(vctr)
+                self.rt.containers.kill(vctr)
                 return
         finally:
             for copy in copies:
@@ -498,7 +498,7 @@ class Verification:
                 return found
             if any(under(path, root) for root in roots):
                 return Entry(EntryKind.MISSING)  # not in the archive that made that tree
-            return self.rt.entry(vctr, path)
+            return self.rt.files.entry(vctr, path)
 
         places = (TESTS_DIR, self.vcfg.reward_dir, PYTHON_GUARD_DIR, WITNESS_DIR)
         found = [p for p, e in tree.items() if e.kind is EntryKind.LINK]
@@ -513,7 +513,7 @@ class Verification:
         planned = artifacts.plan(self.task.config.artifact_entries)
         sources = [i.entry.source for i in planned if i.status != "skipped"]
         sources = [p for p in sources if not any(under(p, s) for s in state_paths)]
-        absent = self.rt.clear_state(vctr, state_paths, probe=sources)
+        absent = self.rt.state.clear(vctr, state_paths, probe=sources)
         return vctr, {*state_paths, *absent}
 
     def _hold_agent_still(self, agent_ctr: str) -> None:
@@ -533,18 +533,18 @@ class Verification:
         agent's 0.
         """
         if self.limits.cpus is not None:
-            self.rt.lift_cpu_limit(agent_ctr)
+            self.rt.containers.lift_cpu_limit(agent_ctr)
         needed = self.vcfg.live_processes or self.more_steps
         refusals: list[str] = []
         if not needed and not self.owns_agent_container:
             # A harness's container outlives this verification, and its harness stops
             # it as it left it: killed, so nothing frozen is left behind.
-            self.rt.kill(agent_ctr)
+            self.rt.containers.kill(agent_ctr)
             self.ev.details["agent_processes"] = "killed"
             return
         for _ in range(FREEZE_ATTEMPTS if needed else 1):
             try:
-                self.rt.pause(agent_ctr)
+                self.rt.containers.freeze(agent_ctr)
             except RuntimeUnavailable as exc:
                 if exc.status is None:  # the daemon did not answer
                     raise
@@ -556,7 +556,7 @@ class Verification:
             return
         # Killing works where freezing did not, unless the daemon itself is failing: then
         # this raises, and the rollout is invalid.
-        self.rt.kill(agent_ctr)
+        self.rt.containers.kill(agent_ctr)
         self.ev.details["agent_processes"] = "killed: they could not be frozen"
         self.ev.details["freeze_refusals"] = refusals
         if needed:
@@ -574,9 +574,9 @@ class Verification:
 
     def _thaw(self, agent_ctr: str) -> None:
         """Let the agent's frozen processes run again, under the task's CPU limit."""
-        self.rt.unpause(agent_ctr)
+        self.rt.containers.thaw(agent_ctr)
         if self.more_steps and self.limits.cpus is not None:
-            self.rt.limit_cpus(agent_ctr, self.limits.cpus)
+            self.rt.containers.limit_cpus(agent_ctr, self.limits.cpus)
 
     def _start_verifier(self, agent_ctr: str | None, image: str, folders: VerifierFolders) -> str:
         """A fresh idle container of the pristine image, its folders bound in (in the
@@ -595,7 +595,7 @@ class Verification:
         if self.separate is None or not self.separate.bundled_tests:
             binds[folders.tests] = TESTS_DIR
         with self._timed("start_s"):
-            vctr = self.rt.start_verifier_container(
+            vctr = self.rt.containers.start_verifier(
                 image,
                 limits,
                 "/",
@@ -626,13 +626,13 @@ class Verification:
     def _verify_on_pristine(self, vctr: str, folders: VerifierFolders) -> None:
         deadline = time.monotonic() + self.vcfg.timeout_sec
         if not self._setup(vctr, deadline) or not self._run_test(vctr, deadline):
-            self.rt.kill(vctr)
+            self.rt.containers.kill(vctr)
             return
         with self._timed("read_s"):
             self._read_results(vctr, host_reward_dir=folders.reward)
             # Nothing the verifier started may write the reward (or the witness's
             # records) while they are read.
-            self.rt.kill(vctr)
+            self.rt.containers.kill(vctr)
             reward_dir = folders.reward
             json_path, text_path = self.vcfg.reward_paths
             self.ev.json_file = read_capped(
@@ -717,7 +717,7 @@ class Verification:
         with ThreadPoolExecutor(
             min(EXPORT_THREADS, max(1, len(state_paths))), "state-export"
         ) as pool:
-            taking = [pool.submit(self.rt.export_state, ctr, p, cap) for p in state_paths]
+            taking = [pool.submit(self.rt.state.export, ctr, p, cap) for p in state_paths]
         copies = [f.result() for f in taking if f.exception() is None]
         for path, taken in zip(state_paths, taking, strict=True):
             try:
@@ -775,7 +775,7 @@ class Verification:
                 None
                 if item.status == "skipped"
                 else pool.submit(
-                    self.rt.export_state, ctr, item.entry.source, cap, artifacts.rules(item.entry)
+                    self.rt.state.export, ctr, item.entry.source, cap, artifacts.rules(item.entry)
                 )
                 for item in planned
             ]
@@ -807,7 +807,7 @@ class Verification:
                     if started is not None:
                         copy = started.result()
                     else:
-                        copy = self.rt.export_state(
+                        copy = self.rt.state.export(
                             ctr, item.entry.source, cap, artifacts.rules(item.entry)
                         )
                 except (StateTooLarge, StateArchiveError) as exc:
@@ -911,7 +911,7 @@ class Verification:
         return True
 
     def _as_verifier(self, ctr: str, argv: list[str], deadline: float) -> ExecResult:
-        return self.rt.exec(
+        return self.rt.containers.exec(
             ctr,
             argv,
             user=self.vcfg.user,
@@ -1001,7 +1001,7 @@ class Verification:
             entry: dict[str, Any] = {"service": hook.service, "command": hook.command}
             try:
                 with self._timed("collect_s"):
-                    result = self.rt.exec(
+                    result = self.rt.containers.exec(
                         ctr, argv, user=hook.user, workdir=workdir, timeout=hook.timeout_sec
                     )
             except RuntimeUnavailable as exc:
@@ -1024,7 +1024,7 @@ class Verification:
             return
         with contextlib.suppress(RuntimeUnavailable):
             for ctr in self.containers:
-                self.rt.remove(ctr)
+                self.rt.containers.remove(ctr)
         # After the containers on its network: a network with containers cannot go.
         if self.services is not None:
             self.services.remove()

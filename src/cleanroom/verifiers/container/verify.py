@@ -15,13 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome
-from cleanroom.verifiers.container.docker_runtime import (
-    DockerRuntime,
-    RuntimeUnavailable,
-)
 from cleanroom.verifiers.container.existing_container import ActedOn, ExistingContainer
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.rollout import Rollout
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import (
     Task,
     TaskError,
@@ -80,7 +78,7 @@ def verify_path(
 
 
 def verify_task(
-    task: Task, agent: AgentSpec, runtime: DockerRuntime, options: VerifyOptions
+    task: Task, agent: AgentSpec, runtime: VerificationRuntime, options: VerifyOptions
 ) -> Outcome:
     """Build or reuse the task's image, run the agent phase, verify, and decide.
 
@@ -112,7 +110,7 @@ def _verifier_limit(task: Task, step: TaskStep | None) -> float:
 
 
 def verify_acted_on(
-    task: Task, acted: ActedOn, runtime: DockerRuntime, options: VerifyOptions
+    task: Task, acted: ActedOn, runtime: VerificationRuntime, options: VerifyOptions
 ) -> Outcome:
     """Verify a container someone else started and the agent already acted in.
 
@@ -133,7 +131,7 @@ def verify_acted_on(
 
 
 def _verify_once(
-    task: Task, agent: AgentSpec, runtime: DockerRuntime, options: VerifyOptions
+    task: Task, agent: AgentSpec, runtime: VerificationRuntime, options: VerifyOptions
 ) -> Outcome:
     return _guarded(Rollout(task, agent, runtime, options))
 

@@ -1,0 +1,337 @@
+"""Containers on a Docker daemon: the agent's, the verifier's and a task's compose
+services, started idle; commands run in them; frozen, thawed, killed and removed.
+
+Everything this creates carries the runtime's labels (``cleanroom.verify`` and any the
+caller adds), with its role, so it can be found and removed by label.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cleanroom.docker_layer import OUTPUT_CAP_BYTES, Docker, anonymous_volume
+from cleanroom.exec_result import ExecResult
+from cleanroom.verifiers.container.compose import MAIN, Service
+from cleanroom.verifiers.container.runtime.docker.images import KEEPALIVE, DockerImages
+from cleanroom.verifiers.container.runtime.docker.tar import renamed_top, tar_folder
+from cleanroom.verifiers.container.runtime.records import (
+    Limits,
+    RuntimeUnavailable,
+    ServiceState,
+    StartedContainer,
+)
+from cleanroom.verifiers.container.task import ARTIFACTS_DIR
+
+LOGS_TMPFS = "rw,size=64m,mode=0777"
+LOGS_STAGING = "/.cleanroom-logs-inputs"
+
+
+class DockerContainers:
+    """The containers of one Docker connection."""
+
+    def __init__(self, docker: Docker, labels: Mapping[str, str], images: DockerImages) -> None:
+        self.docker = docker
+        self.labels = dict(labels)
+        self.images = images
+
+    def start_agent(
+        self,
+        image: str,
+        limits: Limits,
+        workdir: str | None,
+        name_hint: str,
+        binds: Mapping[Path, str] | None = None,
+        environment: Mapping[str, str] | None = None,
+        logs_hidden: Sequence[str] = (),
+        logs_on_volume: bool = False,
+        services_network: str | None = None,
+    ) -> str:
+        """Start the task container idle, no network unless asked, ``/logs`` its own.
+
+        With ``services_network`` (the task's compose services) it starts on that
+        network as ``main``, and joins the default bridge too when ``limits`` give it a
+        network.
+
+        ``/logs`` is a folder the agent can write (as in Harbor, where it is a shared
+        folder): the naive modes need the planted files to be there. It is a tmpfs, or
+        with ``logs_on_volume`` an anonymous volume removed with the container: the
+        Docker archive API, which reads the reward without running anything in the
+        container, sees volumes but not tmpfs mounts. What the image itself holds under
+        ``/logs`` (inputs some tasks put there) is there too, but for the folders in
+        ``logs_hidden`` (the verifier's and the agent's log folders, which Harbor mounts
+        over the image's too), which start empty. ``binds`` puts host folders inside it
+        (sealed mode watches the reward folder from the host). ``environment`` is the
+        task's ``[environment.env]``, seen by every command run in the container.
+        """
+        volumes = {str(h): {"bind": d, "mode": "rw"} for h, d in (binds or {}).items()}
+        # Under a tmpfs /logs, Harbor's artifacts folder is a volume of its own (empty,
+        # as Harbor mounts an empty host folder there): it outlives the agent's
+        # processes, and the archive API that carries it to the verifier can read it.
+        logs: dict[str, Any] = (
+            {"mounts": [anonymous_volume("/logs")]}
+            if logs_on_volume
+            else {
+                "tmpfs": {"/logs": LOGS_TMPFS},
+                "mounts": [anonymous_volume(ARTIFACTS_DIR, empty=True)],
+            }
+        )
+        ctr = self.docker.run_container(
+            image,
+            KEEPALIVE,
+            **network_options(limits.network, services_network, (MAIN,)),
+            **logs,
+            volumes=volumes,
+            working_dir=workdir or "",
+            environment=dict(environment or {}),
+            labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": name_hint},
+            **limits.host_config(),
+        )
+        if services_network is not None and limits.network:
+            self.docker.connect_network("bridge", ctr)
+        if logs_on_volume:
+            # Docker fills a new volume with what the image holds at its mount point.
+            self._empty_logs(ctr, logs_hidden)
+            return ctr
+        inputs = self.images.logs(image)
+        if inputs is not None:
+            self._restore_logs(ctr, inputs, logs_hidden)
+        return ctr
+
+    def _empty_logs(self, ctr: str, hidden: Sequence[str]) -> None:
+        # Before anything of the agent's has run: the image's own rm, as root.
+        under = [h for h in hidden if h.startswith("/logs/")]
+        if not under:
+            return
+        emptied = self.exec(ctr, ["rm", "-rf", "--", *under], user="0", workdir="/")
+        if emptied.exit_code != 0:
+            raise RuntimeUnavailable(f"emptying {under}: {emptied.output[-300:]!r}")
+
+    def _restore_logs(self, ctr: str, archive: bytes, hidden: Sequence[str]) -> None:
+        # The daemon's archive calls write beneath a tmpfs, not into it: the files go to a
+        # staging folder and a copy inside the container puts them on the tmpfs.
+        skip = tuple(h.strip("/") for h in hidden)
+        staged = renamed_top(archive, LOGS_STAGING.lstrip("/"), skip)
+        self.docker.put_archive(ctr, "/", staged)
+        copied = self.exec(
+            ctr,
+            ["sh", "-c", 'cp -a "$1"/. /logs/ && rm -rf -- "$1"', "restore", LOGS_STAGING],
+            user="0",
+            workdir="/",
+        )
+        if copied.exit_code != 0:
+            raise RuntimeUnavailable(f"copying the image's /logs inputs: {copied.output[-300:]!r}")
+
+    def start_verifier(
+        self,
+        image: str,
+        limits: Limits,
+        workdir: str | None,
+        binds: Mapping[Path, str],
+        join_network_of: str | None,
+        read_only: Sequence[str] = (),
+        network: bool = False,
+        environment: Mapping[str, str] | None = None,
+        services_network: str | None = None,
+    ) -> str:
+        """Start a fresh idle verifier container from the pristine task image.
+
+        Host folders are bound in (``read_only`` names those bound read-only). No network,
+        unless ``join_network_of`` names a container whose network namespace (and so its
+        localhost) this one joins, ``services_network`` names the task's compose services'
+        network (internal: the services, nothing beyond), or ``network`` asks for one of
+        its own (the task's ``[verifier] network_mode = "public"``). It cannot make
+        device nodes.
+        """
+        if join_network_of:
+            networking: dict[str, Any] = {"network_mode": f"container:{join_network_of}"}
+        else:
+            networking = network_options(network, services_network, ())
+        volumes = {
+            str(host): {"bind": dest, "mode": "ro" if dest in read_only else "rw"}
+            for host, dest in binds.items()
+        }
+        ctr = self.docker.run_container(
+            image,
+            KEEPALIVE,
+            **networking,
+            volumes=volumes,
+            cap_drop=["MKNOD"],
+            environment=dict(environment or {}),
+            working_dir=workdir or "",
+            labels={**self.labels, "cleanroom.role": "verifier"},
+            **limits.host_config(),
+        )
+        if services_network is not None and network and not join_network_of:
+            self.docker.connect_network("bridge", ctr)
+        return ctr
+
+    # Compose services beside the agent's container ------------------------------------
+
+    def start_service(self, service: Service, image: str, network: str, public: bool) -> str:
+        """Start a compose service on ``network``, known there by its name, with the
+        Compose keys `compose.Service` carries; joined to the default bridge as well when
+        the task's environment has a network (``public``)."""
+        options: dict[str, Any] = {}
+        if service.healthcheck_disabled:
+            options["healthcheck"] = {"test": ["NONE"]}
+        elif service.healthcheck is not None:
+            options["healthcheck"] = service.healthcheck.docker()
+        if service.restart != "no":
+            policy, _, count = service.restart.partition(":")
+            options["restart_policy"] = {"Name": policy, "MaximumRetryCount": int(count or 0)}
+        if service.entrypoint is not None:
+            options["entrypoint"] = list(service.entrypoint)
+        if service.init:
+            options["init"] = True
+        if service.tmpfs:
+            options["tmpfs"] = dict(_tmpfs_entry(entry) for entry in service.tmpfs)
+        if service.hostname:
+            options["hostname"] = service.hostname
+        ctr = self.docker.run_container(
+            image,
+            service.command,
+            **network_options(False, network, names_of(service)),
+            environment=dict(service.environment),
+            user=service.user or "",
+            working_dir=service.working_dir or "",
+            labels={
+                **dict(service.labels),
+                **self.labels,
+                "cleanroom.role": "service",
+                "cleanroom.service": service.name,
+            },
+            **options,
+        )
+        if public:
+            self.docker.connect_network("bridge", ctr)
+        return ctr
+
+    def put_dir(self, container: str, source: Path, dest: str) -> None:
+        """Copy a host folder into the container at ``dest`` (merged into what is there)."""
+        parent, name = os.path.split(dest.rstrip("/"))
+        self.docker.put_archive(container, parent or "/", tar_folder(source, name))
+
+    def exec(
+        self,
+        container: str,
+        argv: Sequence[str],
+        *,
+        user: str | None = None,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        timeout: float | None = None,
+        cap: int = OUTPUT_CAP_BYTES,
+    ) -> ExecResult:
+        """Run a command and wait for it (not for children that keep its output open).
+
+        On timeout the command is left running and ``timed_out`` is set: the caller
+        decides what that means and kills the container when it must.
+        """
+        return self.docker.exec(
+            container, argv, user=user, env=env, workdir=workdir, timeout=timeout, cap=cap
+        )
+
+    def lift_cpu_limit(self, container: str) -> None:
+        """Let the container's processes use every CPU: freezing or killing a process
+        needs it to run, and a throttled one may not get the CPU in time."""
+        self.docker.lift_cpu_limit(container)
+
+    def limit_cpus(self, container: str, cpus: float) -> None:
+        """Put a CPU limit back on the container (after `lift_cpu_limit`)."""
+        self.docker.limit_cpus(container, cpus)
+
+    def freeze(self, container: str) -> None:
+        """Freeze every process in the container (cgroup freezer)."""
+        self.docker.pause(container)
+
+    def thaw(self, container: str) -> None:
+        """Thaw a paused container."""
+        self.docker.unpause(container)
+
+    def kill(self, container: str) -> None:
+        """SIGKILL every process in the container and wait for it to stop; a container
+        already stopped (409) or gone (404) is fine, any other failure raises."""
+        try:
+            self.docker.kill(container)
+        except RuntimeUnavailable as exc:
+            if exc.status not in (404, 409):
+                raise
+
+    def remove(self, container: str) -> None:
+        """Remove a container and its anonymous volumes, whatever its state."""
+        self.docker.remove_container(container, volumes=True)
+
+    def state(self, container: str) -> ServiceState:
+        """Where a service's container is: running or not, and its health."""
+        state = self.docker.inspect_container(container).get("State") or {}
+        health = (state.get("Health") or {}).get("Status")
+        return ServiceState(str(state.get("Status", "")), health, state.get("ExitCode"))
+
+    def logs_tail(self, container: str, lines: int = 20) -> str:
+        """The last lines a container printed, for an error message."""
+        return self.docker.container_logs(container, lines).decode("utf-8", "replace")
+
+    # Containers another harness started ---------------------------------------------
+
+    def find(self, labels: Mapping[str, str]) -> str:
+        """The one container, running or not, carrying all of ``labels``.
+
+        `RuntimeUnavailable` when there is none or more than one: the caller's harness
+        did not leave the container it said it started.
+        """
+        wanted = [f"{k}={v}" for k, v in labels.items()]
+        found = self.docker.containers_labelled(*wanted)
+        if len(found) != 1:
+            names = ", ".join(c.name for c in found) or "none"
+            raise RuntimeUnavailable(
+                f"expected one container labelled {', '.join(wanted)}, found {names}"
+            )
+        return found[0].id
+
+    def started(self, container: str) -> StartedContainer:
+        """The image a running container was started from, and what is bound into it."""
+        return started_container(self.docker.inspect_container(container))
+
+    def of_project(self, project_label: str, project: str, service_label: str) -> dict[str, str]:
+        """The containers of a Compose project by service name."""
+        found = self.docker.containers_labelled(f"{project_label}={project}")
+        return {c.labels[service_label]: c.id for c in found if c.labels.get(service_label)}
+
+
+def started_container(attrs: Mapping[str, Any]) -> StartedContainer:
+    """`StartedContainer` from the daemon's ``inspect`` of a container."""
+    image = attrs.get("Image")
+    if not isinstance(image, str) or not image:
+        raise RuntimeUnavailable("the container's inspect names no image")
+    mounts: dict[str, str | None] = {}
+    for mount in attrs.get("Mounts") or []:
+        dest = mount.get("Destination")
+        if isinstance(dest, str) and dest:
+            source = mount.get("Source") if mount.get("Type") == "bind" else None
+            mounts[dest] = source if isinstance(source, str) and source else None
+    return StartedContainer(image, mounts)
+
+
+def network_options(
+    public: bool, services_network: str | None, aliases: Sequence[str]
+) -> dict[str, Any]:
+    """``containers.run`` options: on the services network (known there by ``aliases``)
+    when there is one, else the default bridge when ``public``, else no network."""
+    if services_network is None:
+        return {"network_mode": "bridge" if public else "none"}
+    return {"network": services_network, "aliases": list(aliases)}
+
+
+def names_of(service: Service) -> tuple[str, ...]:
+    """A service's names on its network: its own, and its ``container_name``."""
+    if service.container_name and service.container_name != service.name:
+        return (service.name, service.container_name)
+    return (service.name,)
+
+
+def _tmpfs_entry(entry: str) -> tuple[str, str]:
+    path, _, options = entry.partition(":")
+    return path, options

@@ -1,0 +1,226 @@
+"""The operations verification needs of wherever the agent's container runs.
+
+`sealed`, `cleared` and `shared` ask for nothing else: images to start from, containers
+to start, run commands in, freeze, thaw and stop, what the agent changed, its state taken
+out and installed elsewhere, files read capped without running anything of the agent's,
+and networks for a task's compose services. `docker.DockerRuntime` implements them on a
+local Docker daemon; any other implementation answers the same calls with the same
+records and raises `RuntimeUnavailable` where it cannot (the run then ends `invalid`,
+never 0).
+
+Every method is one effect. Whether a failure is the agent's or the infrastructure's is
+decided by the caller from what comes back: a call the runtime answered and refused
+(``status`` set) may be the agent's doing, one that got no answer never is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from cleanroom.exec_result import ExecResult
+from cleanroom.host_files import ObservedFile
+from cleanroom.verifiers.container.compose import Service
+from cleanroom.verifiers.container.links import Entry
+from cleanroom.verifiers.container.runtime.records import Limits, ServiceState, StateCopy
+from cleanroom.verifiers.container.state_archive import ArtifactRules
+from cleanroom.verifiers.container.tamper import Diff
+from cleanroom.verifiers.container.task import Task
+
+
+class Images(Protocol):
+    """The images a task's containers start from."""
+
+    def for_task(self, task: Task, image_map: Mapping[str, str]) -> tuple[str, bool]:
+        """The task's image, made unless one for its ``environment/`` exists; and
+        whether it was made now. `ImageBuildFailed` when the task's definition fails."""
+        ...
+
+    def for_verifier(self, task: Task, image_map: Mapping[str, str]) -> tuple[str, bool]:
+        """The image a separate verifier runs in (the task's own where that is it)."""
+        ...
+
+    def for_service(self, task: Task, service: Service, image_map: Mapping[str, str]) -> str:
+        """A compose service's image, made or found."""
+        ...
+
+    def workdir(self, image: str) -> str | None:
+        """The image's own working folder, if it sets one."""
+        ...
+
+
+class Containers(Protocol):
+    """Containers of a task's images: started idle, commands run in them, stopped."""
+
+    def start_agent(
+        self,
+        image: str,
+        limits: Limits,
+        workdir: str | None,
+        name_hint: str,
+        binds: Mapping[Path, str] | None = None,
+        environment: Mapping[str, str] | None = None,
+        logs_hidden: Sequence[str] = (),
+        logs_on_volume: bool = False,
+        services_network: str | None = None,
+    ) -> str:
+        """The agent's container, idle, ``/logs`` its own; returns its id."""
+        ...
+
+    def start_verifier(
+        self,
+        image: str,
+        limits: Limits,
+        workdir: str | None,
+        binds: Mapping[Path, str],
+        join_network_of: str | None,
+        read_only: Sequence[str] = (),
+        network: bool = False,
+        environment: Mapping[str, str] | None = None,
+        services_network: str | None = None,
+    ) -> str:
+        """A fresh idle verifier's container of the pristine image, host folders bound
+        in; no network but what is named."""
+        ...
+
+    def start_service(self, service: Service, image: str, network: str, public: bool) -> str:
+        """A compose service's container on ``network``, known there by its names."""
+        ...
+
+    def exec(
+        self,
+        container: str,
+        argv: Sequence[str],
+        *,
+        user: str | None = None,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        timeout: float | None = None,
+        cap: int = ...,
+    ) -> ExecResult:
+        """Run a command and wait for it, its output capped; on timeout it is left
+        running and ``timed_out`` is set."""
+        ...
+
+    def put_dir(self, container: str, source: Path, dest: str) -> None:
+        """Copy a host folder into the container at ``dest``, owned by root."""
+        ...
+
+    def lift_cpu_limit(self, container: str) -> None:
+        """Let the container use every CPU (freezing or killing needs its processes to run)."""
+        ...
+
+    def limit_cpus(self, container: str, cpus: float) -> None:
+        """Put a CPU limit back on the container."""
+        ...
+
+    def freeze(self, container: str) -> None:
+        """Freeze every process in the container."""
+        ...
+
+    def thaw(self, container: str) -> None:
+        """Let a frozen container's processes run again."""
+        ...
+
+    def kill(self, container: str) -> None:
+        """Kill every process in the container and wait for it to stop; one already
+        stopped or gone is fine."""
+        ...
+
+    def remove(self, container: str) -> None:
+        """Remove a container and what it alone used, whatever its state."""
+        ...
+
+    def state(self, container: str) -> ServiceState:
+        """Where a container is: running or not, and its health."""
+        ...
+
+    def logs_tail(self, container: str, lines: int = 20) -> str:
+        """The last lines a container printed, for an error message."""
+        ...
+
+
+class Files(Protocol):
+    """Files in a container, read without running a program of the container's."""
+
+    def read(self, container: str, path: str, cap: int) -> ObservedFile:
+        """Observe a file: links reported and not followed, a FIFO, socket, device or
+        folder reported from its stat alone, at most ``cap + 1`` bytes read."""
+        ...
+
+    def read_with_programs(self, container: str, path: str, cap: int) -> ObservedFile:
+        """Observe a file the naive way, with the container's own programs (following
+        links). Only ``shared``'s control for a trojaned reader reads so."""
+        ...
+
+    def entry(self, container: str, path: str) -> Entry:
+        """What ``path`` is in the container, from a stat of it (nothing runs there)."""
+        ...
+
+
+class StateTransfer(Protocol):
+    """What the agent changed, and its state carried into the verifier's container."""
+
+    def changes(self, container: str) -> Diff:
+        """What the agent's container changed against its image (evidence, never a gate:
+        an unreadable diff comes back empty with the reason)."""
+        ...
+
+    def export(
+        self, container: str, path: str, cap: int, artifact: ArtifactRules | None = None
+    ) -> StateCopy:
+        """``path`` taken out of a stopped container as a checked archive;
+        `StateTooLarge` past ``cap``, `StateArchiveError` for what the agent left
+        unreadable."""
+        ...
+
+    def clear(self, container: str, paths: Sequence[str], probe: Sequence[str] = ()) -> set[str]:
+        """Remove what the image holds at ``paths`` and make their parents; return the
+        ``probe`` paths absent there whose parent exists."""
+        ...
+
+    def install(
+        self, container: str, copies: Sequence[StateCopy], *, cleared: Sequence[str] = ()
+    ) -> None:
+        """Replace each state path in the container by the agent's version."""
+        ...
+
+
+class Networks(Protocol):
+    """The internal networks a task's compose services share with its containers."""
+
+    def create(self, name_hint: str) -> str:
+        """A fresh internal network; returns its id."""
+        ...
+
+    def join(self, network: str, container: str, service: Service) -> None:
+        """Attach a running container to ``network`` under ``service``'s names."""
+        ...
+
+    def leave(self, network: str, container: str) -> None:
+        """Detach it again."""
+        ...
+
+    def remove(self, network: str) -> None:
+        """Remove a network; missing is fine."""
+        ...
+
+
+class VerificationRuntime(Protocol):
+    """Where verification runs, by resource."""
+
+    @property
+    def images(self) -> Images: ...
+
+    @property
+    def containers(self) -> Containers: ...
+
+    @property
+    def files(self) -> Files: ...
+
+    @property
+    def state(self) -> StateTransfer: ...
+
+    @property
+    def networks(self) -> Networks: ...
