@@ -6,6 +6,7 @@ time); these tests script the daemon's answers to check the decisions made on th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,11 +14,11 @@ import pytest
 
 from cleanroom.core.outcomes import Reason
 from cleanroom.verifiers.container.modes import Mode
-from cleanroom.verifiers.container.rollout import Rollout
+from cleanroom.verifiers.container.run.context import RunContext, new_context
+from cleanroom.verifiers.container.run.freeze import FREEZE_ATTEMPTS, hold_still, thaw
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
 from cleanroom.verifiers.container.task import load_task
-from cleanroom.verifiers.container.verification import FREEZE_ATTEMPTS
-from cleanroom.verifiers.container.verify_options import AgentSpec, VerifyOptions
+from cleanroom.verifiers.container.verify_options import VerifyOptions
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
 
@@ -53,107 +54,108 @@ class ScriptedDaemon:
         self.calls.append(f"limit {cpus:g}")
 
 
-def rollout(task: str, daemon: ScriptedDaemon) -> Rollout:
-    runtime: VerificationRuntime = SimpleNamespace(containers=daemon)  # type: ignore[assignment]
-    return Rollout(
-        load_task(EXAMPLES / task), AgentSpec.noop(), runtime, VerifyOptions(Mode.SEALED)
+def context(task: str, *, owns: bool = True, more_steps: bool = False) -> RunContext:
+    made = new_context(
+        load_task(EXAMPLES / task), "noop", VerifyOptions(Mode.SEALED), owns_agent_container=owns
     )
+    assert isinstance(made, RunContext)
+    return replace(made, more_steps=more_steps)
+
+
+def runtime(daemon: ScriptedDaemon) -> VerificationRuntime:
+    return SimpleNamespace(containers=daemon)  # type: ignore[return-value]
 
 
 def test_processes_no_verifier_talks_to_are_frozen_until_teardown() -> None:
     daemon = ScriptedDaemon([])
-    run = rollout("fix-median", daemon)
+    ctx = context("fix-median")
 
-    run._hold_agent_still("ctr")
+    held = hold_still(ctx, runtime(daemon), "ctr")
 
     assert daemon.calls == ["lift", "pause"]  # never thawed: teardown removes them
-    assert run.ev.details["agent_processes"] == "frozen"
-    assert run.ev.agent_fault is None
+    assert held.processes == "frozen"
+    assert held.fault is None
 
 
 def test_processes_nothing_needs_are_killed_at_the_first_refusal_and_it_is_no_fault() -> None:
     daemon = ScriptedDaemon([refusal(500)])
-    run = rollout("fix-median", daemon)
+    ctx = context("fix-median")
 
-    run._hold_agent_still("ctr")
+    held = hold_still(ctx, runtime(daemon), "ctr")
 
     assert daemon.calls == ["lift", "pause", "kill"]
-    assert run.ev.details["agent_processes"] == "killed: they could not be frozen"
-    assert run.ev.agent_fault is None
+    assert held.processes == "killed: they could not be frozen"
+    assert held.fault is None
 
 
 def test_a_harness_containers_processes_nothing_needs_are_killed() -> None:
     daemon = ScriptedDaemon([])
-    run = rollout("fix-median", daemon)
-    run.owns_agent_container = False  # a harness's container outlives the verification
+    ctx = context("fix-median", owns=False)  # a harness\'s container outlives the verification
 
-    run._hold_agent_still("ctr")
+    held = hold_still(ctx, runtime(daemon), "ctr")
 
     assert daemon.calls == ["lift", "kill"]
-    assert run.ev.details["agent_processes"] == "killed"
+    assert held.processes == "killed"
 
 
 def test_a_live_verifiers_processes_are_frozen_after_a_refusal_or_two() -> None:
     daemon = ScriptedDaemon([refusal(500)] * (FREEZE_ATTEMPTS - 1))
-    run = rollout("http-sum", daemon)
+    ctx = context("http-sum")
 
-    run._hold_agent_still("ctr")
+    held = hold_still(ctx, runtime(daemon), "ctr")
 
     assert daemon.calls == ["lift", *["pause"] * FREEZE_ATTEMPTS]
-    assert run.ev.agent_fault is None
-    assert run.ev.details["agent_processes"] == "frozen"
-    assert len(run.ev.details["freeze_refusals"]) == FREEZE_ATTEMPTS - 1
+    assert held.fault is None
+    assert held.processes == "frozen"
+    assert len(held.refusals) == FREEZE_ATTEMPTS - 1
 
 
 def test_processes_that_cannot_be_frozen_are_killed_and_are_the_agents_zero() -> None:
     daemon = ScriptedDaemon([refusal(500)] * FREEZE_ATTEMPTS)
-    run = rollout("http-sum", daemon)
+    ctx = context("http-sum")
 
-    run._hold_agent_still("ctr")
+    held = hold_still(ctx, runtime(daemon), "ctr")
 
     assert daemon.calls == ["lift", *["pause"] * FREEZE_ATTEMPTS, "kill"]
-    assert run.ev.agent_fault is not None
-    assert run.ev.agent_fault.reason is Reason.UNFREEZABLE
-    assert "unable to freeze" in run.ev.agent_fault.detail
+    assert held.fault is not None
+    assert held.fault.reason is Reason.UNFREEZABLE
+    assert "unable to freeze" in held.fault.detail
 
 
 def test_a_daemon_that_does_not_answer_is_never_blamed_on_the_agent() -> None:
     daemon = ScriptedDaemon([refusal(None)])
-    run = rollout("http-sum", daemon)
+    ctx = context("http-sum")
 
     with pytest.raises(RuntimeUnavailable):
-        run._hold_agent_still("ctr")
-    assert run.ev.agent_fault is None
+        hold_still(ctx, runtime(daemon), "ctr")
 
 
 def test_between_steps_the_agents_processes_are_frozen_then_thawed_under_their_limit() -> None:
     daemon = ScriptedDaemon([])
-    run = rollout("two-step-report", daemon)
-    run.more_steps = True  # the next step runs on this container, as Harbor runs it
+    ctx = context("two-step-report", more_steps=True)  # the next step runs on this container
 
-    run._hold_agent_still("ctr")
-    run._thaw("ctr")
+    held = hold_still(ctx, runtime(daemon), "ctr")
+    thaw(ctx, runtime(daemon), "ctr")
 
     assert daemon.calls == ["lift", "pause", "unpause", "limit 1"]
-    assert run.ev.details["agent_processes"] == "frozen"
+    assert held.processes == "frozen"
 
 
 def test_after_the_last_step_the_agents_processes_stay_frozen() -> None:
     daemon = ScriptedDaemon([])
-    run = rollout("two-step-report", daemon)
+    ctx = context("two-step-report")
 
-    run._hold_agent_still("ctr")
+    hold_still(ctx, runtime(daemon), "ctr")
 
     assert daemon.calls == ["lift", "pause"]
 
 
 def test_processes_a_next_step_needs_that_cannot_be_frozen_are_the_agents_zero() -> None:
     daemon = ScriptedDaemon([refusal(500)] * FREEZE_ATTEMPTS)
-    run = rollout("two-step-report", daemon)
-    run.more_steps = True
+    ctx = context("two-step-report", more_steps=True)  # the next step runs on this container
 
-    run._hold_agent_still("ctr")
+    held = hold_still(ctx, runtime(daemon), "ctr")
 
-    assert run.ev.agent_fault is not None
-    assert run.ev.agent_fault.reason is Reason.UNFREEZABLE
-    assert "next step" in run.ev.agent_fault.detail
+    assert held.fault is not None
+    assert held.fault.reason is Reason.UNFREEZABLE
+    assert "next step" in held.fault.detail

@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cleanroom.verifiers.container.verification import _PYTHON_GUARD_SOURCE
+from cleanroom.verifiers.container.run.context import PYTHON_GUARD_SOURCE
 
 
 def run_python(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"}
-    env.update(PYTHONSAFEPATH="1", PYTHONNOUSERSITE="1", PYTHONPATH=str(_PYTHON_GUARD_SOURCE))
+    env.update(PYTHONSAFEPATH="1", PYTHONNOUSERSITE="1", PYTHONPATH=str(PYTHON_GUARD_SOURCE))
     return subprocess.run(
         [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
     )

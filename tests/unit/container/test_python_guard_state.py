@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cleanroom.verifiers.container import verification
+from cleanroom.verifiers.container.run.context import PYTHON_GUARD_SOURCE
 
-GUARD = Path(verification.__file__).with_name("python_guard")
+GUARD = PYTHON_GUARD_SOURCE
 
 
 def run_guarded(code: str, cwd: Path, state: list[str]) -> str:

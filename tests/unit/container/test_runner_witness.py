@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.verifiers.container import verification
+from cleanroom.verifiers.container.run.context import PYTHON_GUARD_SOURCE
 from cleanroom.verifiers.container.witness import (
     MAX_ENTRIES,
     WitnessReport,
@@ -21,7 +21,7 @@ from cleanroom.verifiers.container.witness import (
     read_witness,
 )
 
-GUARD = Path(verification.__file__).with_name("python_guard")
+GUARD = PYTHON_GUARD_SOURCE
 PLUGIN = "cleanroom_witness_0123456789abcdef"
 
 TESTS = """\

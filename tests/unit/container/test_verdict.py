@@ -15,8 +15,11 @@ from cleanroom.verifiers.container.tamper import Change, ChangeKind, TamperRepor
 from cleanroom.verifiers.container.verdict import (
     AgentFault,
     Evidence,
+    Verified,
+    VerifierFacts,
     blame_state,
     decide,
+    judge,
     needs_pristine_control,
 )
 from cleanroom.verifiers.container.witness import RunnerRun, WitnessReport
@@ -206,18 +209,19 @@ def test_a_run_that_never_looked_at_the_reward_is_not_a_zero() -> None:
 LIMIT_S = 60.0
 
 
-def failed_after_running(reason: Reason, **details: object) -> Outcome:
-    """A verifier failure after the verifier ran (its timings name ``verify_s``)."""
-    return Outcome.invalid(
-        reason, "test.sh was still running", timings={"verify_s": 60.5}, **details
-    )
+def failed_after_running(reason: Reason, **details: object) -> Verified:
+    """A verifier failure after the verification ran to its end."""
+    outcome = Outcome.invalid(reason, "test.sh was still running", **details)
+    return Verified(outcome, VerifierFacts(finished=True, setup_s=0.5, test_s=60.0))
 
 
-def pristine(status: Status, setup_and_test_s: float, reason: Reason | None = None) -> Outcome:
-    timings = {"verify_s": setup_and_test_s + 0.5, "setup_s": 0.0, "test_s": setup_and_test_s}
+def pristine(status: Status, setup_and_test_s: float, reason: Reason | None = None) -> Verified:
+    facts = VerifierFacts(finished=True, test_s=setup_and_test_s)
     if status is Status.INVALID:
-        return Outcome.invalid(reason or Reason.VERIFIER_TIMEOUT, "again", timings=timings)
-    return Outcome(status, 1.0 if status is Status.SUCCESS else 0.0, None, "", {"timings": timings})
+        outcome = Outcome.invalid(reason or Reason.VERIFIER_TIMEOUT, "again")
+    else:
+        outcome = Outcome(status, 1.0 if status is Status.SUCCESS else 0.0, None, "", {})
+    return Verified(outcome, facts)
 
 
 @pytest.mark.parametrize(
@@ -226,10 +230,10 @@ def pristine(status: Status, setup_and_test_s: float, reason: Reason | None = No
 def test_a_verifier_failure_that_a_clean_pristine_run_disowns_is_the_agents_zero(
     reason: Reason,
 ) -> None:
-    outcome = failed_after_running(reason)
-    assert needs_pristine_control(outcome)
+    verified = failed_after_running(reason)
+    assert needs_pristine_control(verified)
 
-    judged = blame_state(outcome, pristine(Status.FAILURE, 0.4), LIMIT_S)
+    judged = blame_state(verified, pristine(Status.FAILURE, 0.4), LIMIT_S).outcome
 
     assert (judged.status, judged.score, judged.reason) == (
         Status.FAILURE,
@@ -242,9 +246,9 @@ def test_a_verifier_failure_that_a_clean_pristine_run_disowns_is_the_agents_zero
 
 
 def test_a_verifier_that_fails_on_the_pristine_state_too_stays_invalid() -> None:
-    outcome = failed_after_running(Reason.VERIFIER_TIMEOUT)
+    verified = failed_after_running(Reason.VERIFIER_TIMEOUT)
 
-    judged = blame_state(outcome, pristine(Status.INVALID, 60.0), LIMIT_S)
+    judged = blame_state(verified, pristine(Status.INVALID, 60.0), LIMIT_S).outcome
 
     assert (judged.status, judged.reason) == (Status.INVALID, Reason.VERIFIER_TIMEOUT)
     assert judged.details["pristine_control"]["reason"] == "verifier_timeout"
@@ -253,25 +257,49 @@ def test_a_verifier_that_fails_on_the_pristine_state_too_stays_invalid() -> None
 def test_a_pristine_run_near_the_limit_proves_nothing_and_the_failure_stays_invalid() -> None:
     judged = blame_state(
         failed_after_running(Reason.VERIFIER_TIMEOUT), pristine(Status.SUCCESS, 31.0), LIMIT_S
-    )
+    ).outcome
 
     assert (judged.status, judged.reason) == (Status.INVALID, Reason.VERIFIER_TIMEOUT)
 
 
 def test_only_suspect_failures_of_a_verifier_that_ran_get_a_pristine_control() -> None:
-    never_ran = Outcome.invalid(Reason.ENVIRONMENT_ERROR, "the image did not build")
+    never_ran = Verified(
+        Outcome.invalid(Reason.ENVIRONMENT_ERROR, "the image did not build"), VerifierFacts()
+    )
     daemon_down = failed_after_running(Reason.VERIFIER_UNAVAILABLE)
+    zero = Verified(Outcome.failure(0.0), VerifierFacts(finished=True))
 
     assert not needs_pristine_control(never_ran)
     assert not needs_pristine_control(daemon_down)
-    assert not needs_pristine_control(Outcome.failure(0.0, timings={"verify_s": 1.0}))
+    assert not needs_pristine_control(zero)
+
+
+def test_the_decisions_read_the_facts_never_the_details() -> None:
+    # Details are evidence for people: timings named there change nothing.
+    shown = {"timings": {"verify_s": 9.0, "setup_s": 0.0, "test_s": 0.1}}
+    never_ran = Verified(Outcome.invalid(Reason.VERIFIER_TIMEOUT, "x", **shown), VerifierFacts())
+    assert not needs_pristine_control(never_ran)
+
+    slow = Verified(Outcome.failure(0.0, **shown), VerifierFacts(finished=True, test_s=59.0))
+    judged = blame_state(failed_after_running(Reason.VERIFIER_TIMEOUT), slow, LIMIT_S).outcome
+    assert judged.reason is Reason.VERIFIER_TIMEOUT  # 59 s of a 60 s limit proves nothing
 
 
 def test_the_pristine_control_names_the_image_it_ran_on() -> None:
     control = pristine(Status.FAILURE, 0.4)
-    control.details["image"] = "sha256:pristine"
+    control.outcome.details["image"] = "sha256:pristine"
     judged = blame_state(failed_after_running(Reason.VERIFIER_TIMEOUT), control, LIMIT_S)
-    assert judged.details["pristine_control"]["image"] == "sha256:pristine"
+    assert judged.outcome.details["pristine_control"]["image"] == "sha256:pristine"
+
+
+def test_the_facts_carry_the_verifiers_times_and_the_reward_metrics() -> None:
+    ev = ran(b'{"reward": 1.0, "speed": 0.5}')
+    ev.json_file = ObservedFile(JSON, FileKind.REGULAR, b'{"reward": 1.0, "speed": 0.5}', 30)
+    ev.finished, ev.setup_s, ev.test_s, ev.step = True, 0.25, 1.5, "second"
+
+    facts = judge(ev).facts
+
+    assert facts == VerifierFacts(True, 0.25, 1.5, {"reward": 1.0, "speed": 0.5}, "second")
 
 
 def cut_short() -> WitnessReport:
@@ -313,7 +341,7 @@ def test_a_witness_that_saw_runs_end_normally_changes_nothing() -> None:
 def test_a_reward_written_after_test_sh_ended_is_found_and_one_before_is_not(
     tmp_path: Path,
 ) -> None:
-    from cleanroom.verifiers.container.verification import written_after
+    from cleanroom.verifiers.container.run.sealed import written_after
 
     ended = time.time_ns()
     (tmp_path / "reward.txt").write_text("1")

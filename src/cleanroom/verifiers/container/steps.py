@@ -17,11 +17,12 @@ nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.verifiers.container.task import MultiStepRewardStrategy, StepConfig
+from cleanroom.verifiers.container.verdict import Verified, VerifierFacts
 
 
 @dataclass(frozen=True)
@@ -29,21 +30,24 @@ class StepOutcome:
     """One step that ran, and how its verification ended."""
 
     config: StepConfig
-    outcome: Outcome
+    verified: Verified
 
     @property
     def name(self) -> str:
         return self.config.name
 
     @property
+    def outcome(self) -> Outcome:
+        return self.verified.outcome
+
+    @property
     def metrics(self) -> dict[str, float]:
         """The step's named rewards; none when it left no reward file."""
-        found = self.outcome.details.get("reward_metrics")
-        return dict(found) if isinstance(found, dict) else {}
+        return dict(self.verified.facts.reward_metrics or {})
 
     @property
     def left_a_reward(self) -> bool:
-        return self.outcome.valid and "reward_metrics" in self.outcome.details
+        return self.outcome.valid and self.verified.facts.reward_metrics is not None
 
 
 def next_step_runs(step: StepOutcome) -> bool:
@@ -61,12 +65,13 @@ def combine(
     strategy: MultiStepRewardStrategy,
     planned: int,
     details: dict[str, Any] | None = None,
-) -> Outcome:
+) -> Verified:
     """The rollout's outcome from the ``steps`` that ran of ``planned``.
 
     Each step's outcome is kept in ``details["steps"]``; an invalid step's or the agent's
-    own 0 is the rollout's, with the step named; otherwise the score is the ``strategy``'s
-    primary reward (the ``reward`` metric, or the only one) of the steps' metrics.
+    own 0 is the rollout's, with the step named (and its facts the rollout's, for the
+    pristine control of that step); otherwise the score is the ``strategy``'s primary
+    reward (the ``reward`` metric, or the only one) of the steps' metrics.
     """
     if not steps:
         raise ValueError("a multi-step rollout with no step that ran has no outcome")
@@ -83,9 +88,10 @@ def combine(
             merged = {**shown, **out.details, "steps": shown["steps"], "ended_at_step": step.name}
             assert out.reason is not None
             detail = f"step {step.name!r}: {out.detail}"
+            facts = replace(step.verified.facts, step=step.name)
             if out.status is Status.INVALID:
-                return Outcome.invalid(out.reason, detail, **merged)
-            return Outcome.agent_fault(out.reason, detail, **merged)
+                return Verified(Outcome.invalid(out.reason, detail, **merged), facts)
+            return Verified(Outcome.agent_fault(out.reason, detail, **merged), facts)
     metrics = _final(steps) if strategy == "final" else _mean(steps)
     shown["reward_metrics"] = metrics
     if len(steps) < planned:
@@ -97,11 +103,13 @@ def combine(
             "metric alone): scored 0, as Harbor records no reward for it"
         )
         score = 0.0
+    # The rollout's facts: its metrics, and no verification of its own that a pristine
+    # control could run again.
+    facts = VerifierFacts(reward_metrics=metrics, step=steps[-1].name)
     if not 0.0 <= score <= 1.0:  # each step's score was checked; a mean of them is not
-        return Outcome.invalid(
-            Reason.BAD_REWARD, f"the steps' {strategy} reward {score!r} is not in [0, 1]", **shown
-        )
-    return Outcome.from_score(score, **shown)
+        why = f"the steps' {strategy} reward {score!r} is not in [0, 1]"
+        return Verified(Outcome.invalid(Reason.BAD_REWARD, why, **shown), facts)
+    return Verified(Outcome.from_score(score, **shown), facts)
 
 
 def _mean(steps: Sequence[StepOutcome]) -> dict[str, float]:

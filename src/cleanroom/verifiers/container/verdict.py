@@ -35,9 +35,40 @@ class AgentFault:
     detail: str
 
 
+@dataclass(frozen=True)
+class VerifierFacts:
+    """What the decisions after the verdict read of a verification, typed: whether the
+    verification ran to its end (an image that never built, or a daemon that stopped
+    answering, never reached it), how long the verifier's setup commands and test.sh
+    took, the reward's metrics (None when no reward was read), and the step of a
+    multi-step task whose verification this is (or that ended the rollout)."""
+
+    finished: bool = False
+    setup_s: float = 0.0
+    test_s: float = 0.0
+    reward_metrics: dict[str, float] | None = None
+    step: str | None = None
+
+    @property
+    def setup_and_test_s(self) -> float:
+        return self.setup_s + self.test_s
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A verification's outcome, and the facts later decisions read of it."""
+
+    outcome: Outcome
+    facts: VerifierFacts
+
+
 @dataclass
 class Evidence:
-    """What one verification run saw, filled in step by step by the orchestrator."""
+    """What one verification run saw, filled in step by step by the orchestrator.
+
+    ``details`` is evidence for people; no decision reads it. ``timings`` are shown
+    there too. What decisions read is typed: ``finished``, ``setup_s``, ``test_s``,
+    ``step``, and the rest of the fields."""
 
     mode: Mode
     environment_error: str | None = None
@@ -53,12 +84,32 @@ class Evidence:
     text_file: ObservedFile | None = None
     # What the runner witness saw of test.sh's pytest runs (sealed only).
     witness: WitnessReport | None = None
+    # Whether the verification ran to its end, and how long its setup and test.sh took.
+    finished: bool = False
+    setup_s: float = 0.0
+    test_s: float = 0.0
+    # The step of a multi-step task this verification is of.
+    step: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
 
 
 def decide(ev: Evidence) -> Outcome:
     """The outcome of a verification run; the only function that makes one."""
+    return judge(ev).outcome
+
+
+def judge(ev: Evidence) -> Verified:
+    """The outcome of a verification run, with the facts later decisions read."""
+    outcome, metrics = _outcome(ev)
+    return Verified(outcome, VerifierFacts(ev.finished, ev.setup_s, ev.test_s, metrics, ev.step))
+
+
+def _outcome(ev: Evidence) -> tuple[Outcome, dict[str, float] | None]:
+    """The outcome, and the reward's metrics when a reward was read."""
     details: dict[str, Any] = {**ev.details, "mode": ev.mode.value}
+    if ev.timings:
+        details["timings"] = {k: round(v, 4) for k, v in ev.timings.items()}
     if ev.tamper is not None:
         details["tamper"] = ev.tamper.paths
         details["unseen_by_verifier"] = {
@@ -68,41 +119,41 @@ def decide(ev: Evidence) -> Outcome:
     if ev.environment_error is not None:
         if ev.build_log:
             details["build_log"] = ev.build_log
-        return Outcome.invalid(Reason.ENVIRONMENT_ERROR, ev.environment_error, **details)
+        return Outcome.invalid(Reason.ENVIRONMENT_ERROR, ev.environment_error, **details), None
     if ev.tamper is not None and ev.tamper.tampered:
         n = len(ev.tamper.paths)
         why = (
             f"the agent wrote into, linked to or (from its code, while the tests ran) "
             f"touched the verifier's own places (tests, reward) {n} time(s)"
         )
-        return Outcome.agent_fault(Reason.TAMPER, why, **details)
+        return Outcome.agent_fault(Reason.TAMPER, why, **details), None
     if ev.agent_fault is not None:
-        return Outcome.agent_fault(ev.agent_fault.reason, ev.agent_fault.detail, **details)
+        return Outcome.agent_fault(ev.agent_fault.reason, ev.agent_fault.detail, **details), None
     if ev.harness_error is not None:
         details["traceback"] = ev.harness_error
         why = "cleanroom itself failed while verifying (a bug; the traceback is in details)"
-        return Outcome.invalid(Reason.HARNESS_ERROR, why, **details)
+        return Outcome.invalid(Reason.HARNESS_ERROR, why, **details), None
     if ev.unavailable is not None:
-        return Outcome.invalid(Reason.VERIFIER_UNAVAILABLE, ev.unavailable, **details)
+        return Outcome.invalid(Reason.VERIFIER_UNAVAILABLE, ev.unavailable, **details), None
     if ev.setup_failure is not None:
-        return Outcome.invalid(Reason.ENVIRONMENT_ERROR, ev.setup_failure, **details)
+        return Outcome.invalid(Reason.ENVIRONMENT_ERROR, ev.setup_failure, **details), None
     if ev.timed_out is not None:
-        return Outcome.invalid(Reason.VERIFIER_TIMEOUT, ev.timed_out, **details)
+        return Outcome.invalid(Reason.VERIFIER_TIMEOUT, ev.timed_out, **details), None
     details["test_exit_code"] = ev.test_exit_code
     if ev.witness is not None:
         details["runner_witness"] = ev.witness.summary()
     if ev.json_file is None or ev.text_file is None:
         return Outcome.invalid(
             Reason.VERIFIER_UNAVAILABLE, "the reward files were never looked at", **details
-        )
+        ), None
     try:
         reward = parse_reward(ev.json_file, ev.text_file)
     except BadReward as bad:
         details.update(reward_source=bad.source, reward_bytes=bad.shown)
-        return Outcome.invalid(Reason.BAD_REWARD, str(bad), **details)
+        return Outcome.invalid(Reason.BAD_REWARD, str(bad), **details), None
     if reward is None:
         details["reward_source"] = "missing"
-        return Outcome.failure(0.0, **details)
+        return Outcome.failure(0.0, **details), None
     details["reward_source"] = reward.source
     details["reward_metrics"] = reward.metrics
     if reward.metric is None:
@@ -113,8 +164,8 @@ def decide(ev: Evidence) -> Outcome:
     contradiction = ev.witness.contradiction if ev.witness is not None else None
     if reward.score > 0 and contradiction is not None:
         why = f"test.sh claimed a reward of {reward.score:g}, but {contradiction}"
-        return Outcome.agent_fault(Reason.RUNNER_CUT_SHORT, why, **details)
-    return Outcome.from_score(reward.score, **details)
+        return Outcome.agent_fault(Reason.RUNNER_CUT_SHORT, why, **details), reward.metrics
+    return Outcome.from_score(reward.score, **details), reward.metrics
 
 
 # What a verifier that ran on the agent's state can end in although the infrastructure is
@@ -126,38 +177,36 @@ STATE_SUSPECT_REASONS = frozenset(
 )
 
 
-def needs_pristine_control(outcome: Outcome) -> bool:
-    """Whether ``outcome`` is a verifier failure the agent's state may have caused: the
-    verifier ran (an image that never built never reached it) and ended in a suspect
-    reason."""
-    ran = "verify_s" in outcome.details.get("timings", {})
-    return ran and outcome.reason in STATE_SUSPECT_REASONS
+def needs_pristine_control(verified: Verified) -> bool:
+    """Whether the outcome is a verifier failure the agent's state may have caused: the
+    verification ran to its end (an image that never built never reached it) and ended
+    in a suspect reason."""
+    return verified.facts.finished and verified.outcome.reason in STATE_SUSPECT_REASONS
 
 
-def blame_state(outcome: Outcome, control: Outcome, limit_s: float) -> Outcome:
-    """``outcome``, judged against the same verifier run on the pristine state.
+def blame_state(verified: Verified, control: Verified, limit_s: float) -> Verified:
+    """``verified``, judged against the same verifier run on the pristine state.
 
     When the pristine run is valid and its setup and test took at most half the
     verifier's limit, the infrastructure and the verifier are sound and the failure came
     from what the agent left: the agent's 0 (`Reason.BROKE_VERIFIER`). Otherwise the
-    verifier fails without the agent as well, and ``outcome`` stands. Either way the
+    verifier fails without the agent as well, and ``verified`` stands. Either way the
     control's result is in the details.
     """
-    timings = control.details.get("timings", {})
-    ran_s = float(timings.get("setup_s", 0.0)) + float(timings.get("test_s", 0.0))
+    outcome, ran_s = verified.outcome, control.facts.setup_and_test_s
     summary = {
-        "status": control.status.value,
-        "reason": control.reason.value if control.reason else None,
-        "score": control.score,
+        "status": control.outcome.status.value,
+        "reason": control.outcome.reason.value if control.outcome.reason else None,
+        "score": control.outcome.score,
         "setup_and_test_s": round(ran_s, 3),
-        "image": control.details.get("image"),
+        "image": control.outcome.details.get("image"),
     }
     details = {**outcome.details, "pristine_control": summary}
-    if control.status is Status.INVALID or ran_s > limit_s / 2:
-        return replace(outcome, details=details)
+    if control.outcome.status is Status.INVALID or ran_s > limit_s / 2:
+        return replace(verified, outcome=replace(outcome, details=details))
     why = (
         f"{outcome.detail} on the agent's state; on the pristine state the same verifier "
-        f"ran cleanly in {ran_s:.1f} s of its {limit_s:g} s ({control.status.value}), so "
-        f"what the agent left broke it"
+        f"ran cleanly in {ran_s:.1f} s of its {limit_s:g} s ({control.outcome.status.value}), "
+        f"so what the agent left broke it"
     )
-    return Outcome.agent_fault(Reason.BROKE_VERIFIER, why, **details)
+    return replace(verified, outcome=Outcome.agent_fault(Reason.BROKE_VERIFIER, why, **details))

@@ -1,38 +1,34 @@
 """One rollout end to end: image, agent phase, then verification in the chosen mode.
 
 The entry points: `verify_path` (a task folder), `verify_task` (a loaded task, in a
-rollout of cleanroom's own, `rollout.Rollout`) and `verify_acted_on` (a container
-another harness started, `existing_container.ExistingContainer`), each with sealed's
+rollout of cleanroom's own, `run.own_rollout`) and `verify_acted_on` (a container
+another harness started, `run.existing_container`), each with sealed's
 pristine control. Whatever goes wrong on the way, including a bug of cleanroom's own,
 ends as an outcome with a reason, never as a traceback.
 """
 
 from __future__ import annotations
 
-import contextlib
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome
-from cleanroom.verifiers.container.existing_container import ActedOn, ExistingContainer
 from cleanroom.verifiers.container.modes import Mode
-from cleanroom.verifiers.container.rollout import Rollout
+from cleanroom.verifiers.container.run.existing_container import (
+    ActedOn,
+    verify_existing_container,
+)
+from cleanroom.verifiers.container.run.own_rollout import run_rollout
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
-from cleanroom.verifiers.container.task import (
-    Task,
-    TaskError,
-    TaskStep,
-    load_task,
-)
+from cleanroom.verifiers.container.task import Task, TaskError, TaskStep, load_task
 from cleanroom.verifiers.container.verdict import (
     Evidence,
+    Verified,
     blame_state,
     decide,
     needs_pristine_control,
 )
-from cleanroom.verifiers.container.verification import TAIL_CHARS, Verification
 from cleanroom.verifiers.container.verify_options import AgentSpec, VerifyOptions
 
 __all__ = [
@@ -62,9 +58,10 @@ def verify_path(
     task_dir: Path,
     agent: AgentSpec,
     options: VerifyOptions,
-    connect: Callable[[], DockerRuntime] = DockerRuntime.connect,
+    connect: Callable[[], VerificationRuntime] = DockerRuntime.connect,
 ) -> Outcome:
-    """Load the task folder, connect to Docker, and verify; every failure is an outcome."""
+    """Load the task folder, connect to the runtime, and verify; every failure is an
+    outcome."""
     ev = Evidence(options.mode, details={"task": str(task_dir), "agent": agent.label})
     task = load_into(ev, task_dir)
     if task is None:
@@ -87,26 +84,11 @@ def verify_task(
     state, as a no-op agent leaves it: the failure is the agent's 0 when the pristine run
     is clean (`verdict.blame_state`). An agent cannot make itself invalid that way.
     """
-    outcome = _verify_once(task, agent, runtime, options)
+    verified = run_rollout(task, agent, runtime, options)
     if options.mode is not Mode.SEALED or agent.kind == "noop":
-        return outcome
-    if not needs_pristine_control(outcome):
-        return outcome
+        return verified.outcome
     control_options = VerifyOptions(options.mode, image_map=options.image_map)
-    step = _failed_step(task, outcome)
-    control = _guarded(Rollout(task, AgentSpec.noop(), runtime, control_options, only_step=step))
-    return blame_state(outcome, control, _verifier_limit(task, step))
-
-
-def _failed_step(task: Task, outcome: Outcome) -> TaskStep | None:
-    """The step whose verification ended a multi-step rollout (or the one step another
-    harness had verified), or None for a task without steps."""
-    name = outcome.details.get("ended_at_step") or outcome.details.get("step")
-    return next((step for step in task.steps if step.name == name), None)
-
-
-def _verifier_limit(task: Task, step: TaskStep | None) -> float:
-    return step.config.verifier.timeout_sec if step else task.config.verifier.timeout_sec
+    return _with_pristine_control(task, verified, runtime, control_options, None)
 
 
 def verify_acted_on(
@@ -115,33 +97,38 @@ def verify_acted_on(
     """Verify a container someone else started and the agent already acted in.
 
     The same verification `verify_task` runs after its own agent phase, with the same
-    pristine control in `sealed`. The container is left to its owner: frozen or killed
-    (as the mode needs), never removed.
+    pristine control in `sealed`, on the very image the agent's container was started
+    from. The container is left to its owner: frozen or killed (as the mode needs),
+    never removed.
     """
-    outcome = _guarded(ExistingContainer(task, acted, runtime, options))
-    if options.mode is not Mode.SEALED or not needs_pristine_control(outcome):
-        return outcome
-    # The control runs on the very image the agent's container was started from.
-    step = _failed_step(task, outcome)
-    noop = Rollout(
-        task, AgentSpec.noop(), runtime, VerifyOptions(options.mode), acted.image, only_step=step
-    )
-    control = _guarded(noop)
-    return blame_state(outcome, control, _verifier_limit(task, step))
+    verified = verify_existing_container(task, acted, runtime, options)
+    if options.mode is not Mode.SEALED:
+        return verified.outcome
+    return _with_pristine_control(task, verified, runtime, VerifyOptions(options.mode), acted.image)
 
 
-def _verify_once(
-    task: Task, agent: AgentSpec, runtime: VerificationRuntime, options: VerifyOptions
+def _with_pristine_control(
+    task: Task,
+    verified: Verified,
+    runtime: VerificationRuntime,
+    control_options: VerifyOptions,
+    image: str | None,
 ) -> Outcome:
-    return _guarded(Rollout(task, agent, runtime, options))
+    """``verified``'s outcome, judged against a no-op's run of the same verifier (of
+    the step that failed) when the failure may be the agent's state's doing."""
+    if not needs_pristine_control(verified):
+        return verified.outcome
+    step = _failed_step(task, verified)
+    noop = AgentSpec.noop()
+    control = run_rollout(task, noop, runtime, control_options, image, only_step=step)
+    return blame_state(verified, control, _verifier_limit(task, step)).outcome
 
 
-def _guarded(run: Verification) -> Outcome:
-    try:
-        return run.execute()
-    except Exception as exc:  # a bug of cleanroom's own: still an outcome, with its trace
-        run.ev.harness_error = "".join(traceback.format_exception(exc))[-TAIL_CHARS:]
-        return decide(run.ev)
-    finally:
-        with contextlib.suppress(Exception):
-            run.teardown()
+def _failed_step(task: Task, verified: Verified) -> TaskStep | None:
+    """The step whose verification ended a multi-step rollout (or the one step another
+    harness had verified), or None for a task without steps."""
+    return next((step for step in task.steps if step.name == verified.facts.step), None)
+
+
+def _verifier_limit(task: Task, step: TaskStep | None) -> float:
+    return step.config.verifier.timeout_sec if step else task.config.verifier.timeout_sec

@@ -1,0 +1,346 @@
+"""``sealed`` (and a separate verifier in any mode): test.sh in a fresh container of the
+pristine image, with the agent's state installed and its reward read on the host.
+
+The agent's container is frozen, its changes classified (`tamper`) before anything of
+the agent's is handled, its state paths and artifacts taken out, and installed in the
+verifier's container, which was started from the pristine image while the agent acted
+(or while its container was frozen and read). A link of the agent's that resolves into
+the verifier's places is tampering; a reward written after test.sh ended, or by the
+agent's code while the tests ran (the runner witness), is too.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import time
+from collections.abc import Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cleanroom.core.outcomes import Reason
+from cleanroom.host_files import read_capped
+from cleanroom.verifiers.container import links
+from cleanroom.verifiers.container.links import Entry, EntryKind, Resolution
+from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES
+from cleanroom.verifiers.container.run import artifact_export, freeze, state_export
+from cleanroom.verifiers.container.run.commands import (
+    check_health,
+    read_results,
+    run_collect_hooks,
+    run_setup,
+    run_test,
+)
+from cleanroom.verifiers.container.run.context import (
+    PYTHON_GUARD_DIR,
+    TESTS_DIR,
+    WITNESS_DIR,
+    AgentContainer,
+    Resources,
+    RunContext,
+    VerifierFolders,
+    timed,
+)
+from cleanroom.verifiers.container.run.recording import record_collect, record_setup, record_test
+from cleanroom.verifiers.container.runtime import (
+    Limits,
+    RuntimeUnavailable,
+    StateCopy,
+)
+from cleanroom.verifiers.container.tamper import TamperReport, classify, under
+from cleanroom.verifiers.container.verdict import AgentFault, Evidence
+from cleanroom.verifiers.container.witness import read_witness
+
+
+class Unhealthy(Exception):
+    """The task's healthcheck failed in a container the harness started."""
+
+
+@dataclass(frozen=True)
+class StartingVerifier:
+    """A verifier's container being started (its id, once it is), with its folders."""
+
+    started: Future[str]
+    folders: VerifierFolders
+
+
+def start_verifier(
+    ctx: RunContext, res: Resources, ev: Evidence, agent_ctr: str | None, image: str
+) -> StartingVerifier:
+    """Start the verifier's container now, in the background: beside the agent's
+    (``agent_ctr`` None: a verifier that talks to no process of the agent's) or while
+    the agent acts. It is made from the pristine image and depends on nothing the agent
+    does, so its start (the longest wait of a sealed verification) overlaps the agent's.
+    Nothing of the agent's reaches it before `verify_sealed` installs the state: it has
+    no network the agent's container is on, only the services' (where nothing of it
+    listens) or, for a verifier that talks to the agent's processes, the agent's own
+    namespace."""
+    folders = res.fresh_folders(ctx)
+    started = res.in_background(lambda: _start(ctx, res, ev, agent_ctr, image, folders))
+    return StartingVerifier(started, folders)
+
+
+def _start(
+    ctx: RunContext,
+    res: Resources,
+    ev: Evidence,
+    agent_ctr: str | None,
+    image: str,
+    folders: VerifierFolders,
+) -> str:
+    """A fresh idle container of the pristine image, its folders bound in (in the
+    agent's network namespace, ``agent_ctr``, for a ``live_processes`` verifier)."""
+    vcfg = ctx.verifier
+    if vcfg.live_processes and agent_ctr is None:
+        raise ValueError("a live_processes verifier starts once the agent's container has")
+    binds = {
+        folders.reward: vcfg.reward_dir,
+        folders.guard: PYTHON_GUARD_DIR,
+        folders.witness: WITNESS_DIR,
+    }
+    separate = ctx.separate_environment
+    limits, environment = ctx.limits, ctx.envs.task
+    if separate is not None:
+        limits = Limits.of_environment(separate.config, False)
+        environment = ctx.envs.separate
+    if separate is None or not separate.bundled_tests:
+        binds[folders.tests] = TESTS_DIR
+    with timed(ev, "start_s"):
+        vctr = res.rt.containers.start_verifier(
+            image,
+            limits,
+            "/",
+            binds,
+            join_network_of=agent_ctr if vcfg.live_processes else None,
+            read_only=(PYTHON_GUARD_DIR,),
+            network=(
+                vcfg.network_mode == "public"
+                if vcfg.network_mode is not None
+                else ctx.task.config.verifier_network
+            ),
+            environment=environment,
+            # A separate verifier is an environment of its own, as in Harbor: the
+            # agent's services reach it only through artifacts.
+            services_network=(res.services.network if res.services and separate is None else None),
+        )
+    res.containers.append(vctr)
+    # The task's readiness check holds for the verifier's environment too; it runs
+    # before the agent's state is installed, so what it finds is never the agent's.
+    config = separate.config if separate else ctx.task.config.environment
+    if config.healthcheck is not None:
+        health = check_health(res.rt, vctr, config.healthcheck, ctx.workdir, "verifier")
+        ev.details.setdefault("healthcheck", []).append(health.record)
+        if health.failed:
+            raise Unhealthy(f"in the verifier's container, {health.failed}")
+    return vctr
+
+
+def verify_sealed(
+    ctx: RunContext,
+    res: Resources,
+    ev: Evidence,
+    agent: AgentContainer,
+    image: str,
+    starting: StartingVerifier | None,
+) -> None:
+    """Verify ``agent``'s state on ``image`` (the pristine image, or a separate
+    verifier's), in the verifier's container ``starting`` (started now when None)."""
+    rt = res.rt
+    if starting is None:
+        # The verifier's container depends on nothing the agent left, so it starts while
+        # the agent's is frozen and read: the two waits on the daemon overlap.
+        starting = start_verifier(ctx, res, ev, agent.id, image)
+    exported = state_export.ExportedState([])
+    taken = artifact_export.TakenArtifacts([])
+    prefetched: list[Future[StateCopy] | None] = []
+    try:
+        with timed(ev, "freeze_s"):
+            held = freeze.hold_still(ctx, rt, agent.id)
+            ev.details.update(held.details())
+            if held.fault is not None:
+                ev.agent_fault = held.fault
+                return
+            # As in Harbor when main has no further use: the services' hooks run once
+            # nothing the agent left can run beside them.
+            record_collect(ev, *run_collect_hooks(ctx, rt, agent.id, res.services, in_main=False))
+            diff = rt.state.changes(agent.id)
+            paths = state_export.state_paths(ctx, diff.changes, agent.baseline)
+            ev.details["state_paths"] = paths
+            # The verifier's copy of the state paths is cleared while the agent's is read.
+            clearing = res.in_background(lambda: _cleared(ctx, res, starting.started, paths))
+            # Tamper is read from the diff before anything of the agent's is handled: no
+            # name, size or kind it left can turn a caught forgery into an error.
+            watched = agent.reward_dir is not None
+            ev.tamper = classify(
+                diff.changes,
+                verifier_places=((TESTS_DIR,) if watched else (TESTS_DIR, ctx.verifier.reward_dir)),
+                state_paths=[*paths, *artifact_export.offered_sources(ctx)],
+                planted=state_export.planted(ctx, agent.reward_dir),
+                baseline=list(agent.baseline),
+            )
+            if ev.tamper.tampered:
+                return
+            ev.agent_fault = state_export.too_many_created(ctx, paths)
+            if ev.agent_fault is not None:
+                return
+            # The artifacts' archives are taken beside the state's: each is a wait on
+            # the daemon.
+            prefetched = artifact_export.prefetch(ctx, rt, agent.id)
+            exported = state_export.export_state(ctx, rt, agent.id, paths, diff.changes)
+            if exported.dropped:
+                ev.details["state_dropped"] = exported.dropped[:]
+            ev.agent_fault = exported.fault
+            if ev.agent_fault is None:
+                taken = artifact_export.take(ctx, rt, agent.id, carried=True, prefetched=prefetched)
+                ev.details.update(taken.details)
+                ev.agent_fault = taken.fault
+        ev.details["diff"] = {"source": diff.source, "entries": len(diff.changes)}
+        if diff.incomplete:
+            ev.details["diff"]["incomplete"] = diff.incomplete
+        if ctx.needs_live_agent:
+            # Honest work lives in its processes, the verifier's or the next step's.
+            freeze.thaw(ctx, rt, agent.id)
+        # The agent's stopped container stays until teardown: removing it now would
+        # compete with the install below for the disk (a 20 MB venv's install took 2.3 s
+        # beside the removal and 0.4 s without it).
+        # What the verifier gets as an artifact it sees, as it sees the state.
+        agent_paths = [*paths, *(i.entry.source for i in taken.items if i.carried)]
+        if ev.agent_fault is not None:
+            return
+        try:
+            vctr, ready = clearing.result()
+            with timed(ev, "install_s"):
+                installed = artifact_export.carried_copies(taken, paths) + exported.copies
+                rt.state.install(vctr, installed, cleared=sorted(ready))
+        except RuntimeUnavailable as exc:
+            if exc.status is None:  # the daemon did not answer
+                raise
+            why = f"the agent's state could not be installed: {exc}"
+            ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, why[:800])
+            return
+        except UnicodeError as exc:  # a name of the agent's the API cannot carry
+            why = f"the agent's state could not be installed: {exc!r}"
+            ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, why[:800])
+            return
+        with timed(ev, "links_s"):
+            landed = _links_into_verifier(ctx, res, ev, vctr, installed)
+        if landed:
+            ev.tamper = replace(ev.tamper, links=tuple(str(r) for r in landed))
+            rt.containers.kill(vctr)
+            return
+    finally:
+        exported.close()
+        taken.close()
+        artifact_export.close_unused(prefetched)
+    _verify_on_pristine(ctx, res, ev, vctr, starting.folders, agent_paths)
+
+
+def _cleared(
+    ctx: RunContext, res: Resources, starting: Future[str], paths: list[str]
+) -> tuple[str, set[str]]:
+    """The verifier's container, once started, with its state paths cleared, and the
+    paths that installing needs not clear: the state paths, and every artifact's source
+    that the pristine image does not have (as a rule, all of them)."""
+    vctr = starting.result()
+    sources = artifact_export.offered_sources(ctx)
+    sources = [p for p in sources if not any(under(p, s) for s in paths)]
+    absent = res.rt.state.clear(vctr, paths, probe=sources)
+    return vctr, {*paths, *absent}
+
+
+def _links_into_verifier(
+    ctx: RunContext, res: Resources, ev: Evidence, vctr: str, installed: list[StateCopy]
+) -> list[Resolution]:
+    """Every link of the agent's installed in ``vctr`` that resolves there into the
+    verifier's places (`links`): its tests, its reward folder, cleanroom's mounts.
+
+    The installed archives answer for their own paths (installing made each of them
+    exactly its archive); the runtime's stat answers for the image's."""
+    tree: dict[str, Entry] = {}
+    roots: list[str] = []
+    for copy in installed:  # in install order: a later copy replaces what it covers
+        tree = {p: e for p, e in tree.items() if not under(p, copy.path)}
+        tree.update(copy.installed())
+        roots.append(copy.path)
+
+    def lstat(path: str) -> Entry:
+        found = tree.get(path)
+        if found is not None:
+            return found
+        if any(under(path, root) for root in roots):
+            return Entry(EntryKind.MISSING)  # not in the archive that made that tree
+        return res.rt.files.entry(vctr, path)
+
+    places = (TESTS_DIR, ctx.verifier.reward_dir, PYTHON_GUARD_DIR, WITNESS_DIR)
+    found = [p for p, e in tree.items() if e.kind is EntryKind.LINK]
+    ev.details["links_resolved"] = len(found)
+    return links.into_places(sorted(found), lstat, places)
+
+
+def _verify_on_pristine(
+    ctx: RunContext,
+    res: Resources,
+    ev: Evidence,
+    vctr: str,
+    folders: VerifierFolders,
+    agent_paths: list[str],
+) -> None:
+    rt = res.rt
+    deadline = time.monotonic() + ctx.verifier.timeout_sec
+    setup = run_setup(ctx, rt, vctr, deadline, agent_paths)
+    tests = run_test(ctx, rt, vctr, deadline, agent_paths) if record_setup(ev, setup) else None
+    if tests is None or not record_test(ev, tests):
+        rt.containers.kill(vctr)
+        return
+    ended_ns = tests.ended_ns
+    with timed(ev, "read_s"):
+        results = read_results(ctx, rt, vctr, host_reward_dir=folders.reward)
+        if results:
+            ev.details["results"] = results
+        # Nothing the verifier started may write the reward (or the witness's records)
+        # while they are read.
+        rt.containers.kill(vctr)
+        reward_dir = folders.reward
+        json_path, text_path = ctx.verifier.reward_paths
+        ev.json_file = read_capped(
+            reward_dir, posixpath.basename(json_path), json_path, REWARD_CAP_BYTES
+        )
+        ev.text_file = read_capped(
+            reward_dir, posixpath.basename(text_path), text_path, REWARD_CAP_BYTES
+        )
+        touched = written_after(reward_dir, ctx.verifier.reward_paths, ended_ns)
+        if ctx.plan.freezes_agent:
+            ev.witness = read_witness(folders.witness, agent_paths)
+            touched += ev.witness.touched
+        if touched:
+            found = ev.tamper or TamperReport(protected=(), planted=())
+            ev.tamper = replace(found, touched=touched)
+
+
+def written_after(reward_dir: Path, reward_paths: Iterable[str], ended_ns: int) -> tuple[str, ...]:
+    """The reward files in ``reward_dir`` last written after test.sh ended (``ended_ns``,
+    the wall clock): by a process left running in the verifier's container, never by
+    test.sh. File times come from the same clock, coarser, so a write just after the end
+    can look earlier, never the reverse."""
+    late: list[str] = []
+    for path in reward_paths:
+        written = _written_ns(reward_dir, posixpath.basename(path))
+        if written is not None and written > ended_ns:
+            after = (written - ended_ns) / 1e9
+            late.append(f"{path} (written {after:.3f} s after test.sh ended)")
+    return tuple(late)
+
+
+def _written_ns(folder: Path, name: str) -> int | None:
+    """When ``folder/name`` was last written (not following a link), or None."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime_ns
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
