@@ -18,6 +18,7 @@ with ``--corpus NAME`` (tasks written elsewhere, adapted only by ``--image-map``
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import sys
@@ -74,7 +75,7 @@ def main() -> int:
                 f"local pool, {workers} worker(s)",
                 args.tasks,
                 settings,
-                lambda w=workers: LocalPool(w),
+                functools.partial(LocalPool, workers),
             )
         )
     cluster = LocalCluster.start(["", ""], docker_slots=1, python_path=str(ROOT / "src"))

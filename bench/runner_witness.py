@@ -27,11 +27,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cleanroom.verifiers.container import verification
+from cleanroom.verifiers.container.run.context import PYTHON_GUARD_SOURCE
 from results_md import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
-GUARD = Path(verification.__file__).with_name("python_guard")
+GUARD = PYTHON_GUARD_SOURCE
 SECTION = "## Runner witness"
 CONFIGS = ("plain", "guard", "guard + witness")
 

@@ -303,7 +303,7 @@ Ratio to baseline: **{form["ratio"]:.2f}** (median of the rounds' ratios:
 request (baseline / server): {form["cpu_ratio"]:.2f}. Rows stored during the runs:
 {form["rows_stored"]:,}, at least as many as the {form["answered_2xx_at_least"]:,} 2xx answers
 of the timed runs (the warm-up's rows come on top).
-{results["note"] + chr(10) if results.get("note") else ""}
+{str(results["note"]) + chr(10) if results.get("note") else ""}
 **Audit latency** (`GET /v1/audit?window=W` over HTTP, sequential, keep-alive) with
 {audit["rows"]:,} stored rows ({audit["windows"]:,} windows, {audit["cross_rows_per_window"]}
 cross rows in a window; bulk insert through the store took {audit["bulk_insert_s"]:.1f} s).

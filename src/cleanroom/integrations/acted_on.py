@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome, Status
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
+from cleanroom.verifiers.container.decision.verdict import Evidence, decide
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
-from cleanroom.verifiers.container.tamper import Change, ChangeKind
-from cleanroom.verifiers.container.verdict import Evidence, decide
 from cleanroom.verifiers.container.verify import (
     ActedOn,
     VerifyOptions,

@@ -16,8 +16,8 @@ import pytest
 from cleanroom.core.outcomes import Reason, Status
 from cleanroom.host_files import FileKind
 from cleanroom.redteam.catalogue import by_id
+from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.modes import Mode
-from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.runtime import Limits
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
 from cleanroom.verifiers.container.runtime import Limits
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
-from cleanroom.verifiers.container.tamper import Change, ChangeKind
 from cleanroom.verifiers.container.task import Task
 
 pytestmark = pytest.mark.docker

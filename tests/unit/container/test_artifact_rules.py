@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from cleanroom.verifiers.container.state_archive import (
+from cleanroom.verifiers.container.agent_state.state_archive import (
     ArtifactRules,
     excluded,
     scan,

@@ -7,7 +7,7 @@ import json
 import tarfile
 from pathlib import Path
 
-from cleanroom.verifiers.container import artifacts
+from cleanroom.verifiers.container.agent_state import artifacts
 from cleanroom.verifiers.container.task import ArtifactEntry
 
 from .test_state_archive import archive, entry

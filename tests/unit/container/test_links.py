@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cleanroom.verifiers.container.links import Entry, EntryKind, into_places, resolve
+from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind, into_places, resolve
 
 FOLDER = Entry(EntryKind.FOLDER)
 PLACES = ("/tests", "/logs/verifier", "/run/cleanroom/python")
@@ -95,7 +95,7 @@ def test_each_path_is_asked_once() -> None:
 
 
 def test_a_link_into_the_verifiers_places_makes_the_tamper_report_tampered() -> None:
-    from cleanroom.verifiers.container.tamper import TamperReport
+    from cleanroom.verifiers.container.decision.tamper import TamperReport
 
     report = TamperReport((), (), links=("/app/key resolves to /tests (the verifier's /tests)",))
 

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cleanroom.host_files import remove_tree
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
 from cleanroom.verifiers.container.runtime.docker.overlay import (
     MAX_DEPTH,
     OverlayUnreadable,
     changes_from_graph_driver,
     walk_layer,
 )
-from cleanroom.verifiers.container.tamper import Change, ChangeKind
 
 
 def layer(root: Path, *files: str) -> Path:

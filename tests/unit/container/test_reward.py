@@ -9,7 +9,7 @@ import math
 import pytest
 
 from cleanroom.host_files import FileKind, ObservedFile
-from cleanroom.verifiers.container.reward import (
+from cleanroom.verifiers.container.decision.reward import (
     REWARD_CAP_BYTES,
     SHOWN_BYTES,
     BadReward,

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cleanroom.host_files import FileKind, ObservedFile
-from cleanroom.verifiers.container.reward import BadReward, parse_reward
+from cleanroom.verifiers.container.decision.reward import BadReward, parse_reward
 
 TXT = "/logs/verifier/reward.txt"
 JSON = "/logs/verifier/reward.json"

@@ -1,7 +1,7 @@
 """The runner witness: real pytest runs under the sealed verifier's start-up hook, each
 route of the code under test cutting the run short seen as a contradiction, and honest
 runs (passing, failing, skipping by the task's own tests, in parallel workers) seen as
-none (python_guard/witness.py, verifiers/container/witness.py)."""
+none (python_guard/witness.py, verifiers/container/decision/witness.py)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from cleanroom.verifiers.container.decision.witness import WitnessReport, parse_run
 from cleanroom.verifiers.container.run.context import PYTHON_GUARD_SOURCE
-from cleanroom.verifiers.container.witness import (
-    MAX_ENTRIES,
-    WitnessReport,
-    parse_run,
-    read_witness,
-)
+from cleanroom.verifiers.container.run.witness_folder import MAX_ENTRIES, read_witness
 
 GUARD = PYTHON_GUARD_SOURCE
 PLUGIN = "cleanroom_witness_0123456789abcdef"

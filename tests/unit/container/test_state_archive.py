@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from cleanroom.verifiers.container.state_archive import (
+from cleanroom.verifiers.container.agent_state.state_archive import (
     PATH_MAX,
     StateArchiveError,
     copy_capped,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cleanroom.verifiers.container.tamper import Change, ChangeKind, classify, under
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, classify, under
 
 A, C, D = ChangeKind.ADDED, ChangeKind.MODIFIED, ChangeKind.DELETED
 PLACES = ("/tests", "/logs/verifier")

@@ -10,9 +10,8 @@ import pytest
 
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.host_files import FileKind, ObservedFile
-from cleanroom.verifiers.container.modes import Mode
-from cleanroom.verifiers.container.tamper import Change, ChangeKind, TamperReport, classify
-from cleanroom.verifiers.container.verdict import (
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, TamperReport, classify
+from cleanroom.verifiers.container.decision.verdict import (
     AgentFault,
     Evidence,
     Verified,
@@ -22,7 +21,8 @@ from cleanroom.verifiers.container.verdict import (
     judge,
     needs_pristine_control,
 )
-from cleanroom.verifiers.container.witness import RunnerRun, WitnessReport
+from cleanroom.verifiers.container.decision.witness import RunnerRun, WitnessReport
+from cleanroom.verifiers.container.modes import Mode
 
 PLACES = ("/tests", "/logs/verifier")
 

@@ -16,10 +16,10 @@ from cleanroom.integrations.acted_on import (
     mount_baseline,
     rewards_of,
 )
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 from cleanroom.verifiers.container.runtime.docker.containers import started_container
-from cleanroom.verifiers.container.tamper import Change, ChangeKind
 
 
 def test_a_valid_outcome_is_its_score() -> None:

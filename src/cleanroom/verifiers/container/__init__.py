@@ -1,6 +1,16 @@
 """Container reward verifier: Harbor-layout tasks verified in `shared`, `cleared` or `sealed` mode.
 
-The pure core (task model, reward parsing, tamper classification, the verdict) has no
-Docker in it; `docker_runtime` and `overlay` are the only modules that touch the daemon or
-the host's view of a container, and `verify` strings the steps together.
+The packages, by job:
+
+- `task`: loading a task folder into its typed model (``task.toml``, Harbor's field table).
+- `services`: the task's compose services and the environment's healthcheck.
+- `runtime`: where verification runs (`runtime.VerificationRuntime`) and its Docker
+  implementation, the only code that talks to the daemon.
+- `run`: a verification run as steps over a frozen context, each returning a typed result.
+- `agent_state`: the agent's state on its way to the verifier (archives, links, artifacts).
+- `decision`: the pure core that turns what a run observed into an `Outcome` (reward
+  parsing, tamper classification, the runner witness, multi-step scores, the verdict).
+
+`modes` says what each mode does, `verify_options` what runs and how, `verify` strings the
+steps together, and `side_by_side` runs many verifications in one bounded pool.
 """

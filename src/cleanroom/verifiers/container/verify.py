@@ -13,6 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome
+from cleanroom.verifiers.container.decision.verdict import (
+    Evidence,
+    Verified,
+    blame_state,
+    decide,
+    needs_pristine_control,
+)
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.run.existing_container import (
     ActedOn,
@@ -22,13 +29,6 @@ from cleanroom.verifiers.container.run.own_rollout import run_rollout
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task, TaskError, TaskStep, load_task
-from cleanroom.verifiers.container.verdict import (
-    Evidence,
-    Verified,
-    blame_state,
-    decide,
-    needs_pristine_control,
-)
 from cleanroom.verifiers.container.verify_options import AgentSpec, VerifyOptions
 
 __all__ = [

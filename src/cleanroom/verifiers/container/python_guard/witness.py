@@ -29,7 +29,7 @@ from the host, read by the host only after the verifier's container is stopped):
 Every record carries the pid that wrote it. PYTEST_DONT_REWRITE: pytest would otherwise
 warn that this plugin was imported before it could rewrite its asserts (it has none), a
 warning that a task's ``-W error`` turns into a failed run. What the host makes of them is
-``cleanroom.verifiers.container.witness``.
+``cleanroom.verifiers.container.decision.witness``.
 """
 
 import atexit

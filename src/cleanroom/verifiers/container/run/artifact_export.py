@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cleanroom.core.outcomes import Reason
-from cleanroom.verifiers.container import artifacts
+from cleanroom.verifiers.container.agent_state import artifacts
+from cleanroom.verifiers.container.agent_state.state_archive import StateArchiveError
+from cleanroom.verifiers.container.decision.tamper import under
+from cleanroom.verifiers.container.decision.verdict import AgentFault
 from cleanroom.verifiers.container.run.context import RunContext
 from cleanroom.verifiers.container.runtime import StateCopy, StateTooLarge, VerificationRuntime
-from cleanroom.verifiers.container.state_archive import StateArchiveError
-from cleanroom.verifiers.container.tamper import under
-from cleanroom.verifiers.container.verdict import AgentFault
 
 
 @dataclass

@@ -13,9 +13,7 @@ from typing import Any
 
 from cleanroom.exec_result import ExecResult
 from cleanroom.host_files import FileKind, ObservedFile, read_capped
-from cleanroom.verifiers.container.compose import MAIN
-from cleanroom.verifiers.container.healthcheck import Attempt, wait_healthy
-from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES
+from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.run.context import (
     PYTHON_GUARD_DIR,
     TEST_SCRIPT,
@@ -25,7 +23,9 @@ from cleanroom.verifiers.container.run.context import (
     output_tail,
 )
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
-from cleanroom.verifiers.container.sidecars import SidecarGroup
+from cleanroom.verifiers.container.services.compose_model import MAIN
+from cleanroom.verifiers.container.services.healthcheck import Attempt, wait_healthy
+from cleanroom.verifiers.container.services.sidecars import SidecarGroup
 from cleanroom.verifiers.container.task import HealthcheckConfig
 
 RESULT_CAP_BYTES = 1 << 20

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cleanroom.host_files import remove_tree
+from cleanroom.verifiers.container.decision.tamper import Change
+from cleanroom.verifiers.container.decision.verdict import Evidence
 from cleanroom.verifiers.container.modes import ModePlan, plan
 from cleanroom.verifiers.container.runtime import Limits, RuntimeUnavailable, VerificationRuntime
-from cleanroom.verifiers.container.sidecars import SidecarGroup
-from cleanroom.verifiers.container.tamper import Change
+from cleanroom.verifiers.container.services.sidecars import SidecarGroup
 from cleanroom.verifiers.container.task import (
     CollectHook,
     Task,
@@ -36,7 +37,6 @@ from cleanroom.verifiers.container.task import (
     VerifierEnvironment,
     resolve_env,
 )
-from cleanroom.verifiers.container.verdict import Evidence
 from cleanroom.verifiers.container.verify_options import VerifyOptions
 
 TESTS_DIR = "/tests"

@@ -8,6 +8,8 @@ import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cleanroom.verifiers.container.decision.tamper import Change
+from cleanroom.verifiers.container.decision.verdict import Evidence, Verified, judge
 from cleanroom.verifiers.container.run.context import (
     TAIL_CHARS,
     AgentContainer,
@@ -23,10 +25,8 @@ from cleanroom.verifiers.container.run.verification import (
     with_separate_image,
 )
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
-from cleanroom.verifiers.container.sidecars import SidecarGroup
-from cleanroom.verifiers.container.tamper import Change
+from cleanroom.verifiers.container.services.sidecars import SidecarGroup
 from cleanroom.verifiers.container.task import Task
-from cleanroom.verifiers.container.verdict import Evidence, Verified, judge
 from cleanroom.verifiers.container.verify_options import VerifyOptions
 
 

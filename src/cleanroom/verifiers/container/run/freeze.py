@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cleanroom.core.outcomes import Reason
+from cleanroom.verifiers.container.decision.verdict import AgentFault
 from cleanroom.verifiers.container.run.context import RunContext
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
-from cleanroom.verifiers.container.verdict import AgentFault
 
 # Tries at freezing the processes a live verifier needs (the freezer itself retries).
 FREEZE_ATTEMPTS = 3

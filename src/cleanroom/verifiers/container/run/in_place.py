@@ -14,6 +14,7 @@ import time
 
 from cleanroom.core.outcomes import Reason
 from cleanroom.host_files import FileKind, ObservedFile
+from cleanroom.verifiers.container.decision.verdict import AgentFault, Evidence
 from cleanroom.verifiers.container.run.commands import (
     read_in_place,
     read_results,
@@ -28,7 +29,6 @@ from cleanroom.verifiers.container.run.context import (
 )
 from cleanroom.verifiers.container.run.recording import record_setup, record_test
 from cleanroom.verifiers.container.runtime import VerificationRuntime
-from cleanroom.verifiers.container.verdict import AgentFault, Evidence
 
 
 def verify_in_place(ctx: RunContext, rt: VerificationRuntime, ev: Evidence, ctr: str) -> None:

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.docker_layer import ImageBuildFailed
+from cleanroom.verifiers.container.decision.multi_step import StepOutcome, combine, next_step_runs
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
+from cleanroom.verifiers.container.decision.verdict import Evidence, Verified, judge
 from cleanroom.verifiers.container.run.commands import check_health, run_collect_hooks
 from cleanroom.verifiers.container.run.context import (
     AGENT_FILES_DIR,
@@ -39,11 +42,8 @@ from cleanroom.verifiers.container.run.verification import (
     with_separate_image,
 )
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
-from cleanroom.verifiers.container.sidecars import ServiceFailed, SidecarGroup
-from cleanroom.verifiers.container.steps import StepOutcome, combine, next_step_runs
-from cleanroom.verifiers.container.tamper import Change, ChangeKind
+from cleanroom.verifiers.container.services.sidecars import ServiceFailed, SidecarGroup
 from cleanroom.verifiers.container.task import ARTIFACTS_DIR, Task, TaskStep
-from cleanroom.verifiers.container.verdict import Evidence, Verified, judge
 from cleanroom.verifiers.container.verify_options import AgentSpec, VerifyOptions
 
 # What the rollout saw before its first step, kept in its combined details.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cleanroom.verifiers.container.decision.verdict import Evidence
 from cleanroom.verifiers.container.run.commands import SetupRun, TestRun
-from cleanroom.verifiers.container.verdict import Evidence
 
 
 def record_setup(ev: Evidence, run: SetupRun) -> bool:

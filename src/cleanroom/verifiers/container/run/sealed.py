@@ -21,9 +21,11 @@ from pathlib import Path
 
 from cleanroom.core.outcomes import Reason
 from cleanroom.host_files import read_capped
-from cleanroom.verifiers.container import links
-from cleanroom.verifiers.container.links import Entry, EntryKind, Resolution
-from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES
+from cleanroom.verifiers.container.agent_state import links
+from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind, Resolution
+from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
+from cleanroom.verifiers.container.decision.tamper import TamperReport, classify, under
+from cleanroom.verifiers.container.decision.verdict import AgentFault, Evidence
 from cleanroom.verifiers.container.run import artifact_export, freeze, state_export
 from cleanroom.verifiers.container.run.commands import (
     check_health,
@@ -43,14 +45,12 @@ from cleanroom.verifiers.container.run.context import (
     timed,
 )
 from cleanroom.verifiers.container.run.recording import record_collect, record_setup, record_test
+from cleanroom.verifiers.container.run.witness_folder import read_witness
 from cleanroom.verifiers.container.runtime import (
     Limits,
     RuntimeUnavailable,
     StateCopy,
 )
-from cleanroom.verifiers.container.tamper import TamperReport, classify, under
-from cleanroom.verifiers.container.verdict import AgentFault, Evidence
-from cleanroom.verifiers.container.witness import read_witness
 
 
 class Unhealthy(Exception):

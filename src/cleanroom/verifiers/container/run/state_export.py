@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cleanroom.core.outcomes import Reason
+from cleanroom.verifiers.container.agent_state.state_archive import StateArchiveError
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, bytes_under, under
+from cleanroom.verifiers.container.decision.verdict import AgentFault
 from cleanroom.verifiers.container.run.context import TESTS_DIR, RunContext
 from cleanroom.verifiers.container.runtime import (
     RuntimeUnavailable,
@@ -20,9 +23,6 @@ from cleanroom.verifiers.container.runtime import (
     StateTooLarge,
     VerificationRuntime,
 )
-from cleanroom.verifiers.container.state_archive import StateArchiveError
-from cleanroom.verifiers.container.tamper import Change, ChangeKind, bytes_under, under
-from cleanroom.verifiers.container.verdict import AgentFault
 
 # New top-level folders carried as state; more is the agent's ``workspace_broken``.
 MAX_CREATED_FOLDERS = 64

@@ -8,6 +8,7 @@ import time
 from dataclasses import replace
 
 from cleanroom.docker_layer import ImageBuildFailed
+from cleanroom.verifiers.container.decision.verdict import Evidence, Verified, judge
 from cleanroom.verifiers.container.run import artifact_export
 from cleanroom.verifiers.container.run.commands import run_collect_hooks
 from cleanroom.verifiers.container.run.context import (
@@ -21,7 +22,6 @@ from cleanroom.verifiers.container.run.in_place import verify_in_place
 from cleanroom.verifiers.container.run.recording import record_collect
 from cleanroom.verifiers.container.run.sealed import StartingVerifier, verify_sealed
 from cleanroom.verifiers.container.task import Task
-from cleanroom.verifiers.container.verdict import Evidence, Verified, judge
 from cleanroom.verifiers.container.verify_options import VerifyOptions
 
 

@@ -21,11 +21,11 @@ from typing import Protocol
 
 from cleanroom.exec_result import ExecResult
 from cleanroom.host_files import ObservedFile
-from cleanroom.verifiers.container.compose import Service
-from cleanroom.verifiers.container.links import Entry
+from cleanroom.verifiers.container.agent_state.links import Entry
+from cleanroom.verifiers.container.agent_state.state_archive import ArtifactRules
+from cleanroom.verifiers.container.decision.tamper import Diff
 from cleanroom.verifiers.container.runtime.records import Limits, ServiceState, StateCopy
-from cleanroom.verifiers.container.state_archive import ArtifactRules
-from cleanroom.verifiers.container.tamper import Diff
+from cleanroom.verifiers.container.services.compose_model import Service
 from cleanroom.verifiers.container.task import Task
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from cleanroom.docker_layer import DockerError
-from cleanroom.verifiers.container.links import Entry
+from cleanroom.verifiers.container.agent_state.links import Entry
 from cleanroom.verifiers.container.task import EnvironmentConfig, Task
 
 

@@ -13,7 +13,12 @@ from pydantic import (
     ValidationError,
 )
 
-from cleanroom.verifiers.container.compose import MAIN, ComposeError, ComposeProject, load_compose
+from cleanroom.verifiers.container.services.compose import load_compose
+from cleanroom.verifiers.container.services.compose_model import (
+    MAIN,
+    ComposeError,
+    ComposeProject,
+)
 from cleanroom.verifiers.container.task.errors import (
     TaskConfigError,
     TaskError,

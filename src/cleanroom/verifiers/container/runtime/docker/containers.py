@@ -14,7 +14,6 @@ from typing import Any
 
 from cleanroom.docker_layer import OUTPUT_CAP_BYTES, Docker, anonymous_volume
 from cleanroom.exec_result import ExecResult
-from cleanroom.verifiers.container.compose import MAIN, Service
 from cleanroom.verifiers.container.runtime.docker.images import KEEPALIVE, DockerImages
 from cleanroom.verifiers.container.runtime.docker.tar import renamed_top, tar_folder
 from cleanroom.verifiers.container.runtime.records import (
@@ -23,6 +22,7 @@ from cleanroom.verifiers.container.runtime.records import (
     ServiceState,
     StartedContainer,
 )
+from cleanroom.verifiers.container.services.compose_model import MAIN, Service
 from cleanroom.verifiers.container.task import ARTIFACTS_DIR
 
 LOGS_TMPFS = "rw,size=64m,mode=0777"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from cleanroom.docker_layer import Docker
 from cleanroom.host_files import FileKind, ObservedFile
-from cleanroom.verifiers.container.links import Entry, EntryKind
-from cleanroom.verifiers.container.reward import REWARD_CAP_BYTES
+from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind
+from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.runtime.docker import archive_read
 from cleanroom.verifiers.container.runtime.docker.tar import kind_of_mode
 from cleanroom.verifiers.container.runtime.records import RuntimeUnavailable, close_stream

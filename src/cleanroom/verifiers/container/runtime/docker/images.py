@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cleanroom.docker_layer import Docker, ImageBuildFailed
-from cleanroom.verifiers.container.compose import Service
 from cleanroom.verifiers.container.runtime.docker.tar import (
     environment_hash,
     kind_of_mode,
@@ -25,6 +24,7 @@ from cleanroom.verifiers.container.runtime.docker.tar import (
     safe_name,
 )
 from cleanroom.verifiers.container.runtime.records import RuntimeUnavailable
+from cleanroom.verifiers.container.services.compose_model import Service
 from cleanroom.verifiers.container.task import Task, rewrite_base_images
 
 IMAGE_REPOSITORY = "cleanroom-task"

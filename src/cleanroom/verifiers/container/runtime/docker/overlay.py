@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cleanroom.verifiers.container.tamper import Change, ChangeKind, Diff
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, Diff
 
 # A container that wrote this many entries is read through the API instead: the walk's
 # speed is the only reason it exists.

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import IO
 
 from cleanroom.docker_layer import Docker
-from cleanroom.verifiers.container import state_archive
+from cleanroom.verifiers.container.agent_state import state_archive
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, Diff
 from cleanroom.verifiers.container.runtime.docker import overlay
 from cleanroom.verifiers.container.runtime.docker.files import _NOT_A_FOLDER, _UNREACHABLE
 from cleanroom.verifiers.container.runtime.docker.tar import kind_of_mode
@@ -20,7 +21,6 @@ from cleanroom.verifiers.container.runtime.records import (
     StateTooLarge,
     close_stream,
 )
-from cleanroom.verifiers.container.tamper import Change, ChangeKind, Diff
 
 # Removes each state path, then makes each parent folder, then names (NUL-ended) each
 # probed path that is absent and has its parent folder, so needs no clearing:

@@ -17,12 +17,12 @@ import time
 from collections.abc import Mapping
 
 from cleanroom.lifecycle import wait_until
-from cleanroom.verifiers.container.compose import ComposeProject
 from cleanroom.verifiers.container.runtime import (
     RuntimeUnavailable,
     ServiceState,
     VerificationRuntime,
 )
+from cleanroom.verifiers.container.services.compose_model import ComposeProject
 
 _POLL_S = 0.25
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from cleanroom.core.outcomes import Outcome, Reason, Status
-from cleanroom.verifiers.container.steps import StepOutcome, combine, next_step_runs
+from cleanroom.verifiers.container.decision.multi_step import StepOutcome, combine, next_step_runs
+from cleanroom.verifiers.container.decision.verdict import Verified, VerifierFacts
 from cleanroom.verifiers.container.task import StepConfig
-from cleanroom.verifiers.container.verdict import Verified, VerifierFacts
 
 
 def step(name: str, verified: Verified | Outcome, min_reward: Any = None) -> StepOutcome:

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
-from cleanroom.verifiers.container.links import Entry, EntryKind
+from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind
 
 PATH_MAX = 4096
 NAME_MAX = 255

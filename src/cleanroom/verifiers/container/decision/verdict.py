@@ -21,10 +21,10 @@ from typing import Any
 
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.host_files import ObservedFile
+from cleanroom.verifiers.container.decision.reward import BadReward, parse_reward
+from cleanroom.verifiers.container.decision.tamper import TamperReport
+from cleanroom.verifiers.container.decision.witness import WitnessReport
 from cleanroom.verifiers.container.modes import Mode
-from cleanroom.verifiers.container.reward import BadReward, parse_reward
-from cleanroom.verifiers.container.tamper import TamperReport
-from cleanroom.verifiers.container.witness import WitnessReport
 
 
 @dataclass(frozen=True)

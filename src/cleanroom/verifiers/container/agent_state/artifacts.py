@@ -25,9 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from cleanroom.verifiers.container.links import Entry
-from cleanroom.verifiers.container.state_archive import ArtifactRules, StateArchiveError, rewind
-from cleanroom.verifiers.container.tamper import under
+from cleanroom.verifiers.container.agent_state.links import Entry
+from cleanroom.verifiers.container.agent_state.state_archive import (
+    ArtifactRules,
+    StateArchiveError,
+    rewind,
+)
+from cleanroom.verifiers.container.decision.tamper import under
 from cleanroom.verifiers.container.task import MANIFEST_NAME, ArtifactEntry
 
 

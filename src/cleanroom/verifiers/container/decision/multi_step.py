@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
+from cleanroom.verifiers.container.decision.verdict import Verified, VerifierFacts
 from cleanroom.verifiers.container.task import MultiStepRewardStrategy, StepConfig
-from cleanroom.verifiers.container.verdict import Verified, VerifierFacts
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@ contradicts the reward test.sh wrote.
 
 The witness (``python_guard/witness.py``, loaded by the start-up hook into the one pytest
 process test.sh starts) writes JSON lines to a folder bound from the host. This module
-turns those lines into typed records; the host reads the folder only after the
-verifier's container is stopped, each file no-follow, non-blocking and under a cap.
+turns those lines into typed records (`run.witness_folder` reads the folder, only after the
+verifier's container is stopped, each file no-follow, non-blocking and under a cap).
 
 A contradiction is a pytest process that did not end the way a pytest run ends, or whose
 result code of the agent's decided:
@@ -31,25 +31,14 @@ witness closes the cheap route (the process cut short), not in-process deception
 from __future__ import annotations
 
 import json
-import os
 import posixpath
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from cleanroom.host_files import FileKind, read_capped
-from cleanroom.verifiers.container.tamper import under
+from cleanroom.verifiers.container.decision.tamper import under
 
-# One witness file per pytest process; more than this many is not read.
-MAX_RUNS = 64
-WITNESS_CAP_BYTES = 4 << 20
-FILE_NAME = re.compile(r"^([0-9]{1,10})\.jsonl$")
 MAX_AGENT_OUTCOMES = 100
 _RAISED = {"skip": "a skip", "xfail": "an expected failure", "exit": "pytest's exit"}
-# Entries of the witness folder looked at, at most (its files are written by the
-# verifier's processes, so code of the agent's running there could fill it).
-MAX_ENTRIES = 4 * MAX_RUNS
 # pytest's exit statuses the witness reads (``pytest.ExitCode``).
 _OK = 0
 
@@ -160,8 +149,8 @@ class WitnessReport:
     runs: tuple[RunnerRun, ...] = ()
     # What the verifier got of the agent's: code there is the agent's.
     state_paths: tuple[str, ...] = ()
-    # Names in the witness folder no witness writes, and runs beyond `MAX_RUNS`: noted,
-    # never read.
+    # Names in the witness folder no witness writes, and runs beyond the cap
+    # (`run.witness_folder.MAX_RUNS`): noted, never read.
     unread: tuple[str, ...] = ()
     # A witness's file that is no regular file under the cap (a link, a FIFO, a file too
     # large): the witness never makes one, so something else in the process did.
@@ -263,35 +252,3 @@ def _count(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value if 0 <= value < 1 << 31 else None
-
-
-def read_witness(folder: Path, state_paths: list[str]) -> WitnessReport:
-    """What the witness wrote to ``folder`` (the host's side of its bound folder), read
-    once nothing runs in the verifier's container: names in the folder are looked at up
-    to `MAX_ENTRIES`, each file no-follow and under `WITNESS_CAP_BYTES`."""
-    runs: list[RunnerRun] = []
-    unread: list[str] = []
-    spoiled: list[str] = []
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        with os.scandir(fd) as entries:
-            names = []
-            for n, entry in enumerate(entries):
-                if n >= MAX_ENTRIES:
-                    unread.append(f"more than {MAX_ENTRIES} entries")
-                    break
-                names.append(entry.name)
-    finally:
-        os.close(fd)
-    for name in sorted(names):
-        matched = FILE_NAME.match(name)
-        if matched is None or len(runs) >= MAX_RUNS:
-            unread.append(name[:80])
-            continue
-        found = read_capped(folder, name, name, WITNESS_CAP_BYTES)
-        if found.kind is not FileKind.REGULAR:
-            spoiled.append(f"{name} ({found.note or found.kind.value})")
-            continue
-        runs.append(parse_run(int(matched.group(1)), found.data))
-    state = tuple(posixpath.normpath(p) for p in state_paths)
-    return WitnessReport(tuple(runs), state, tuple(unread), tuple(spoiled))
