@@ -22,6 +22,7 @@ test-integrations: setup
 lint:
 	$(VENV)/ruff check src tests bench soak
 	$(VENV)/ruff format --check src tests bench soak
+	$(VENV)/lint-imports
 
 typecheck:
 	$(VENV)/mypy

@@ -18,35 +18,9 @@ import errno
 import os
 import stat
 import subprocess
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
-
-class FileKind(StrEnum):
-    """What a reader found at a path an agent controls."""
-
-    MISSING = "missing"
-    REGULAR = "regular"
-    OVERSIZE = "oversize"  # a regular file over the size cap; ``data`` holds its first bytes
-    SYMLINK = "symlink"  # refused: readers never follow links
-    OTHER = "other"  # a FIFO, directory, device or socket; ``note`` says which
-
-
-@dataclass(frozen=True)
-class ObservedFile:
-    """One observation of one path an agent controls, made without trusting what is there."""
-
-    path: str
-    kind: FileKind
-    data: bytes = b""
-    size: int | None = None
-    note: str = ""
-
-    @classmethod
-    def missing(cls, path: str) -> ObservedFile:
-        return cls(path, FileKind.MISSING)
-
+from cleanroom.core.observed_file import FileKind, ObservedFile
 
 # The most `read_regular` reads of one file (documents and checked files: a few MB).
 READ_CAP_BYTES = 256 << 20

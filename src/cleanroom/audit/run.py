@@ -14,6 +14,7 @@ from cleanroom.audit.findings import TaskAudit
 from cleanroom.audit.job import AuditSettings, remove_job_containers
 from cleanroom.audit.jobs import AuditJob, find_jobs
 from cleanroom.audit.pool import JobPool
+from cleanroom.audit.records import add_jobs, job_records, record_finished
 from cleanroom.audit.summary import AuditSummary
 from cleanroom.store.auditdb import AuditStore
 
@@ -39,8 +40,8 @@ def run_audit(
     jobs = find_jobs(paths)
     notify = progress or (lambda job, event, audit: None)
     with AuditStore.open_or_create(run_dir, settings.to_json()) as store:
-        store.add_jobs(jobs)
-        stored = {r.job.id: r for r in store.jobs()}
+        add_jobs(store, jobs)
+        stored = {r.job.id: r for r in job_records(store)}
         todo = [j for j in jobs if stored[j.id].status != "done"]
         if on_plan is not None:
             on_plan(len(jobs), len(jobs) - len(todo))
@@ -53,7 +54,7 @@ def run_audit(
             notify(job, "started", None)
 
         def done(job: AuditJob, audit: TaskAudit, node: str) -> None:
-            store.finished(job.id, audit, node)
+            record_finished(store, job, audit, node)
             notify(job, "done", audit)
 
         def lost(job: AuditJob, detail: str) -> None:
@@ -65,7 +66,7 @@ def run_audit(
             pool.run(todo, settings, started, done, lost)
         finally:
             wanted = {j.id for j in jobs}
-            records = tuple(r for r in store.jobs() if r.job.id in wanted)
+            records = tuple(r for r in job_records(store) if r.job.id in wanted)
             complete = all(r.status == "done" for r in records)
             store.finish_audit("finished" if complete else "incomplete")
         return AuditSummary(records, str(run_dir), pool.where, settings.to_json())

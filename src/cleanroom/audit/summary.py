@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cleanroom.audit.findings import Flag
-from cleanroom.store.auditdb import JobRecord
+from cleanroom.audit.records import JobRecord
 
 EXIT_CLEAN = 0
 EXIT_FLAGGED = 1

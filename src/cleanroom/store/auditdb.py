@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cleanroom.audit.findings import TaskAudit
-from cleanroom.audit.jobs import AuditJob, JobKind
 from cleanroom.store.folders import private_folder
 from cleanroom.store.migrations import AUDIT_MIGRATIONS
 from cleanroom.store.sqlite_file import connect_wal, migrate, take_owner_lock, transaction
@@ -42,23 +40,30 @@ class AuditBusy(AuditStoreError):
 
 
 @dataclass(frozen=True)
-class JobRecord:
-    """One job as stored: the task, where it stands, and (once done) what was found."""
+class StoredJob:
+    """A job as written: its id, its kind (a name the audit gives it), its path and name."""
 
-    job: AuditJob
+    job_id: str
+    kind: str
+    path: str
+    name: str
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One job as stored: what it is, where it stands, and (once done) the audit's own
+    JSON record of what was found, which this module keeps without reading it."""
+
+    job_id: str
+    kind: str
+    path: str
     status: str
     attempts: int
     node: str
     started_at: float | None
     ended_at: float | None
     detail: str
-    audit: TaskAudit | None
-
-    @property
-    def seconds(self) -> float | None:
-        if self.started_at is None or self.ended_at is None:
-            return None
-        return self.ended_at - self.started_at
+    result: dict[str, Any] | None
 
 
 class AuditStore:
@@ -152,12 +157,12 @@ class AuditStore:
 
     # -- jobs --------------------------------------------------------------------------
 
-    def add_jobs(self, jobs: Iterable[AuditJob]) -> None:
+    def add_jobs(self, jobs: Iterable[StoredJob]) -> None:
         """Record jobs not yet known; a known job keeps its status and result."""
         with self._tx() as c:
             c.executemany(
                 "INSERT OR IGNORE INTO audit_jobs (job_id, kind, path, name) VALUES (?, ?, ?, ?)",
-                [(j.id, j.kind.value, j.path, j.name) for j in jobs],
+                [(j.job_id, j.kind, j.path, j.name) for j in jobs],
             )
 
     def started(self, job_id: str, node: str = "") -> None:
@@ -168,16 +173,25 @@ class AuditStore:
                 (node, time.time(), job_id),
             )
 
-    def finished(self, job_id: str, audit: TaskAudit, node: str = "") -> None:
+    def finished(
+        self,
+        job_id: str,
+        verdict: str,
+        flags: Iterable[str],
+        result: dict[str, Any],
+        node: str = "",
+    ) -> None:
+        """The job is done: its verdict and flags (columns a reader can query) and the
+        whole ``result`` record, kept as JSON."""
         with self._tx() as c:
             c.execute(
                 "UPDATE audit_jobs SET status = 'done', ended_at = ?, verdict = ?, flags = ?,"
                 " result = ?, node = CASE WHEN ? = '' THEN node ELSE ? END WHERE job_id = ?",
                 (
                     time.time(),
-                    audit.verdict,
-                    json.dumps([f.value for f in audit.flags]),
-                    json.dumps(audit.to_json()),
+                    verdict,
+                    json.dumps(list(flags)),
+                    json.dumps(result),
                     node,
                     node,
                     job_id,
@@ -193,11 +207,11 @@ class AuditStore:
                 (time.time(), detail, job_id),
             )
 
-    def jobs(self, statuses: Iterable[str] | None = None) -> list[JobRecord]:
+    def jobs(self, statuses: Iterable[str] | None = None) -> list[JobRow]:
         """Every job (or those in ``statuses``), by task name."""
         sql = (
-            "SELECT kind, path, status, attempts, node, started_at, ended_at, detail, result"
-            " FROM audit_jobs"
+            "SELECT job_id, kind, path, status, attempts, node, started_at, ended_at, detail,"
+            " result FROM audit_jobs"
         )
         args: tuple[str, ...] = ()
         if statuses is not None:
@@ -205,8 +219,9 @@ class AuditStore:
             sql += f" WHERE status IN ({', '.join('?' * len(wanted))})"
             args = wanted
         sql += " ORDER BY name, path"
-        records = []
+        rows = []
         for (
+            job_id,
             kind,
             path,
             status,
@@ -217,20 +232,11 @@ class AuditStore:
             detail,
             result,
         ) in self._conn.execute(sql, args):
-            audit = TaskAudit.from_json(json.loads(result)) if result else None
-            records.append(
-                JobRecord(
-                    AuditJob(JobKind(kind), path),
-                    status,
-                    attempts,
-                    node,
-                    started,
-                    ended,
-                    detail,
-                    audit,
-                )
+            record = json.loads(result) if result else None
+            rows.append(
+                JobRow(job_id, kind, path, status, attempts, node, started, ended, detail, record)
             )
-        return records
+        return rows
 
     def finish_audit(self, status: str) -> None:
         with self._tx() as c:

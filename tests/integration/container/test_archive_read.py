@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from cleanroom.core.observed_file import FileKind
 from cleanroom.core.outcomes import Reason, Status
-from cleanroom.host_files import FileKind
 from cleanroom.redteam.catalogue import by_id
 from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.modes import Mode

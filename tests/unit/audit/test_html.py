@@ -7,8 +7,8 @@ from pathlib import Path
 from cleanroom.audit.findings import Finding, Flag, TaskAudit
 from cleanroom.audit.html import render
 from cleanroom.audit.jobs import AuditJob, JobKind
+from cleanroom.audit.records import JobRecord
 from cleanroom.audit.summary import AuditSummary
-from cleanroom.store.auditdb import JobRecord
 
 
 def summary_of(*audits: tuple[str, TaskAudit]) -> AuditSummary:

@@ -15,8 +15,8 @@ import docker
 import pytest
 import requests
 
+from cleanroom.core.observed_file import FileKind
 from cleanroom.docker_layer import Docker
-from cleanroom.host_files import FileKind
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.runtime.docker.archive_read import (

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.verifiers.container.services.compose import load_compose, parse_compose
-from cleanroom.verifiers.container.services.compose_model import ComposeError, Healthcheck
 from cleanroom.verifiers.container.task import TaskConfigError, load_task, parse_task_toml
+from cleanroom.verifiers.container.task.compose import load_compose, parse_compose
+from cleanroom.verifiers.container.task.compose_model import ComposeError, Healthcheck
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from cleanroom.core.observed_file import FileKind
 from cleanroom.docker_layer import Docker
-from cleanroom.host_files import FileKind
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cleanroom.verifiers.container.services.healthcheck import Attempt, wait_healthy
+from cleanroom.verifiers.container.run.healthcheck import Attempt, wait_healthy
 from cleanroom.verifiers.container.task import HealthcheckConfig
 
 

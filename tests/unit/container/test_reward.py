@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from cleanroom.host_files import FileKind, ObservedFile
+from cleanroom.core.observed_file import FileKind, ObservedFile
 from cleanroom.verifiers.container.decision.reward import (
     REWARD_CAP_BYTES,
     SHOWN_BYTES,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cleanroom.host_files import FileKind, ObservedFile
+from cleanroom.core.observed_file import FileKind, ObservedFile
 from cleanroom.verifiers.container.decision.reward import BadReward, parse_reward
 
 TXT = "/logs/verifier/reward.txt"

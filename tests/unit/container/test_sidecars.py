@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from cleanroom.verifiers.container.run.sidecars import ServiceFailed, SidecarGroup
 from cleanroom.verifiers.container.runtime import ServiceState
-from cleanroom.verifiers.container.services.compose import parse_compose
-from cleanroom.verifiers.container.services.sidecars import ServiceFailed, SidecarGroup
+from cleanroom.verifiers.container.task.compose import parse_compose
 
 COMPOSE = parse_compose(
     """

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cleanroom.core.observed_file import FileKind, ObservedFile
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
-from cleanroom.host_files import FileKind, ObservedFile
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, TamperReport, classify
 from cleanroom.verifiers.container.decision.verdict import (
     AgentFault,

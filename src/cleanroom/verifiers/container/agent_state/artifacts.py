@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from cleanroom.core.paths import under
 from cleanroom.verifiers.container.agent_state.links import Entry
 from cleanroom.verifiers.container.agent_state.state_archive import (
     ArtifactRules,
     StateArchiveError,
     rewind,
 )
-from cleanroom.verifiers.container.decision.tamper import under
 from cleanroom.verifiers.container.task import MANIFEST_NAME, ArtifactEntry
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from cleanroom.verifiers.container.decision.tamper import under
+from cleanroom.core.paths import under
 
 # Linux's own limit on links followed in one lookup (ELOOP).
 MAX_HOPS = 40

@@ -32,7 +32,7 @@ import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from cleanroom.host_files import FileKind, ObservedFile
+from cleanroom.core.observed_file import FileKind, ObservedFile
 
 REWARD_CAP_BYTES = 64 * 1024
 SHOWN_BYTES = 256

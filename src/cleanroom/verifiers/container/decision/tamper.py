@@ -30,6 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from cleanroom.core.paths import under, under_any
+
 SHOWN_PATHS = 20
 
 
@@ -126,18 +128,9 @@ def classify(
     entries = sorted(set(changes) - before)
     parents = {_parent(c.path) for c in entries}
     counted = [c for c in entries if not (c.kind is ChangeKind.MODIFIED and c.path in parents)]
-    protected = tuple(c for c in counted if any(under(c.path, t) for t in verifier_places))
-    unseen = tuple(
-        c for c in counted if c not in protected and not any(under(c.path, s) for s in state_paths)
-    )
+    protected = tuple(c for c in counted if under_any(c.path, verifier_places))
+    unseen = tuple(c for c in counted if c not in protected and not under_any(c.path, state_paths))
     return TamperReport(protected, tuple(sorted(planted)), unseen)
-
-
-def under(path: str, tree: str) -> bool:
-    """Whether ``path`` is ``tree`` or inside it."""
-    if tree == "/":
-        return True
-    return path == tree or path.startswith(tree.rstrip("/") + "/")
 
 
 def _parent(path: str) -> str:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cleanroom.core.observed_file import ObservedFile
 from cleanroom.core.outcomes import Outcome, Reason, Status
-from cleanroom.host_files import ObservedFile
 from cleanroom.verifiers.container.decision.reward import BadReward, parse_reward
 from cleanroom.verifiers.container.decision.tamper import TamperReport
 from cleanroom.verifiers.container.decision.witness import WitnessReport

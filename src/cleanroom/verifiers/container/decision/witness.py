@@ -35,7 +35,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from cleanroom.verifiers.container.decision.tamper import under
+from cleanroom.core.paths import under_any
 
 MAX_AGENT_OUTCOMES = 100
 _RAISED = {"skip": "a skip", "xfail": "an expected failure", "exit": "pytest's exit"}
@@ -56,7 +56,7 @@ class AgentOutcome:
 
 def _in_any(path: str, folders: tuple[str, ...]) -> bool:
     norm = posixpath.normpath(path) if path else ""
-    return any(under(norm, f) for f in folders)
+    return under_any(norm, folders)
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cleanroom.core.outcomes import Reason
+from cleanroom.core.paths import under_any
 from cleanroom.verifiers.container.agent_state import artifacts
 from cleanroom.verifiers.container.agent_state.state_archive import StateArchiveError
-from cleanroom.verifiers.container.decision.tamper import under
 from cleanroom.verifiers.container.decision.verdict import AgentFault
 from cleanroom.verifiers.container.run.context import RunContext
 from cleanroom.verifiers.container.runtime import StateCopy, StateTooLarge, VerificationRuntime
@@ -118,7 +118,7 @@ def carried_copies(taken: TakenArtifacts, state_paths: list[str]) -> list[StateC
     return [
         StateCopy(item.entry.source, item.kind, item.archive, tree=item.tree)
         for item in taken.items
-        if item.carried and not any(under(item.entry.source, s) for s in state_paths)
+        if item.carried and not under_any(item.entry.source, state_paths)
     ]
 
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cleanroom.core.observed_file import FileKind, ObservedFile
 from cleanroom.exec_result import ExecResult
-from cleanroom.host_files import FileKind, ObservedFile, read_capped
+from cleanroom.host_files import read_capped
 from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.run.context import (
     PYTHON_GUARD_DIR,
@@ -22,11 +23,11 @@ from cleanroom.verifiers.container.run.context import (
     RunContext,
     output_tail,
 )
+from cleanroom.verifiers.container.run.healthcheck import Attempt, wait_healthy
+from cleanroom.verifiers.container.run.sidecars import SidecarGroup
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
-from cleanroom.verifiers.container.services.compose_model import MAIN
-from cleanroom.verifiers.container.services.healthcheck import Attempt, wait_healthy
-from cleanroom.verifiers.container.services.sidecars import SidecarGroup
 from cleanroom.verifiers.container.task import HealthcheckConfig
+from cleanroom.verifiers.container.task.compose_model import MAIN
 
 RESULT_CAP_BYTES = 1 << 20
 

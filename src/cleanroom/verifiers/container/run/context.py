@@ -26,8 +26,8 @@ from cleanroom.host_files import remove_tree
 from cleanroom.verifiers.container.decision.tamper import Change
 from cleanroom.verifiers.container.decision.verdict import Evidence
 from cleanroom.verifiers.container.modes import ModePlan, plan
+from cleanroom.verifiers.container.run.sidecars import SidecarGroup
 from cleanroom.verifiers.container.runtime import Limits, RuntimeUnavailable, VerificationRuntime
-from cleanroom.verifiers.container.services.sidecars import SidecarGroup
 from cleanroom.verifiers.container.task import (
     CollectHook,
     Task,

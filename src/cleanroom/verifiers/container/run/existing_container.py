@@ -18,6 +18,7 @@ from cleanroom.verifiers.container.run.context import (
     for_step,
     new_context,
 )
+from cleanroom.verifiers.container.run.sidecars import SidecarGroup
 from cleanroom.verifiers.container.run.verification import (
     decide_run,
     new_evidence,
@@ -25,7 +26,6 @@ from cleanroom.verifiers.container.run.verification import (
     with_separate_image,
 )
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
-from cleanroom.verifiers.container.services.sidecars import SidecarGroup
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.verify_options import VerifyOptions
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import posixpath
 import time
 
+from cleanroom.core.observed_file import FileKind, ObservedFile
 from cleanroom.core.outcomes import Reason
-from cleanroom.host_files import FileKind, ObservedFile
 from cleanroom.verifiers.container.decision.verdict import AgentFault, Evidence
 from cleanroom.verifiers.container.run.commands import (
     read_in_place,

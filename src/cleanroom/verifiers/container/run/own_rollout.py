@@ -35,6 +35,7 @@ from cleanroom.verifiers.container.run.context import (
 )
 from cleanroom.verifiers.container.run.recording import record_collect
 from cleanroom.verifiers.container.run.sealed import StartingVerifier, Unhealthy, start_verifier
+from cleanroom.verifiers.container.run.sidecars import ServiceFailed, SidecarGroup
 from cleanroom.verifiers.container.run.verification import (
     decide_run,
     new_evidence,
@@ -42,7 +43,6 @@ from cleanroom.verifiers.container.run.verification import (
     with_separate_image,
 )
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
-from cleanroom.verifiers.container.services.sidecars import ServiceFailed, SidecarGroup
 from cleanroom.verifiers.container.task import ARTIFACTS_DIR, Task, TaskStep
 from cleanroom.verifiers.container.verify_options import AgentSpec, VerifyOptions
 

@@ -20,11 +20,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cleanroom.core.outcomes import Reason
+from cleanroom.core.paths import under, under_any
 from cleanroom.host_files import read_capped
 from cleanroom.verifiers.container.agent_state import links
 from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind, Resolution
 from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
-from cleanroom.verifiers.container.decision.tamper import TamperReport, classify, under
+from cleanroom.verifiers.container.decision.tamper import TamperReport, classify
 from cleanroom.verifiers.container.decision.verdict import AgentFault, Evidence
 from cleanroom.verifiers.container.run import artifact_export, freeze, state_export
 from cleanroom.verifiers.container.run.commands import (
@@ -244,7 +245,7 @@ def _cleared(
     that the pristine image does not have (as a rule, all of them)."""
     vctr = starting.result()
     sources = artifact_export.offered_sources(ctx)
-    sources = [p for p in sources if not any(under(p, s) for s in paths)]
+    sources = [p for p in sources if not under_any(p, paths)]
     absent = res.rt.state.clear(vctr, paths, probe=sources)
     return vctr, {*paths, *absent}
 
@@ -268,7 +269,7 @@ def _links_into_verifier(
         found = tree.get(path)
         if found is not None:
             return found
-        if any(under(path, root) for root in roots):
+        if under_any(path, roots):
             return Entry(EntryKind.MISSING)  # not in the archive that made that tree
         return res.rt.files.entry(vctr, path)
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cleanroom.core.outcomes import Reason
+from cleanroom.core.paths import under_any
 from cleanroom.verifiers.container.agent_state.state_archive import StateArchiveError
-from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, bytes_under, under
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, bytes_under
 from cleanroom.verifiers.container.decision.verdict import AgentFault
 from cleanroom.verifiers.container.run.context import TESTS_DIR, RunContext
 from cleanroom.verifiers.container.runtime import (
@@ -59,7 +60,7 @@ def state_paths(ctx: RunContext, changes: list[Change], baseline: tuple[Change, 
     ]
     kept: list[str] = []
     for path in sorted(set(declared), key=lambda p: (p.count("/"), p)):
-        if not any(under(path, outer) for outer in kept):
+        if not under_any(path, kept):
             kept.append(path)
     return kept
 

@@ -8,7 +8,8 @@ import posixpath
 import re
 from pathlib import Path
 
-from cleanroom.host_files import FileKind, read_capped
+from cleanroom.core.observed_file import FileKind
+from cleanroom.host_files import read_capped
 from cleanroom.verifiers.container.decision.witness import RunnerRun, WitnessReport, parse_run
 
 # One witness file per pytest process; more than this many is not read.

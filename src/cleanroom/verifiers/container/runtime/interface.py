@@ -19,14 +19,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from cleanroom.core.observed_file import ObservedFile
 from cleanroom.exec_result import ExecResult
-from cleanroom.host_files import ObservedFile
 from cleanroom.verifiers.container.agent_state.links import Entry
 from cleanroom.verifiers.container.agent_state.state_archive import ArtifactRules
 from cleanroom.verifiers.container.decision.tamper import Diff
 from cleanroom.verifiers.container.runtime.records import Limits, ServiceState, StateCopy
-from cleanroom.verifiers.container.services.compose_model import Service
 from cleanroom.verifiers.container.task import Task
+from cleanroom.verifiers.container.task.compose_model import Service
 
 
 class Images(Protocol):

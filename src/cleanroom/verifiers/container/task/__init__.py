@@ -3,7 +3,8 @@
 The package, by job: `section_rules` (what every section shares), `environment_config`,
 `sections` and `task_config` (the typed sections, ``[environment]`` first since the
 verifier's own environment is one), `folder` (a loaded task), `harbor_fields` (Harbor's
-field table), `templating` (``${VAR}`` and base images) and `loading` (the folder and its
+field table), `templating` (``${VAR}`` and base images), the compose file beside the
+Dockerfile (`compose_model`, `compose_fields`, `compose`) and `loading` (the folder and its
 TOML, with the line of a bad key). Its public names are re-exported here.
 
 Layout::

@@ -13,7 +13,7 @@ from pydantic import (
     model_validator,
 )
 
-from cleanroom.verifiers.container.decision.tamper import under
+from cleanroom.core.paths import under
 from cleanroom.verifiers.container.task.section_rules import (
     VERIFIER_PLACES,
     NetworkMode,

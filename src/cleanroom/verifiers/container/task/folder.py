@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cleanroom.verifiers.container.services.compose_model import ComposeProject
+from cleanroom.verifiers.container.task.compose_model import ComposeProject
 from cleanroom.verifiers.container.task.environment_config import EnvironmentConfig
 from cleanroom.verifiers.container.task.errors import TaskWarning
 from cleanroom.verifiers.container.task.task_config import StepConfig, TaskConfig

@@ -13,8 +13,8 @@ from pydantic import (
     ValidationError,
 )
 
-from cleanroom.verifiers.container.services.compose import load_compose
-from cleanroom.verifiers.container.services.compose_model import (
+from cleanroom.verifiers.container.task.compose import load_compose
+from cleanroom.verifiers.container.task.compose_model import (
     MAIN,
     ComposeError,
     ComposeProject,

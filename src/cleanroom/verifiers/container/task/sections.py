@@ -13,7 +13,7 @@ from pydantic import (
     model_validator,
 )
 
-from cleanroom.verifiers.container.services.compose_model import MAIN
+from cleanroom.verifiers.container.task.compose_model import MAIN
 from cleanroom.verifiers.container.task.environment_config import EnvironmentConfig
 from cleanroom.verifiers.container.task.section_rules import (
     DEFAULT_REWARD_PATH,

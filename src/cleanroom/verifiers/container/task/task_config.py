@@ -12,7 +12,7 @@ from pydantic import (
     model_validator,
 )
 
-from cleanroom.verifiers.container.decision.tamper import under
+from cleanroom.core.paths import under
 from cleanroom.verifiers.container.task.environment_config import (
     ARTIFACTS_DIR,
     ArtifactEntry,

@@ -17,7 +17,7 @@ import tarfile
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cleanroom.host_files import FileKind, ObservedFile
+from cleanroom.core.observed_file import FileKind, ObservedFile
 
 # Go's os.FileMode type bits, as the archive endpoint reports them.
 _MODE_DIR = 1 << 31

@@ -22,8 +22,8 @@ from cleanroom.verifiers.container.runtime.records import (
     ServiceState,
     StartedContainer,
 )
-from cleanroom.verifiers.container.services.compose_model import MAIN, Service
 from cleanroom.verifiers.container.task import ARTIFACTS_DIR
+from cleanroom.verifiers.container.task.compose_model import MAIN, Service
 
 LOGS_TMPFS = "rw,size=64m,mode=0777"
 LOGS_STAGING = "/.cleanroom-logs-inputs"

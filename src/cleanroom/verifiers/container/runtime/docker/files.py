@@ -5,8 +5,8 @@ short is tried again; one that stays so is the daemon's fault (`RuntimeUnavailab
 
 from __future__ import annotations
 
+from cleanroom.core.observed_file import FileKind, ObservedFile
 from cleanroom.docker_layer import Docker
-from cleanroom.host_files import FileKind, ObservedFile
 from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind
 from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.runtime.docker import archive_read

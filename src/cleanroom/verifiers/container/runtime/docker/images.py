@@ -24,8 +24,8 @@ from cleanroom.verifiers.container.runtime.docker.tar import (
     safe_name,
 )
 from cleanroom.verifiers.container.runtime.records import RuntimeUnavailable
-from cleanroom.verifiers.container.services.compose_model import Service
 from cleanroom.verifiers.container.task import Task, rewrite_base_images
+from cleanroom.verifiers.container.task.compose_model import Service
 
 IMAGE_REPOSITORY = "cleanroom-task"
 KEEPALIVE = ("sleep", "infinity")

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from cleanroom.docker_layer import Docker
 from cleanroom.verifiers.container.runtime.docker.containers import names_of
 from cleanroom.verifiers.container.runtime.docker.tar import safe_name
-from cleanroom.verifiers.container.services.compose_model import Service
+from cleanroom.verifiers.container.task.compose_model import Service
 
 
 class DockerNetworks:

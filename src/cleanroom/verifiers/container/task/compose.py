@@ -4,8 +4,8 @@ Harbor's docker environment merges this file over its own, in which the agent's
 container is the service ``main``, and starts the whole project with ``docker compose up
 --wait``: every service running, and healthy where it has a healthcheck, before the
 agent starts. Services reach each other by their names. cleanroom reads the same file
-into typed `Service` records and starts them through its own Docker layer
-(`sidecars`); this module and the two beside it are the pure part: the records
+into typed `Service` records and starts them through its runtime
+(`run.sidecars`); this module and the two beside it are the pure part: the records
 (`compose_model`), each key's value (`compose_fields`: ``${VAR}`` interpolation, the start
 order) and the file as a whole with its refusals (here).
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import yaml
 
-from cleanroom.verifiers.container.services import compose_fields as fields
-from cleanroom.verifiers.container.services.compose_model import (
+from cleanroom.verifiers.container.task import compose_fields as fields
+from cleanroom.verifiers.container.task.compose_model import (
     COMPOSE_FILE,
     MAIN,
     ComposeError,

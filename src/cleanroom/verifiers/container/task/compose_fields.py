@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cleanroom.verifiers.container.services.compose_model import (
+from cleanroom.verifiers.container.task.compose_model import (
     Build,
     ComposeError,
     Healthcheck,

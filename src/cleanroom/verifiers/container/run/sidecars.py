@@ -22,7 +22,7 @@ from cleanroom.verifiers.container.runtime import (
     ServiceState,
     VerificationRuntime,
 )
-from cleanroom.verifiers.container.services.compose_model import ComposeProject
+from cleanroom.verifiers.container.task.compose_model import ComposeProject
 
 _POLL_S = 0.25
 

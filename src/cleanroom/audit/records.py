@@ -1,0 +1,59 @@
+"""An audit's jobs as the audit reads them, over the database's plain rows
+(`store.auditdb`): the job (`AuditJob`) and what was found (`TaskAudit`) as typed records."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from cleanroom.audit.findings import TaskAudit
+from cleanroom.audit.jobs import AuditJob, JobKind
+from cleanroom.store.auditdb import AuditStore, JobRow, StoredJob
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One job as stored: the task, where it stands, and (once done) what was found."""
+
+    job: AuditJob
+    status: str
+    attempts: int
+    node: str
+    started_at: float | None
+    ended_at: float | None
+    detail: str
+    audit: TaskAudit | None
+
+    @property
+    def seconds(self) -> float | None:
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return self.ended_at - self.started_at
+
+
+def add_jobs(store: AuditStore, jobs: Iterable[AuditJob]) -> None:
+    """Record the jobs not yet known to ``store``."""
+    store.add_jobs(StoredJob(j.id, j.kind.value, j.path, j.name) for j in jobs)
+
+
+def record_finished(store: AuditStore, job: AuditJob, audit: TaskAudit, node: str = "") -> None:
+    """``job`` is done with ``audit`` as what was found."""
+    store.finished(job.id, audit.verdict, [f.value for f in audit.flags], audit.to_json(), node)
+
+
+def job_records(store: AuditStore, statuses: Iterable[str] | None = None) -> list[JobRecord]:
+    """Every job of ``store`` (or those in ``statuses``), by task name."""
+    return [_record(row) for row in store.jobs(statuses)]
+
+
+def _record(row: JobRow) -> JobRecord:
+    return JobRecord(
+        AuditJob(JobKind(row.kind), row.path),
+        row.status,
+        row.attempts,
+        row.node,
+        row.started_at,
+        row.ended_at,
+        row.detail,
+        TaskAudit.from_json(row.result) if row.result is not None else None,
+    )
