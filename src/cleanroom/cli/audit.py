@@ -26,7 +26,7 @@ from cleanroom.audit.pool import JobPool, LocalPool
 from cleanroom.audit.probes import DEFAULT_PROBES
 from cleanroom.audit.run import run_audit
 from cleanroom.audit.summary import EXIT_INCOMPLETE, AuditSummary
-from cleanroom.cli.shared import ImageMap, ImageMapFile
+from cleanroom.cli.shared import AsJson, ImageMap, ImageMapFile
 from cleanroom.cli.styles import AUDIT_VERDICT, FLAG_SEVERITY
 from cleanroom.cli.verify import parse_image_map, read_image_map_file
 from cleanroom.store.auditdb import AuditStoreError
@@ -48,9 +48,7 @@ def audit(
             "to resume it: done tasks are skipped, interrupted ones run again.",
         ),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the results as one JSON object.")
-    ] = False,
+    as_json: AsJson = False,
     html: Annotated[
         Path | None,
         typer.Option(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from cleanroom.cli.shared import PoolRunFolder
 from cleanroom.core.canary import CANARY_ENV, INTERVAL_S, CanarySample
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.pool.supervisor import PoolProcess
@@ -33,7 +33,7 @@ def _print(sample: CanarySample) -> None:
 
 @app.command("watch", help="Sample env00 (focused text, window list, clipboard) every 2 s.")
 def watch(
-    run: Annotated[Path | None, typer.Option("--run", help="Run folder of the pool.")] = None,
+    run: PoolRunFolder = None,
     interval: Annotated[
         float, typer.Option("--interval", help="Seconds between samples.")
     ] = INTERVAL_S,

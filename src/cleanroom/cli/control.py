@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from cleanroom.cli.shared import AsJson
 from cleanroom.core.outcomes import EXIT_INVALID
 from cleanroom.core.publish import NOT_CLAIMED
 from cleanroom.environments.errors import PoolError
@@ -33,14 +34,19 @@ def _open_store(run: Path | None) -> RunStore:
 
 def control(
     run: Annotated[
-        Path | None, typer.Option("--run", help="Run folder (default: the pool's).")
+        Path | None,
+        typer.Option(
+            "--run",
+            help="Run folder to record into (default: the running pool's, else a new one "
+            "under runs/).",
+        ),
     ] = None,
     rounds: Annotated[int, typer.Option("--rounds", help="Typing rounds.")] = 3,
     chars: Annotated[int, typer.Option("--chars", help="Characters per side per round.")] = 40,
     clipboard_trials: Annotated[
         int, typer.Option("--clipboard-trials", help="Clipboard trials.")
     ] = 20,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Run the positive control and store its result; exit 0 only if it fired."""
     if rounds < 1 or chars < 2 or clipboard_trials < 1:

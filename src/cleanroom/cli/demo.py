@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
 import typer
 
-from cleanroom.cli.shared import console, new_run_folder
+from cleanroom.cli.shared import NewRunFolder, console, new_run_folder
 from cleanroom.harness.demo import run_demo
 
 
 def demo(
-    run_dir: Annotated[
-        Path | None, typer.Option("--run", help="Run folder to create (default: runs/demo-<time>).")
-    ] = None,
+    run_dir: NewRunFolder = None,
 ) -> None:
     """Run the main job end to end and print its summary."""
     result = run_demo(new_run_folder(run_dir, "demo"), console())

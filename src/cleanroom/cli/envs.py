@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cleanroom.cli.shared import AsJson, NewRunFolder, PoolRunFolder, new_run_folder
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak, parse_leak
 from cleanroom.environments.pool.orphans import Collection, collect_garbage, reap_run
@@ -32,9 +33,7 @@ def _connect(run: Path | None) -> PoolProcess:
 @app.command("up", help="Start the canary env00 plus env01..envNN in a detached supervisor.")
 def up(
     envs: Annotated[int, typer.Option("--envs", help="Environments besides the canary.")] = 3,
-    run: Annotated[
-        Path | None, typer.Option("--run", help="Run folder (default: runs/<time>).")
-    ] = None,
+    run: NewRunFolder = None,
     programs: Annotated[
         str, typer.Option("--programs", help="Programs each environment runs.")
     ] = ",".join(DEFAULT_PROGRAMS),
@@ -71,7 +70,7 @@ def up(
     except ValueError as exc:  # the pool's own checks, before anything starts
         raise typer.BadParameter(str(exc)) from exc
     leak = config.leak
-    run_dir = run or Path("runs") / time.strftime("pool-%Y%m%d-%H%M%S")
+    run_dir = new_run_folder(run, "pool")
     _print_collection(collect_garbage(), quiet=True)  # orphans of crashed pools go first
     started = time.monotonic()
     try:
@@ -96,10 +95,8 @@ def up(
 
 @app.command("status", help="Show each environment's display, user, generation, programs.")
 def status(
-    run: Annotated[
-        Path | None, typer.Option("--run", help="Run folder (default: the last pool).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    run: PoolRunFolder = None,
+    as_json: AsJson = False,
 ) -> None:
     """Print the pool's status."""
     proc = _connect(run)
@@ -133,9 +130,7 @@ def status(
 
 @app.command("down", help="Stop every environment and remove the users and homes it made.")
 def down(
-    run: Annotated[
-        Path | None, typer.Option("--run", help="Run folder (default: the last pool).")
-    ] = None,
+    run: PoolRunFolder = None,
 ) -> None:
     """Stop the pool; if its supervisor is dead, remove what it left behind."""
     try:
@@ -162,7 +157,7 @@ def _down_dead(run: Path | None, why: PoolError) -> None:
 
 
 @app.command("gc", help="Remove the users, processes, displays, homes, containers of dead pools.")
-def gc(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def gc(as_json: AsJson = False) -> None:
     """Find and remove orphans of pools whose owner process is gone."""
     found = collect_garbage()
     if as_json:

@@ -4,14 +4,13 @@ deliberate faults of the pool)."""
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from cleanroom.cli.shared import AsJson, NewRunFolder, new_run_folder
 from cleanroom.cli.styles import BAD, CONTROL_CELL
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.isolation.checks import CHECKS
@@ -85,10 +84,8 @@ def controls(
         bool, typer.Option("--faults/--no-faults", help="Run the deliberate-fault setups too.")
     ] = True,
     trials: Annotated[int, typer.Option("--trials", min=1, help="Trials per test and setup.")] = 1,
-    run: Annotated[
-        Path | None, typer.Option("--run", help="Run folder (default: runs/<time>).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the matrix as JSON.")] = False,
+    run: NewRunFolder = None,
+    as_json: AsJson = False,
 ) -> None:
     """Print the matrix test x setup -> fired / clean / lost; exit 1 on a finding."""
     chosen = _names(tests, sorted(CHECKS), "test") or sorted(CHECKS)
@@ -96,7 +93,7 @@ def controls(
     selected = [CHECKS[n] for n in chosen]
     leak_list = [Leak(k) for k in kinds] if kinds is not None else None
     setups = list(plan_setups(selected, leak_list, faults=faults))
-    run_dir = run or Path("runs") / time.strftime("controls-%Y%m%d-%H%M%S")
+    run_dir = new_run_folder(run, "controls")
     store = RunStore.create(run_dir, meta={"kind": "leaky-controls"})
     console = Console(stderr=True)
 

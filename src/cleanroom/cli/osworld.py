@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cleanroom.cli.shared import AsJson
 from cleanroom.cli.styles import status_style
 from cleanroom.core.outcomes import EXIT_INVALID, Outcome, Reason
 from cleanroom.guests import GUEST_SPECS, Guest, GuestError, UnknownGuestKind, open_guest
@@ -73,7 +74,7 @@ def _settings(
 @app.command("tasks", help="List each task's getters, metrics and setup steps, and the gaps.")
 def tasks(
     paths: Annotated[list[Path], typer.Argument(help="Task files or folders of them.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     rows: list[TaskSupport] = []
     errors: list[str] = []
@@ -139,7 +140,7 @@ def check(
         str, typer.Option("--screen", help="Screen size for {SCREEN_*}.")
     ] = "1920x1080",
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="Task cache root.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     task = _load_or_exit(task_file, as_json)
     settings = _settings(getter_timeout, password, screen, cache_dir)
@@ -191,7 +192,7 @@ def validate(
     screen: Annotated[
         str, typer.Option("--screen", help="Screen size for {SCREEN_*}.")
     ] = "1920x1080",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     task = _load_or_exit(task_file, as_json)
     settings = _settings(getter_timeout, password, screen, None)

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cleanroom.cli.shared import AsJson
 from cleanroom.cli.styles import passed_style
 from cleanroom.redteam import html_report
 from cleanroom.redteam.assets import AssetBuildFailed, assets_for
@@ -38,7 +39,7 @@ def redteam(
             "it targets; a task no attack targets gets every attack."
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the matrix as JSON.")] = False,
+    as_json: AsJson = False,
     html_path: Annotated[
         Path | None,
         typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report."),

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cleanroom.cli.shared import console
+from cleanroom.cli.shared import AsJson, console
 from cleanroom.reports.html import render_html, write_html
 from cleanroom.reports.model import build_report
 from cleanroom.reports.redteam_section import load_redteam_section
@@ -22,7 +22,7 @@ def report(
         Path | None,
         typer.Option("--html", help="Also write the report as one self-contained HTML file."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Print a run's report. Exits 0 when a number is published, 1 when it is refused."""
     try:

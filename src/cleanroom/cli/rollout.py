@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from cleanroom.cli.shared import AsJson, PoolRunFolder
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.outcomes import EXIT_INVALID
 from cleanroom.environments.errors import PoolError
@@ -19,7 +19,7 @@ from cleanroom.rollouts.smoke_rollout import run_rollout
 def rollout(
     task: Annotated[str, typer.Option("--task", help=f"One of: {', '.join(TASKS)}.")],
     env: Annotated[str, typer.Option("--env", help="The environment to run in.")] = "env01",
-    run: Annotated[Path | None, typer.Option("--run", help="Run folder of the pool.")] = None,
+    run: PoolRunFolder = None,
     window: Annotated[int, typer.Option("--window", help="The window the rollout belongs to.")] = 0,
     do_nothing: Annotated[
         bool, typer.Option("--do-nothing", help="Run a policy that does nothing (must fail).")
@@ -30,7 +30,7 @@ def rollout(
     verify_key: Annotated[
         str | None, typer.Option("--verify-key", help="Verify server key.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Run one smoke rollout against the running pool and print its outcome."""
     if task not in TASKS:

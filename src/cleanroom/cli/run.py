@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from cleanroom.cli.shared import NewRunFolder, new_run_folder
 from cleanroom.cli.shared import console as shared_console
-from cleanroom.cli.shared import new_run_folder
 from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
 from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.plan import UnknownCheck
@@ -90,9 +89,7 @@ def run(
         ),
     ] = 0.0,
     tasks: Tasks = DEFAULT_TASKS,
-    run_dir: Annotated[
-        Path | None, typer.Option("--run", help="Run folder to create (default: runs/run-<time>).")
-    ] = None,
+    run_dir: NewRunFolder = None,
     trials_scale: TrialsScale = 1.0,
     tests: Tests = None,
     on_demand: OnDemand = False,
@@ -126,9 +123,7 @@ def soak(
         float, typer.Option("--window-minutes", min=0, help="Window length.")
     ] = 30.0,
     tasks: Tasks = DEFAULT_TASKS,
-    run_dir: Annotated[
-        Path | None, typer.Option("--run", help="Run folder to create (default: runs/soak-<time>).")
-    ] = None,
+    run_dir: NewRunFolder = None,
     trials_scale: TrialsScale = 1.0,
     tests: Tests = None,
     on_demand: OnDemand = False,

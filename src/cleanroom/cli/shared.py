@@ -44,3 +44,14 @@ ImageMapFile = Annotated[
         "given with --image-map wins over the file's.",
     ),
 ]
+AsJson = Annotated[
+    bool, typer.Option("--json", help="Print JSON (for scripts) instead of tables and text.")
+]
+PoolRunFolder = Annotated[
+    Path | None,
+    typer.Option("--run", help="Run folder of a running pool (default: the last pool started)."),
+]
+NewRunFolder = Annotated[
+    Path | None,
+    typer.Option("--run", help="Run folder to create (default: a new one under runs/)."),
+]

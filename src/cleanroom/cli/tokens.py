@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cleanroom import tree_scan
+from cleanroom.cli.shared import AsJson
 from cleanroom.core import tokens as core_tokens
 
 app = typer.Typer(no_args_is_help=True)
@@ -27,7 +28,7 @@ def mint(rollout_id: str) -> None:
 @app.command("scan", help="Find every token in files or folder trees and attribute each one.")
 def scan(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders to search.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines, one per hit.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     errors: list[tree_scan.ScanError] = []
     hits: list[core_tokens.TokenHit] = []

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from cleanroom.cli.shared import ImageMap, ImageMapFile
+from cleanroom.cli.shared import AsJson, ImageMap, ImageMapFile
 from cleanroom.cli.styles import status_style
 from cleanroom.core.outcomes import (
     EXIT_AGENT_FAULT,
@@ -45,9 +45,7 @@ def verify(
         Mode,
         typer.Option("--mode", help="sealed (default), cleared, or shared (positive control)."),
     ] = DEFAULT_MODE,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the outcome as one JSON object.")
-    ] = False,
+    as_json: AsJson = False,
     keep: Annotated[
         bool,
         typer.Option(
