@@ -246,7 +246,7 @@ def attacks_page() -> str:
         f"The {len(ATTACKS)} attacks of the red team's catalogue "
         f"(`ATTACKS` in `{_source_of(Attack)}`; each script is `redteam/attacks/<id>.sh`). "
         "Each runs as the agent of its target task. *Shared must show* is what its "
-        "positive control, the `shared` mode, must show for the attack to count as "
+        "demonstration in the `shared` mode must be for the attack to count as "
         "demonstrated: `fooled` (a score above the task's truth) or `disturbed` (a reward "
         "other than the truth). *Cleared* is what the `cleared` mode is expected to do: it "
         "`holds`, the attack is its `known limit`, or the route is `not claimed` (the "
@@ -255,7 +255,7 @@ def attacks_page() -> str:
         *("attack", "route", "task", "shared must show", "cleared"),
     )
     for a in ATTACKS:
-        shows = f"{a.control.value}: {_text(a.control_means)}"
+        shows = f"{a.demonstration.value}: {_text(a.demonstrated_when)}"
         out.append(_row(_code(a.id), _text(a.route), _code(a.target), shows, a.cleared.value))
     return "".join(out)
 

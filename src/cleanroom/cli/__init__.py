@@ -74,9 +74,7 @@ app.add_typer(canary.app, name="canary", help="Watch the canary environment env0
 app.command(
     "control", help="Run the positive control: forced interference the detectors must see."
 )(control.control)
-app.add_typer(
-    isolation.app, name="isolation", help="Run isolation tests and their leaky positive controls."
-)
+app.add_typer(isolation.app, name="isolation", help="Run isolation tests and their leaky controls.")
 app.command(
     "run", help="Run windows of smoke rollouts, isolation tests and the canary; then the audit."
 )(run.run)

@@ -46,7 +46,7 @@ def up(
         typer.Option(
             "--leaky",
             metavar="KIND",
-            help="Remove one protection between env01 and env02 on purpose (a positive control): "
+            help="Remove one protection between env01 and env02 on purpose (a leaky setup): "
             + ", ".join(k.value for k in Leak),
         ),
     ] = "",

@@ -1,4 +1,4 @@
-"""``cleanroom isolation controls``: the per-test positive controls (leaky setups and the
+"""``cleanroom isolation controls``: the leaky controls (leaky setups and the
 deliberate faults of the pool)."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _names(text: str | None, known: list[str], what: str) -> list[str] | None:
 
 
 def _show(matrix: ControlMatrix, setups: list[str]) -> None:
-    table = Table(title="positive controls: test x setup")
+    table = Table(title="leaky controls: test x setup")
     table.add_column("test")
     for s in setups:
         table.add_column(s)

@@ -43,7 +43,9 @@ def verify(
     ] = None,
     mode: Annotated[
         Mode,
-        typer.Option("--mode", help="sealed (default), cleared, or shared (positive control)."),
+        typer.Option(
+            "--mode", help="sealed (default), cleared, or shared (demonstrates attacks only)."
+        ),
     ] = DEFAULT_MODE,
     as_json: AsJson = False,
     keep: Annotated[

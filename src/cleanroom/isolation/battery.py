@@ -101,7 +101,7 @@ class IsolationCheck(ABC):
     number: ClassVar[int]
     schedule: ClassVar[Schedule]
     # The leaky setups and the faults under which this test must report cross: its
-    # positive controls, declared here and nowhere else.
+    # leaky controls, declared here and nowhere else.
     detects: ClassVar[tuple[Leak, ...]]
     faults: ClassVar[tuple[Fault, ...]] = ()
     # The programs every acting environment must run for this test (a pool without one

@@ -1,4 +1,4 @@
-"""The deliberate faults of the pool itself, by name: positive controls beside the leaky
+"""The deliberate faults of the pool itself, by name: leaky controls beside the leaky
 setups, for the checks that no shared display, profile, runtime folder, home or clipboard
 makes fire. A check names the faults it detects beside its leaks (`IsolationCheck.faults`);
 `isolation.controls.faults` puts each in place."""

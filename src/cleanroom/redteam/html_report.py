@@ -21,7 +21,7 @@ _COLOURS: dict[Verdict, tuple[str, str]] = {
     Verdict.HONEST_OK: ("#d9f2e1", "#135c2c"),
     Verdict.TRUTH: ("#d9f2e1", "#135c2c"),
     Verdict.HELD: ("#d9f2e1", "#135c2c"),
-    Verdict.CONTROL_FIRED: ("#ffe9b3", "#6b4a00"),
+    Verdict.DEMONSTRATED: ("#ffe9b3", "#6b4a00"),
     Verdict.BEYOND_PROMISE: ("#eadcf7", "#4d2470"),
     Verdict.HONEST_BLOCKED: ("#f9d0d0", "#7a1010"),
     Verdict.VACUOUS: ("#f9d0d0", "#7a1010"),
@@ -33,7 +33,7 @@ _COLOURS: dict[Verdict, tuple[str, str]] = {
 
 _LEGEND = (
     (Verdict.HELD, "held (0 or invalid) / honest 1 / no-op 0"),
-    (Verdict.CONTROL_FIRED, "positive control fired: the attack is real"),
+    (Verdict.DEMONSTRATED, "demonstrated: the attack is real"),
     (Verdict.BEYOND_PROMISE, "cleared fooled by a route it never claimed to close"),
     (Verdict.FOOLED, "fooled, blocked, or attack not demonstrated"),
 )
@@ -56,7 +56,7 @@ def render(matrix: Matrix, *, title: str = "Container verifier red-team matrix")
         matrix=matrix,
         colours=_COLOURS,
         noop=RowKind.NOOP,
-        is_control=lambda mode: plan(mode).positive_control,
+        demonstrates=lambda mode: plan(mode).demonstrates_attacks,
         row_anchor=_row_anchor,
         cell_anchor=_cell_anchor,
         cell_fields=_cell_fields,
@@ -70,8 +70,8 @@ def _claims(matrix: Matrix) -> list[tuple[bool, str]]:
     s = matrix.summary()
     return [
         (
-            s.controls_fired,
-            f"every control fired ({s.attacks - len(s.not_demonstrated)}/{s.attacks})",
+            s.all_demonstrated,
+            f"every attack demonstrated ({s.attacks - len(s.not_demonstrated)}/{s.attacks})",
         ),
         (s.sealed_held, f"sealed held ({s.attacks - len(s.sealed_fooled)}/{s.attacks})"),
         (s.honest_everywhere, "honest solution scored 1 everywhere"),

@@ -6,7 +6,7 @@ and mode must show:
 
 - honest: 1 in every mode (a verifier that blocks honest work is as wrong as a fooled one);
 - no-op: a valid 0 in every mode, or "fooled" would mean nothing;
-- attack under the positive-control mode (``shared``): the attack's control must fire,
+- attack under the demonstrating mode (``shared``): the attack must be demonstrated,
   otherwise the row is "attack not demonstrated", never a pass;
 - attack under any other mode: held (a valid score no more than the truth; in ``cleared``
   also invalid) or fooled; a ``cleared`` cell fooled by an attack beyond its promise is
@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Any
 
 from cleanroom.core.outcomes import Outcome
-from cleanroom.redteam.catalogue import Attack, ClearedExpectation, Control, by_id
+from cleanroom.redteam.catalogue import Attack, ClearedExpectation, Demonstration, by_id
 from cleanroom.verifiers.container.modes import Mode, plan
 
 
@@ -107,7 +107,7 @@ class Verdict(StrEnum):
     HONEST_BLOCKED = "honest blocked"
     TRUTH = "truth"
     VACUOUS = "no-op not failed"
-    CONTROL_FIRED = "control fired"
+    DEMONSTRATED = "demonstrated"
     NOT_DEMONSTRATED = "attack not demonstrated"
     HELD = "held"
     FOOLED = "fooled"
@@ -118,7 +118,7 @@ class Verdict(StrEnum):
     @property
     def good(self) -> bool:
         """Whether the cell is what it must be (`BEYOND_PROMISE` is documented, not good)."""
-        return self in (Verdict.HONEST_OK, Verdict.TRUTH, Verdict.CONTROL_FIRED, Verdict.HELD)
+        return self in (Verdict.HONEST_OK, Verdict.TRUTH, Verdict.DEMONSTRATED, Verdict.HELD)
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ class Summary:
     sealed_run: bool
 
     @property
-    def controls_fired(self) -> bool:
+    def all_demonstrated(self) -> bool:
         return not self.not_demonstrated and self.attacks > 0
 
     @property
@@ -152,7 +152,7 @@ class Summary:
     @property
     def passed(self) -> bool:
         return (
-            self.controls_fired
+            self.all_demonstrated
             and self.sealed_held
             and self.honest_everywhere
             and not self.noop_wrong
@@ -167,7 +167,7 @@ class Summary:
         ok = self.honest_cells - len(self.honest_blocked)
         head = "PASS" if self.passed else "FAIL"
         parts = [
-            f"controls fired {fired}/{n}",
+            f"attacks demonstrated {fired}/{n}",
             f"sealed held {held}/{n}" if self.sealed_run else "sealed not run",
             f"honest solution scored 1 in {ok}/{self.honest_cells} cells",
             f"no-op scored 0 in {self.noop_cells - len(self.noop_wrong)}/{self.noop_cells}",
@@ -177,7 +177,7 @@ class Summary:
     def to_json(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
-            "controls_fired": self.controls_fired,
+            "all_demonstrated": self.all_demonstrated,
             "sealed_held": self.sealed_held,
             "honest_everywhere": self.honest_everywhere,
             "attacks": self.attacks,
@@ -224,9 +224,9 @@ class Matrix:
             return Verdict.TRUTH if cell.valid and cell.score == 0.0 else Verdict.VACUOUS
         assert row.attack is not None
         truth = self.truth(row.task, mode)
-        if plan(mode).positive_control:
+        if plan(mode).demonstrates_attacks:
             return (
-                Verdict.CONTROL_FIRED
+                Verdict.DEMONSTRATED
                 if _fired(row.attack, cell, truth)
                 else Verdict.NOT_DEMONSTRATED
             )
@@ -241,7 +241,7 @@ class Matrix:
     def summary(self) -> Summary:
         """Judge every cell and collect the verdict."""
         attacks = [r for r in self.rows if r.kind is RowKind.ATTACK]
-        control_modes = [m for m in self.modes if plan(m).positive_control]
+        demonstrating_modes = [m for m in self.modes if plan(m).demonstrates_attacks]
 
         def where(rows: Iterable[Row], modes: Iterable[Mode], *bad: Verdict) -> tuple[str, ...]:
             return tuple(
@@ -254,9 +254,9 @@ class Matrix:
             tuple(
                 r.id
                 for r in attacks
-                if any(self.judge(r, m) is not Verdict.CONTROL_FIRED for m in control_modes)
+                if any(self.judge(r, m) is not Verdict.DEMONSTRATED for m in demonstrating_modes)
             )
-            if control_modes
+            if demonstrating_modes
             else tuple(r.id for r in attacks)
         )
         sealed = [Mode.SEALED] if Mode.SEALED in self.modes else []
@@ -284,8 +284,8 @@ class Matrix:
                 entry.update(
                     attack=row.attack.id,
                     route=row.attack.route,
-                    control=row.attack.control.value,
-                    control_means=row.attack.control_means,
+                    demonstration=row.attack.demonstration.value,
+                    demonstrated_when=row.attack.demonstrated_when,
                     cleared_expectation=row.attack.cleared.value,
                 )
             entry["cells"] = {
@@ -298,7 +298,7 @@ class Matrix:
             rows.append(entry)
         return {
             "modes": [m.value for m in self.modes],
-            "positive_control": [m.value for m in self.modes if plan(m).positive_control],
+            "demonstrating_modes": [m.value for m in self.modes if plan(m).demonstrates_attacks],
             "rows": rows,
             "verdict": self.summary().to_json(),
         }
@@ -335,6 +335,6 @@ class Matrix:
 
 
 def _fired(attack: Attack, cell: Cell, truth: float) -> bool:
-    if attack.control is Control.FOOLED:
+    if attack.demonstration is Demonstration.FOOLED:
         return cell.valid and cell.score is not None and cell.score > truth
     return not cell.valid or cell.score != truth

@@ -98,7 +98,7 @@ def agent_for(row: Row) -> AgentSpec:
 
 def options_for(row: Row, mode: Mode) -> VerifyOptions:
     """How a cell verifies: in its mode; an attack on the reward reader itself has its
-    ``shared`` control read with the container's own programs."""
+    ``shared`` demonstration read with the container's own programs."""
     naive = row.attack is not None and row.attack.in_container_reader and mode is Mode.SHARED
     return VerifyOptions(mode=mode, in_container_reader=naive)
 

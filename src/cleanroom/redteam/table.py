@@ -12,7 +12,7 @@ STYLES: dict[Verdict, str] = {
     Verdict.HONEST_OK: "green",
     Verdict.TRUTH: "green",
     Verdict.HELD: "green",
-    Verdict.CONTROL_FIRED: "bold yellow",
+    Verdict.DEMONSTRATED: "bold yellow",
     Verdict.BEYOND_PROMISE: "magenta",
     Verdict.HONEST_BLOCKED: "bold red",
     Verdict.VACUOUS: "bold red",
@@ -29,7 +29,7 @@ def matrix_table(matrix: Matrix) -> Table:
     table.add_column("task", style="dim", no_wrap=True)
     table.add_column("agent", no_wrap=True)
     for mode in matrix.modes:
-        title = f"{mode.value}\n(positive control)" if plan(mode).positive_control else mode.value
+        title = f"{mode.value}\n(demonstrates)" if plan(mode).demonstrates_attacks else mode.value
         table.add_column(title, justify="left")
     previous = None
     for row in matrix.rows:

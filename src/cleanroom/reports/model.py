@@ -262,7 +262,7 @@ def _unfinished(windows: list[WindowSummary]) -> dict[int, str]:
 
 
 def proven_by(results: list[LeakyControlResult]) -> dict[str, list[str]]:
-    """For each test, the leaky setups under which it fired (its per-test positive controls)."""
+    """For each test, the leaky setups under which it fired (its leaky controls)."""
     out: dict[str, list[str]] = {}
     for r in results:
         out.setdefault(r.test, [])

@@ -15,7 +15,7 @@ def _cell_class(verdict: str) -> str:
     v = verdict.lower()
     if "not demonstrated" in v or "blocked" in v or v == "fooled":
         return "cross"
-    if "fooled" in v or "control fired" in v:
+    if "fooled" in v or v == "demonstrated":
         return "lost"  # amber: an attack shown to be real, or a mode's known limit
     return "clean"
 
@@ -23,7 +23,7 @@ def _cell_class(verdict: str) -> str:
 def redteam_section(matrix: dict[str, Any]) -> Section:
     """A compact attack x mode table with the matrix's verdict line."""
     modes: list[str] = list(matrix.get("modes", []))
-    control = matrix.get("positive_control") or []
+    control = matrix.get("demonstrating_modes") or []
     rows = []
     for row in matrix.get("rows", []):
         cells = []

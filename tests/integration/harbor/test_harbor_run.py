@@ -1,11 +1,11 @@
 """Real `harbor run` (Harbor 0.25.0 in .venv-harbor, its docker environment, Docker
 Compose) with cleanroom's verifier plugged in through Harbor's own hook.
 
-The planting agent is the positive control: Harbor's default verifier removes a planted
-reward before the tests, but the agent's process rewrites it, and Harbor scores the agent
-1 for a task it never did. cleanroom's `SealedVerifier` must score the same run 0 (the
-agent's tamper), still score the oracle 1, and hand an invalid outcome to Harbor as an
-exception, with no reward.
+The planting agent under Harbor's default verifier is the naive baseline: that verifier
+removes a planted reward before the tests, but the agent's process rewrites it, and
+Harbor scores the agent 1 for a task it never did. cleanroom's `SealedVerifier` must
+score the same run 0 (the agent's tamper), still score the oracle 1, and hand an invalid
+outcome to Harbor as an exception, with no reward.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_the_sealed_verifier_reaches_the_compose_services_harbor_started(
 def test_a_rewriting_process_fools_harbors_own_verifier(
     runtime: DockerRuntime, tmp_path: Path
 ) -> None:
-    """The positive control: the attack works against Harbor's default verifier."""
+    """The naive baseline: the attack works against Harbor's default verifier."""
     result = harbor_run(runtime, tmp_path, TASK, ["--agent-import-path", PLANTING_AGENT])
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 1.0  # the task was never done

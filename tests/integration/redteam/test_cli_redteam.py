@@ -46,7 +46,7 @@ def test_one_attack_as_json_and_html(runtime: DockerRuntime, tmp_path: Path) -> 
     assert "symlinked-reward-file" in page
 
 
-def test_the_table_marks_shared_as_the_positive_control(runtime: DockerRuntime) -> None:
+def test_the_table_marks_shared_as_the_demonstrating_mode(runtime: DockerRuntime) -> None:
     done = cleanroom(
         "redteam",
         "--attack",
@@ -59,8 +59,8 @@ def test_the_table_marks_shared_as_the_positive_control(runtime: DockerRuntime) 
     )
 
     assert done.returncode == 0, done.stderr
-    assert "positive control" in done.stdout
-    assert "PASS: controls fired 1/1; sealed held 1/1" in done.stdout
+    assert "(demonstrates)" in done.stdout
+    assert "PASS: attacks demonstrated 1/1; sealed held 1/1" in done.stdout
 
 
 def test_an_unknown_attack_exits_two() -> None:

@@ -165,9 +165,9 @@ def test_leaky_controls_say_which_tests_are_proven_and_which_are_not(tmp_path: P
 def test_a_red_team_matrix_in_the_run_folder_is_embedded(tmp_path: Path) -> None:
     run = make_run(tmp_path / "r", control=FIRED)
     matrix = {
-        "modes": ["shared", "cleared", "sealed"], "positive_control": "shared",
+        "modes": ["shared", "cleared", "sealed"], "demonstrating_modes": "shared",
         "rows": [{"id": "fix-median/planted-reward-txt", "cells": {
-            "shared": {"outcome": "success", "score": 1.0, "verdict": "control fired"},
+            "shared": {"outcome": "success", "score": 1.0, "verdict": "demonstrated"},
             "cleared": {"outcome": "failure", "score": 0.0, "verdict": "held"},
             "sealed": {"outcome": "invalid", "reason": "tamper", "score": None,
                        "verdict": "held"}}}],

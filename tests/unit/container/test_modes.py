@@ -1,4 +1,4 @@
-"""The three modes as plans: sealed is the default, shared is only a positive control."""
+"""The three modes as plans: sealed is the default, shared only demonstrates attacks."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ def test_sealed_is_the_default() -> None:
     assert DEFAULT_MODE is Mode.SEALED
 
 
-def test_only_shared_is_a_positive_control() -> None:
-    assert [m for m in Mode if plan(m).positive_control] == [Mode.SHARED]
+def test_only_shared_demonstrates_attacks() -> None:
+    assert [m for m in Mode if plan(m).demonstrates_attacks] == [Mode.SHARED]
 
 
 def test_cleared_is_shared_plus_clearing_the_reward() -> None:
@@ -31,8 +31,8 @@ def test_sealed_freezes_the_agent_and_verifies_elsewhere() -> None:
     assert not (sealed.in_agent_container or sealed.clears_reward)
 
 
-def test_the_in_container_reader_is_shareds_positive_control_only() -> None:
+def test_the_in_container_reader_is_for_shareds_demonstrations_only() -> None:
     VerifyOptions(Mode.SHARED, in_container_reader=True)
     for mode in (Mode.CLEARED, Mode.SEALED):
-        with pytest.raises(ValueError, match="positive control"):
+        with pytest.raises(ValueError, match="demonstrations only"):
             VerifyOptions(mode, in_container_reader=True)

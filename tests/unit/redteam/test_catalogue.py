@@ -1,4 +1,4 @@
-"""The catalogue covers every known route to forge a reward, each with an explicit control."""
+"""The catalogue covers every known route to forge a reward, each with an explicit demonstration."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.redteam.catalogue import ATTACKS, ClearedExpectation, Control, by_id
+from cleanroom.redteam.catalogue import ATTACKS, ClearedExpectation, Demonstration, by_id
 from cleanroom.redteam.matrix import Row, RowKind
 from cleanroom.redteam.run_matrix import options_for
 from cleanroom.verifiers.container.modes import Mode
@@ -102,11 +102,11 @@ def test_every_attack_is_a_bash_script_against_an_example_task(attack: object) -
     assert isinstance(attack, Attack)
     assert attack.script.startswith("#!/bin/bash\n")
     assert (EXAMPLES / attack.target / "task.toml").is_file()
-    assert attack.control_means
+    assert attack.demonstrated_when
 
 
-def test_rewards_cleanroom_refuses_and_escapes_to_invalid_are_controlled_by_disturbance() -> None:
-    disturbed = {a.id for a in ATTACKS if a.control is Control.DISTURBED}
+def test_rewards_cleanroom_refuses_and_escapes_to_invalid_are_demonstrated_by_disturbance() -> None:
+    disturbed = {a.id for a in ATTACKS if a.demonstration is Demonstration.DISTURBED}
 
     assert disturbed == {
         "fifo-reward",
@@ -144,7 +144,7 @@ def test_an_unknown_attack_id_names_the_known_ones() -> None:
         by_id("nope")
 
 
-def test_only_the_reader_attack_has_its_shared_control_read_in_the_container() -> None:
+def test_only_the_reader_attack_has_its_demonstration_read_in_the_container() -> None:
     naive = {
         a.id
         for a in ATTACKS

@@ -52,8 +52,8 @@ def test_every_cell_links_to_its_own_details() -> None:
 def test_cells_are_coloured_by_what_they_show() -> None:
     page = render(small_matrix())
 
-    assert "control fired" in page
-    assert "background:#ffe9b3" in page  # the control cell
+    assert "demonstrated" in page
+    assert "background:#ffe9b3" in page  # the demonstrated cell
     assert "background:#d9f2e1" in page  # held and honest cells
 
 

@@ -1,4 +1,4 @@
-"""The matrix verdict: controls must fire, sealed must hold, honest work must score 1."""
+"""The matrix verdict: attacks must be demonstrated, sealed must hold, honest work must score 1."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def filled(**attack_cells: tuple[Cell, Cell, Cell]) -> Matrix:
 def test_an_attack_that_fools_shared_and_not_the_others_passes() -> None:
     matrix = filled(planted_reward_txt=(score(1), score(0), score(0)))
 
-    assert matrix.judge(PLANTED, Mode.SHARED) is Verdict.CONTROL_FIRED
+    assert matrix.judge(PLANTED, Mode.SHARED) is Verdict.DEMONSTRATED
     assert matrix.judge(PLANTED, Mode.SEALED) is Verdict.HELD
     assert matrix.summary().passed
 
@@ -71,14 +71,14 @@ def test_an_invalid_shared_does_not_count_as_fooled() -> None:
     assert matrix.judge(PLANTED, Mode.SHARED) is Verdict.NOT_DEMONSTRATED
 
 
-def test_a_disturbance_control_fires_when_shared_is_not_the_truth() -> None:
+def test_a_disturbance_is_demonstrated_when_shared_is_not_the_truth() -> None:
     matrix = filled(junk_nan=(invalid("bad_reward"), score(0), score(0)))
 
-    assert matrix.judge(NAN, Mode.SHARED) is Verdict.CONTROL_FIRED
+    assert matrix.judge(NAN, Mode.SHARED) is Verdict.DEMONSTRATED
     assert matrix.summary().passed
 
 
-def test_a_disturbance_control_does_not_fire_when_shared_gives_the_truth() -> None:
+def test_a_disturbance_is_not_demonstrated_when_shared_gives_the_truth() -> None:
     matrix = filled(junk_nan=(score(0), score(0), score(0)))
 
     assert matrix.judge(NAN, Mode.SHARED) is Verdict.NOT_DEMONSTRATED
@@ -163,7 +163,7 @@ def test_the_verdict_line_names_all_three_claims() -> None:
     line = filled(planted_reward_txt=(score(1), score(0), score(0))).summary().line()
 
     assert line == (
-        "PASS: controls fired 1/1; sealed held 1/1; "
+        "PASS: attacks demonstrated 1/1; sealed held 1/1; "
         "honest solution scored 1 in 3/3 cells; no-op scored 0 in 3/3"
     )
 
@@ -172,11 +172,11 @@ def test_the_matrix_as_data_carries_each_cell_with_its_verdict() -> None:
     data = filled(planted_reward_txt=(score(1), score(0), agents_zero("tamper"))).to_json()
 
     assert data["modes"] == ["shared", "cleared", "sealed"]
-    assert data["positive_control"] == ["shared"]
+    assert data["demonstrating_modes"] == ["shared"]
     attack = data["rows"][2]
     assert attack["attack"] == "planted-reward-txt"
-    assert attack["control"] == "fooled"
-    assert attack["cells"]["shared"]["verdict"] == "control fired"
+    assert attack["demonstration"] == "fooled"
+    assert attack["cells"]["shared"]["verdict"] == "demonstrated"
     assert attack["cells"]["sealed"]["reason"] == "tamper"
     assert data["verdict"]["passed"] is True
 

@@ -1,5 +1,5 @@
 """The red-team matrix as a section of the run report: built from the matrix's JSON form,
-escaped, with the positive-control mode named as the matrix names it."""
+escaped, with the demonstrating mode named as the matrix names it."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ def small_matrix() -> Matrix:
     return matrix
 
 
-def test_the_positive_control_mode_is_labelled_as_the_matrix_lists_it() -> None:
+def test_the_demonstrating_mode_is_labelled_as_the_matrix_lists_it() -> None:
     section = redteam_section(small_matrix().to_json())
 
-    assert "<th>shared (positive control)</th>" in section.html
+    assert "<th>shared (demonstrates)</th>" in section.html
     assert "<th>cleared</th>" in section.html and "<th>sealed</th>" in section.html
 
 
@@ -34,6 +34,6 @@ def test_cells_show_their_outcome_and_verdict_and_values_are_escaped() -> None:
 
     assert "<b>row</b>" not in section.html and "&lt;b&gt;row&lt;/b&gt;" in section.html
     assert "invalid: tamper" in section.html
-    assert "<td class='lost' title='control fired'>1<br><small>control fired</small></td>" in (
+    assert "<td class='lost' title='demonstrated'>1<br><small>demonstrated</small></td>" in (
         section.html
     )

@@ -10,8 +10,8 @@ takes one with every look at env00, and `core.canary.judge_canary` judges them b
 same sticky rule, as rows of `PARKED_CONSOLE_TEST`.
 
 Why tmux: the pane's text is the console's whole visible state, readable exactly and
-without a display, and keys can be sent into it from outside for the console's own
-positive control (`send_text`), the way a leak would type into it.
+without a display, and keys can be sent into it from outside for the console's planted
+control (`send_text`), the way a leak would type into it.
 """
 
 from __future__ import annotations

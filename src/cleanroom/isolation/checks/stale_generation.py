@@ -7,7 +7,7 @@ show none of them applied. A row runs from the environment's old generation to i
 one, so both of its ends name the same environment.
 
 None of the five leaky setups touches generations, so this test detects none of them;
-its positive control is its own fault, `faults.bypass_generation_check`, under which
+its leaky control is its own fault, `faults.bypass_generation_check`, under which
 the pool stops checking generations and this test must report ``cross``.
 """
 

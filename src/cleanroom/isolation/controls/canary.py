@@ -1,4 +1,4 @@
-"""The canary's own positive control: a change planted in env00 must be seen.
+"""The canary's planted control: a change planted in env00 must be seen.
 
 After the windows (never inside one, so no measured window is touched), the harness
 plants in the canary what a leak would bring there: keystrokes typed into its Writer, as

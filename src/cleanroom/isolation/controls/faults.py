@@ -1,8 +1,8 @@
-"""Deliberate faults of the pool itself: positive controls beside the leaky setups.
+"""Deliberate faults of the pool itself: leaky controls beside the leaky setups.
 
 `stale_generation` guards against a generation check that lets a stale action through,
 which no shared display, profile, runtime folder, home or clipboard causes, so this
-fault is its only positive control. `crash_blast_radius` fires under four of the leaks
+fault is its only leaky control. `crash_blast_radius` fires under four of the leaks
 already; its fault, a kill that also takes a neighbour's programs down, proves it on the
 isolated pool. With its fault in place each test must report ``cross``. The faults touch
 only the pool object they are given.
@@ -53,7 +53,7 @@ def kill_with_bystander(pool: Pool, target: str) -> list[str]:
     environment as well: the blast radius the crash test must see."""
     hit = kill_environment(pool, target)
     bystander = next(n for n in pool.names if n not in (target, CANARY_ENV))
-    pool.inject_fault(bystander, "the crash test's positive control killed its programs")
+    pool.inject_fault(bystander, "the crash test's leaky control killed its programs")
     kill_pids([p.pid for p in pool.env(bystander).programs], grace_s=0.0)
     return [*hit, bystander]
 

@@ -1,4 +1,4 @@
-"""The per-test positive controls: every isolation test run under each leaky setup it
+"""The leaky controls: every isolation test run under each leaky setup it
 names, under its own deliberate fault if it has one, and on the isolated pool.
 
 For each setup one pool is started, running the programs its tests need, and every test
@@ -56,7 +56,7 @@ def setup_fault(setup: str) -> Fault | None:
 
 
 def faults_of(test: IsolationCheck) -> list[Fault]:
-    """The deliberate faults that are positive controls of ``test``."""
+    """The deliberate faults that are leaky controls of ``test``."""
     return list(test.faults)
 
 
@@ -182,7 +182,7 @@ def plan_setups(
 
 
 def setups_of(test: IsolationCheck) -> list[str]:
-    """Every setup that is a positive control of ``test``: the leaks it names, in the
+    """Every setup that is a leaky control of ``test``: the leaks it names, in the
     order of `Leak`, then its own faults."""
     return [k.value for k in Leak if k in test.detects] + [fault_setup(f) for f in faults_of(test)]
 
@@ -190,7 +190,7 @@ def setups_of(test: IsolationCheck) -> list[str]:
 def cover_setups(
     tests: Iterable[IsolationCheck], tried: Mapping[str, Iterable[str]] | None = None
 ) -> dict[str, list[IsolationCheck]]:
-    """The fewest setups that give every test one positive control it has not tried yet,
+    """The fewest setups that give every test one leaky control it has not tried yet,
     each test on one setup only: the cheap way to prove every check in a run.
 
     Greedy: the setup that covers the most tests still uncovered first (ties go to the

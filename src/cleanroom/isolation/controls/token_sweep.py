@@ -1,4 +1,4 @@
-"""The token sweep's own positive control: a foreign token planted in a home must be found.
+"""The token sweep's planted control: a foreign token planted in a home must be found.
 
 After the windows (never inside one, so no measured window is touched) and after the
 end-of-run sweep, the harness writes a file holding a token of one environment (minted

@@ -2,8 +2,8 @@
 
 - ``shared``: test.sh runs in the live agent container and whatever reward is there is
   read (through the Docker archive API, as Harbor reads it from its host mount). The
-  naive baseline many harnesses ship; kept only as the red team's positive control,
-  never the default. The red team's control for a trojaned reader reads it with the
+  naive baseline many harnesses ship; kept only as the red team's demonstrating mode,
+  never the default. Its demonstration of a trojaned reader reads it with the
   container's own ``sh``, ``stat`` and ``head`` instead (`VerifyOptions.in_container_reader`).
 - ``cleared``: ``shared`` plus the reviewed fix: after the setup commands and right before
   test.sh, the reward file(s) alone are removed as uid 0 from ``/``, failing loudly. That
@@ -57,7 +57,7 @@ class ModePlan:
     freezes_agent: bool  # frozen; test.sh runs on the pristine image with the agent's state
 
     @property
-    def positive_control(self) -> bool:
+    def demonstrates_attacks(self) -> bool:
         """Whether this mode exists only to show that an attack is real."""
         return not (self.clears_reward or self.freezes_agent)
 

@@ -62,9 +62,9 @@ class VerifyOptions:
     artifacts_dir: Path | None = None
     # ``shared`` only: read the reward with the container's own ``sh``, ``stat`` and
     # ``head`` as uid 0, as some harnesses do. Never a way to score: the red team's
-    # positive control for a trojaned reader (``trojan-head``).
+    # demonstration of a trojaned reader (``trojan-head``).
     in_container_reader: bool = False
 
     def __post_init__(self) -> None:
         if self.in_container_reader and self.mode is not Mode.SHARED:
-            raise ValueError("the in-container reader is shared's positive control only")
+            raise ValueError("the in-container reader is for shared's demonstrations only")
