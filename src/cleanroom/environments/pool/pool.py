@@ -460,11 +460,19 @@ class Pool:
 
     def _failed(self, name: str, generation: int, kind: str, exc: Exception) -> PoolError:
         """What a failed action or observation raises: `EnvironmentBroken` when part of
-        the environment is dead (with who broke it), else a `PoolError`."""
+        the environment is dead (with who broke it), else the pool's own error.
+
+        A named failure of the pool's own says what it is, so the environment is looked
+        at once; anything else (the X connection, a reader) or a window that is gone may
+        be a part of the environment on its way out, so it is looked at again for a
+        moment. A window that is gone from a whole environment is the agent's mistake:
+        `NoSuchWindow` is logged as rejected and raised as it is."""
+        settle = isinstance(exc, NoSuchWindow) or not isinstance(exc, PoolError)
+        broken = self._broken(name, FAILURE_SETTLE_S if settle else 0.0)
+        if broken is None and isinstance(exc, NoSuchWindow):
+            self.log.write(name, generation, generation, kind, "rejected", str(exc))
+            return exc
         self.log.write(name, generation, generation, kind, "failed", repr(exc))
-        # A named failure of the pool's own says what it is; anything else (the X
-        # connection, a reader) may be a part of the environment on its way out.
-        broken = self._broken(name, 0.0 if isinstance(exc, PoolError) else FAILURE_SETTLE_S)
         if broken is not None:
             return EnvironmentBroken(name, generation, broken)
         if isinstance(exc, PoolError):
@@ -484,12 +492,10 @@ class Pool:
             try:
                 value = self._apply(env, action)
             except NoSuchWindow as exc:  # the agent's mistake, or its program just ended
-                broken = self._broken(name, FAILURE_SETTLE_S)
-                if broken is None:
-                    self.log.write(name, generation, generation, action.kind, "rejected", str(exc))
+                failure = self._failed(name, generation, action.kind, exc)
+                if failure is exc:
                     raise
-                self.log.write(name, generation, generation, action.kind, "failed", str(exc))
-                raise EnvironmentBroken(name, generation, broken) from exc
+                raise failure from exc
             except BadAction as exc:
                 self.log.write(name, generation, generation, action.kind, "rejected", str(exc))
                 raise
