@@ -24,6 +24,13 @@ app = typer.Typer(no_args_is_help=True)
 
 _GUEST_HELP = f"Where to run: {' or '.join(GUEST_SPECS)}."
 
+# Options that `check` and `validate` share.
+GuestKind = Annotated[str, typer.Option("--guest", help=_GUEST_HELP)]
+GuestUser = Annotated[str | None, typer.Option("--user", help="Run as this user.")]
+GetterTimeout = Annotated[float, typer.Option("--getter-timeout", help="Seconds per getter.")]
+ClientPassword = Annotated[str, typer.Option("--client-password", help="For {CLIENT_PASSWORD}.")]
+ScreenSize = Annotated[str, typer.Option("--screen", help="Screen size for {SCREEN_*}.")]
+
 
 def _print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, default=str))
@@ -118,12 +125,10 @@ def _print_support_table(rows: list[TaskSupport], errors: list[str]) -> None:
 @app.command("check", help="Run a task's checker in a guest; exit 0 success, 1 failure, 2 invalid.")
 def check(
     task_file: Annotated[Path, typer.Argument(help="The task JSON.")],
-    guest: Annotated[str, typer.Option("--guest", help=_GUEST_HELP)] = "local",
+    guest: GuestKind = "local",
     home: Annotated[Path | None, typer.Option("--home", help="Home of the guest user.")] = None,
-    user: Annotated[str | None, typer.Option("--user", help="Run as this user.")] = None,
-    getter_timeout: Annotated[
-        float, typer.Option("--getter-timeout", help="Seconds per getter.")
-    ] = 120.0,
+    user: GuestUser = None,
+    getter_timeout: GetterTimeout = 120.0,
     setup: Annotated[
         bool, typer.Option("--setup", help="Run the task's config steps first.")
     ] = False,
@@ -133,12 +138,8 @@ def check(
             "--last-action", help='The agent\'s last action, e.g. FAIL or {"action_type":"FAIL"}.'
         ),
     ] = None,
-    password: Annotated[
-        str, typer.Option("--client-password", help="For {CLIENT_PASSWORD}.")
-    ] = "password",
-    screen: Annotated[
-        str, typer.Option("--screen", help="Screen size for {SCREEN_*}.")
-    ] = "1920x1080",
+    password: ClientPassword = "password",
+    screen: ScreenSize = "1920x1080",
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="Task cache root.")] = None,
     as_json: AsJson = False,
 ) -> None:
@@ -175,23 +176,17 @@ def _print_outcome(outcome: Outcome) -> None:
 def validate(
     task_file: Annotated[Path, typer.Argument(help="The task JSON.")],
     oracle: Annotated[str, typer.Option("--oracle", help="A shell command that solves the task.")],
-    guest: Annotated[str, typer.Option("--guest", help=_GUEST_HELP)] = "local",
+    guest: GuestKind = "local",
     home: Annotated[
         Path | None, typer.Option("--home", help="Template home for fresh guests.")
     ] = None,
-    user: Annotated[str | None, typer.Option("--user", help="Run as this user.")] = None,
-    getter_timeout: Annotated[
-        float, typer.Option("--getter-timeout", help="Seconds per getter.")
-    ] = 120.0,
+    user: GuestUser = None,
+    getter_timeout: GetterTimeout = 120.0,
     action_timeout: Annotated[
         float, typer.Option("--action-timeout", help="Seconds for the oracle.")
     ] = 120.0,
-    password: Annotated[
-        str, typer.Option("--client-password", help="For {CLIENT_PASSWORD}.")
-    ] = "password",
-    screen: Annotated[
-        str, typer.Option("--screen", help="Screen size for {SCREEN_*}.")
-    ] = "1920x1080",
+    password: ClientPassword = "password",
+    screen: ScreenSize = "1920x1080",
     as_json: AsJson = False,
 ) -> None:
     task = _load_or_exit(task_file, as_json)

@@ -45,6 +45,9 @@ LEAKY_HELP = (
     " setup or fault it must detect, the canary's, the audit's and the sweep's planted leaks."
     " Without them no check is proven, so the isolation number is refused."
 )
+LeakyControls = Annotated[
+    bool, typer.Option("--leaky-controls/--no-leaky-controls", help=LEAKY_HELP)
+]
 
 
 def _split(text: str | None) -> tuple[str, ...] | None:
@@ -93,9 +96,7 @@ def run(
     trials_scale: TrialsScale = 1.0,
     tests: Tests = None,
     on_demand: OnDemand = False,
-    controls: Annotated[
-        bool, typer.Option("--leaky-controls/--no-leaky-controls", help=LEAKY_HELP)
-    ] = True,
+    controls: LeakyControls = True,
     warm_standby: WarmStandby = True,
 ) -> None:
     """Run windows of smoke rollouts, isolation tests and the canary; then the audit."""
@@ -127,9 +128,7 @@ def soak(
     trials_scale: TrialsScale = 1.0,
     tests: Tests = None,
     on_demand: OnDemand = False,
-    controls: Annotated[
-        bool, typer.Option("--leaky-controls/--no-leaky-controls", help=LEAKY_HELP)
-    ] = True,
+    controls: LeakyControls = True,
     warm_standby: WarmStandby = True,
 ) -> None:
     """The harness loop for hours, with the soak trial counts."""
