@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import time
-import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cleanroom.verifiers.container.decision.tamper import Change
-from cleanroom.verifiers.container.decision.verdict import Evidence, Verified, judge
+from cleanroom.verifiers.container.decision.verdict import Evidence, Verified
 from cleanroom.verifiers.container.run.context import (
-    TAIL_CHARS,
     AgentContainer,
     Resources,
     RunContext,
@@ -21,7 +19,7 @@ from cleanroom.verifiers.container.run.context import (
 from cleanroom.verifiers.container.run.sidecars import SidecarGroup
 from cleanroom.verifiers.container.run.verification import (
     decide_run,
-    new_evidence,
+    guarded,
     verify_agent_container,
     with_separate_image,
 )
@@ -58,15 +56,9 @@ def verify_existing_container(
     """Verify the container ``acted`` names, after the agent's one phase or, in a
     multi-step task, after one step's. The container is left to its owner: frozen or
     killed (as the mode needs), never removed; whatever goes wrong is an outcome."""
-    res = Resources(runtime, options.keep)
-    ev = new_evidence(task, acted.label, options)
-    try:
-        return _verify(task, acted, options, res, ev)
-    except Exception as exc:  # a bug of cleanroom's own: still an outcome, with its trace
-        ev.harness_error = "".join(traceback.format_exception(exc))[-TAIL_CHARS:]
-        return judge(ev)
-    finally:
-        res.teardown()
+    return guarded(
+        task, acted.label, runtime, options, lambda res, ev: _verify(task, acted, options, res, ev)
+    )
 
 
 def _verify(

@@ -11,7 +11,6 @@ change nothing the sealed verifier reads.
 from __future__ import annotations
 
 import time
-import traceback
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,11 +18,10 @@ from typing import Any
 from cleanroom.docker_layer import ImageBuildFailed
 from cleanroom.verifiers.container.decision.multi_step import StepOutcome, combine, next_step_runs
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
-from cleanroom.verifiers.container.decision.verdict import Evidence, Verified, judge
+from cleanroom.verifiers.container.decision.verdict import Evidence, Verified
 from cleanroom.verifiers.container.run.commands import check_health, run_collect_hooks
 from cleanroom.verifiers.container.run.context import (
     AGENT_FILES_DIR,
-    TAIL_CHARS,
     TESTS_DIR,
     AgentContainer,
     Resources,
@@ -38,7 +36,8 @@ from cleanroom.verifiers.container.run.sealed import StartingVerifier, Unhealthy
 from cleanroom.verifiers.container.run.sidecars import ServiceFailed, SidecarGroup
 from cleanroom.verifiers.container.run.verification import (
     decide_run,
-    new_evidence,
+    guarded,
+    harness_error,
     verify_agent_container,
     with_separate_image,
 )
@@ -69,15 +68,13 @@ def run_rollout(
     """One rollout of ``agent`` on ``task`` (on ``image`` when one is given, else the
     task's, built or reused), verified; whatever goes wrong, including a bug of
     cleanroom's own, is an outcome. Everything it made is removed at the end."""
-    res = Resources(runtime, options.keep)
-    ev = new_evidence(task, agent.label, options)
-    try:
-        return _rollout(task, agent, options, res, ev, image, only_step)
-    except Exception as exc:  # a bug of cleanroom's own: still an outcome, with its trace
-        ev.harness_error = "".join(traceback.format_exception(exc))[-TAIL_CHARS:]
-        return judge(ev)
-    finally:
-        res.teardown()
+    return guarded(
+        task,
+        agent.label,
+        runtime,
+        options,
+        lambda res, ev: _rollout(task, agent, options, res, ev, image, only_step),
+    )
 
 
 def _rollout(
@@ -289,7 +286,7 @@ def _run_step(
     except Unhealthy as exc:
         ev.environment_error = str(exc)
     except Exception as exc:  # a bug of cleanroom's own: this step's outcome says so
-        ev.harness_error = "".join(traceback.format_exception(exc))[-TAIL_CHARS:]
+        ev.harness_error = harness_error(exc)
     return decide_run(res, ev, started)
 
 

@@ -5,6 +5,8 @@ and the decision at the end."""
 from __future__ import annotations
 
 import time
+import traceback
+from collections.abc import Callable
 from dataclasses import replace
 
 from cleanroom.docker_layer import ImageBuildFailed
@@ -12,6 +14,7 @@ from cleanroom.verifiers.container.decision.verdict import Evidence, Verified, j
 from cleanroom.verifiers.container.run import artifact_export
 from cleanroom.verifiers.container.run.commands import run_collect_hooks
 from cleanroom.verifiers.container.run.context import (
+    TAIL_CHARS,
     AgentContainer,
     Resources,
     RunContext,
@@ -21,6 +24,7 @@ from cleanroom.verifiers.container.run.context import (
 from cleanroom.verifiers.container.run.in_place import verify_in_place
 from cleanroom.verifiers.container.run.recording import record_collect
 from cleanroom.verifiers.container.run.sealed import StartingVerifier, verify_sealed
+from cleanroom.verifiers.container.runtime import VerificationRuntime
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.verify_options import VerifyOptions
 
@@ -32,6 +36,32 @@ def new_evidence(task: Task, label: str, options: VerifyOptions) -> Evidence:
     if task.warnings:
         ev.details["task_warnings"] = [str(w) for w in task.warnings]
     return ev
+
+
+def harness_error(exc: BaseException) -> str:
+    """The tail of a bug of cleanroom's own, as the outcome keeps it."""
+    return "".join(traceback.format_exception(exc))[-TAIL_CHARS:]
+
+
+def guarded(
+    task: Task,
+    label: str,
+    runtime: VerificationRuntime,
+    options: VerifyOptions,
+    run: Callable[[Resources, Evidence], Verified],
+) -> Verified:
+    """``run`` over fresh resources and evidence: whatever goes wrong, a bug of
+    cleanroom's own included, is still an outcome (with its trace), and what the run
+    made is torn down either way."""
+    res = Resources(runtime, options.keep)
+    ev = new_evidence(task, label, options)
+    try:
+        return run(res, ev)
+    except Exception as exc:
+        ev.harness_error = harness_error(exc)
+        return judge(ev)
+    finally:
+        res.teardown()
 
 
 def with_separate_image(ctx: RunContext, res: Resources, ev: Evidence) -> RunContext | None:
