@@ -11,12 +11,12 @@ PYTHON="${PYTHON:-python3}"
 BASE_IMAGE="${CLEANROOM_BASE_IMAGE:-cleanroom/base:bookworm}"
 DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
-# System packages: the container runtime, the desktop stack (Xvfb, LibreOffice with the
-# GTK3 backend that AT-SPI can read, Chromium, a terminal, D-Bus and the AT-SPI bus), tmux
-# for the canary's parked console, the tools the benchmarks compare against, what the base
+# System packages: the container runtimes (Docker, and podman for Harbor's podman
+# environment), the desktop stack (Xvfb, LibreOffice with the GTK3 backend that AT-SPI can
+# read, Chromium, a terminal, D-Bus and the AT-SPI bus), tmux for the canary's parked console, the tools the benchmarks compare against, what the base
 # image is built with, and the C compiler that builds the red team's native attack payloads.
 PACKAGES=(
-  docker.io iptables busybox-static debootstrap
+  docker.io podman iptables busybox-static debootstrap
   xvfb xauth x11-utils xterm tmux
   libreoffice-writer libreoffice-gtk3 fonts-dejavu-core
   chromium
@@ -81,6 +81,9 @@ if [[ -z $desktop_image ]]; then
   .venv/bin/python -m cleanroom.environments.containers.desktop_image >/dev/null
 fi
 
+# HARBOR_VERSION is the release .venv-harbor tests against (cleanroom[harbor] takes 0.25
+# or 0.26).
+HARBOR_VERSION="${HARBOR_VERSION:-0.26.0}"
 # Harbor (`cleanroom[harbor]`) needs Python 3.12 or later: its own environment,
 # .venv-harbor, with harbor and cleanroom[harbor]. HARBOR_PYTHON names the interpreter;
 # otherwise the first python3.12 or python3.13 that runs (pyenv's versions included).
@@ -105,7 +108,7 @@ if [[ ! -x .venv-harbor/bin/harbor || ! -f $hstamp || pyproject.toml -nt $hstamp
     say "creating .venv-harbor (Harbor and cleanroom[harbor], with $py312)"
     [[ -x .venv-harbor/bin/python ]] || "$py312" -m venv .venv-harbor
     .venv-harbor/bin/python -m pip install -q --upgrade pip
-    .venv-harbor/bin/python -m pip install -q -e ".[harbor]"
+    .venv-harbor/bin/python -m pip install -q -e ".[harbor]" "harbor==$HARBOR_VERSION"
     touch "$hstamp"
   else
     say "no Python 3.12 or later (set HARBOR_PYTHON): skipping .venv-harbor"

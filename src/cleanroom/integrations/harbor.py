@@ -1,7 +1,7 @@
 """cleanroom's sealed verification as a Harbor verifier (needs ``cleanroom[harbor]``).
 
     harbor run -p TASK -a AGENT \\
-        --verifier-import-path cleanroom.integrations.harbor:SealedVerifier
+        --verifier cleanroom.integrations.harbor:SealedVerifier
 
 Harbor's docker environment starts the agent's container as the ``main`` service of a
 Compose project named after the trial's session. After the agent phase Harbor hands this
@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from harbor.environments.base import BaseEnvironment
-from harbor.environments.docker.docker import (
-    DockerEnvironment,
-    _sanitize_docker_compose_project_name,
-)
+from harbor.environments.docker.docker import DockerEnvironment
 from harbor.models.task.config import StepConfig
 from harbor.models.task.verifier_mode import (
     VerifierEnvironmentMode,
@@ -50,20 +48,39 @@ MAIN_SERVICE = "main"
 # Written into the trial folder (not a folder bound into the agent's container).
 OUTCOME_FILE = "cleanroom-outcome.json"
 
-__all__ = ["BudgetTooShortError", "InvalidOutcomeError", "SealedVerifier"]
+__all__ = ["BudgetTooShortError", "InvalidOutcomeError", "SealedVerifier", "compose_project_name"]
+
+
+def compose_project_name(name: str) -> str:
+    """The Compose project a session runs as, by Docker Compose's documented rule for
+    project names: lower case, starting with a letter or digit, of letters, digits, ``-``
+    and ``_`` only (Harbor names its project after the session this way)."""
+    name = name.lower()
+    if not re.match(r"[a-z0-9]", name):
+        name = "0" + name
+    return re.sub(r"[^a-z0-9_-]", "-", name)
 
 
 class SealedVerifier(BaseVerifier):
     """Harbor's verifier hook running cleanroom's verification (``sealed`` by default;
-    ``--verifier-kwarg mode=cleared`` or ``shared`` for comparison)."""
+    ``--verifier-kwarg mode=cleared`` or ``shared`` for comparison).
 
-    def __init__(self, *, mode: str = Mode.SEALED.value, **kwargs: Any) -> None:
+    ``budget_s`` is the time the harness allows the verifier, for a harness that drives
+    Harbor's classes with its own limit; by default it is the limit Harbor's own trial
+    computes (from the trial's ``config.json`` when there is one, else the task's)."""
+
+    def __init__(
+        self, *, mode: str = Mode.SEALED.value, budget_s: float | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         try:
             self.mode = Mode(mode)
         except ValueError:
             choices = ", ".join(m.value for m in Mode)
             raise ValueError(f"verifier kwarg mode={mode!r}: choose one of {choices}") from None
+        if budget_s is not None and not (isinstance(budget_s, int | float) and budget_s > 0):
+            raise ValueError(f"verifier kwarg budget_s={budget_s!r}: a number of seconds above 0")
+        self.budget_s = float(budget_s) if budget_s is not None else None
 
     async def verify(self) -> VerifierResult:
         environment: BaseEnvironment = self.environment
@@ -97,7 +114,7 @@ class SealedVerifier(BaseVerifier):
             "run harbor with --verifier-timeout-multiplier {} (or more)",
             base,
         )
-        project = _sanitize_docker_compose_project_name(environment.session_id)
+        project = compose_project_name(environment.session_id)
         task_dir = Path(self.task.paths.task_dir)
         # The folders Harbor makes in the agent's container before the agent starts,
         # bound from the trial folder or not (``--ek auto_mounting=true``).
@@ -143,10 +160,18 @@ class SealedVerifier(BaseVerifier):
 
     def _harbor_budget(self, limit_s: float) -> tuple[float, float]:
         """The time Harbor allows this verifier and the base its multiplier applies to,
-        as its trial computes them (the trial's config.json holds the overrides and
-        multipliers it runs with)."""
+        as its trial computes them: the task's limit, overridden and capped by the
+        trial's verifier settings and times its multiplier, read from the trial's
+        ``config.json`` when Harbor wrote one (a harness that drives Harbor's classes
+        itself may not: then Harbor's defaults, a multiplier of 1). ``budget_s`` wins."""
+        if self.budget_s is not None:
+            return self.budget_s, limit_s
         config_path = Path(self.trial_paths.trial_dir) / "config.json"
-        config = TrialConfig.model_validate_json(config_path.read_text())
+        try:
+            text = config_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return limit_s, limit_s
+        config = TrialConfig.model_validate_json(text)
         base = config.verifier.override_timeout_sec or limit_s
         if config.verifier.max_timeout_sec:
             base = min(base, config.verifier.max_timeout_sec)

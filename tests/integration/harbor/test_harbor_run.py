@@ -1,5 +1,6 @@
-"""Real `harbor run` (Harbor 0.25.0 in .venv-harbor, its docker environment, Docker
-Compose) with cleanroom's verifier plugged in through Harbor's own hook.
+"""Real `harbor run` (Harbor 0.26 in .venv-harbor, or the `harbor` that
+`CLEANROOM_TEST_HARBOR` names; its docker environment, Docker Compose) with cleanroom's
+verifier plugged in through Harbor's own hook.
 
 The planting agent under Harbor's default verifier is the naive baseline: that verifier
 removes a planted reward before the tests, but the agent's process rewrites it, and
@@ -24,14 +25,14 @@ from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(600)]
 
 REPO = Path(__file__).resolve().parents[3]
-HARBOR = REPO / ".venv-harbor" / "bin" / "harbor"
+HARBOR = Path(os.environ.get("CLEANROOM_TEST_HARBOR") or REPO / ".venv-harbor" / "bin" / "harbor")
 TASKS = REPO / "examples" / "tasks"
 TASK = TASKS / "fix-median"
 SEALED = "cleanroom.integrations.harbor:SealedVerifier"
 PLANTING_AGENT = "harbor_agents:PlantingAgent"
 HANGING_AGENT = "harbor_agents:HangingAgent"
 # fix-median's tests may run 60 s, twice in sealed, plus the overhead: see check_budget.
-SEALED_ARGS = ("--verifier-import-path", SEALED, "--verifier-timeout-multiplier", "3")
+SEALED_ARGS = ("--verifier", SEALED, "--verifier-timeout-multiplier", "3")
 
 
 def harbor_run(
@@ -209,7 +210,7 @@ def test_each_step_of_a_multi_step_task_is_verified_sealed_inside_harbor(
         TASKS / "two-step-report",
         ["--agent", "oracle"],
         # Each step's tests may run 30 s, twice in sealed, plus the overhead.
-        ("--verifier-import-path", SEALED, "--verifier-timeout-multiplier", "4"),
+        ("--verifier", SEALED, "--verifier-timeout-multiplier", "4"),
     )
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 1.0
@@ -243,7 +244,7 @@ def test_an_agent_that_hangs_the_tests_gets_its_zero_not_harbors_timeout(
         tmp_path / "jobs",
         task,
         ["--agent-import-path", HANGING_AGENT],
-        ("--verifier-import-path", SEALED, "--verifier-timeout-multiplier", "8"),
+        ("--verifier", SEALED, "--verifier-timeout-multiplier", "8"),
     )
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 0.0
@@ -258,9 +259,7 @@ def test_a_harbor_timeout_shorter_than_cleanroom_s_limits_is_refused_before_veri
 ) -> None:
     """Harbor's default allows the verifier only the task's own limit: an agent could make
     the run end in Harbor's timeout, with no reward, so the verifier refuses to start."""
-    result = harbor_run(
-        runtime, tmp_path, TASK, ["--agent", "oracle"], ("--verifier-import-path", SEALED)
-    )
+    result = harbor_run(runtime, tmp_path, TASK, ["--agent", "oracle"], ("--verifier", SEALED))
     assert reward(result) is None
     info = result["exception_info"]
     assert info is not None and info["exception_type"] == "BudgetTooShortError"

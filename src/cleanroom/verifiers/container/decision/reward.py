@@ -1,5 +1,5 @@
-"""Reward files read with Harbor's meaning (release 0.25.0), then checked: a reward is a
-finite number in [0, 1], or the rollout is invalid.
+"""Reward files read with Harbor's meaning (releases 0.25 and 0.26), then checked: a reward
+is a finite number in [0, 1], or the rollout is invalid.
 
 Readers (on the host in sealed mode, through the Docker archive API in the other modes)
 only observe what is at the reward paths and hand a `ObservedFile` here; this module alone
