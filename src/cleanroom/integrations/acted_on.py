@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import posixpath
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome, Status
@@ -32,8 +33,13 @@ COMPOSE_SERVICE_LABEL = "com.docker.compose.service"
 
 
 # Besides its tests, a verification freezes the agent, copies its state and starts
-# containers; the time a harness allows must cover that as well.
+# containers; the time a harness allows must cover that as well. With room for the
+# pristine control after the verification, `OVERHEAD_S` is kept for it; in a tight budget
+# a tenth of the budget, between `MIN_RESERVE_S` and `OVERHEAD_S`.
 OVERHEAD_S = 60.0
+MIN_RESERVE_S = 10.0
+# Less than this for the tests is no verification worth running.
+MIN_TEST_S = 5.0
 
 
 class BudgetTooShortError(Exception):
@@ -42,27 +48,52 @@ class BudgetTooShortError(Exception):
     0. Refused before the agent's container is looked at."""
 
 
+@dataclass(frozen=True)
+class BudgetPlan:
+    """How a verification fits the time a harness allows it: the limit its tests run
+    under (None: the task's own) and whether the pristine control runs beside the
+    verification rather than after it."""
+
+    test_limit_s: float | None = None
+    control_alongside: bool = False
+
+
 def budget_needed(limit_s: float, mode: Mode) -> float:
-    """The time a harness must allow a verification of a task whose tests may run
-    ``limit_s``: in `sealed` the tests may run twice (on the agent's state, then as the
-    pristine control), plus `OVERHEAD_S`."""
-    runs = 2 if mode is Mode.SEALED else 1
-    return runs * limit_s + OVERHEAD_S
+    """The time a verification of a task whose tests may run ``limit_s`` takes at most,
+    one step after another: in `sealed` the pristine control's tests after the
+    verification's (at most half the limit: a control that takes longer does not count),
+    plus `OVERHEAD_S`."""
+    control = limit_s / 2 if mode is Mode.SEALED else 0.0
+    return limit_s + control + OVERHEAD_S
 
 
-def check_budget(
+def plan_budget(
     allowed_s: float | None, limit_s: float, mode: Mode, how: str, base_s: float | None = None
-) -> None:
-    """`BudgetTooShortError` when ``allowed_s`` (None: no limit) is under `budget_needed`,
-    naming what to change: ``how``, given the factor needed on ``base_s`` (the harness's
-    own base for its limit; the task's ``limit_s`` unless the harness overrides it)."""
-    needed = budget_needed(limit_s, mode)
-    if allowed_s is None or allowed_s >= needed:
-        return
-    factor = math.ceil(needed / (base_s or limit_s) * 10) / 10
-    raise BudgetTooShortError(
-        f"the verifier is allowed {allowed_s:g} s, but a {mode.value} verification of this "
-        f"task (tests limited to {limit_s:g} s) needs up to {needed:g} s: {how.format(factor)}"
+) -> BudgetPlan:
+    """Fit a verification into ``allowed_s`` (None: no limit).
+
+    With room for everything one step after another it runs as it would alone. Otherwise
+    the pristine control runs beside the verification, and the tests get what is left
+    after a reserve for the rest, up to the task's ``limit_s``: the whole verification
+    then ends inside the budget, so an agent cannot trade its 0 for the harness's
+    timeout. `BudgetTooShortError` when less than `MIN_TEST_S` would be left, naming
+    what to change: ``how``, given the factor needed on ``base_s`` (the harness's own
+    base for its limit; the task's ``limit_s`` unless the harness overrides it)."""
+    if allowed_s is None or allowed_s >= budget_needed(limit_s, mode):
+        return BudgetPlan()
+    reserve = min(OVERHEAD_S, max(MIN_RESERVE_S, allowed_s / 10))
+    tests = min(limit_s, allowed_s - reserve)
+    if tests < MIN_TEST_S:
+        factor = math.ceil((MIN_TEST_S + MIN_RESERVE_S) / (base_s or limit_s) * 10) / 10
+        raise BudgetTooShortError(
+            f"the verifier is allowed {allowed_s:g} s; cleanroom keeps {reserve:g} s of it "
+            f"for stopping the agent, copying its state and starting a fresh container, "
+            f"which leaves {max(tests, 0.0):g} s for tests the task limits to {limit_s:g} s "
+            f"(at least {MIN_TEST_S:g} s are needed): {how.format(factor)}"
+        )
+    return BudgetPlan(
+        test_limit_s=tests if tests < limit_s else None,
+        control_alongside=mode is Mode.SEALED,
     )
 
 
@@ -108,6 +139,7 @@ def verify_compose_service(
     harness_dirs: Iterable[str] = (),
     connect: Callable[[], DockerRuntime] = DockerRuntime.connect,
     step: str | None = None,
+    budget: BudgetPlan = BudgetPlan(),
 ) -> Outcome:
     """Verify the container of ``service`` in the Compose ``project`` against the task in
     ``task_dir`` (against its ``step``, in a multi-step task); every failure is an
@@ -143,4 +175,7 @@ def verify_compose_service(
         step=step,
         services=tuple((name, ctr) for name, ctr in sorted(others.items()) if name != service),
     )
-    return verify_acted_on(task, acted, runtime, VerifyOptions(mode))
+    options = VerifyOptions(mode, test_limit_s=budget.test_limit_s)
+    return verify_acted_on(
+        task, acted, runtime, options, control_alongside=budget.control_alongside
+    )

@@ -37,7 +37,7 @@ from harbor.verifier.base import BaseVerifier
 from cleanroom.integrations.acted_on import (
     BudgetTooShortError,
     InvalidOutcomeError,
-    check_budget,
+    plan_budget,
     rewards_of,
     verify_compose_service,
 )
@@ -107,7 +107,7 @@ class SealedVerifier(BaseVerifier):
             (step.verifier if step is not None else self.task.config.verifier).timeout_sec
         )
         allowed, base = self._harbor_budget(limit)
-        check_budget(
+        budget = plan_budget(
             allowed,
             limit,
             self.mode,
@@ -133,11 +133,19 @@ class SealedVerifier(BaseVerifier):
             self.mode,
             harness_dirs,
             step=self.step_name,
+            budget=budget,
         )
         # One record per step: Harbor moves nothing of the trial folder's top level.
         name = OUTCOME_FILE if step is None else f"cleanroom-outcome.{step.name}.json"
         record = Path(self.trial_paths.trial_dir) / name
-        record.write_text(json.dumps(outcome.to_json(), indent=2, default=str) + "\n")
+        # How the verification fitted Harbor's time, beside the outcome.
+        spent = {
+            "allowed_s": allowed,
+            "test_limit_s": budget.test_limit_s or limit,
+            "control": "alongside" if budget.control_alongside else "after",
+        }
+        document = {**outcome.to_json(), "budget": spent}
+        record.write_text(json.dumps(document, indent=2, default=str) + "\n")
         self.logger.info(
             "cleanroom: %s (%s) score=%s reason=%s",
             outcome.status.value,

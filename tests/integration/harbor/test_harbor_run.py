@@ -31,8 +31,9 @@ TASK = TASKS / "fix-median"
 SEALED = "cleanroom.integrations.harbor:SealedVerifier"
 PLANTING_AGENT = "harbor_agents:PlantingAgent"
 HANGING_AGENT = "harbor_agents:HangingAgent"
-# fix-median's tests may run 60 s, twice in sealed, plus the overhead: see check_budget.
-SEALED_ARGS = ("--verifier", SEALED, "--verifier-timeout-multiplier", "3")
+# A plain `harbor run`: Harbor allows the verifier the task's own limit, so the pristine
+# control runs beside the verification (see plan_budget).
+SEALED_ARGS = ("--verifier", SEALED)
 
 
 def harbor_run(
@@ -210,7 +211,7 @@ def test_each_step_of_a_multi_step_task_is_verified_sealed_inside_harbor(
         TASKS / "two-step-report",
         ["--agent", "oracle"],
         # Each step's tests may run 30 s, twice in sealed, plus the overhead.
-        ("--verifier", SEALED, "--verifier-timeout-multiplier", "4"),
+        SEALED_ARGS,
     )
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 1.0
@@ -233,18 +234,25 @@ def with_verifier_limit(tmp_path: Path, seconds: int) -> Path:
     return task
 
 
+@pytest.mark.parametrize(
+    ("multiplier", "control"),
+    [((), "alongside"), (("--verifier-timeout-multiplier", "5"), "after")],
+    ids=["harbors-default-budget", "room-for-the-control-after"],
+)
 def test_an_agent_that_hangs_the_tests_gets_its_zero_not_harbors_timeout(
-    runtime: DockerRuntime, tmp_path: Path
+    runtime: DockerRuntime, tmp_path: Path, multiplier: tuple[str, ...], control: str
 ) -> None:
     """The tests time out on the agent's state and pass cleanly on the pristine one: the
-    agent broke the verifier, a 0, inside the time Harbor allows."""
-    task = with_verifier_limit(tmp_path, 10)
+    agent broke the verifier, a 0, inside the time Harbor allows: in Harbor's default
+    budget (the task's 20 s) with the control beside the verification, and with room
+    for it after."""
+    task = with_verifier_limit(tmp_path, 20)
     result = harbor_run(
         runtime,
         tmp_path / "jobs",
         task,
         ["--agent-import-path", HANGING_AGENT],
-        ("--verifier", SEALED, "--verifier-timeout-multiplier", "8"),
+        ("--verifier", SEALED, *multiplier),
     )
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 0.0
@@ -252,18 +260,29 @@ def test_an_agent_that_hangs_the_tests_gets_its_zero_not_harbors_timeout(
     assert (seen["outcome"], seen["reason"]) == ("failure", "broke_verifier")
     # The control ran on the image Harbor built and started the agent's container from.
     assert seen["details"]["pristine_control"]["image"] == seen["details"]["image"]
+    budget = seen["budget"]
+    assert budget["control"] == control
+    # In the default budget the tests get the task's limit less the reserve (10 s).
+    assert budget["test_limit_s"] == (10.0 if control == "alongside" else 20.0)
 
 
-def test_a_harbor_timeout_shorter_than_cleanroom_s_limits_is_refused_before_verifying(
+def test_a_budget_that_leaves_no_time_for_the_tests_is_refused_before_verifying(
     runtime: DockerRuntime, tmp_path: Path
 ) -> None:
-    """Harbor's default allows the verifier only the task's own limit: an agent could make
-    the run end in Harbor's timeout, with no reward, so the verifier refuses to start."""
-    result = harbor_run(runtime, tmp_path, TASK, ["--agent", "oracle"], ("--verifier", SEALED))
+    """A tenth of the task's limit leaves no time for the tests after cleanroom's reserve:
+    an agent could make the run end in Harbor's timeout, with no reward, so the verifier
+    refuses to start, saying which multiplier would do."""
+    result = harbor_run(
+        runtime,
+        tmp_path,
+        TASK,
+        ["--agent", "oracle"],
+        ("--verifier", SEALED, "--verifier-timeout-multiplier", "0.1"),
+    )
     assert reward(result) is None
     info = result["exception_info"]
     assert info is not None and info["exception_type"] == "BudgetTooShortError"
-    assert "--verifier-timeout-multiplier 3.0" in info["exception_message"]
+    assert "--verifier-timeout-multiplier 0.3" in info["exception_message"]
     assert not (result["trial_dir"] / "cleanroom-outcome.json").exists()
 
 

@@ -1,5 +1,6 @@
 """Every run of a verification is guarded: a bug of cleanroom's own is an invalid outcome
-with its trace, never an exception to the caller, and what the run made is removed."""
+with its trace, never an exception to the caller, and what the run made is removed; and
+it runs under the limit its options set."""
 
 from __future__ import annotations
 
@@ -69,3 +70,20 @@ def test_keep_leaves_what_the_run_made() -> None:
 
     _, runtime = _run(run, keep=True)
     assert runtime.containers.removed == []
+
+
+def test_a_harness_s_test_limit_shortens_the_task_s_never_lengthens_it() -> None:
+    from cleanroom.verifiers.container.run.context import new_context
+
+    task = load_task(TASK)
+    own = task.config.verifier.timeout_sec
+    shorter = new_context(
+        task, "agent", VerifyOptions(test_limit_s=own / 2), owns_agent_container=True
+    )
+    longer = new_context(
+        task, "agent", VerifyOptions(test_limit_s=own * 2), owns_agent_container=True
+    )
+    assert not isinstance(shorter, str) and not isinstance(longer, str)
+    assert shorter.verifier.timeout_sec == own / 2
+    assert longer.verifier.timeout_sec == own
+    assert task.config.verifier.timeout_sec == own  # the task's own config is untouched

@@ -9,11 +9,12 @@ import pytest
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.integrations.acted_on import (
     OVERHEAD_S,
+    BudgetPlan,
     BudgetTooShortError,
     InvalidOutcomeError,
     budget_needed,
-    check_budget,
     mount_baseline,
+    plan_budget,
     rewards_of,
 )
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
@@ -77,21 +78,40 @@ def test_an_inspect_without_an_image_is_the_daemon_s_failure() -> None:
         started_container({"Mounts": []})
 
 
-def test_sealed_needs_room_for_the_pristine_control_besides_the_tests() -> None:
-    assert budget_needed(60, Mode.SEALED) == 2 * 60 + OVERHEAD_S
+def test_sealed_needs_room_for_the_control_s_half_of_the_limit_after_the_tests() -> None:
+    assert budget_needed(60, Mode.SEALED) == 60 + 30 + OVERHEAD_S
     assert budget_needed(60, Mode.CLEARED) == 60 + OVERHEAD_S
 
 
-def test_a_budget_that_covers_the_verification_passes() -> None:
-    check_budget(180, 60, Mode.SEALED, "x {}")
-    check_budget(None, 60, Mode.SEALED, "x {}")
+HOW = "run harbor with --verifier-timeout-multiplier {}"
 
 
-def test_a_harness_timeout_under_cleanroom_s_own_limits_is_refused_with_the_fix() -> None:
-    how = "run harbor with --verifier-timeout-multiplier {}"
-    refused = r"allowed 60 s.*needs up to 180 s.*multiplier 3\.0"
+def test_a_budget_with_room_for_everything_changes_nothing() -> None:
+    assert plan_budget(None, 60, Mode.SEALED, HOW) == BudgetPlan()
+    assert plan_budget(150, 60, Mode.SEALED, HOW) == BudgetPlan()
+    assert plan_budget(120, 60, Mode.CLEARED, HOW) == BudgetPlan()
+
+
+def test_harbors_default_budget_runs_the_control_alongside_and_keeps_a_reserve() -> None:
+    # Harbor's default: the task's own limit. A tenth of it, at least 10 s, is reserved.
+    assert plan_budget(60, 60, Mode.SEALED, HOW) == BudgetPlan(50.0, True)
+    assert plan_budget(600, 600, Mode.SEALED, HOW) == BudgetPlan(540.0, True)
+    # At most 60 s are reserved, however long the budget.
+    assert plan_budget(1200, 1200, Mode.SEALED, HOW) == BudgetPlan(1140.0, True)
+
+
+def test_a_budget_short_only_of_the_control_keeps_the_task_s_limit() -> None:
+    assert plan_budget(120, 60, Mode.SEALED, HOW) == BudgetPlan(None, True)
+
+
+def test_the_modes_without_a_control_only_shorten_the_tests() -> None:
+    assert plan_budget(60, 60, Mode.CLEARED, HOW) == BudgetPlan(50.0, False)
+
+
+def test_a_budget_that_leaves_no_time_for_the_tests_is_refused_with_the_fix() -> None:
+    refused = r"allowed 6 s.*keeps 10 s.*leaves 0 s.*multiplier 0\.3"
     with pytest.raises(BudgetTooShortError, match=refused):
-        check_budget(60, 60, Mode.SEALED, how)
+        plan_budget(6, 60, Mode.SEALED, HOW)
     # The factor applies to the harness's own base when it overrides the task's limit.
-    with pytest.raises(BudgetTooShortError, match=r"multiplier 1\.8"):
-        check_budget(100, 60, Mode.SEALED, how, base_s=100)
+    with pytest.raises(BudgetTooShortError, match=r"multiplier 1\.5"):
+        plan_budget(12, 60, Mode.SEALED, HOW, base_s=10)

@@ -10,6 +10,8 @@ ends as an outcome with a reason, never as a traceback.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome
@@ -92,7 +94,12 @@ def verify_task(
 
 
 def verify_acted_on(
-    task: Task, acted: ActedOn, runtime: VerificationRuntime, options: VerifyOptions
+    task: Task,
+    acted: ActedOn,
+    runtime: VerificationRuntime,
+    options: VerifyOptions,
+    *,
+    control_alongside: bool = False,
 ) -> Outcome:
     """Verify a container someone else started and the agent already acted in.
 
@@ -100,11 +107,34 @@ def verify_acted_on(
     pristine control in `sealed`, on the very image the agent's container was started
     from. The container is left to its owner: frozen or killed (as the mode needs),
     never removed.
+
+    ``control_alongside`` runs the pristine control beside the verification instead of
+    after it, when a harness's budget has no room for one after the other: the control
+    is started at once (its tests limited to half the verifier's limit, the most a
+    control that counts may take) and its result read only if the verification needs it.
     """
-    verified = verify_existing_container(task, acted, runtime, options)
     if options.mode is not Mode.SEALED:
-        return verified.outcome
-    return _with_pristine_control(task, verified, runtime, VerifyOptions(options.mode), acted.image)
+        return verify_existing_container(task, acted, runtime, options).outcome
+    step = next((s for s in task.steps if s.name == acted.step), None)
+    control_options = VerifyOptions(options.mode, test_limit_s=options.test_limit_s)
+    if not control_alongside:
+        verified = verify_existing_container(task, acted, runtime, options)
+        return _with_pristine_control(task, verified, runtime, control_options, acted.image)
+    half = options.test_limit(_verifier_limit(task, step)) / 2
+    with ThreadPoolExecutor(1, thread_name_prefix="pristine-control") as pool:
+        control = pool.submit(
+            _pristine_control,
+            task,
+            runtime,
+            replace(control_options, test_limit_s=half),
+            acted.image,
+            step,
+        )
+        verified = verify_existing_container(task, acted, runtime, options)
+        if not needs_pristine_control(verified):
+            return verified.outcome
+        limit = options.test_limit(_verifier_limit(task, step))
+        return blame_state(verified, control.result(), limit).outcome
 
 
 def _with_pristine_control(
@@ -119,9 +149,20 @@ def _with_pristine_control(
     if not needs_pristine_control(verified):
         return verified.outcome
     step = _failed_step(task, verified)
-    noop = AgentSpec.noop()
-    control = run_rollout(task, noop, runtime, control_options, image, only_step=step)
-    return blame_state(verified, control, _verifier_limit(task, step)).outcome
+    control = _pristine_control(task, runtime, control_options, image, step)
+    limit = control_options.test_limit(_verifier_limit(task, step))
+    return blame_state(verified, control, limit).outcome
+
+
+def _pristine_control(
+    task: Task,
+    runtime: VerificationRuntime,
+    options: VerifyOptions,
+    image: str | None,
+    step: TaskStep | None,
+) -> Verified:
+    """A no-op's run of the task's verifier (of ``step``) on the pristine state."""
+    return run_rollout(task, AgentSpec.noop(), runtime, options, image, only_step=step)
 
 
 def _failed_step(task: Task, verified: Verified) -> TaskStep | None:

@@ -64,7 +64,18 @@ class VerifyOptions:
     # ``head`` as uid 0, as some harnesses do. Never a way to score: the red team's
     # demonstration of a trojaned reader (``trojan-head``).
     in_container_reader: bool = False
+    # The most the verifier's setup commands and test.sh may run, when a harness's budget
+    # leaves less than the task's own ``timeout_sec`` (which wins when it is shorter).
+    test_limit_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.in_container_reader and self.mode is not Mode.SHARED:
             raise ValueError("the in-container reader is for shared's demonstrations only")
+        if self.test_limit_s is not None and not self.test_limit_s > 0:
+            raise ValueError(f"test_limit_s must be above 0, not {self.test_limit_s!r}")
+
+    def test_limit(self, task_limit_s: float) -> float:
+        """The limit the verifier runs under: the task's, or less where asked."""
+        if self.test_limit_s is None:
+            return task_limit_s
+        return min(task_limit_s, self.test_limit_s)

@@ -147,7 +147,7 @@ def new_context(
         options=options,
         agent_label=label,
         plan=plan(options.mode),
-        verifier=task.config.verifier,
+        verifier=_limited(task.config.verifier, options),
         limits=Limits.of(task),
         workdir=task.config.environment.workdir,
         envs=envs,
@@ -179,6 +179,14 @@ def resolve_environments(task: Task) -> Environments | str:
     return Environments(own_env, solution, verifier, separate, verifier)
 
 
+def _limited(verifier: VerifierConfig, options: VerifyOptions) -> VerifierConfig:
+    """The task's ``[verifier]`` under the limit the options set."""
+    limit = options.test_limit(verifier.timeout_sec)
+    if limit == verifier.timeout_sec:
+        return verifier
+    return verifier.model_copy(update={"timeout_sec": limit})
+
+
 def for_step(ctx: RunContext, step: TaskStep, more_steps: bool) -> RunContext | str:
     """The context of one step's verification: the task's ``[verifier]`` with the step's
     Harbor fields over it (its env added to the task's, templates resolved); what is
@@ -191,7 +199,7 @@ def for_step(ctx: RunContext, step: TaskStep, more_steps: bool) -> RunContext | 
         return f"{ctx.task.name}/task.toml: {exc}"
     verifier = task_vcfg.model_copy(
         update={
-            "timeout_sec": own.timeout_sec,
+            "timeout_sec": ctx.options.test_limit(own.timeout_sec),
             "user": own.user if own.user is not None else task_vcfg.user,
             "network_mode": own.network_mode or task_vcfg.network_mode,
             "env": {**task_vcfg.env, **own.env},
