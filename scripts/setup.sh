@@ -21,7 +21,7 @@ PACKAGES=(
   libreoffice-writer libreoffice-gtk3 fonts-dejavu-core
   chromium
   dbus dbus-x11 at-spi2-core python3-pyatspi python3-gi gir1.2-atspi-2.0
-  python3-venv sudo procps ripgrep wrk ca-certificates
+  python3-venv sudo procps ripgrep wrk ca-certificates curl
   runc tini
   gcc libc6-dev
 )
@@ -62,6 +62,28 @@ fi
 if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
   say "building $BASE_IMAGE with debootstrap (about a minute, once)"
   "$here/scripts/build-base-image.sh" "$BASE_IMAGE" "$DEBIAN_MIRROR"
+fi
+
+# podman's Docker-compatible API (rootful), for `--environment podman` and Harbor's podman
+# environment: a service in the background when none answers, with the base image loaded
+# from Docker's store (podman keeps its own).
+PODMAN_SOCKET=/run/podman/podman.sock
+if ! curl -fsS --unix-socket "$PODMAN_SOCKET" http://podman/_ping >/dev/null 2>&1; then
+  say "starting podman's API service"
+  mkdir -p /run/podman
+  nohup podman system service --time=0 "unix://$PODMAN_SOCKET" >/var/log/cleanroom-podman.log 2>&1 &
+  for _ in $(seq 1 50); do
+    curl -fsS --unix-socket "$PODMAN_SOCKET" http://podman/_ping >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  curl -fsS --unix-socket "$PODMAN_SOCKET" http://podman/_ping >/dev/null 2>&1 || {
+    echo "setup: podman's API service did not come up; see /var/log/cleanroom-podman.log" >&2
+    exit 1
+  }
+fi
+if ! podman image exists "$BASE_IMAGE"; then
+  say "loading $BASE_IMAGE into podman"
+  docker save "$BASE_IMAGE" | podman load -q >/dev/null
 fi
 
 # The Python environment with the cleanroom command.

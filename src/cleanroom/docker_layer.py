@@ -28,6 +28,12 @@ import requests
 from cleanroom.exec_result import ExecResult
 
 DEFAULT_HOST = "unix:///var/run/docker.sock"
+# Podman's Docker-compatible API, as rootful `podman system service` serves it.
+PODMAN_HOST = "unix:///run/podman/podman.sock"
+# Podman (crun or runc under it) cannot raise a container's open-file and process limits
+# past the service's own here: every container podman starts gets these, as `podman run
+# --ulimit` would set them.
+PODMAN_ULIMITS = (("nofile", 4096, 4096), ("nproc", 4096, 4096))
 OUTPUT_CAP_BYTES = 256 * 1024
 _POLL_S = 0.05
 _INSPECT_EVERY_S = 0.25
@@ -94,28 +100,58 @@ class ContainerInfo:
 class Docker:
     """One connection to the daemon; every method is one effect, failing as ``error``."""
 
-    def __init__(self, client: Any, stream_api: Any, error: type[DockerError] = DockerError):
+    def __init__(
+        self,
+        client: Any,
+        stream_api: Any,
+        error: type[DockerError] = DockerError,
+        *,
+        podman: bool = False,
+    ):
         self.client = client
         self.api = client.api
         self.stream_api = stream_api  # no read timeout: a command may be silent for long
         self.error = error
+        # Podman answering the Docker API: containers get `PODMAN_ULIMITS`.
+        self.podman = podman
 
     @classmethod
     def connect(
-        cls, timeout: int = 300, *, max_pool_size: int = 10, error: type[DockerError] = DockerError
+        cls,
+        timeout: int = 300,
+        *,
+        max_pool_size: int = 10,
+        error: type[DockerError] = DockerError,
+        host: str | None = None,
     ) -> Docker:
-        """A client of the daemon the environment names (``DOCKER_HOST`` or the local
-        socket). Raises ``error`` when the daemon does not answer. Calls time out after
+        """A client of the daemon at ``host``, else the one the environment names
+        (``DOCKER_HOST`` or the local socket): Docker, or podman's Docker-compatible API.
+        Raises ``error`` when the daemon does not answer. Calls time out after
         ``timeout`` seconds; a command's output is read without a limit (`exec` keeps its
         own)."""
-        where = os.environ.get("DOCKER_HOST", DEFAULT_HOST)
-        with translated(f"connecting to the Docker daemon at {where}", error):
-            client = docker.from_env(timeout=timeout, max_pool_size=max_pool_size)
+        where = host or os.environ.get("DOCKER_HOST", DEFAULT_HOST)
+        with translated(f"connecting to the container daemon at {where}", error):
+            # From the environment unless a host is named (DOCKER_TLS_VERIFY and the rest).
+            def client_of(**kwargs: Any) -> Any:
+                if host is None:
+                    return docker.from_env(max_pool_size=max_pool_size, **kwargs)
+                return docker.DockerClient(base_url=host, max_pool_size=max_pool_size, **kwargs)
+
+            client = client_of(timeout=timeout)
             client.ping()
-            streams = docker.from_env(
-                timeout=None, max_pool_size=max_pool_size, version=client.api.api_version
-            ).api
-        return cls(client, streams, error)
+            streams = client_of(timeout=None, version=client.api.api_version).api
+            components = client.version().get("Components") or []
+            podman = any("podman" in str(c.get("Name", "")).lower() for c in components)
+        return cls(client, streams, error, podman=podman)
+
+    def _container_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The SDK's create options, with what this daemon needs of every container."""
+        if self.podman and "ulimits" not in options:
+            options["ulimits"] = [
+                docker.types.Ulimit(name=name, soft=soft, hard=hard)
+                for name, soft, hard in PODMAN_ULIMITS
+            ]
+        return options
 
     def _call(self, what: str) -> contextlib.AbstractContextManager[None]:
         return translated(what, self.error)
@@ -211,7 +247,10 @@ class Docker:
                 endpoint = self.api.create_endpoint_config(aliases=list(aliases))
                 options["networking_config"] = {options["network"]: endpoint}
             container = self.client.containers.create(
-                image, list(command) if command is not None else None, detach=True, **options
+                image,
+                list(command) if command is not None else None,
+                detach=True,
+                **self._container_options(options),
             )
             try:
                 container.start()
@@ -225,7 +264,9 @@ class Docker:
         """Create a container without starting it (its files can be archived); returns its id."""
         with self._call(f"creating a container from {image}"):
             container = self.client.containers.create(
-                image, list(command) if command is not None else None, **options
+                image,
+                list(command) if command is not None else None,
+                **self._container_options(options),
             )
         return str(container.id)
 
@@ -245,8 +286,14 @@ class Docker:
     def limit_cpus(self, container: str, cpus: float) -> None:
         """Let the container's processes use ``cpus`` CPUs (its ``NanoCpus``)."""
         with self._call(f"setting the CPU limit of {container[:12]}"):
-            url = self.api._url("/containers/{0}/update", container)
-            response = self.api._post_json(url, data={"NanoCpus": int(cpus * 10**9)})
+            if self.podman:  # podman 4 has no compatible update call, only its own
+                url = self.api._url("/libpod/containers/{0}/update", container)
+                period = 100_000
+                data = {"cpu": {"quota": int(cpus * period), "period": period}}
+            else:
+                url = self.api._url("/containers/{0}/update", container)
+                data = {"NanoCpus": int(cpus * 10**9)}
+            response = self.api._post_json(url, data=data)
             self.api._raise_for_status(response)
 
     def pause(self, container: str) -> None:

@@ -26,7 +26,14 @@ from cleanroom.audit.pool import JobPool, LocalPool
 from cleanroom.audit.probes import DEFAULT_PROBES
 from cleanroom.audit.run import run_audit
 from cleanroom.audit.summary import EXIT_INCOMPLETE, AuditSummary
-from cleanroom.cli.shared import AsJson, ImageMap, ImageMapFile
+from cleanroom.cli.shared import (
+    AsJson,
+    ContainerEnvironment,
+    Environment,
+    ImageMap,
+    ImageMapFile,
+    use_environment,
+)
 from cleanroom.cli.styles import AUDIT_VERDICT, FLAG_SEVERITY
 from cleanroom.cli.verify import parse_image_map, read_image_map_file
 from cleanroom.store.auditdb import AuditStoreError
@@ -75,6 +82,7 @@ def audit(
         ),
     ] = None,
     image_map: ImageMap = None,
+    environment: Environment = ContainerEnvironment.DOCKER,
     image_map_file: ImageMapFile = None,
     ray_address: Annotated[
         str | None,
@@ -88,6 +96,7 @@ def audit(
 ) -> None:
     """Audit every task: exit 0 when none is flagged, 1 when some are, 2 when the audit is
     incomplete or could not run."""
+    use_environment(environment)
     if image_map is None:
         image_map = []
     if probes is None:

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cleanroom.cli.shared import AsJson
+from cleanroom.cli.shared import AsJson, ContainerEnvironment, Environment, use_environment
 from cleanroom.cli.styles import passed_style
 from cleanroom.redteam import html_report
 from cleanroom.redteam.assets import AssetBuildFailed, assets_for
@@ -53,8 +53,10 @@ def redteam(
         typer.Option("--mode", help="Modes to run (repeatable); default all three."),
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Rollouts run at the same time.")] = 2,
+    environment: Environment = ContainerEnvironment.DOCKER,
 ) -> None:
     """Run the red-team matrix; exit 0 when the verdict passes, 1 when not, 2 if it cannot run."""
+    use_environment(environment)
     if modes is None:
         modes = list(ALL_MODES)
     if attack_ids is None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import time
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+
+from cleanroom.docker_layer import PODMAN_HOST
 
 
 def console() -> Console:
@@ -55,3 +59,27 @@ NewRunFolder = Annotated[
     Path | None,
     typer.Option("--run", help="Run folder to create (default: a new one under runs/)."),
 ]
+
+
+class ContainerEnvironment(StrEnum):
+    """Where container tasks run: Docker, or podman through its Docker-compatible API."""
+
+    DOCKER = "docker"
+    PODMAN = "podman"
+
+
+Environment = Annotated[
+    ContainerEnvironment,
+    typer.Option(
+        "--environment",
+        help="Run the task containers on Docker (DOCKER_HOST or the local daemon) or on "
+        "podman (its API service at " + PODMAN_HOST.removeprefix("unix://") + ").",
+    ),
+]
+
+
+def use_environment(environment: ContainerEnvironment) -> None:
+    """Point this process, and every process and Ray task it starts, at ``environment``'s
+    daemon: podman's API takes the place of ``DOCKER_HOST``; Docker leaves it as it is."""
+    if environment is ContainerEnvironment.PODMAN:
+        os.environ["DOCKER_HOST"] = PODMAN_HOST

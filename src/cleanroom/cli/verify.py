@@ -11,7 +11,14 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from cleanroom.cli.shared import AsJson, ImageMap, ImageMapFile
+from cleanroom.cli.shared import (
+    AsJson,
+    ContainerEnvironment,
+    Environment,
+    ImageMap,
+    ImageMapFile,
+    use_environment,
+)
 from cleanroom.cli.styles import status_style
 from cleanroom.core.outcomes import (
     EXIT_AGENT_FAULT,
@@ -57,6 +64,7 @@ def verify(
         ),
     ] = False,
     image_map: ImageMap = None,
+    environment: Environment = ContainerEnvironment.DOCKER,
     artifacts_dir: Annotated[
         Path | None,
         typer.Option(
@@ -75,6 +83,7 @@ def verify(
     """Verify container tasks; exit 0 success, 1 failure, 2 invalid (the infrastructure's
     fault, excluded), 3 a failure scored 0 for the agent's own act (tamper, ...). With
     several tasks the exit code is the most serious of theirs: 2, then 3, then 1, then 0."""
+    use_environment(environment)
     if image_map is None:
         image_map = []
     chosen = [flag for flag, on in (("--solution", solution), ("--noop", noop)) if on]

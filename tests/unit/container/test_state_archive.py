@@ -9,8 +9,10 @@ import pytest
 
 from cleanroom.verifiers.container.agent_state.state_archive import (
     PATH_MAX,
+    ArchiveNotRooted,
     StateArchiveError,
     copy_capped,
+    rooted,
     scan,
     without_dropped,
 )
@@ -103,3 +105,24 @@ def test_a_name_that_is_not_utf8_is_scanned_and_carried_like_any_other() -> None
 
     assert (found.dropped, found.too_long) == (["app/zero"], "")
     assert names(out) == ["app", odd]
+
+
+def test_podman_s_unrooted_names_are_given_the_path_s_own_name() -> None:
+    # podman 4's archive of a paused container's volume: '' for the folder, '/x' beneath.
+    got = io.BytesIO()
+    rooted(archive(entry("", tarfile.DIRTYPE), entry("/a.txt"), entry("/sub/")), got, "artifacts")
+    assert names(got) == ["artifacts", "artifacts/a.txt", "artifacts/sub"]
+
+
+def test_an_archive_docker_names_passes_unchanged() -> None:
+    got = io.BytesIO()
+    rooted(archive(entry("app", tarfile.DIRTYPE), entry("app/x")), got, "app")
+    assert names(got) == ["app", "app/x"]
+
+
+def test_a_member_outside_the_path_is_the_daemons_fault() -> None:
+    with pytest.raises(ArchiveNotRooted, match="'etc/passwd'"):
+        rooted(archive(entry("app", tarfile.DIRTYPE), entry("etc/passwd")), io.BytesIO(), "app")
+    # A name that only starts like the path is not beneath it.
+    with pytest.raises(ArchiveNotRooted):
+        rooted(archive(entry("application")), io.BytesIO(), "app")

@@ -119,6 +119,36 @@ def without_dropped(
         raise StateArchiveError(f"the state archive is unreadable: {exc}") from exc
 
 
+class ArchiveNotRooted(Exception):
+    """A daemon's archive of a path holds a member that is neither the path's own name
+    nor beneath it: the daemon's fault, not the agent's (an agent names files, never the
+    prefix the daemon gives them)."""
+
+
+def rooted(archive: IO[bytes], out: IO[bytes], top: str) -> None:
+    """Copy a tar stream to ``out`` with every member named ``top`` or beneath it, as
+    Docker names an archive of a path. podman 4 names the members of an archive of a
+    stopped or paused container's volume ``''`` (the path itself) and ``/x`` (beneath
+    it); those are renamed. `ArchiveNotRooted` for any other name."""
+    try:
+        with (
+            tarfile.open(fileobj=archive, mode="r|") as src,
+            tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as dst,
+        ):
+            for member in src:
+                name = member.name
+                if name in ("", ".", "/"):
+                    member.name = top
+                elif name.startswith("/"):
+                    member.name = top + name.rstrip("/")
+                elif name != top and not name.startswith(top + "/"):
+                    raise ArchiveNotRooted(f"the archive of {top} holds {name[:120]!r}")
+                data = src.extractfile(member) if member.isreg() else None
+                dst.addfile(member, data)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise StateArchiveError(f"the state archive is unreadable: {exc}") from exc
+
+
 def copy_capped(chunks: object, out: IO[bytes], cap: int) -> int | None:
     """Write an iterable of byte chunks to ``out``; the byte count, or None past ``cap``."""
     total = 0

@@ -108,6 +108,8 @@ class DockerStateTransfer:
         if size is None:
             spooled.close()
             raise StateTooLarge(path, cap)
+        if self.docker.podman:
+            spooled = _rooted(spooled, posixpath.basename(path.rstrip("/")) or "/")
         copy = StateCopy(path, kind, spooled)
         try:
             found = state_archive.scan(state_archive.rewind(spooled), artifact)
@@ -155,3 +157,19 @@ class DockerStateTransfer:
             parent = posixpath.dirname(copy.path) or "/"
             copy.archive.seek(0)
             self.docker.put_archive(container, parent, copy.archive)
+
+
+def _rooted(spooled: IO[bytes], top: str) -> IO[bytes]:
+    """``spooled`` with its members named as Docker names them (`state_archive.rooted`)."""
+    out: IO[bytes] = tempfile.TemporaryFile(prefix="cleanroom-state-")  # noqa: SIM115
+    try:
+        state_archive.rooted(state_archive.rewind(spooled), out, top)
+    except state_archive.ArchiveNotRooted as exc:
+        out.close()
+        raise RuntimeUnavailable(str(exc)) from exc
+    except BaseException:
+        out.close()
+        raise
+    finally:
+        spooled.close()
+    return out
