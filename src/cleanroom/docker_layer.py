@@ -286,6 +286,7 @@ class Docker:
     def limit_cpus(self, container: str, cpus: float) -> None:
         """Let the container's processes use ``cpus`` CPUs (its ``NanoCpus``)."""
         with self._call(f"setting the CPU limit of {container[:12]}"):
+            data: dict[str, Any]
             if self.podman:  # podman 4 has no compatible update call, only its own
                 url = self.api._url("/libpod/containers/{0}/update", container)
                 period = 100_000
