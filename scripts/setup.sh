@@ -68,6 +68,15 @@ fi
 # environment: a service in the background when none answers, with the base image loaded
 # from Docker's store (podman keeps its own).
 PODMAN_SOCKET=/run/podman/podman.sock
+# podman cannot raise a container's open-file and process limits here: every container
+# gets these (podman reads its drop-ins at each start, the service at its own).
+podman_conf=/etc/containers/containers.conf.d/50-cleanroom.conf
+if [[ ! -f $podman_conf ]]; then
+  mkdir -p "$(dirname "$podman_conf")"
+  printf '[containers]\ndefault_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]\n' >"$podman_conf"
+  pkill -f "podman system service" || true  # started below, reading the limits
+  sleep 0.5
+fi
 if ! curl -fsS --unix-socket "$PODMAN_SOCKET" http://podman/_ping >/dev/null 2>&1; then
   say "starting podman's API service"
   mkdir -p /run/podman

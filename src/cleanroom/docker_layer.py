@@ -30,10 +30,6 @@ from cleanroom.exec_result import ExecResult
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 # Podman's Docker-compatible API, as rootful `podman system service` serves it.
 PODMAN_HOST = "unix:///run/podman/podman.sock"
-# Podman (crun or runc under it) cannot raise a container's open-file and process limits
-# past the service's own here: every container podman starts gets these, as `podman run
-# --ulimit` would set them.
-PODMAN_ULIMITS = (("nofile", 4096, 4096), ("nproc", 4096, 4096))
 OUTPUT_CAP_BYTES = 256 * 1024
 _POLL_S = 0.05
 _INSPECT_EVERY_S = 0.25
@@ -112,7 +108,7 @@ class Docker:
         self.api = client.api
         self.stream_api = stream_api  # no read timeout: a command may be silent for long
         self.error = error
-        # Podman answering the Docker API: containers get `PODMAN_ULIMITS`.
+        # Podman answering the Docker API (its own calls where it has no compatible one).
         self.podman = podman
 
     @classmethod
@@ -143,15 +139,6 @@ class Docker:
             components = client.version().get("Components") or []
             podman = any("podman" in str(c.get("Name", "")).lower() for c in components)
         return cls(client, streams, error, podman=podman)
-
-    def _container_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        """The SDK's create options, with what this daemon needs of every container."""
-        if self.podman and "ulimits" not in options:
-            options["ulimits"] = [
-                docker.types.Ulimit(name=name, soft=soft, hard=hard)
-                for name, soft, hard in PODMAN_ULIMITS
-            ]
-        return options
 
     def _call(self, what: str) -> contextlib.AbstractContextManager[None]:
         return translated(what, self.error)
@@ -250,7 +237,7 @@ class Docker:
                 image,
                 list(command) if command is not None else None,
                 detach=True,
-                **self._container_options(options),
+                **options,
             )
             try:
                 container.start()
@@ -266,7 +253,7 @@ class Docker:
             container = self.client.containers.create(
                 image,
                 list(command) if command is not None else None,
-                **self._container_options(options),
+                **options,
             )
         return str(container.id)
 

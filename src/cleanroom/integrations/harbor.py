@@ -16,8 +16,10 @@ the trial's exception and no reward rather than a 0.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ from harbor.models.trial.paths import EnvironmentPaths
 from harbor.models.verifier.result import VerifierResult
 from harbor.verifier.base import BaseVerifier
 
+from cleanroom.docker_layer import PODMAN_HOST
 from cleanroom.integrations.acted_on import (
     BudgetTooShortError,
     InvalidOutcomeError,
@@ -42,6 +45,7 @@ from cleanroom.integrations.acted_on import (
     verify_compose_service,
 )
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
 # Harbor's name for the service the agent runs in.
 MAIN_SERVICE = "main"
@@ -59,6 +63,15 @@ def compose_project_name(name: str) -> str:
     if not re.match(r"[a-z0-9]", name):
         name = "0" + name
     return re.sub(r"[^a-z0-9_-]", "-", name)
+
+
+def _runtime_of(environment: DockerEnvironment) -> Callable[[], DockerRuntime]:
+    """How to reach the daemon that runs ``environment``'s containers: podman's API for
+    Harbor's podman environment (a `DockerEnvironment` with podman as its engine), else
+    Docker's."""
+    if environment.type() == "podman":
+        return functools.partial(DockerRuntime.connect, host=PODMAN_HOST)
+    return DockerRuntime.connect
 
 
 class SealedVerifier(BaseVerifier):
@@ -134,6 +147,7 @@ class SealedVerifier(BaseVerifier):
             harness_dirs,
             step=self.step_name,
             budget=budget,
+            connect=_runtime_of(environment),
         )
         # One record per step: Harbor moves nothing of the trial folder's top level.
         name = OUTCOME_FILE if step is None else f"cleanroom-outcome.{step.name}.json"

@@ -16,9 +16,13 @@ from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
+# A process left behind that keeps the planted reward in place. It ignores the hangup and
+# the termination a pty's end sends (podman-compose's exec gives the agent's commands a
+# tty, and a plain background process dies with it).
 REWRITER = (
-    "nohup setsid sh -c 'while :; do printf 1 1<> /logs/verifier/reward.txt; sleep 0.05; done' "
-    ">/dev/null 2>&1 < /dev/null &"
+    "(trap '' HUP INT TERM; setsid sh -c 'trap \"\" HUP INT TERM; "
+    "while :; do printf 1 1<> /logs/verifier/reward.txt; sleep 0.05; done' "
+    ">/dev/null 2>&1 < /dev/null &); sleep 0.2"
 )
 
 

@@ -15,11 +15,14 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cleanroom.docker_layer import PODMAN_HOST
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -42,10 +45,11 @@ def harbor_run(
     task: Path,
     agent: list[str],
     verifier: tuple[str, ...] = (),
+    environment: str = "docker",
 ) -> dict[str, Any]:
-    """One trial of ``task`` through `harbor run`; its trial folder's result.json, with
-    the trial folder itself under ``"trial_dir"``."""
-    results = harbor_run_all(runtime, jobs, task, agent, verifier)
+    """One trial of ``task`` through `harbor run` in Harbor's ``environment``; its trial
+    folder's result.json, with the trial folder itself under ``"trial_dir"``."""
+    results = harbor_run_all(runtime, jobs, task, agent, verifier, environment=environment)
     assert len(results) == 1, f"expected one trial, found {sorted(results)}"
     return next(iter(results.values()))
 
@@ -57,6 +61,7 @@ def harbor_run_all(
     agent: list[str],
     verifier: tuple[str, ...] = (),
     concurrent: int = 1,
+    environment: str = "docker",
 ) -> dict[str, dict[str, Any]]:
     """A `harbor run` of a task or a dataset folder of tasks, ``concurrent`` trials at
     once; each trial's result.json by task name, with its trial folder under
@@ -70,8 +75,11 @@ def harbor_run_all(
         "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(REPO / "src")]),
         # What cleanroom starts inside Harbor is removed with the test's runtime.
         "CLEANROOM_LABELS": ",".join(f"{k}={v}" for k, v in runtime.labels.items()),
+        # Harbor's podman environment runs the podman-compose that .venv-harbor holds.
+        "PATH": os.pathsep.join([str(HARBOR.parent), os.environ.get("PATH", "")]),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
-    argv = [str(HARBOR), "run", "-p", str(path), *agent, *verifier]
+    argv = [str(HARBOR), "run", "-p", str(path), "--env", environment, *agent, *verifier]
     argv += ["-o", str(jobs), "-n", str(concurrent), "-y"]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=540)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -332,3 +340,85 @@ def test_the_sealed_verifier_scores_each_state_and_runner_attack_zero_inside_har
     assert reward(result) == 0.0
     seen = outcome(result)
     assert (seen["outcome"], seen["reason"]) == ("failure", STATE_AND_RUNNER_ATTACKS[attack])
+
+
+# --- Harbor's podman environment ---------------------------------------------------------
+# Debian's podman, rootful, with podman-compose as its compose frontend: the same cases as
+# on Docker. The oracle scores 1; a planted reward kept alive by a leftover process scores
+# 1 under Harbor's own verifier (the naive baseline) and 0 under `SealedVerifier`, for the
+# agent's tamper; a verifier that cannot give a reward on any state reaches Harbor as an
+# exception, never a 0. `SealedVerifier` reaches the agent's container through podman's
+# Docker-compatible API.
+
+PODMAN = "podman"
+
+
+@pytest.fixture(scope="module")
+def podman(docker_labels: dict[str, str]) -> Iterator[DockerRuntime]:
+    """podman's API, with what cleanroom starts in these trials labelled for cleanup."""
+    try:
+        rt = DockerRuntime.connect(docker_labels, host=PODMAN_HOST)
+    except RuntimeUnavailable as exc:
+        pytest.fail(f"these tests need podman's API service ({exc}); run `make setup`")
+    assert rt.docker.podman, "the service at the podman socket is not podman"
+    yield rt
+    rt.remove_labelled(docker_labels, images=False)
+
+
+def test_the_oracle_scores_one_on_podman(podman: DockerRuntime, tmp_path: Path) -> None:
+    result = harbor_run(podman, tmp_path, TASK, ["--agent", "oracle"], SEALED_ARGS, PODMAN)
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 1.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["details"]["mode"]) == ("success", "sealed")
+    assert seen["details"]["agent_processes"] == "killed"
+
+
+def test_a_rewriting_process_fools_harbors_own_verifier_on_podman(
+    podman: DockerRuntime, tmp_path: Path
+) -> None:
+    """The naive baseline on podman: the attack works against Harbor's default verifier."""
+    result = harbor_run(podman, tmp_path, TASK, ["--agent-import-path", PLANTING_AGENT], (), PODMAN)
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 1.0  # the task was never done
+
+
+def test_the_sealed_verifier_scores_the_same_attack_zero_on_podman(
+    podman: DockerRuntime, tmp_path: Path
+) -> None:
+    result = harbor_run(
+        podman, tmp_path, TASK, ["--agent-import-path", PLANTING_AGENT], SEALED_ARGS, PODMAN
+    )
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 0.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["reason"], seen["caused_by"]) == ("failure", "tamper", "agent")
+    assert seen["details"]["tamper"] == ["A /logs/verifier/reward.txt"]
+
+
+def test_an_agent_that_hangs_the_tests_gets_its_zero_on_podman(
+    podman: DockerRuntime, tmp_path: Path
+) -> None:
+    """In Harbor's default budget, the pristine control beside the verification."""
+    task = with_verifier_limit(tmp_path, 20)
+    result = harbor_run(
+        podman, tmp_path / "jobs", task, ["--agent-import-path", HANGING_AGENT], SEALED_ARGS, PODMAN
+    )
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 0.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["reason"]) == ("failure", "broke_verifier")
+    assert seen["budget"]["control"] == "alongside"
+
+
+def test_an_invalid_outcome_reaches_harbor_as_an_exception_on_podman(
+    podman: DockerRuntime, tmp_path: Path
+) -> None:
+    task = tmp_path / "junk-reward"
+    shutil.copytree(TASK, task)
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho nan > /logs/verifier/reward.txt\n")
+    result = harbor_run(podman, tmp_path / "jobs", task, ["--agent", "oracle"], SEALED_ARGS, PODMAN)
+    assert reward(result) is None
+    info = result["exception_info"]
+    assert info is not None and info["exception_type"] == "InvalidOutcomeError"
+    assert "bad_reward" in info["exception_message"]

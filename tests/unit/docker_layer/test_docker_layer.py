@@ -328,20 +328,6 @@ def test_an_image_name_is_split_for_pulling(image: str, parts: tuple[str, str]) 
     assert _split_tag(image) == parts
 
 
-class _NoApi:
-    api = None
-
-
-def test_podman_s_containers_get_the_limits_it_can_set_and_docker_s_none() -> None:
-    podman = Docker(_NoApi(), None, podman=True)
-    given = podman._container_options({"image": "x"})
-    limits = {(u["Name"], u["Soft"], u["Hard"]) for u in given["ulimits"]}
-    assert limits == set(docker_layer.PODMAN_ULIMITS)
-    # A caller's own limits stand.
-    assert podman._container_options({"ulimits": []}) == {"ulimits": []}
-    assert "ulimits" not in Docker(_NoApi(), None)._container_options({"image": "x"})
-
-
 def test_podman_as_the_environment_takes_the_place_of_docker_host(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

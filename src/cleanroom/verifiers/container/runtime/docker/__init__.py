@@ -40,13 +40,16 @@ class DockerRuntime:
         self.networks = DockerNetworks(docker, self.labels)
 
     @classmethod
-    def connect(cls, labels: Mapping[str, str] | None = None) -> DockerRuntime:
-        """Connect to the daemon from the environment (``DOCKER_HOST`` or the local socket).
+    def connect(
+        cls, labels: Mapping[str, str] | None = None, *, host: str | None = None
+    ) -> DockerRuntime:
+        """Connect to the daemon at ``host``, else the one the environment names
+        (``DOCKER_HOST`` or the local socket): Docker, or podman's compatible API.
 
         Labels listed in ``CLEANROOM_LABELS`` are added to everything this runtime
         creates, so a caller can find and remove what a child process built.
         """
-        docker = Docker.connect(timeout=300, max_pool_size=32, error=RuntimeUnavailable)
+        docker = Docker.connect(timeout=300, max_pool_size=32, error=RuntimeUnavailable, host=host)
         return cls(docker, {**labels_from_env(), **(labels or {})})
 
     def remove_labelled(self, labels: Mapping[str, str], *, images: bool = True) -> int:

@@ -87,6 +87,9 @@ class DockerContainers:
             working_dir=workdir or "",
             environment=dict(environment or {}),
             labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": name_hint},
+            # Docker's default capabilities on podman too, which leaves out MKNOD: an
+            # agent may make a device node on either, and is judged the same for it.
+            cap_add=["MKNOD"] if self.docker.podman else [],
             **limits.host_config(),
         )
         if services_network is not None and limits.network:
