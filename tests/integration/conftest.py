@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.docker_layer import PODMAN_HOST
 from cleanroom.environments.pool.pool import Pool, PoolConfig
 from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.lifecycle import wait_until
@@ -74,6 +75,18 @@ def runtime(docker_labels: dict[str, str]) -> Iterator[DockerRuntime]:
         pytest.fail(f"the base image {BASE_IMAGE} is missing ({exc}); run `make setup`")
     yield rt
     rt.remove_labelled(labels, images=False)
+
+
+@pytest.fixture(scope="session")
+def podman(docker_labels: dict[str, str]) -> Iterator[DockerRuntime]:
+    """podman's Docker-compatible API, with what the tests start there labelled for cleanup."""
+    try:
+        rt = DockerRuntime.connect(docker_labels, host=PODMAN_HOST)
+    except RuntimeUnavailable as exc:
+        pytest.fail(f"these tests need podman's API service ({exc}); run `make setup`")
+    assert rt.docker.podman, f"the service at {PODMAN_HOST} is not podman"
+    yield rt
+    rt.remove_labelled(docker_labels, images=False)
 
 
 # --- pools for the isolation checks ----------------------------------------------------

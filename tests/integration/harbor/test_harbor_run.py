@@ -15,14 +15,11 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cleanroom.docker_layer import PODMAN_HOST
-from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -351,18 +348,6 @@ def test_the_sealed_verifier_scores_each_state_and_runner_attack_zero_inside_har
 # Docker-compatible API.
 
 PODMAN = "podman"
-
-
-@pytest.fixture(scope="module")
-def podman(docker_labels: dict[str, str]) -> Iterator[DockerRuntime]:
-    """podman's API, with what cleanroom starts in these trials labelled for cleanup."""
-    try:
-        rt = DockerRuntime.connect(docker_labels, host=PODMAN_HOST)
-    except RuntimeUnavailable as exc:
-        pytest.fail(f"these tests need podman's API service ({exc}); run `make setup`")
-    assert rt.docker.podman, "the service at the podman socket is not podman"
-    yield rt
-    rt.remove_labelled(docker_labels, images=False)
 
 
 def test_the_oracle_scores_one_on_podman(podman: DockerRuntime, tmp_path: Path) -> None:

@@ -63,6 +63,24 @@ def test_the_table_marks_shared_as_the_demonstrating_mode(runtime: DockerRuntime
     assert "PASS: attacks demonstrated 1/1; sealed held 1/1" in done.stdout
 
 
+# The attacks where podman differs from Docker (a device node, an artifact's archive, a
+# writer left running) and the rows of their tasks, on podman: the same verdicts.
+PODMAN_ATTACKS = ("device-reward", "artifact-link-chain", "background-writer")
+
+
+def test_the_matrix_on_podman_gives_docker_s_verdicts(podman: DockerRuntime) -> None:
+    attacks = [arg for attack in PODMAN_ATTACKS for arg in ("--attack", attack)]
+    done = cleanroom("redteam", *attacks, "--environment", "podman", "--json", rt=podman)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(done.stdout)
+    assert data["verdict"]["passed"] is True, data["verdict"]["line"]
+    assert {r["attack"] for r in data["rows"] if r["kind"] == "attack"} == set(PODMAN_ATTACKS)
+    verdicts = {r["id"]: r["cells"]["sealed"]["verdict"] for r in data["rows"]}
+    assert verdicts["fix-median/device-reward"] == "held"
+    assert verdicts["artifact-answer/honest"] == "honest ok"
+
+
 def test_an_unknown_attack_exits_two() -> None:
     done = cleanroom("redteam", "--attack", "no-such-attack")
 
