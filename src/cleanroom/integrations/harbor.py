@@ -108,13 +108,10 @@ class SealedVerifier(BaseVerifier):
             if step is not None
             else resolve_task_verifier_mode(self.task.config)
         )
-        if mode is not VerifierEnvironmentMode.SHARED:
-            # Elsewhere Harbor hands the verifier another environment than the agent's.
-            raise ValueError(
-                "cleanroom's SealedVerifier verifies tasks in Harbor's shared verifier mode "
-                "(the agent's own container): remove [verifier] environment or "
-                "environment_mode = 'separate' from task.toml"
-            )
+        # In separate mode Harbor has stopped the agent's environment and hands this
+        # verifier a fresh one of the verifier's image with the agent's artifacts put
+        # back: they are verified the sealed way, as cleanroom verifies such a task.
+        separate = mode is VerifierEnvironmentMode.SEPARATE
         # Harbor's limit for a step is the step's own verifier limit (600 s by default).
         limit = float(
             (step.verifier if step is not None else self.task.config.verifier).timeout_sec
@@ -133,9 +130,10 @@ class SealedVerifier(BaseVerifier):
         # bound from the trial folder or not (``--ek auto_mounting=true``).
         paths = EnvironmentPaths.for_os(environment.os)
         made = [paths.agent_dir, paths.verifier_dir, paths.artifacts_dir]
-        if step is not None:
+        if step is not None or separate:
             # Before each step's verifier Harbor empties /logs/verifier and /tests in the
-            # agent's container, making /tests when it is not there.
+            # agent's container, making /tests when it is not there; a separate verifier's
+            # environment has /tests of its image.
             made.append(paths.tests_dir)
         harness_dirs = [str(p) for p in made]
         outcome = await asyncio.to_thread(

@@ -79,3 +79,18 @@ class CatalogueAgent(PlantingAgent):
         result = await environment.exec(command=self.attack.script)
         if result.return_code != 0:
             raise RuntimeError(f"{self.attack.id} failed: {result.stdout} {result.stderr}")
+
+
+class WrongAnswerAgent(PlantingAgent):
+    """Leaves a result that is not the answer: its trial is graded 0."""
+
+    @staticmethod
+    def name() -> str:
+        return "cleanroom-test-wrong-answer-agent"
+
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
+        result = await environment.exec(command="echo wrong > /app/result.txt")
+        if result.return_code != 0:
+            raise RuntimeError(f"writing the result failed: {result.stdout} {result.stderr}")

@@ -31,6 +31,7 @@ TASK = TASKS / "fix-median"
 SEALED = "cleanroom.integrations.harbor:SealedVerifier"
 PLANTING_AGENT = "harbor_agents:PlantingAgent"
 HANGING_AGENT = "harbor_agents:HangingAgent"
+WRONG_ANSWER_AGENT = "harbor_agents:WrongAnswerAgent"
 # A plain `harbor run`: Harbor allows the verifier the task's own limit, so the pristine
 # control runs beside the verification (see plan_budget).
 SEALED_ARGS = ("--verifier", SEALED)
@@ -51,6 +52,23 @@ def harbor_run(
     return next(iter(results.values()))
 
 
+def harbor_env(runtime: DockerRuntime) -> dict[str, str]:
+    """The environment `harbor` runs in for these tests."""
+    if not HARBOR.is_file():
+        pytest.fail("no .venv-harbor with Harbor: run `make setup` (needs Python 3.12+)")
+    return {
+        **os.environ,
+        # The agent of the tests' own is imported by Harbor from this folder, and
+        # cleanroom from this checkout's sources, whatever .venv-harbor installed.
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(REPO / "src")]),
+        # What cleanroom starts inside Harbor is removed with the test's runtime.
+        "CLEANROOM_LABELS": ",".join(f"{k}={v}" for k, v in runtime.labels.items()),
+        # Harbor's podman environment runs the podman-compose that .venv-harbor holds.
+        "PATH": os.pathsep.join([str(HARBOR.parent), os.environ.get("PATH", "")]),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+
+
 def harbor_run_all(
     runtime: DockerRuntime,
     jobs: Path,
@@ -63,19 +81,7 @@ def harbor_run_all(
     """A `harbor run` of a task or a dataset folder of tasks, ``concurrent`` trials at
     once; each trial's result.json by task name, with its trial folder under
     ``"trial_dir"``."""
-    if not HARBOR.is_file():
-        pytest.fail("no .venv-harbor with Harbor: run `make setup` (needs Python 3.12+)")
-    env = {
-        **os.environ,
-        # The agent of the tests' own is imported by Harbor from this folder, and
-        # cleanroom from this checkout's sources, whatever .venv-harbor installed.
-        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(REPO / "src")]),
-        # What cleanroom starts inside Harbor is removed with the test's runtime.
-        "CLEANROOM_LABELS": ",".join(f"{k}={v}" for k, v in runtime.labels.items()),
-        # Harbor's podman environment runs the podman-compose that .venv-harbor holds.
-        "PATH": os.pathsep.join([str(HARBOR.parent), os.environ.get("PATH", "")]),
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
+    env = harbor_env(runtime)
     argv = [str(HARBOR), "run", "-p", str(path), "--env", environment, *agent, *verifier]
     argv += ["-o", str(jobs), "-n", str(concurrent), "-y"]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=540)
@@ -289,6 +295,59 @@ def test_a_budget_that_leaves_no_time_for_the_tests_is_refused_before_verifying(
     assert info is not None and info["exception_type"] == "BudgetTooShortError"
     assert "--verifier-timeout-multiplier 0.3" in info["exception_message"]
     assert not (result["trial_dir"] / "cleanroom-outcome.json").exists()
+
+
+def separate_task(tmp_path: Path) -> Path:
+    """A copy of separate-verifier that Harbor's docker environment runs offline (it
+    enforces no-network with an egress-control image from a registry)."""
+    task = tmp_path / "separate-verifier"
+    shutil.copytree(TASKS / "separate-verifier", task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace('"no-network"', '"public"'))
+    return task
+
+
+def test_a_separate_verifier_s_task_is_verified_sealed_in_harbor_s_verifier_environment(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """Harbor stops the agent's environment and hands the verifier a fresh one of the
+    verifier's image with the artifacts put back: verified there, the sealed way."""
+    task = separate_task(tmp_path)
+    result = harbor_run(runtime, tmp_path / "jobs", task, ["--agent", "oracle"], SEALED_ARGS)
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 1.0
+    seen = outcome(result)
+    assert seen["outcome"] == "success"
+    carried = {a["source"]: a["status"] for a in seen["details"]["artifacts"]}
+    assert carried["/app/result.txt"] == "ok"
+    assert seen["details"]["state_paths"] == []  # the artifacts alone, as Harbor means it
+
+
+@pytest.mark.parametrize(
+    ("agent", "expected"),
+    [(["--agent", "oracle"], 1.0), (["--agent-import-path", WRONG_ANSWER_AGENT], 0.0)],
+    ids=["oracle", "wrong-answer"],
+)
+def test_harbor_regrades_recorded_trials_with_the_sealed_verifier(
+    runtime: DockerRuntime, tmp_path: Path, agent: list[str], expected: float
+) -> None:
+    """`harbor trial regrade` of a trial graded by Harbor's own verifier: the same reward
+    from `SealedVerifier`, on the recorded artifacts alone."""
+    task = separate_task(tmp_path)
+    recorded = harbor_run(runtime, tmp_path / "jobs", task, agent)
+    assert reward(recorded) == expected
+    argv = [str(HARBOR), "trial", "regrade", str(recorded["trial_dir"]), "-p", str(task)]
+    argv += [*SEALED_ARGS, "-o", str(tmp_path / "regraded")]
+    done = subprocess.run(
+        argv, env=harbor_env(runtime), capture_output=True, text=True, timeout=540
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (found,) = (tmp_path / "regraded").glob("*/result.json")
+    regraded: dict[str, Any] = json.loads(found.read_text())
+    regraded["trial_dir"] = found.parent
+    assert regraded.get("exception_info") is None, regraded["exception_info"]
+    assert reward(regraded) == expected
+    assert outcome(regraded)["details"]["mode"] == "sealed"
 
 
 CATALOGUE_AGENT = "harbor_agents:CatalogueAgent"
