@@ -350,6 +350,22 @@ def test_harbor_regrades_recorded_trials_with_the_sealed_verifier(
     assert outcome(regraded)["details"]["mode"] == "sealed"
 
 
+def test_a_task_with_a_skills_folder_is_verified(runtime: DockerRuntime, tmp_path: Path) -> None:
+    """``[environment] skills_dir`` is the agent's (Harbor hands its path to the agent):
+    the task loads and is verified as any other."""
+    task = tmp_path / "fix-median"
+    shutil.copytree(TASK, task)
+    toml = task / "task.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            "[environment]", '[environment]\nskills_dir = "/runtime/skills"', 1
+        )
+    )
+    result = harbor_run(runtime, tmp_path / "jobs", task, ["--agent", "oracle"], SEALED_ARGS)
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 1.0
+
+
 CATALOGUE_AGENT = "harbor_agents:CatalogueAgent"
 # The attacks on the agent's state as data and on the test runner, each with the agent's
 # reason for its 0 through Harbor (the rest of the catalogue runs in the red team's own

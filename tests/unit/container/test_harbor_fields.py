@@ -35,12 +35,10 @@ REFUSING = {
     "verifier.environment.mcp_servers": (
         '[[verifier.environment.mcp_servers]]\nname = "m"\nurl = "http://x"'
     ),
-    "verifier.environment.skills_dir": '[verifier.environment]\nskills_dir = "/skills"',
     "environment.allowed_hosts": '[environment]\nallowed_hosts = ["pypi.org"]',
     "environment.gpu_types": '[environment]\ngpu_types = ["H100"]',
     "environment.tpu": '[environment.tpu]\ntype = "v6e"\ntopology = "2x4"',
     "environment.mcp_servers": '[[environment.mcp_servers]]\nname = "m"\nurl = "http://x"',
-    "environment.skills_dir": '[environment]\nskills_dir = "/skills"',
     "steps.agent.allowed_hosts": ('[[steps]]\nname = "a"\n[steps.agent]\nallowed_hosts = ["a.b"]'),
     "steps.verifier.allowed_hosts": (
         '[[steps]]\nname = "a"\n[steps.verifier]\nallowed_hosts = ["a.b"]'
@@ -170,3 +168,11 @@ def test_a_refused_field_makes_the_rollout_an_environment_error(tmp_path: Path) 
 @pytest.mark.parametrize("setting", ["storage_mb = 10240", 'storage = "10G"'])
 def test_a_disk_size_is_kept_as_harbors_docker_environment_keeps_it(setting: str) -> None:
     parse_task_toml(f"[environment]\n{setting}", HERE)  # no error: many public tasks set it
+
+
+def test_a_skills_folder_is_read_with_harbor_s_meaning() -> None:
+    # A folder inside the environment that Harbor hands the agent; no verifier reads it.
+    config, _ = parse_task_toml('[environment]\nskills_dir = "/runtime/skills"', HERE)
+    assert config.environment.skills_dir == "/runtime/skills"
+    with pytest.raises(TaskConfigError, match="absolute path"):
+        parse_task_toml('[environment]\nskills_dir = "skills"', HERE)

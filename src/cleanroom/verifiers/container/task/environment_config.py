@@ -67,7 +67,7 @@ class EnvironmentConfig(Section):
     gpu_types: list[str] | None = None
     tpu: Any = None
     mcp_servers: list[Any] = Field(default_factory=list)
-    skills_dir: Any = None
+    skills_dir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     healthcheck: HealthcheckConfig | None = None
     workdir: str | None = None
@@ -120,8 +120,14 @@ class EnvironmentConfig(Section):
 
     @field_validator("skills_dir")
     @classmethod
-    def _no_skills(cls, value: Any) -> Any:
-        raise not_supported("an agent skills folder (skills_dir)")
+    def _skills_dir_is_a_folder_of_the_environment(cls, value: Any) -> str | None:
+        # Harbor's meaning: a folder inside the environment whose contents the agent
+        # copies into its own configuration. The agent's business; no verifier reads it.
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.startswith("/"):
+            raise ValueError(f"skills_dir must be an absolute path in the environment: {value!r}")
+        return value
 
     @field_validator("memory")
     @classmethod
