@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cleanroom.core.outcomes import Outcome, Status
+from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
 from cleanroom.verifiers.container.decision.verdict import Evidence, decide
 from cleanroom.verifiers.container.modes import Mode
@@ -108,6 +108,19 @@ class InvalidOutcomeError(Exception):
         super().__init__(f"cleanroom: invalid ({outcome.reason.value}): {outcome.detail}")
 
 
+class VerifierUnavailableError(InvalidOutcomeError):
+    """An invalid outcome because the container daemon did not answer: the one kind of
+    invalid that a second try may not meet. Harbor decides by the exception's class name
+    whether to retry (`override_error_policy`), so it has a name of its own."""
+
+
+def invalid_outcome_error(outcome: Outcome) -> InvalidOutcomeError:
+    """The exception ``outcome`` (invalid) is raised as."""
+    if outcome.reason is Reason.VERIFIER_UNAVAILABLE:
+        return VerifierUnavailableError(outcome)
+    return InvalidOutcomeError(outcome)
+
+
 def rewards_of(outcome: Outcome) -> dict[str, float]:
     """The rewards a harness records for ``outcome``; `InvalidOutcomeError` when invalid.
 
@@ -115,7 +128,7 @@ def rewards_of(outcome: Outcome) -> dict[str, float]:
     scored like any other failure.
     """
     if outcome.status is Status.INVALID or outcome.score is None:
-        raise InvalidOutcomeError(outcome)
+        raise invalid_outcome_error(outcome)
     return {"reward": outcome.score}
 
 

@@ -40,6 +40,7 @@ from cleanroom.docker_layer import PODMAN_HOST
 from cleanroom.integrations.acted_on import (
     BudgetTooShortError,
     InvalidOutcomeError,
+    VerifierUnavailableError,
     plan_budget,
     rewards_of,
     verify_compose_service,
@@ -52,7 +53,13 @@ MAIN_SERVICE = "main"
 # Written into the trial folder (not a folder bound into the agent's container).
 OUTCOME_FILE = "cleanroom-outcome.json"
 
-__all__ = ["BudgetTooShortError", "InvalidOutcomeError", "SealedVerifier", "compose_project_name"]
+__all__ = [
+    "BudgetTooShortError",
+    "InvalidOutcomeError",
+    "SealedVerifier",
+    "VerifierUnavailableError",
+    "compose_project_name",
+]
 
 
 def compose_project_name(name: str) -> str:

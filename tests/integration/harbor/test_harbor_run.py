@@ -188,6 +188,28 @@ def test_the_sealed_verifier_scores_the_same_attack_zero(
     assert seen["details"]["tamper"] == [evidence]
 
 
+@pytest.mark.parametrize(("policy", "retries"), [(False, 1), (True, 0)], ids=["default", "policy"])
+def test_the_documented_error_policy_keeps_harbor_from_retrying_an_invalid_outcome(
+    runtime: DockerRuntime, tmp_path: Path, policy: bool, retries: int
+) -> None:
+    """With --max-retries 1, Harbor retries an exception it does not know; the error
+    policy in examples/harbor/error-policy.yaml stops that for an invalid outcome, which
+    stays excluded from the job's metrics either way."""
+    task = tmp_path / "junk-reward"
+    shutil.copytree(TASK, task)
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho nan > /logs/verifier/reward.txt\n")
+    config = ("-c", str(REPO / "examples" / "harbor" / "error-policy.yaml")) if policy else ()
+    result = harbor_run(
+        runtime, tmp_path / "jobs", task, ["--agent", "oracle", "-r", "1", *config], SEALED_ARGS
+    )
+    assert result["exception_info"]["exception_type"] == "InvalidOutcomeError"
+    (job,) = (tmp_path / "jobs").glob("*/result.json")
+    stats = json.loads(job.read_text())["stats"]
+    assert stats["n_retries"] == retries
+    (evaluated,) = stats["evals"].values()
+    assert evaluated["n_trials"] == 0  # no reward counted, 0 or otherwise
+
+
 def test_an_invalid_outcome_reaches_harbor_as_an_exception_not_a_zero(
     runtime: DockerRuntime, tmp_path: Path
 ) -> None:

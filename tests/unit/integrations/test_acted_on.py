@@ -12,6 +12,7 @@ from cleanroom.integrations.acted_on import (
     BudgetPlan,
     BudgetTooShortError,
     InvalidOutcomeError,
+    VerifierUnavailableError,
     budget_needed,
     mount_baseline,
     plan_budget,
@@ -38,6 +39,17 @@ def test_an_invalid_outcome_is_raised_with_its_reason_never_a_zero() -> None:
     with pytest.raises(InvalidOutcomeError, match=r"verifier_unavailable.*daemon went away") as e:
         rewards_of(invalid)
     assert e.value.outcome is invalid
+
+
+def test_an_unanswering_daemon_has_an_exception_of_its_own_name_for_the_retry_policy() -> None:
+    # Harbor picks a retry policy by the exception's class name.
+    unavailable = Outcome.invalid(Reason.VERIFIER_UNAVAILABLE, "the daemon went away")
+    with pytest.raises(VerifierUnavailableError):
+        rewards_of(unavailable)
+    junk = Outcome.invalid(Reason.BAD_REWARD, "nan")
+    with pytest.raises(InvalidOutcomeError) as caught:
+        rewards_of(junk)
+    assert type(caught.value) is InvalidOutcomeError
 
 
 def test_only_an_invalid_outcome_makes_the_error() -> None:
