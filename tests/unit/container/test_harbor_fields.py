@@ -32,13 +32,9 @@ REFUSING = {
     "verifier.environment.allowed_hosts": '[verifier.environment]\nallowed_hosts = ["a.b"]',
     "verifier.environment.gpu_types": '[verifier.environment]\ngpu_types = ["H100"]',
     "verifier.environment.tpu": '[verifier.environment.tpu]\ntype = "v6e"\ntopology = "2x4"',
-    "verifier.environment.mcp_servers": (
-        '[[verifier.environment.mcp_servers]]\nname = "m"\nurl = "http://x"'
-    ),
     "environment.allowed_hosts": '[environment]\nallowed_hosts = ["pypi.org"]',
     "environment.gpu_types": '[environment]\ngpu_types = ["H100"]',
     "environment.tpu": '[environment.tpu]\ntype = "v6e"\ntopology = "2x4"',
-    "environment.mcp_servers": '[[environment.mcp_servers]]\nname = "m"\nurl = "http://x"',
     "steps.agent.allowed_hosts": ('[[steps]]\nname = "a"\n[steps.agent]\nallowed_hosts = ["a.b"]'),
     "steps.verifier.allowed_hosts": (
         '[[steps]]\nname = "a"\n[steps.verifier]\nallowed_hosts = ["a.b"]'
@@ -176,3 +172,12 @@ def test_a_skills_folder_is_read_with_harbor_s_meaning() -> None:
     assert config.environment.skills_dir == "/runtime/skills"
     with pytest.raises(TaskConfigError, match="absolute path"):
         parse_task_toml('[environment]\nskills_dir = "skills"', HERE)
+
+
+def test_mcp_servers_are_read_with_harbor_s_meaning() -> None:
+    # Servers Harbor hands the agent; no verifier talks to them.
+    toml = '[[environment.mcp_servers]]\nname = "m"\nurl = "http://x"'
+    config, _ = parse_task_toml(toml, HERE)
+    assert [s["name"] for s in config.environment.mcp_servers] == ["m"]
+    with pytest.raises(TaskConfigError, match="table with a name"):
+        parse_task_toml('[[environment.mcp_servers]]\nurl = "http://x"', HERE)

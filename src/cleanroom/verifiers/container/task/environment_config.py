@@ -113,9 +113,12 @@ class EnvironmentConfig(Section):
 
     @field_validator("mcp_servers")
     @classmethod
-    def _no_mcp_servers(cls, value: list[Any]) -> list[Any]:
-        if value:
-            raise not_supported("MCP servers for the agent ([[environment.mcp_servers]])")
+    def _mcp_servers_are_tables_with_names(cls, value: list[Any]) -> list[Any]:
+        # Harbor's meaning: servers Harbor hands the agent's configuration. The agent's
+        # business, as its skills are; no verifier talks to them.
+        for server in value:
+            if not isinstance(server, dict) or not isinstance(server.get("name"), str):
+                raise ValueError(f"an MCP server is a table with a name: {server!r}")
         return value
 
     @field_validator("skills_dir")
