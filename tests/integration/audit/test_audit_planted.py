@@ -185,3 +185,17 @@ def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path: Path) 
     )
     assert run.proc.returncode == 2
     assert f"no Ray cluster at 127.0.0.1:{port}" in run.proc.stderr
+
+
+def test_the_audit_on_podman_flags_what_it_flags_on_docker(tmp_path: Path) -> None:
+    """`--environment podman`: the same audit through podman's Docker-compatible API."""
+    tasks = tmp_path / "tasks"
+    for name in ("good", "link-forged"):
+        shutil.copytree(TASKS / name, tasks / name)
+    run = run_audit(
+        str(tasks), "--json", "--environment", "podman", *QUICK, run_dir=tmp_path / "run"
+    )
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    assert {t["name"]: t["flags"] for t in run.data["tasks"]} == {
+        name: PLANTED[name] for name in ("good", "link-forged")
+    }
