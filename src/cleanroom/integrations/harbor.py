@@ -48,6 +48,8 @@ from cleanroom.integrations.acted_on import (
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
+# Harbor's environments whose containers SealedVerifier reaches on this machine.
+LOCAL_ENVIRONMENTS = ("docker", "podman")
 # Harbor's name for the service the agent runs in.
 MAIN_SERVICE = "main"
 # Written into the trial folder (not a folder bound into the agent's container).
@@ -104,10 +106,13 @@ class SealedVerifier(BaseVerifier):
 
     async def verify(self) -> VerifierResult:
         environment: BaseEnvironment = self.environment
-        if not isinstance(environment, DockerEnvironment):
+        kind = environment.type()  # an EnvironmentType (a str) or an import path's own name
+        if not isinstance(environment, DockerEnvironment) or kind not in LOCAL_ENVIRONMENTS:
             raise TypeError(
-                f"cleanroom's SealedVerifier needs Harbor's docker environment, "
-                f"not {type(environment).__name__}"
+                f"cleanroom's SealedVerifier verifies Harbor's "
+                f"{' and '.join(LOCAL_ENVIRONMENTS)} environments, whose containers are on "
+                f"this machine, not {getattr(kind, 'value', kind)!r} "
+                f"({type(environment).__name__})"
             )
         step = self._step()
         mode = (
