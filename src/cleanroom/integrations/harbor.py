@@ -74,11 +74,11 @@ def compose_project_name(name: str) -> str:
     return re.sub(r"[^a-z0-9_-]", "-", name)
 
 
-def _runtime_of(environment: DockerEnvironment) -> Callable[[], DockerRuntime]:
-    """How to reach the daemon that runs ``environment``'s containers: podman's API for
-    Harbor's podman environment (a `DockerEnvironment` with podman as its engine), else
-    Docker's."""
-    if environment.type() == "podman":
+def _runtime_of(kind: str) -> Callable[[], DockerRuntime]:
+    """How to reach the daemon that runs the containers of an environment of ``kind``:
+    podman's API for Harbor's podman environment (a `DockerEnvironment` with podman as
+    its engine), else Docker's."""
+    if kind == "podman":
         return functools.partial(DockerRuntime.connect, host=PODMAN_HOST)
     return DockerRuntime.connect
 
@@ -157,7 +157,7 @@ class SealedVerifier(BaseVerifier):
             harness_dirs,
             step=self.step_name,
             budget=budget,
-            connect=_runtime_of(environment),
+            connect=_runtime_of(kind),
         )
         # One record per step: Harbor moves nothing of the trial folder's top level.
         name = OUTCOME_FILE if step is None else f"cleanroom-outcome.{step.name}.json"

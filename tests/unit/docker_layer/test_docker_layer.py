@@ -7,6 +7,7 @@ integration tests of the guests, the container verifier and the containers mode.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -335,6 +336,6 @@ def test_podman_as_the_environment_takes_the_place_of_docker_host(
 
     monkeypatch.setenv("DOCKER_HOST", "tcp://elsewhere:2375")
     use_environment(ContainerEnvironment.DOCKER)
-    assert docker_layer.os.environ["DOCKER_HOST"] == "tcp://elsewhere:2375"
+    assert os.environ["DOCKER_HOST"] == "tcp://elsewhere:2375"
     use_environment(ContainerEnvironment.PODMAN)
-    assert docker_layer.os.environ["DOCKER_HOST"] == docker_layer.PODMAN_HOST
+    assert os.environ["DOCKER_HOST"] == docker_layer.PODMAN_HOST

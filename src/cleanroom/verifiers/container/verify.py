@@ -115,25 +115,24 @@ def verify_acted_on(
     """
     if options.mode is not Mode.SEALED:
         return verify_existing_container(task, acted, runtime, options).outcome
-    step = next((s for s in task.steps if s.name == acted.step), None)
     control_options = VerifyOptions(options.mode, test_limit_s=options.test_limit_s)
     if not control_alongside:
         verified = verify_existing_container(task, acted, runtime, options)
         return _with_pristine_control(task, verified, runtime, control_options, acted.image)
-    half = options.test_limit(_verifier_limit(task, step)) / 2
+    step = _step_named(task, acted.step)
+    limit = options.test_limit(_verifier_limit(task, step))
     with ThreadPoolExecutor(1, thread_name_prefix="pristine-control") as pool:
         control = pool.submit(
             _pristine_control,
             task,
             runtime,
-            replace(control_options, test_limit_s=half),
+            replace(control_options, test_limit_s=limit / 2),
             acted.image,
             step,
         )
         verified = verify_existing_container(task, acted, runtime, options)
         if not needs_pristine_control(verified):
             return verified.outcome
-        limit = options.test_limit(_verifier_limit(task, step))
         return blame_state(verified, control.result(), limit).outcome
 
 
@@ -148,7 +147,7 @@ def _with_pristine_control(
     the step that failed) when the failure may be the agent's state's doing."""
     if not needs_pristine_control(verified):
         return verified.outcome
-    step = _failed_step(task, verified)
+    step = _step_named(task, verified.facts.step)
     control = _pristine_control(task, runtime, control_options, image, step)
     limit = control_options.test_limit(_verifier_limit(task, step))
     return blame_state(verified, control, limit).outcome
@@ -165,10 +164,10 @@ def _pristine_control(
     return run_rollout(task, AgentSpec.noop(), runtime, options, image, only_step=step)
 
 
-def _failed_step(task: Task, verified: Verified) -> TaskStep | None:
-    """The step whose verification ended a multi-step rollout (or the one step another
-    harness had verified), or None for a task without steps."""
-    return next((step for step in task.steps if step.name == verified.facts.step), None)
+def _step_named(task: Task, name: str | None) -> TaskStep | None:
+    """The step of that name (the one whose verification ended a multi-step rollout, or
+    the one another harness had verified), or None for a task without steps."""
+    return next((step for step in task.steps if step.name == name), None)
 
 
 def _verifier_limit(task: Task, step: TaskStep | None) -> float:
