@@ -23,12 +23,22 @@ PLANT = (
     "libc.syscall(250, 8, -4, -3); "  # the user keyring linked into the session's
     "k = libc.syscall(248, b'user', b'cleanroom-keyrings-test', b'x', 1, -4); print(k)"
 )
-LIST = "import sys; print(open('/proc/keys').read())"
+# Whether the uid can still reach the key by its serial: KEYCTL_DESCRIBE. /proc/keys is
+# no proof either way: a key unlinked from every keyring stays listed there until the
+# kernel's key collector runs (asynchronous, later on a loaded machine), but the kernel
+# refuses every lookup of it from the moment its last link goes.
+REACH = (
+    "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+    "buf = ctypes.create_string_buffer(256); "
+    "n = libc.syscall(250, 6, int(sys.argv[1]), buf, 256); "
+    "print(buf.value.decode() if n > 0 else f'errno {ctypes.get_errno()}')"
+)
+ENOKEY = 126
 
 
-def _as(account: pwd.struct_passwd, source: str) -> str:
+def _as(account: pwd.struct_passwd, source: str, *args: str) -> str:
     done = subprocess.run(
-        ["/usr/bin/python3", "-I", "-c", source],
+        ["/usr/bin/python3", "-I", "-c", source, *args],
         user=account.pw_uid, group=account.pw_gid, extra_groups=[],
         capture_output=True, text=True, timeout=30, check=True,
     )  # fmt: skip
@@ -52,8 +62,55 @@ def account() -> Iterator[pwd.struct_passwd]:
 def test_a_key_outlives_its_process_and_is_gone_once_the_keyrings_are_cleared(
     account: pwd.struct_passwd,
 ) -> None:
-    assert int(_as(account, PLANT)) > 0
+    serial = int(_as(account, PLANT))
+    assert serial > 0
     # The control: the key is still there for the next process of the uid.
-    assert "cleanroom-keyrings-test" in _as(account, LIST)
+    assert "cleanroom-keyrings-test" in _as(account, REACH, str(serial))
     assert clear_keyrings(account.pw_uid, account.pw_gid) is None
-    assert "cleanroom-keyrings-test" not in _as(account, LIST)
+    assert _as(account, REACH, str(serial)).strip() == f"errno {ENOKEY}"
+
+
+PLANT_NESTED = (
+    "import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+    "libc.syscall(250, 8, -4, -3); "
+    "ring = libc.syscall(248, b'keyring', b'cleanroom-inner', None, 0, -4); "
+    "print(libc.syscall(248, b'user', b'cleanroom-nested-test', b'x', 1, ring))"
+)
+
+
+def test_a_key_in_a_keyring_under_the_user_keyring_is_gone_too(
+    account: pwd.struct_passwd,
+) -> None:
+    serial = int(_as(account, PLANT_NESTED))
+    assert "cleanroom-nested-test" in _as(account, REACH, str(serial))
+    assert clear_keyrings(account.pw_uid, account.pw_gid) is None
+    assert _as(account, REACH, str(serial)).strip() == f"errno {ENOKEY}"
+
+
+HOLD = (
+    "import ctypes, sys, time; libc = ctypes.CDLL(None, use_errno=True); "
+    "libc.syscall(250, 1, None); "  # a session keyring of its own,
+    "libc.syscall(250, 8, -4, -3); "  # which reaches the user keyring (so the key is its own)
+    "ok = libc.syscall(250, 8, int(sys.argv[1]), -3) == 0; "  # and holds the key itself too
+    "print('held' if ok else f'errno {ctypes.get_errno()}', flush=True); time.sleep(60)"
+)
+
+
+def test_a_key_something_else_still_holds_is_reported_not_taken_as_gone(
+    account: pwd.struct_passwd,
+) -> None:
+    """The leaky case: a live process of the uid keeps a link to the key in a keyring of
+    its own, so clearing the uid's keyrings cannot make it unreachable."""
+    serial = int(_as(account, PLANT))
+    holder = subprocess.Popen(
+        ["/usr/bin/python3", "-I", "-c", HOLD, str(serial)],
+        user=account.pw_uid, group=account.pw_gid, extra_groups=[],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        why = clear_keyrings(account.pw_uid, account.pw_gid)
+        assert why is not None and "still reachable" in why and str(serial) in why
+    finally:
+        holder.kill()
+        holder.wait()
