@@ -296,12 +296,12 @@ def _verify_on_pristine(
         return
     ended_ns = tests.ended_ns
     with timed(ev, "read_s"):
+        # Nothing the verifier started may write the reward, its results (or the
+        # witness's records) while they are read.
+        rt.containers.kill(vctr)
         results = read_results(ctx, rt, vctr, host_reward_dir=folders.reward)
         if results:
             ev.details["results"] = results
-        # Nothing the verifier started may write the reward (or the witness's records)
-        # while they are read.
-        rt.containers.kill(vctr)
         reward_dir = folders.reward
         json_path, text_path = ctx.verifier.reward_paths
         ev.json_file = read_capped(

@@ -12,6 +12,7 @@ from typing import IO
 from cleanroom.docker_layer import Docker
 from cleanroom.verifiers.container.agent_state import state_archive
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, Diff
+from cleanroom.verifiers.container.runtime.checked_archive import checked_copy
 from cleanroom.verifiers.container.runtime.docker import overlay
 from cleanroom.verifiers.container.runtime.docker.files import _NOT_A_FOLDER, _UNREACHABLE
 from cleanroom.verifiers.container.runtime.docker.tar import kind_of_mode
@@ -25,7 +26,7 @@ from cleanroom.verifiers.container.runtime.records import (
 # Removes each state path, then makes each parent folder, then names (NUL-ended) each
 # probed path that is absent and has its parent folder, so needs no clearing:
 # ``clear PATH... -- PARENT... --probe PROBED...``.
-_CLEAR_STATE_SCRIPT = r"""
+CLEAR_STATE_SCRIPT = r"""
 part=0
 for p in "$@"; do
   case "$p" in --) part=1; continue;; --probe) part=2; continue;; esac
@@ -110,21 +111,7 @@ class DockerStateTransfer:
             raise StateTooLarge(path, cap)
         if self.docker.podman:
             spooled = _rooted(spooled, posixpath.basename(path.rstrip("/")) or "/")
-        copy = StateCopy(path, kind, spooled)
-        try:
-            found = state_archive.scan(state_archive.rewind(spooled), artifact)
-            copy.too_long = found.too_long
-            copy.tree = found.tree
-            copy.dropped = found.dropped[: state_archive.SHOWN]
-            if found.dropped or artifact is not None:
-                filtered: IO[bytes] = tempfile.TemporaryFile(prefix="cleanroom-state-")  # noqa: SIM115
-                state_archive.without_dropped(state_archive.rewind(spooled), filtered, artifact)
-                spooled.close()
-                copy.archive = filtered
-        except state_archive.StateArchiveError:
-            copy.close()
-            raise
-        return copy
+        return checked_copy(path, kind, spooled, artifact)
 
     def clear(self, container: str, paths: Sequence[str], probe: Sequence[str] = ()) -> set[str]:
         """Remove what the pristine image holds at each of ``paths`` in the verifier's
@@ -134,7 +121,7 @@ class DockerStateTransfer:
         if not paths and not probe:
             return set()
         parents = sorted({posixpath.dirname(p) or "/" for p in paths})
-        argv = ["sh", "-c", _CLEAR_STATE_SCRIPT, "clear", *paths, "--", *parents]
+        argv = ["sh", "-c", CLEAR_STATE_SCRIPT, "clear", *paths, "--", *parents]
         cleared = self.docker.exec(container, [*argv, "--probe", *probe], user="0", workdir="/")
         if cleared.exit_code != 0:
             raise RuntimeUnavailable(f"clearing state paths {paths}: {cleared.output[-300:]!r}")

@@ -1,0 +1,202 @@
+"""What the agent changed, and its state carried, on Harbor's environment interface.
+
+The changes are two listings compared (`agent_state.listing`): the agent's environment's
+against the first fresh environment of the same image, listed before anything was put in
+it. A state path leaves the agent's environment as a tar archive written there by its
+``exec`` and downloaded, watched against the cap; the archive then passes the same checks
+as one from Docker's archive API (`checked_archive`). It is installed in the verifier's
+environment by an upload and a ``tar`` of the pristine image's own.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import secrets
+import tarfile
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import InvalidStateError
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+from typing import IO
+
+from cleanroom.integrations.harbor_runtime.environments import START_LIMIT_S, Environments, Held
+from cleanroom.integrations.harbor_runtime.files import Transfer
+from cleanroom.verifiers.container.agent_state import state_archive
+from cleanroom.verifiers.container.agent_state.listing import (
+    Listing,
+    ListingError,
+    changes_between,
+    listing_command,
+    parse_listing,
+)
+from cleanroom.verifiers.container.decision.tamper import Diff
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable, StateCopy, StateTooLarge
+from cleanroom.verifiers.container.runtime.checked_archive import checked_copy
+from cleanroom.verifiers.container.runtime.docker.state import CLEAR_STATE_SCRIPT
+
+# Files every engine writes anew into each container it starts.
+PER_CONTAINER = ("/etc/hostname", "/etc/hosts", "/etc/resolv.conf")
+LISTING_CAP = 256 << 20
+
+# $1 the path, $2 the archive to write: "missing" when nothing is there.
+_EXPORT = r"""
+p=$1; out=$2
+if [ ! -e "$p" ] && [ ! -L "$p" ]; then echo missing; exit 0; fi
+tar -C "$(dirname -- "$p")" --numeric-owner -cf "$out" -- "$(basename -- "$p")" 2> "$out.err"
+rc=$?
+tail -c 1000 "$out.err"; rm -f "$out.err"
+exit $rc
+"""
+_INSTALL = r"""
+tar -C "$1" --numeric-owner -xpf "$2"; rc=$?; rm -f -- "$2"; exit $rc
+"""
+
+
+def refused(message: str) -> RuntimeUnavailable:
+    """A call the environment answered and refused: what the agent left may be why."""
+    exc = RuntimeUnavailable(message)
+    exc.status = 422
+    return exc
+
+
+class HarborStateTransfer:
+    """`StateTransfer` on Harbor environments."""
+
+    def __init__(self, environments: Environments, transfer: Transfer, watched: Sequence[str]):
+        self.environments = environments
+        self.transfer = transfer
+        self.watched = tuple(watched)
+
+    def listing(self, held: Held) -> Listing:
+        """``held``'s filesystem as `agent_state.listing` lists it; `ListingError` for
+        output that is not a listing."""
+        target = f"/tmp/.cleanroom-listing-{secrets.token_hex(6)}"
+        command = listing_command(("/",), self.watched)
+        try:
+            self.transfer.sh(held, f'{{ {command}; }} > "$1" 2>/dev/null; true', target)
+            with tempfile.TemporaryDirectory(prefix="cleanroom-listing-") as spool:
+                local = Path(spool) / "listing"
+                if not self.transfer.download(held, target, local, LISTING_CAP):
+                    raise ListingError(f"the listing is over {LISTING_CAP >> 20} MiB")
+                found = parse_listing(local.read_bytes())
+        finally:
+            self.transfer.sh(held, 'rm -f -- "$1"', target)
+        noise = {target, *PER_CONTAINER}
+        return Listing({p: e for p, e in found.entries.items() if p not in noise}, found.cut)
+
+    def note_pristine(self, held: Held) -> None:
+        """List a fresh environment as the pristine image's, unless one of its image
+        has been."""
+        pristine = self.environments.pristine(held.image)
+        if pristine.done():
+            return
+        listed = self.listing(held)
+        try:
+            pristine.set_result(listed)
+        except InvalidStateError:
+            pass
+
+    def changes(self, container: str) -> Diff:
+        """The agent's environment's listing against the pristine one (evidence: a
+        listing the agent's programs could not give comes back empty with why)."""
+        held = self.environments.get(container)
+        try:
+            pristine = self.environments.pristine(held.image).result(START_LIMIT_S)
+        except FutureTimeout:
+            raise RuntimeUnavailable(f"no fresh environment of {held.image} was listed") from None
+        try:
+            after = self.listing(held)
+        except ListingError as exc:
+            return Diff([], "unreadable", f"the agent's environment gave no listing: {exc}"[:500])
+        return changes_between(pristine, after, "listing")
+
+    def export(
+        self,
+        container: str,
+        path: str,
+        cap: int,
+        artifact: state_archive.ArtifactRules | None = None,
+    ) -> StateCopy:
+        """``path`` taken out of the agent's environment as a checked archive;
+        `StateTooLarge` past ``cap``, `StateArchiveError` for what cannot be archived."""
+        held = self.environments.get(container)
+        path = posixpath.normpath(path)
+        inside = f"/.cleanroom-state-{secrets.token_hex(6)}.tar"
+        try:
+            code, output = self.transfer.sh(held, _EXPORT, path, inside)
+            if code == 0 and output.strip() == "missing":
+                return StateCopy(path, "missing")
+            if code not in (0, 1):  # 1: a file changed as it was read
+                raise state_archive.StateArchiveError(
+                    f"{path} could not be archived in the agent's environment: {output[-300:]}"
+                )
+            spooled = self._download(held, inside, path, cap)
+        finally:
+            self.transfer.sh(held, 'rm -f -- "$1"', inside)
+        return checked_copy(path, _kind_of_top(spooled), spooled, artifact)
+
+    def _download(self, held: Held, inside: str, path: str, cap: int) -> IO[bytes]:
+        with tempfile.TemporaryDirectory(prefix="cleanroom-state-") as spool:
+            local = Path(spool) / "state.tar"
+            if not self.transfer.download(held, inside, local, cap):
+                raise StateTooLarge(path, cap)
+            spooled: IO[bytes] = open(local, "rb")  # noqa: SIM115
+            os.unlink(local)  # the open file is all that is left of it
+        return spooled
+
+    def clear(self, container: str, paths: Sequence[str], probe: Sequence[str] = ()) -> set[str]:
+        """Remove what the pristine image holds at ``paths`` and make their parents;
+        return the ``probe`` paths absent there whose parent exists."""
+        if not paths and not probe:
+            return set()
+        held = self.environments.get(container)
+        parents = sorted({posixpath.dirname(p) or "/" for p in paths})
+        code, output = self.transfer.sh(
+            held, CLEAR_STATE_SCRIPT, *paths, "--", *parents, "--probe", *probe
+        )
+        if code != 0:
+            raise RuntimeUnavailable(f"clearing state paths {list(paths)}: {output[-300:]!r}")
+        named = output.split("\0")[:-1]
+        return {p for p in named if p in probe}
+
+    def install(
+        self, container: str, copies: Sequence[StateCopy], *, cleared: Sequence[str] = ()
+    ) -> None:
+        """Replace each state path in the verifier's environment by the agent's version."""
+        self.clear(container, [c.path for c in copies if c.path not in cleared])
+        held = self.environments.get(container)
+        for copy in copies:
+            if copy.archive is None:
+                continue
+            parent = posixpath.dirname(copy.path) or "/"
+            inside = f"/.cleanroom-install-{secrets.token_hex(6)}.tar"
+            with tempfile.NamedTemporaryFile(prefix="cleanroom-install-") as local:
+                copy.archive.seek(0)
+                while chunk := copy.archive.read(1 << 20):
+                    local.write(chunk)
+                local.flush()
+                self.transfer.upload(held, Path(local.name), inside)
+            code, output = self.transfer.sh(held, _INSTALL, parent, inside)
+            if code != 0:
+                raise refused(f"installing {copy.path}: {output[-300:]}")
+
+
+def _kind_of_top(spooled: IO[bytes]) -> str:
+    """What the archive's first member (the path itself) is, as Docker's archive API
+    names it."""
+    try:
+        with tarfile.open(fileobj=state_archive.rewind(spooled), mode="r:") as tar:
+            top = tar.next()
+    except tarfile.TarError as exc:
+        raise state_archive.StateArchiveError(f"the agent's state archive: {exc}") from exc
+    finally:
+        spooled.seek(0)
+    if top is None:
+        raise state_archive.StateArchiveError("the agent's state archive is empty")
+    if top.isdir():
+        return "directory"
+    if top.issym():
+        return "symlink"
+    return "file" if top.isreg() else "other"
