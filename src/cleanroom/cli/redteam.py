@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Annotated
 
@@ -26,7 +27,7 @@ from cleanroom.redteam.run_matrix import (
 )
 from cleanroom.redteam.table import matrix_table
 from cleanroom.verifiers.container.modes import Mode
-from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task, TaskError, load_task
 
@@ -54,14 +55,29 @@ def redteam(
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Rollouts run at the same time.")] = 2,
     environment: Environment = ContainerEnvironment.DOCKER,
+    harbor_environment: Annotated[
+        str | None,
+        typer.Option(
+            "--harbor-environment",
+            metavar="TYPE",
+            help="Run sealed through Harbor's own environment interface, in Harbor "
+            "environments of TYPE (docker, modal, daytona...): the generic path every "
+            "environment type rests on. Needs cleanroom[harbor] (Python 3.12+).",
+        ),
+    ] = None,
 ) -> None:
     """Run the red-team matrix; exit 0 when the verdict passes, 1 when not, 2 if it cannot run."""
     use_environment(environment)
+    err = Console(stderr=True)
+    if harbor_environment is not None:
+        if modes and modes != [Mode.SEALED]:
+            err.print("redteam: --harbor-environment runs sealed only", markup=False)
+            raise typer.Exit(2)
+        modes = [Mode.SEALED]
     if modes is None:
         modes = list(ALL_MODES)
     if attack_ids is None:
         attack_ids = []
-    err = Console(stderr=True)
     try:
         attacks = [by_id(a) for a in attack_ids] if attack_ids else list(ATTACKS)
         if task_dirs:
@@ -76,11 +92,20 @@ def redteam(
             rows = plan_rows(tasks, attacks, targeted=True)
         for attack in attacks:
             assets_for(attack)  # compiled now, so a missing compiler is said up front
-        runtime = DockerRuntime.connect()
+        runtime = (
+            DockerRuntime.connect()
+            if harbor_environment is None
+            else _harbor_runtime(harbor_environment)
+        )
     except (TaskError, NoTasks, KeyError, RuntimeUnavailable, AssetBuildFailed) as exc:
         err.print(f"redteam: {exc}", markup=False)
         raise typer.Exit(2) from exc
-    matrix = _run(tasks, rows, modes, runtime, jobs, err)
+    try:
+        matrix = _run(tasks, rows, modes, runtime, jobs, err)
+    finally:
+        close = getattr(runtime, "close", None)
+        if close is not None:
+            close()
     if html_path is not None:
         html_path.write_text(html_report.render(matrix), encoding="utf-8")
     if as_json:
@@ -91,14 +116,33 @@ def redteam(
         _print_verdict(matrix, console)
     if html_path is not None:
         err.print(f"HTML report: {html_path}", markup=False)
-    raise typer.Exit(0 if matrix.summary().passed else 1)
+    summary = matrix.summary()
+    passed = summary.sealed_passed if harbor_environment is not None else summary.passed
+    raise typer.Exit(0 if passed else 1)
+
+
+def _harbor_runtime(kind: str) -> VerificationRuntime:
+    """The generic path's runtime on Harbor environments of type ``kind``."""
+    try:
+        from cleanroom.integrations.harbor_runtime import HarborRuntime, environment_class_of
+    except ImportError as exc:
+        raise RuntimeUnavailable(
+            f"--harbor-environment needs Harbor (cleanroom[harbor], Python 3.12+): {exc}"
+        ) from exc
+    try:
+        environment_class = environment_class_of(kind)
+    except (ValueError, ImportError) as exc:
+        raise RuntimeUnavailable(f"Harbor has no environment type {kind!r}: {exc}") from exc
+    # Harbor's logger speaks at DEBUG on the console; the matrix is the report here.
+    logging.getLogger("harbor").setLevel(logging.WARNING)
+    return HarborRuntime(environment_class)
 
 
 def _run(
     tasks: list[Task],
     rows: list[Row],
     modes: list[Mode],
-    runtime: DockerRuntime,
+    runtime: VerificationRuntime,
     jobs: int,
     err: Console,
 ) -> Matrix:

@@ -38,6 +38,9 @@ COMPOSE_SERVICE_LABEL = "com.docker.compose.service"
 # a tenth of the budget, between `MIN_RESERVE_S` and `OVERHEAD_S`.
 OVERHEAD_S = 60.0
 MIN_RESERVE_S = 10.0
+# Harbor's generic environment interface starts a fresh environment through its engine
+# and moves every file by a command and a download: it needs more of the budget.
+GENERIC_MIN_RESERVE_S = 30.0
 # Less than this for the tests is no verification worth running.
 MIN_TEST_S = 5.0
 
@@ -68,23 +71,29 @@ def budget_needed(limit_s: float, mode: Mode) -> float:
 
 
 def plan_budget(
-    allowed_s: float | None, limit_s: float, mode: Mode, how: str, base_s: float | None = None
+    allowed_s: float | None,
+    limit_s: float,
+    mode: Mode,
+    how: str,
+    base_s: float | None = None,
+    min_reserve_s: float = MIN_RESERVE_S,
 ) -> BudgetPlan:
     """Fit a verification into ``allowed_s`` (None: no limit).
 
     With room for everything one step after another it runs as it would alone. Otherwise
     the pristine control runs beside the verification, and the tests get what is left
-    after a reserve for the rest, up to the task's ``limit_s``: the whole verification
+    after a reserve for the rest (at least ``min_reserve_s``), up to the task's
+    ``limit_s``: the whole verification
     then ends inside the budget, so an agent cannot trade its 0 for the harness's
     timeout. `BudgetTooShortError` when less than `MIN_TEST_S` would be left, naming
     what to change: ``how``, given the factor needed on ``base_s`` (the harness's own
     base for its limit; the task's ``limit_s`` unless the harness overrides it)."""
     if allowed_s is None or allowed_s >= budget_needed(limit_s, mode):
         return BudgetPlan()
-    reserve = min(OVERHEAD_S, max(MIN_RESERVE_S, allowed_s / 10))
+    reserve = min(OVERHEAD_S, max(min_reserve_s, allowed_s / 10))
     tests = min(limit_s, allowed_s - reserve)
     if tests < MIN_TEST_S:
-        factor = math.ceil((MIN_TEST_S + MIN_RESERVE_S) / (base_s or limit_s) * 10) / 10
+        factor = math.ceil((MIN_TEST_S + min_reserve_s) / (base_s or limit_s) * 10) / 10
         raise BudgetTooShortError(
             f"the verifier is allowed {allowed_s:g} s; cleanroom keeps {reserve:g} s of it "
             f"for stopping the agent, copying its state and starting a fresh container, "

@@ -3,14 +3,19 @@
     harbor run -p TASK -a AGENT \\
         --verifier cleanroom.integrations.harbor:SealedVerifier
 
-Harbor's docker environment starts the agent's container as the ``main`` service of a
-Compose project named after the trial's session. After the agent phase Harbor hands this
-verifier that environment; it freezes (or kills) the agent's processes, checks what the
-agent left in the verifier's places, and runs the task's tests on a fresh container of the
-pristine image with only the agent's state copied in (see `acted_on` and
-`verifiers.container.verify`). A valid outcome, including the agent's own 0 for
-tampering, is returned as the reward; an invalid one is raised, so that Harbor records
-the trial's exception and no reward rather than a 0.
+After the agent phase Harbor hands this verifier the agent's environment; it stops the
+agent's processes, checks what the agent left in the verifier's places, and runs the
+task's tests in a fresh environment of the pristine image with only the agent's state
+copied in (see `verifiers.container.verify`). A valid outcome, including the agent's own
+0 for tampering, is returned as the reward; an invalid one is raised, so that Harbor
+records the trial's exception and no reward rather than a 0.
+
+Two paths do it. Harbor's docker and podman environments run the agent's container as
+the ``main`` service of a Compose project on this machine's daemon: the fast path reaches
+it through the daemon's API (`acted_on.verify_compose_service`). Every other environment
+type goes through Harbor's own environment interface (`harbor_runtime`): ``exec``,
+uploads, downloads and fresh environments from the same class. ``--verifier-kwarg
+path=generic`` takes that path on docker and podman too.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from harbor.verifier.base import BaseVerifier
 
 from cleanroom.docker_layer import PODMAN_HOST
 from cleanroom.integrations.acted_on import (
+    GENERIC_MIN_RESERVE_S,
+    MIN_RESERVE_S,
     BudgetTooShortError,
     InvalidOutcomeError,
     VerifierUnavailableError,
@@ -45,11 +52,15 @@ from cleanroom.integrations.acted_on import (
     rewards_of,
     verify_compose_service,
 )
+from cleanroom.integrations.harbor_runtime import verify_environment
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
-# Harbor's environments whose containers SealedVerifier reaches on this machine.
+# Harbor's environments whose containers the fast path reaches on this machine's daemon.
 LOCAL_ENVIRONMENTS = ("docker", "podman")
+# How SealedVerifier reaches the agent's environment: the fast path where it can, else
+# the generic one; or the one named.
+PATHS = ("auto", "docker", "generic")
 # Harbor's name for the service the agent runs in.
 MAIN_SERVICE = "main"
 # Written into the trial folder (not a folder bound into the agent's container).
@@ -89,12 +100,23 @@ class SealedVerifier(BaseVerifier):
 
     ``budget_s`` is the time the harness allows the verifier, for a harness that drives
     Harbor's classes with its own limit; by default it is the limit Harbor's own trial
-    computes (from the trial's ``config.json`` when there is one, else the task's)."""
+    computes (from the trial's ``config.json`` when there is one, else the task's).
+    ``path`` picks how the agent's environment is reached (`PATHS`): ``auto`` takes the
+    Docker fast path for Harbor's docker and podman environments and the generic path
+    for every other type."""
 
     def __init__(
-        self, *, mode: str = Mode.SEALED.value, budget_s: float | None = None, **kwargs: Any
+        self,
+        *,
+        mode: str = Mode.SEALED.value,
+        budget_s: float | None = None,
+        path: str = "auto",
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if path not in PATHS:
+            raise ValueError(f"verifier kwarg path={path!r}: choose one of {', '.join(PATHS)}")
+        self.path = path
         try:
             self.mode = Mode(mode)
         except ValueError:
@@ -107,12 +129,18 @@ class SealedVerifier(BaseVerifier):
     async def verify(self) -> VerifierResult:
         environment: BaseEnvironment = self.environment
         kind = environment.type()  # an EnvironmentType (a str) or an import path's own name
-        if not isinstance(environment, DockerEnvironment) or kind not in LOCAL_ENVIRONMENTS:
+        local = isinstance(environment, DockerEnvironment) and kind in LOCAL_ENVIRONMENTS
+        if self.path == "docker" and not local:
             raise TypeError(
-                f"cleanroom's SealedVerifier verifies Harbor's "
+                f"verifier kwarg path=docker: the fast path reaches Harbor's "
                 f"{' and '.join(LOCAL_ENVIRONMENTS)} environments, whose containers are on "
                 f"this machine, not {getattr(kind, 'value', kind)!r} "
                 f"({type(environment).__name__})"
+            )
+        fast = local and self.path != "generic"
+        if not fast and str(getattr(environment.os, "value", environment.os)) == "windows":
+            raise TypeError(
+                "the generic path runs POSIX commands: Windows environments are refused"
             )
         step = self._step()
         mode = (
@@ -135,8 +163,8 @@ class SealedVerifier(BaseVerifier):
             self.mode,
             "run harbor with --verifier-timeout-multiplier {} (or more)",
             base,
+            MIN_RESERVE_S if fast else GENERIC_MIN_RESERVE_S,
         )
-        project = compose_project_name(environment.session_id)
         task_dir = Path(self.task.paths.task_dir)
         # The folders Harbor makes in the agent's container before the agent starts,
         # bound from the trial folder or not (``--ek auto_mounting=true``).
@@ -148,17 +176,29 @@ class SealedVerifier(BaseVerifier):
             # environment has /tests of its image.
             made.append(paths.tests_dir)
         harness_dirs = [str(p) for p in made]
-        outcome = await asyncio.to_thread(
-            verify_compose_service,
-            task_dir,
-            project,
-            MAIN_SERVICE,
-            self.mode,
-            harness_dirs,
-            step=self.step_name,
-            budget=budget,
-            connect=_runtime_of(kind),
-        )
+        if fast:
+            outcome = await asyncio.to_thread(
+                verify_compose_service,
+                task_dir,
+                compose_project_name(environment.session_id),
+                MAIN_SERVICE,
+                self.mode,
+                harness_dirs,
+                step=self.step_name,
+                budget=budget,
+                connect=_runtime_of(kind),
+            )
+        else:
+            outcome = await asyncio.to_thread(
+                verify_environment,
+                task_dir,
+                environment,
+                self.mode,
+                harness_dirs,
+                loop=asyncio.get_running_loop(),
+                step=self.step_name,
+                budget=budget,
+            )
         # One record per step: Harbor moves nothing of the trial folder's top level.
         name = OUTCOME_FILE if step is None else f"cleanroom-outcome.{step.name}.json"
         record = Path(self.trial_paths.trial_dir) / name
@@ -168,7 +208,7 @@ class SealedVerifier(BaseVerifier):
             "test_limit_s": budget.test_limit_s or limit,
             "control": "alongside" if budget.control_alongside else "after",
         }
-        document = {**outcome.to_json(), "budget": spent}
+        document = {**outcome.to_json(), "budget": spent, "path": "docker" if fast else "generic"}
         record.write_text(json.dumps(document, indent=2, default=str) + "\n")
         self.logger.info(
             "cleanroom: %s (%s) score=%s reason=%s",

@@ -150,6 +150,14 @@ class Summary:
         return not self.honest_blocked and self.honest_cells > 0
 
     @property
+    def sealed_passed(self) -> bool:
+        """The claims a matrix of ``sealed`` alone can make: it held against every
+        attack, the honest solution passed and the no-op failed."""
+        return (
+            self.sealed_held and self.honest_everywhere and not self.noop_wrong and not self.missing
+        )
+
+    @property
     def passed(self) -> bool:
         return (
             self.all_demonstrated

@@ -14,7 +14,7 @@ from cleanroom.redteam.assets import assets_for
 from cleanroom.redteam.catalogue import Attack
 from cleanroom.redteam.matrix import Cell, Matrix, Row, RowKind
 from cleanroom.verifiers.container.modes import Mode
-from cleanroom.verifiers.container.runtime.docker import DockerRuntime
+from cleanroom.verifiers.container.runtime import VerificationRuntime
 from cleanroom.verifiers.container.side_by_side import build_images, side_by_side
 from cleanroom.verifiers.container.task import Task, load_task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
@@ -106,7 +106,7 @@ def options_for(row: Row, mode: Mode) -> VerifyOptions:
 def run_matrix(
     tasks: Sequence[Task],
     rows: Sequence[Row],
-    runtime: DockerRuntime,
+    runtime: VerificationRuntime,
     *,
     modes: Sequence[Mode] = ALL_MODES,
     jobs: int = 2,

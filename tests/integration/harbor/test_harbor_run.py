@@ -504,3 +504,78 @@ def test_an_invalid_outcome_reaches_harbor_as_an_exception_on_podman(
     info = result["exception_info"]
     assert info is not None and info["exception_type"] == "InvalidOutcomeError"
     assert "bad_reward" in info["exception_message"]
+
+
+# Harbor's generic environment interface, on Harbor's docker environment: what every
+# other environment type rests on (exec, upload, download, a fresh environment from the
+# same class), taken here with --verifier-kwarg path=generic.
+
+GENERIC_ARGS = (*SEALED_ARGS, "--verifier-kwarg", "path=generic")
+
+
+def fresh_environments_left(result: dict[str, Any]) -> list[str]:
+    """The containers of fresh environments the generic path made for a trial (their
+    sessions start with its agent's) and did not remove."""
+    prefix = f"{result['trial_name']}__env"[:30].lower()
+    done = subprocess.run(
+        ["docker", "ps", "-a", "--format", '{{.Label "com.docker.compose.project"}}'],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    return [p for p in done.stdout.split() if p.startswith(prefix) and "__cleanroom-" in p]
+
+
+def test_the_oracle_scores_one_on_the_generic_path(runtime: DockerRuntime, tmp_path: Path) -> None:
+    result = harbor_run(runtime, tmp_path, TASK, ["--agent", "oracle"], GENERIC_ARGS)
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 1.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["path"], seen["details"]["mode"]) == (
+        "success", "generic", "sealed",
+    )  # fmt: skip
+    assert seen["details"]["diff"]["source"] == "listing"
+    assert seen["details"]["agent_processes"] == "killed"
+    assert fresh_environments_left(result) == []
+
+
+def test_a_rewriting_process_is_scored_zero_on_the_generic_path(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """The process the agent left keeps writing the agent's reward folder; the tests run
+    in a fresh environment it cannot reach, and its plant is in the agent's listing."""
+    result = harbor_run(
+        runtime, tmp_path, TASK, ["--agent-import-path", PLANTING_AGENT], GENERIC_ARGS
+    )
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 0.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["reason"], seen["caused_by"]) == ("failure", "tamper", "agent")
+    assert seen["details"]["tamper"] == ["A /logs/verifier/reward.txt"]
+
+
+def test_an_agent_that_hangs_the_tests_gets_its_zero_on_the_generic_path(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """In Harbor's default budget (the task's 60 s): the generic path keeps a larger
+    reserve (30 s), and runs the control beside the verification."""
+    result = harbor_run(
+        runtime, tmp_path / "jobs", TASK, ["--agent-import-path", HANGING_AGENT], GENERIC_ARGS
+    )
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 0.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["reason"]) == ("failure", "broke_verifier")
+    assert seen["budget"] == {"allowed_s": 60.0, "test_limit_s": 30.0, "control": "alongside"}
+
+
+def test_an_invalid_outcome_reaches_harbor_as_an_exception_on_the_generic_path(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    task = tmp_path / "junk-reward"
+    shutil.copytree(TASK, task)
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho nan > /logs/verifier/reward.txt\n")
+    result = harbor_run(runtime, tmp_path / "jobs", task, ["--agent", "oracle"], GENERIC_ARGS)
+    assert reward(result) is None
+    info = result["exception_info"]
+    assert info is not None and info["exception_type"] == "InvalidOutcomeError"
+    assert "bad_reward" in info["exception_message"]
+    assert fresh_environments_left(result) == []

@@ -20,24 +20,37 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from harbor.environments.base import BaseEnvironment
+from harbor.environments.factory import EnvironmentFactory
+from harbor.models.environment_type import EnvironmentType
 
 from cleanroom.core.observed_file import ObservedFile
+from cleanroom.core.outcomes import Outcome
+from cleanroom.integrations.acted_on import BudgetPlan, mount_baseline
 from cleanroom.integrations.harbor_runtime.bridge import Bridge
 from cleanroom.integrations.harbor_runtime.containers import HarborContainers, unavailable
 from cleanroom.integrations.harbor_runtime.environments import Environments
 from cleanroom.integrations.harbor_runtime.files import Transfer
 from cleanroom.integrations.harbor_runtime.state import HarborStateTransfer
 from cleanroom.verifiers.container.agent_state.links import Entry
+from cleanroom.verifiers.container.decision.verdict import Evidence, decide
+from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.task.compose_model import Service
+from cleanroom.verifiers.container.verify import ActedOn, VerifyOptions, load_into, verify_acted_on
 
 # The places listed whole (they may be mounts of their own): the tests' and the logs'.
 WATCHED = ("/tests", "/logs")
 
-__all__ = ["WATCHED", "HarborRuntime"]
+__all__ = ["WATCHED", "HarborRuntime", "environment_class_of", "verify_environment"]
+
+
+def environment_class_of(kind: str) -> type[BaseEnvironment]:
+    """The class of Harbor's environments of type ``kind``, as its factory loads it."""
+    return EnvironmentFactory.get_environment_class(EnvironmentType(kind))
 
 
 class HarborImages:
@@ -95,15 +108,16 @@ class HarborNetworks:
 class HarborRuntime:
     """`VerificationRuntime` on Harbor environments of one type, by resource.
 
-    ``kind`` is Harbor's environment type (``docker``, ``modal``, ``daytona``...) and
-    ``options`` the keyword options its environments take. Calls run on ``loop`` (the
+    ``environment_class`` is the class of Harbor's environments to make (the agent's
+    environment's own class, or `environment_class_of` a type: ``docker``, ``modal``,
+    ``daytona``...) and ``options`` the keyword options they take. Calls run on ``loop`` (the
     harness's, when a Harbor verifier drives the verification from a worker thread) or on
     a loop of the runtime's own. `close` stops whatever fresh environment is left.
     """
 
     def __init__(
         self,
-        kind: str,
+        environment_class: type[BaseEnvironment],
         options: Mapping[str, Any] | None = None,
         *,
         loop: asyncio.AbstractEventLoop | None = None,
@@ -111,7 +125,7 @@ class HarborRuntime:
         session_prefix: str = "cleanroom",
     ) -> None:
         self.bridge = Bridge(loop)
-        self.environments = Environments(self.bridge, kind, options, session_prefix)
+        self.environments = Environments(self.bridge, environment_class, options, session_prefix)
         transfer = Transfer(self.bridge, self.environments)
         self.state = HarborStateTransfer(self.environments, transfer, watched)
         self.containers = HarborContainers(self.environments, transfer, self.state)
@@ -131,3 +145,61 @@ class HarborRuntime:
             self.environments.close()
         finally:
             self.bridge.close()
+
+
+def options_of(environment: BaseEnvironment) -> dict[str, Any]:
+    """The keyword options ``environment`` was made with, to make its fresh siblings."""
+    options = getattr(environment, "options", None)
+    if options is None or not hasattr(options, "model_dump"):
+        return {}
+    return dict(options.model_dump(exclude_unset=True))
+
+
+def verify_environment(
+    task_dir: Path,
+    environment: BaseEnvironment,
+    mode: Mode = Mode.SEALED,
+    harness_dirs: Sequence[str] = (),
+    *,
+    loop: asyncio.AbstractEventLoop | None = None,
+    step: str | None = None,
+    budget: BudgetPlan | None = None,
+) -> Outcome:
+    """Verify the Harbor environment ``environment`` the agent acted in, against the task
+    in ``task_dir``, on the generic path; every failure is an outcome, as in
+    `acted_on.verify_compose_service` (whose Docker fast path this stands in for).
+
+    ``harness_dirs`` are the folders the harness made before the agent started (their
+    own changes, not the agent's). ``loop`` is the event loop ``environment`` belongs to,
+    when this runs in a worker thread of it. Fresh environments are made of the same
+    class and options, and stopped before this returns; ``environment`` is left to its
+    owner, its processes killed.
+    """
+    details = {"task": str(task_dir), "environment": environment.session_id, "path": "generic"}
+    ev = Evidence(mode, details=details)
+    task = load_into(ev, task_dir)
+    if task is None:
+        return decide(ev)
+    runtime = HarborRuntime(
+        type(environment),
+        options_of(environment),
+        loop=loop,
+        session_prefix=environment.session_id,
+    )
+    try:
+        image = str(task_dir)
+        acted = ActedOn(
+            container=runtime.adopt(environment, image),
+            image=image,
+            baseline=mount_baseline(harness_dirs),
+            label=environment.session_id,
+            step=step,
+        )
+        budget = budget or BudgetPlan()
+        options = VerifyOptions(mode, test_limit_s=budget.test_limit_s)
+        outcome = verify_acted_on(
+            task, acted, runtime, options, control_alongside=budget.control_alongside
+        )
+    finally:
+        runtime.close()
+    return outcome

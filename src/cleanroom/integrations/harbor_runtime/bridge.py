@@ -58,6 +58,10 @@ class Bridge:
         except Exception as exc:
             raise RuntimeUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:1000]) from exc
 
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the loop without waiting for it."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
     def watched(
         self,
         coro: Coroutine[Any, Any, Any],

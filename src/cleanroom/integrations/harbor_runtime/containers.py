@@ -74,7 +74,10 @@ exit 0
 
 # What a command prints is kept in the environment and only its head comes back: Harbor
 # holds a command's whole output in memory.
-_CAPPED = '{{ {command}\n}} > "$__cr_out" 2>&1; __cr_rc=$?; head -c {cap} "$__cr_out"; rm -f "$__cr_out"; exit $__cr_rc'
+_CAPPED = (
+    '{{ {command}\n}} > "$__cr_out" 2>&1; __cr_rc=$?; '
+    'head -c {cap} "$__cr_out"; rm -f "$__cr_out"; exit $__cr_rc'
+)
 _NOT_ON_THIS_PATH = (
     "is not carried on Harbor's generic environment interface (it needs a container "
     "daemon on this machine: cleanroom's Docker path)"
@@ -94,7 +97,7 @@ class HarborContainers:
     ) -> None:
         self.environments = environments
         self.transfer = transfer
-        self.state = state
+        self._transfer_state = state
         self._spares: dict[str, list[Held]] = {}
         self._workdirs: dict[str, str | None] = {}
         self._lock = threading.Lock()
@@ -108,7 +111,7 @@ class HarborContainers:
                 return spares.pop()
         held = self.environments.fresh(image)
         try:
-            self.state.note_pristine(held)
+            self._transfer_state.note_pristine(held)
         except BaseException:
             self.environments.remove(held.id)
             raise
@@ -150,6 +153,7 @@ class HarborContainers:
         if services_network is not None:
             raise unavailable("an agent beside compose services")
         held = self._fresh(image)
+        held.agent = True
         held.environment = dict(environment or {})
         if logs_hidden:
             self._run_root(held, 'rm -rf -- "$@" && mkdir -p -- "$@"', *logs_hidden)
@@ -183,7 +187,9 @@ class HarborContainers:
     def _bind(self, held: Held, binds: Mapping[Path, str], read_only: Sequence[str]) -> None:
         for host, dest in binds.items():
             mode = f"{host.stat().st_mode & 0o7777:o}"
-            self._run_root(held, 'rm -rf -- "$1" && mkdir -p -- "$1" && chmod "$2" "$1"', dest, mode)
+            self._run_root(
+                held, 'rm -rf -- "$1" && mkdir -p -- "$1" && chmod "$2" "$1"', dest, mode
+            )
             if any(host.iterdir()):
                 self.transfer.upload_dir(held, host, dest)
             else:

@@ -9,6 +9,8 @@ against the host's, so that the times of files in it can be put on the host's cl
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
 import shutil
 import tempfile
@@ -21,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from harbor.environments.base import BaseEnvironment
-from harbor.environments.factory import EnvironmentFactory
-from harbor.models.environment_type import EnvironmentType
+from harbor.models.task.config import EnvironmentConfig
 from harbor.models.task.task import Task as HarborTask
 from harbor.models.trial.paths import TrialPaths
 
 from cleanroom.integrations.harbor_runtime.bridge import Bridge
+from cleanroom.integrations.remote_files import Clock
 from cleanroom.verifiers.container.agent_state.listing import Listing
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 
@@ -38,19 +40,6 @@ STOP_LIMIT_S = 120.0
 _LOADING = threading.Lock()
 
 
-@dataclass(frozen=True)
-class Clock:
-    """Bounds on an environment's clock minus the host's, in nanoseconds."""
-
-    low_ns: int
-    high_ns: int
-
-    def earliest_host_ns(self, env_ns: int) -> int:
-        """The earliest host time an environment time can be: a time mapped so never
-        looks later than it was."""
-        return env_ns - self.high_ns
-
-
 @dataclass
 class Held:
     """One environment the run knows by ``id``."""
@@ -59,6 +48,8 @@ class Held:
     env: BaseEnvironment
     image: str  # the task folder it is an environment of
     owned: bool  # made by this runtime (stopped and deleted on removal), or the harness's
+    # The agent acts (or acted) here: whatever runs here is the agent's programs.
+    agent: bool = False
     binds: dict[Path, str] = field(default_factory=dict)  # host folder -> its path here
     read_only: tuple[str, ...] = ()
     environment: dict[str, str] = field(default_factory=dict)
@@ -74,18 +65,26 @@ class Environments:
     def __init__(
         self,
         bridge: Bridge,
-        kind: str,
+        environment_class: type[BaseEnvironment],
         options: Mapping[str, Any] | None = None,
         session_prefix: str = "cleanroom",
     ) -> None:
         self.bridge = bridge
-        self.kind = kind
+        self.environment_class = environment_class
         self.options = dict(options or {})
         self.session_prefix = session_prefix[:30]
         self._held: dict[str, Held] = {}
         self._tasks: dict[str, HarborTask] = {}
+        self._configs: dict[str, EnvironmentConfig] = {}
         self._pristine: dict[str, Future[Listing]] = {}
+        self._stopping: list[Future[None]] = []
         self._lock = threading.Lock()
+
+    @property
+    def kind(self) -> str:
+        """Harbor's name for the environments' type."""
+        kind = self.environment_class.type()
+        return str(getattr(kind, "value", kind))
 
     # The environments known ------------------------------------------------------------
 
@@ -97,8 +96,13 @@ class Environments:
         return held
 
     def adopt(self, env: BaseEnvironment, image: str) -> str:
-        """Know the harness's own environment (never stopped here) under an id."""
-        return self._add(Held(f"harbor-{secrets.token_hex(4)}", env, image, owned=False))
+        """Know the harness's own environment (never stopped here) under an id; fresh
+        environments of its image get its environment settings (the trial's overrides
+        applied)."""
+        with self._lock:
+            self._configs.setdefault(image, env.task_env_config.model_copy(deep=True))
+        held = Held(f"harbor-{secrets.token_hex(4)}", env, image, owned=False, agent=True)
+        return self._add(held)
 
     def _add(self, held: Held) -> str:
         with self._lock:
@@ -136,26 +140,30 @@ class Environments:
         paths = TrialPaths(trial_dir=scratch)
         paths.mkdir()
         session = f"{self.session_prefix}__cleanroom-{secrets.token_hex(4)}".lower()
+        with self._lock:
+            config = self._configs.get(image) or task.config.environment
         try:
-            env = EnvironmentFactory.create_environment(
-                type=EnvironmentType(self.kind),
+            env = self.environment_class(
                 environment_dir=task.paths.environment_dir,
                 environment_name=task.short_name,
                 session_id=session,
                 trial_paths=paths,
-                task_env_config=task.config.environment.model_copy(deep=True),
+                task_env_config=config.model_copy(deep=True),
                 **self.options,
             )
         except Exception as exc:
             shutil.rmtree(scratch, ignore_errors=True)
-            raise RuntimeUnavailable(f"Harbor cannot make a {self.kind} environment: {exc}") from exc
+            raise RuntimeUnavailable(
+                f"Harbor cannot make a {self.kind} environment: {exc}"
+            ) from exc
         held = Held(f"harbor-{secrets.token_hex(4)}", env, image, owned=True, scratch=scratch)
         try:
             self.bridge.call(env.start(force_build=False), f"starting {session}", START_LIMIT_S)
             held.clock = self._clock(env)
             held.own_pids = self._own_pids(env)
         except BaseException:
-            self._stop(held)
+            with contextlib.suppress(Exception):
+                self.bridge.call(self._stop(held), f"stopping {session}", STOP_LIMIT_S + 10)
             raise
         return self.get(self._add(held))
 
@@ -176,14 +184,18 @@ class Environments:
         return tuple(int(w) for w in (done.stdout or "").split() if w.isdigit())
 
     def remove(self, env_id: str) -> None:
-        """Forget an environment; stop and delete it if this runtime made it."""
+        """Forget an environment; if this runtime made it, start stopping and deleting
+        it (an engine may wait seconds for its first process to end): `close` waits for
+        every stop started."""
         held = self.forget(env_id)
         if held is not None and held.owned:
-            self._stop(held)
+            stopping = self.bridge.submit(self._stop(held))
+            with self._lock:
+                self._stopping.append(stopping)
 
-    def _stop(self, held: Held) -> None:
+    async def _stop(self, held: Held) -> None:
         try:
-            self.bridge.call(held.env.stop(delete=True), f"stopping {held.id}", STOP_LIMIT_S)
+            await asyncio.wait_for(held.env.stop(delete=True), STOP_LIMIT_S)
         finally:
             if held.scratch is not None:
                 shutil.rmtree(held.scratch, ignore_errors=True)
@@ -196,9 +208,12 @@ class Environments:
             return self._pristine.setdefault(image, Future())
 
     def close(self) -> None:
-        """Stop every environment this runtime made and still holds."""
+        """Stop every environment this runtime made and still holds, and wait for every
+        stop started."""
         for held in self.all():
-            try:
-                self.remove(held.id)
-            except RuntimeUnavailable:
-                pass
+            self.remove(held.id)
+        with self._lock:
+            stopping, self._stopping = self._stopping, []
+        for future in stopping:
+            with contextlib.suppress(Exception):
+                future.result(STOP_LIMIT_S + 10)

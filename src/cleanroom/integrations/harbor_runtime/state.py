@@ -10,6 +10,7 @@ environment by an upload and a ``tar`` of the pristine image's own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import secrets
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from cleanroom.integrations.harbor_runtime.environments import START_LIMIT_S, Environments, Held
-from cleanroom.integrations.harbor_runtime.files import Transfer
+from cleanroom.integrations.harbor_runtime.files import AgentWithheld, Transfer
 from cleanroom.verifiers.container.agent_state import state_archive
 from cleanroom.verifiers.container.agent_state.listing import (
     Listing,
@@ -78,8 +79,11 @@ class HarborStateTransfer:
             self.transfer.sh(held, f'{{ {command}; }} > "$1" 2>/dev/null; true', target)
             with tempfile.TemporaryDirectory(prefix="cleanroom-listing-") as spool:
                 local = Path(spool) / "listing"
-                if not self.transfer.download(held, target, local, LISTING_CAP):
-                    raise ListingError(f"the listing is over {LISTING_CAP >> 20} MiB")
+                try:
+                    if not self.transfer.download(held, target, local, LISTING_CAP):
+                        raise ListingError(f"the listing is over {LISTING_CAP >> 20} MiB")
+                except AgentWithheld as exc:
+                    raise ListingError(f"no listing was left: {exc}") from exc
                 found = parse_listing(local.read_bytes())
         finally:
             self.transfer.sh(held, 'rm -f -- "$1"', target)
@@ -93,10 +97,8 @@ class HarborStateTransfer:
         if pristine.done():
             return
         listed = self.listing(held)
-        try:
+        with contextlib.suppress(InvalidStateError):  # listed by another meanwhile
             pristine.set_result(listed)
-        except InvalidStateError:
-            pass
 
     def changes(self, container: str) -> Diff:
         """The agent's environment's listing against the pristine one (evidence: a
@@ -140,8 +142,13 @@ class HarborStateTransfer:
     def _download(self, held: Held, inside: str, path: str, cap: int) -> IO[bytes]:
         with tempfile.TemporaryDirectory(prefix="cleanroom-state-") as spool:
             local = Path(spool) / "state.tar"
-            if not self.transfer.download(held, inside, local, cap):
-                raise StateTooLarge(path, cap)
+            try:
+                if not self.transfer.download(held, inside, local, cap):
+                    raise StateTooLarge(path, cap)
+            except AgentWithheld as exc:
+                raise state_archive.StateArchiveError(
+                    f"the agent's environment left no archive of {path}: {exc}"
+                ) from exc
             spooled: IO[bytes] = open(local, "rb")  # noqa: SIM115
             os.unlink(local)  # the open file is all that is left of it
         return spooled

@@ -17,8 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 from cleanroom.docker_layer import ImageBuildFailed
-from cleanroom.verifiers.container.runtime import RuntimeUnavailable
-from cleanroom.verifiers.container.runtime.docker import DockerRuntime
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
 from cleanroom.verifiers.container.task import Task
 
 Item = TypeVar("Item")
@@ -61,7 +60,9 @@ def side_by_side(
 
 
 def build_images(
-    tasks: Iterable[Task], runtime: DockerRuntime, image_map: Mapping[str, str] | None = None
+    tasks: Iterable[Task],
+    runtime: VerificationRuntime,
+    image_map: Mapping[str, str] | None = None,
 ) -> None:
     """Build (or find) every task's image once, before verifications run side by side.
 
@@ -70,4 +71,4 @@ def build_images(
     """
     for task in tasks:
         with contextlib.suppress(ImageBuildFailed, RuntimeUnavailable):
-            runtime.images.for_task(task, image_map)
+            runtime.images.for_task(task, image_map or {})
