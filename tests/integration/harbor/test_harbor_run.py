@@ -552,6 +552,7 @@ def test_a_rewriting_process_is_scored_zero_on_the_generic_path(
     assert seen["details"]["tamper"] == ["A /logs/verifier/reward.txt"]
 
 
+@pytest.mark.integrations
 def test_an_agent_that_hangs_the_tests_gets_its_zero_on_the_generic_path(
     runtime: DockerRuntime, tmp_path: Path
 ) -> None:
@@ -579,3 +580,44 @@ def test_an_invalid_outcome_reaches_harbor_as_an_exception_on_the_generic_path(
     assert info is not None and info["exception_type"] == "InvalidOutcomeError"
     assert "bad_reward" in info["exception_message"]
     assert fresh_environments_left(result) == []
+
+
+def test_the_readme_names_every_environment_type_harbor_has() -> None:
+    """The README's list of Harbor's environment types (which are proven here, which rest
+    on the generic path alone) names each type Harbor itself declares."""
+    listing = subprocess.run(
+        [str(HARBOR.parent / "python"), "-c",
+         "from harbor.models.environment_type import EnvironmentType as E; "
+         "print(' '.join(e.value for e in E))"],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Harbor's environment types") :]
+    section = section[: section.index("\n## ", 4)]
+    missing = [t for t in listing.stdout.split() if f"`{t}`" not in section]
+    assert missing == []
+
+
+@pytest.mark.integrations
+def test_the_oracle_scores_one_on_the_generic_path_on_podman(
+    podman: DockerRuntime, tmp_path: Path
+) -> None:
+    result = harbor_run(podman, tmp_path, TASK, ["--agent", "oracle"], GENERIC_ARGS, PODMAN)
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 1.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["path"]) == ("success", "generic")
+
+
+@pytest.mark.integrations
+def test_a_rewriting_process_is_scored_zero_on_the_generic_path_on_podman(
+    podman: DockerRuntime, tmp_path: Path
+) -> None:
+    result = harbor_run(
+        podman, tmp_path, TASK, ["--agent-import-path", PLANTING_AGENT], GENERIC_ARGS, PODMAN
+    )
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 0.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["reason"], seen["path"]) == ("failure", "tamper", "generic")
+    assert seen["details"]["tamper"] == ["A /logs/verifier/reward.txt"]

@@ -127,3 +127,11 @@ def test_a_budget_that_leaves_no_time_for_the_tests_is_refused_with_the_fix() ->
     # The factor applies to the harness's own base when it overrides the task's limit.
     with pytest.raises(BudgetTooShortError, match=r"multiplier 1\.5"):
         plan_budget(12, 60, Mode.SEALED, HOW, base_s=10)
+
+
+def test_the_generic_path_keeps_a_larger_reserve() -> None:
+    # Harbor's default budget for a 60 s task: 30 s are kept, the tests get the rest.
+    assert plan_budget(60, 60, Mode.SEALED, HOW, min_reserve_s=30) == BudgetPlan(30.0, True)
+    # A 20 s budget leaves nothing: the factor named covers the larger reserve too.
+    with pytest.raises(BudgetTooShortError, match=r"keeps 30 s.*multiplier 1\.8"):
+        plan_budget(20, 20, Mode.SEALED, HOW, min_reserve_s=30)

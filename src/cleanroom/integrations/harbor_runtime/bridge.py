@@ -56,7 +56,7 @@ class Bridge:
         except RuntimeUnavailable:
             raise
         except Exception as exc:
-            raise RuntimeUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:1000]) from exc
+            raise RuntimeUnavailable(_said(what, exc)) from exc
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run ``coro`` on the loop without waiting for it."""
@@ -92,7 +92,7 @@ class Bridge:
                     raise RuntimeUnavailable(f"{what}: no answer in {limit_s:g} s") from None
             except Exception as exc:
                 on_stop()
-                raise RuntimeUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:1000]) from exc
+                raise RuntimeUnavailable(_said(what, exc)) from exc
         if past_cap():
             on_stop()
             return False
@@ -111,3 +111,10 @@ class Bridge:
             self._thread.join(timeout=10)
             self.loop.close()
             self._thread = None
+
+
+def _said(what: str, exc: BaseException) -> str:
+    """What failed, bounded: the start and the end of a long message (Harbor's put the
+    command first and the cause last)."""
+    message = f"{what}: {type(exc).__name__}: {exc}"
+    return message if len(message) <= 1600 else f"{message[:700]} [...] {message[-800:]}"

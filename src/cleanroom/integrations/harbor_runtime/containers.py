@@ -99,7 +99,6 @@ class HarborContainers:
         self.transfer = transfer
         self._transfer_state = state
         self._spares: dict[str, list[Held]] = {}
-        self._workdirs: dict[str, str | None] = {}
         self._lock = threading.Lock()
 
     # Fresh environments ----------------------------------------------------------------
@@ -118,22 +117,14 @@ class HarborContainers:
         return held
 
     def workdir(self, image: str) -> str | None:
-        """The working folder of ``image``'s environment, asked of a fresh one (kept as a
-        spare for the next environment of the image)."""
-        with self._lock:
-            if image in self._workdirs:
-                return self._workdirs[image]
-        held = self._fresh(image)
-        with self._lock:
-            self._spares.setdefault(image, []).append(held)
-        done = self.transfer.bridge.call(
-            held.env.exec("pwd", user="root", timeout_sec=60), f"the work dir of {held.id}"
-        )
-        found = (done.stdout or "").strip() if done.return_code == 0 else ""
-        workdir = found if found.startswith("/") and "\n" not in found else None
-        with self._lock:
-            self._workdirs[image] = workdir
-        return workdir
+        """The working folder of ``image``'s environment, as a fresh one reports it (one
+        is started now, and kept as a spare for the next environment of the image, when
+        none has been)."""
+        if image not in self.environments.workdirs:
+            held = self._fresh(image)
+            with self._lock:
+                self._spares.setdefault(image, []).append(held)
+        return self.environments.workdirs.get(image)
 
     def start_agent(
         self,

@@ -78,6 +78,8 @@ class Environments:
         self._configs: dict[str, EnvironmentConfig] = {}
         self._pristine: dict[str, Future[Listing]] = {}
         self._stopping: list[Future[None]] = []
+        # Each image's working folder, once asked of a fresh environment.
+        self.workdirs: dict[str, str | None] = {}
         self._lock = threading.Lock()
 
     @property
@@ -161,6 +163,7 @@ class Environments:
             self.bridge.call(env.start(force_build=False), f"starting {session}", START_LIMIT_S)
             held.clock = self._clock(env)
             held.own_pids = self._own_pids(env)
+            self.workdirs.setdefault(image, self._default_cwd(env))
         except BaseException:
             with contextlib.suppress(Exception):
                 self.bridge.call(self._stop(held), f"stopping {session}", STOP_LIMIT_S + 10)
@@ -176,6 +179,13 @@ class Environments:
             return None
         env_ns = int(text)
         return Clock(env_ns - after, env_ns - before)
+
+    def _default_cwd(self, env: BaseEnvironment) -> str | None:
+        """The folder a command starts in when none is named (the image's working folder,
+        or the task's ``workdir``)."""
+        done = self.bridge.call(env.exec("pwd", user="root", timeout_sec=30), "its work dir")
+        found = (done.stdout or "").strip() if done.return_code == 0 else ""
+        return found if found.startswith("/") and "\n" not in found else None
 
     def _own_pids(self, env: BaseEnvironment) -> tuple[int, ...]:
         """The processes running in a fresh environment (the command's shell aside)."""

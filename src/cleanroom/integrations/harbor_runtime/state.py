@@ -165,6 +165,14 @@ class HarborStateTransfer:
         )
         if code != 0:
             raise RuntimeUnavailable(f"clearing state paths {list(paths)}: {output[-300:]!r}")
+        # An engine starts every command in the image's working folder: one that is gone
+        # fails them all (an upload included) until the agent's is installed. It comes
+        # back empty; the agent's folder is extracted into it.
+        workdir = self.environments.workdirs.get(held.image)
+        if workdir and workdir in paths:
+            made, said = self.transfer.sh(held, 'mkdir -p -- "$1"', workdir)
+            if made != 0:
+                raise RuntimeUnavailable(f"making the work dir {workdir}: {said[-300:]!r}")
         named = output.split("\0")[:-1]
         return {p for p in named if p in probe}
 
