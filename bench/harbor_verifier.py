@@ -1,4 +1,5 @@
-"""Sealed through Harbor against Harbor's own verifier, per trial, on docker and podman.
+"""Sealed through Harbor against Harbor's own verifier, per trial, on docker and podman,
+by the Docker fast path and by the generic path (Harbor's environment interface).
 
     .venv/bin/python bench/harbor_verifier.py [--trials 5] [--no-write]
 
@@ -39,7 +40,11 @@ HARBOR = ROOT / ".venv-harbor" / "bin" / "harbor"
 TASK = ROOT / "examples" / "tasks" / "fix-median"
 SECTION = "## Verifying under Harbor"
 SEALED = "cleanroom.integrations.harbor:SealedVerifier"
-VERIFIERS = {"Harbor's verifier": (), "SealedVerifier": ("--verifier", SEALED)}
+VERIFIERS = {
+    "Harbor's verifier": (),
+    "SealedVerifier": ("--verifier", SEALED),
+    "SealedVerifier, generic path": ("--verifier", SEALED, "--verifier-kwarg", "path=generic"),
+}
 ENVIRONMENTS = ("docker", "podman")
 
 
@@ -140,6 +145,13 @@ def report(
         "copies its state out, starts a fresh container of the pristine image (and a second "
         "one, the pristine control's, beside it), runs the tests and reads the reward on the "
         "host. Harbor's verifier runs the tests in the agent's own container.",
+        "",
+        "The generic path does the same through Harbor's environment interface alone: each "
+        "fresh environment is a Compose project started by Harbor (with its clock, processes "
+        "and a listing of its filesystem read once), the agent's changes are two listings "
+        "compared, and every file moves by a command and a `compose cp`. Stopping its fresh "
+        "environments is started in the background and waited for at the end of the "
+        "verification, so it is inside the phase.",
         "",
         "The whole trial is shorter under SealedVerifier for a reason outside verification: "
         "it leaves the agent's container with its processes killed, while after Harbor's "

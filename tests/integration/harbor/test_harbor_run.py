@@ -621,3 +621,37 @@ def test_a_rewriting_process_is_scored_zero_on_the_generic_path_on_podman(
     seen = outcome(result)
     assert (seen["outcome"], seen["reason"], seen["path"]) == ("failure", "tamper", "generic")
     assert seen["details"]["tamper"] == ["A /logs/verifier/reward.txt"]
+
+
+@pytest.mark.integrations
+def test_a_separate_verifier_s_task_is_verified_sealed_on_the_generic_path(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """Fresh environments of the separate verifier's own definition, as Harbor resolves it."""
+    task = separate_task(tmp_path)
+    result = harbor_run(runtime, tmp_path / "jobs", task, ["--agent", "oracle"], GENERIC_ARGS)
+    assert result.get("exception_info") is None, result["exception_info"]
+    assert reward(result) == 1.0
+    seen = outcome(result)
+    assert (seen["outcome"], seen["path"]) == ("success", "generic")
+    assert seen["details"]["state_paths"] == []  # the artifacts alone, as Harbor means it
+
+
+@pytest.mark.integrations
+def test_each_step_of_a_multi_step_task_is_verified_sealed_on_the_generic_path(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    """The steps' 30 s limits leave nothing past the generic path's 30 s reserve: refused
+    naming the multiplier, then verified with it."""
+    task = TASKS / "two-step-report"
+    refused = harbor_run(runtime, tmp_path / "short", task, ["--agent", "oracle"], GENERIC_ARGS)
+    (first, *_) = refused["step_results"]
+    assert first["exception_info"]["exception_type"] == "BudgetTooShortError"
+    assert "--verifier-timeout-multiplier 1.2" in first["exception_info"]["exception_message"]
+    args = (*GENERIC_ARGS, "--verifier-timeout-multiplier", "2")
+    result = harbor_run(runtime, tmp_path / "jobs", task, ["--agent", "oracle"], args)
+    assert reward(result) == 1.0
+    steps = {
+        s["step_name"]: s["verifier_result"]["rewards"]["reward"] for s in result["step_results"]
+    }
+    assert steps == {"configure": 1.0, "report": 1.0}

@@ -11,9 +11,9 @@ brought back and read on the host by the same parser and decision code as on Doc
 
 Where Docker's daemon is on this machine, `runtime.docker.DockerRuntime` is the fast path
 (pause, diff and archive calls, no command in the agent's container). Compose services,
-a verifier in the agent's network namespace (``live_processes``), a separate verifier's
-image and ``shared``'s in-container reader need that path; here they are refused by name
-(`invalid`, never a score).
+a verifier in the agent's network namespace (``live_processes``) and ``shared``'s
+in-container reader need that path; here they are refused by name (`invalid`, never a
+score).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from cleanroom.core.outcomes import Outcome
 from cleanroom.integrations.acted_on import BudgetPlan, mount_baseline
 from cleanroom.integrations.harbor_runtime.bridge import Bridge
 from cleanroom.integrations.harbor_runtime.containers import HarborContainers, unavailable
-from cleanroom.integrations.harbor_runtime.environments import Environments
+from cleanroom.integrations.harbor_runtime.environments import VERIFIER_SUFFIX, Environments
 from cleanroom.integrations.harbor_runtime.files import Transfer
 from cleanroom.integrations.harbor_runtime.state import HarborStateTransfer
 from cleanroom.verifiers.container.agent_state.links import Entry
@@ -46,6 +46,11 @@ from cleanroom.verifiers.container.verify import ActedOn, VerifyOptions, load_in
 WATCHED = ("/tests", "/logs")
 
 __all__ = ["WATCHED", "HarborRuntime", "environment_class_of", "verify_environment"]
+
+
+def verifier_image(task_dir: str) -> str:
+    """The "image" that names the separate verifier's environment of a task."""
+    return task_dir + VERIFIER_SUFFIX
 
 
 def environment_class_of(kind: str) -> type[BaseEnvironment]:
@@ -63,7 +68,8 @@ class HarborImages:
         return str(task.root), False
 
     def for_verifier(self, task: Task, image_map: Mapping[str, str]) -> tuple[str, bool]:
-        raise unavailable("a separate verifier's own image")
+        """A separate verifier's environment, as Harbor resolves it."""
+        return verifier_image(str(task.root)), False
 
     def for_service(self, task: Task, service: Service, image_map: Mapping[str, str]) -> str:
         raise unavailable(f"compose service {service.name!r}")
@@ -187,7 +193,10 @@ def verify_environment(
         session_prefix=environment.session_id,
     )
     try:
-        image = str(task_dir)
+        # In separate mode Harbor hands over the verifier's environment, holding the agent's
+        # artifacts: fresh ones are of the verifier's image too.
+        separate = task.verifier_environment() is not None
+        image = verifier_image(str(task_dir)) if separate else str(task_dir)
         acted = ActedOn(
             container=runtime.adopt(environment, image),
             image=image,

@@ -108,10 +108,16 @@ class HarborContainers:
             spares = self._spares.get(image, [])
             if spares:
                 return spares.pop()
-        held = self.environments.fresh(image)
+        try:
+            held = self.environments.fresh(image)
+        except BaseException as exc:
+            # Whoever waits for the image's pristine listing learns at once that none comes.
+            self.environments.pristine_failed(image, exc)
+            raise
         try:
             self._transfer_state.note_pristine(held)
-        except BaseException:
+        except BaseException as exc:
+            self.environments.pristine_failed(image, exc)
             self.environments.remove(held.id)
             raise
         return held

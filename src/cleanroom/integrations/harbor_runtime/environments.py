@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from typing import Any
 from harbor.environments.base import BaseEnvironment
 from harbor.models.task.config import EnvironmentConfig
 from harbor.models.task.task import Task as HarborTask
+from harbor.models.task.verifier_mode import resolve_verifier_environment_definition
 from harbor.models.trial.paths import TrialPaths
 
 from cleanroom.integrations.harbor_runtime.bridge import Bridge
@@ -32,6 +33,8 @@ from cleanroom.integrations.remote_files import Clock
 from cleanroom.verifiers.container.agent_state.listing import Listing
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 
+# A task folder's name with this added names its separate verifier's environment.
+VERIFIER_SUFFIX = "#verifier"
 # How long an environment may take to start (Harbor builds its image on first use).
 START_LIMIT_S = 1800.0
 STOP_LIMIT_S = 120.0
@@ -122,13 +125,13 @@ class Environments:
     # Fresh environments ----------------------------------------------------------------
 
     def task(self, image: str) -> HarborTask:
-        """The Harbor task an image names (the task's folder)."""
+        """The Harbor task an image names (the task's folder, or `verifier_image` of it)."""
         with self._lock:
             found = self._tasks.get(image)
         if found is None:
             try:
                 with _LOADING:
-                    found = HarborTask(Path(image))
+                    found = HarborTask(Path(image.removesuffix(VERIFIER_SUFFIX)))
             except Exception as exc:
                 raise RuntimeUnavailable(f"Harbor cannot load the task at {image}: {exc}") from exc
             with self._lock:
@@ -144,13 +147,23 @@ class Environments:
         session = f"{self.session_prefix}__cleanroom-{secrets.token_hex(4)}".lower()
         with self._lock:
             config = self._configs.get(image) or task.config.environment
+        directory, extra = task.paths.environment_dir, {}
+        if image.endswith(VERIFIER_SUFFIX):
+            # Harbor's own resolution of a separate verifier's environment: an image, a
+            # Dockerfile in tests/, or the task's environment with the tests copied in.
+            found = resolve_verifier_environment_definition(task.config, task.paths)
+            if found is None:
+                raise RuntimeUnavailable(f"{image}: the task has no separate verifier")
+            directory, config = found.directory, found.config
+            extra = {"enable_environment_dir_upload": not found.bundled_tests}
         try:
             env = self.environment_class(
-                environment_dir=task.paths.environment_dir,
+                environment_dir=directory,
                 environment_name=task.short_name,
                 session_id=session,
                 trial_paths=paths,
                 task_env_config=config.model_copy(deep=True),
+                **extra,
                 **self.options,
             )
         except Exception as exc:
@@ -205,6 +218,12 @@ class Environments:
 
     async def _stop(self, held: Held) -> None:
         try:
+            # Every process but the first one goes first: an engine's stop then has no
+            # process left to wait for (a first process that ignores the stop signal, as
+            # `sh -c "sleep infinity"` does, would make it wait out its 10 s timeout).
+            with contextlib.suppress(Exception):
+                ending = held.env.exec("kill -9 -1", user="root", timeout_sec=10)
+                await asyncio.wait_for(ending, 20)
             await asyncio.wait_for(held.env.stop(delete=True), STOP_LIMIT_S)
         finally:
             if held.scratch is not None:
@@ -216,6 +235,12 @@ class Environments:
         """The listing of a fresh environment of ``image``, set by the first one made."""
         with self._lock:
             return self._pristine.setdefault(image, Future())
+
+    def pristine_failed(self, image: str, exc: BaseException) -> None:
+        """No fresh environment of ``image`` could be made or listed: say so to whoever
+        waits for its listing, unless one was listed already."""
+        with contextlib.suppress(InvalidStateError):
+            self.pristine(image).set_exception(exc)
 
     def close(self) -> None:
         """Stop every environment this runtime made and still holds, and wait for every
