@@ -143,3 +143,15 @@ def test_without_a_clock_a_time_is_the_earliest_there_is(out: Path) -> None:
         out, [record("f", "reward.txt", mtime_ns=1_700_000_000_000_000_000)], None, CAP, None
     )
     assert os.lstat(out / "reward.txt").st_mtime_ns == 0
+
+
+def test_an_archive_cut_at_its_cap_gives_the_files_it_holds_whole(
+    tmp_path: Path, out: Path
+) -> None:
+    files = archive(tmp_path, {"reward.txt": b"1\n", "log.txt": b"x" * 50_000})
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(files.read_bytes()[:20_000])  # inside log.txt's data
+    records = [record("f", "reward.txt", size=2), record("f", "log.txt", size=50_000)]
+    materialize(out, records, cut, 1 << 20, None)
+    assert (out / "reward.txt").read_bytes() == b"1\n"
+    assert (out / "log.txt").read_bytes() == b""  # cut: its content never came

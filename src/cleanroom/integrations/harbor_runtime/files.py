@@ -46,7 +46,13 @@ fi
 if [ "$5" = folder ]; then
   find "$src" -mindepth 1 -printf "$6" 2>/dev/null | head -c $((16 << 20)) > "$list"
   names=$arch.names
-  find "$src" -mindepth 1 -type f -size -$((cap + 1))c -printf '%P\0' > "$names" 2>/dev/null
+  # Smallest first: an archive cut at its cap still holds the reward files.
+  if command -v sort >/dev/null && command -v sed >/dev/null; then
+    find "$src" -mindepth 1 -type f -size -$((cap + 1))c -printf '%s/%P\0' 2>/dev/null \
+      | sort -zn | sed -z 's|^[0-9]*/||' > "$names"
+  else
+    find "$src" -mindepth 1 -type f -size -$((cap + 1))c -printf '%P\0' > "$names" 2>/dev/null
+  fi
   tar -C "$src" --null --no-recursion -T "$names" -cf "$arch" 2>/dev/null
   rm -f "$names"
 else
@@ -94,16 +100,24 @@ class Transfer:
             raise
         return done.return_code, (done.stdout or "") + (done.stderr or "")
 
-    def download(self, held: Held, source: str, target: Path, cap: int) -> bool:
-        """Download ``source`` to ``target``; False (``target`` removed) past ``cap``.
-        In the agent's environment a download that fails while the environment answers
-        is `AgentWithheld`; anywhere else, and when nothing answers, `RuntimeUnavailable`."""
+    def download(
+        self, held: Held, source: str, target: Path, cap: int, *, keep_cut: bool = False
+    ) -> bool:
+        """Download ``source`` to ``target``; False past ``cap``, with ``target`` removed
+        (or, ``keep_cut``, left as far as it came). In the agent's environment a download
+        that fails while the environment answers is `AgentWithheld`; anywhere else, and
+        when nothing answers, `RuntimeUnavailable`."""
+
+        def stop() -> None:
+            if not keep_cut:
+                target.unlink(missing_ok=True)
+
         try:
             return self.bridge.watched(
                 held.env.download_file(source, target),
                 f"downloading {source} from {held.id}",
                 lambda: _size(target) > cap,
-                on_stop=lambda: target.unlink(missing_ok=True),
+                on_stop=stop,
             )
         except RuntimeUnavailable as exc:
             if held.agent and self.answers(held):
@@ -147,15 +161,21 @@ class Transfer:
                 held, _BRING, source, listing, archive, str(cap), mode, fmt, _FORMAT_ONE
             )
             if code != 0:
-                raise RuntimeUnavailable(f"listing {source} in {held.id}: {output[-300:]!r}")
+                why = f"listing {source} in {held.id}: {output[-300:]!r}"
+                raise AgentWithheld(why) if held.agent else RuntimeUnavailable(why)
             with tempfile.TemporaryDirectory(prefix="cleanroom-bring-") as spool:
                 local_list, local_archive = Path(spool) / "list", Path(spool) / "files.tar"
                 if not self.download(held, listing, local_list, LISTING_CAP):
                     raise RuntimeUnavailable(f"the listing of {source} is over its cap")
                 records = parse_records(local_list.read_bytes())
-                have_archive = self.download(held, archive, local_archive, ARCHIVE_CAP)
+                # An archive cut at its cap gives the files it holds whole.
+                self.download(held, archive, local_archive, ARCHIVE_CAP, keep_cut=True)
                 materialize(
-                    host_dir, records, local_archive if have_archive else None, cap, held.clock
+                    host_dir,
+                    records,
+                    local_archive if local_archive.exists() else None,
+                    cap,
+                    held.clock,
                 )
         finally:
             self.sh(held, 'rm -f -- "$@"', listing, archive)
