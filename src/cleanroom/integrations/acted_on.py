@@ -118,9 +118,10 @@ class InvalidOutcomeError(Exception):
 
 
 class VerifierUnavailableError(InvalidOutcomeError):
-    """An invalid outcome because the container daemon did not answer: the one kind of
-    invalid that a second try may not meet. Harbor decides by the exception's class name
-    whether to retry (`override_error_policy`), so it has a name of its own."""
+    """An invalid outcome because the container daemon (or Harbor's environment) did not
+    answer: the one kind of invalid that a second try may not meet. Harbor decides by the
+    exception's class name whether to retry (`override_error_policy`), so it has a name
+    of its own."""
 
 
 def invalid_outcome_error(outcome: Outcome) -> InvalidOutcomeError:

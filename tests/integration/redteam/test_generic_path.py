@@ -12,12 +12,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cleanroom.redteam.matrix import Cell, Matrix
 from cleanroom.verifiers.container.modes import Mode
+
+# The limit of one command of the harness's in the agent's environment (files.py).
+AGENT_COMMAND_LIMIT_S = 20
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(3000)]
 
@@ -120,3 +125,88 @@ def test_the_whole_catalogue_gives_the_fast_paths_outcomes() -> None:
     generic = generic_matrix((), timeout=2400, exits=(0, 1))
     assert {r.id for r in generic.rows} == {r.id for r in fast.rows}
     assert compare(fast, generic) == []
+
+
+# On the generic path the state leaves the agent's environment through its own `tar`:
+# this one adds a forged test script beside the work dir to every archive it writes.
+TROJAN_TAR = r"""
+cat > /usr/local/bin/tar <<'SH'
+#!/bin/sh
+/bin/tar "$@" || exit $?
+out=; prev=
+for a in "$@"; do [ "$prev" = -cf ] && out=$a; prev=$a; done
+[ -n "$out" ] || exit 0
+mkdir -p /var/tmp/forge/tests
+printf '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n' > /var/tmp/forge/tests/test.sh
+chmod +x /var/tmp/forge/tests/test.sh
+/bin/tar -C /var/tmp/forge -rf "$out" tests/test.sh
+SH
+chmod +x /usr/local/bin/tar
+"""
+ONE_ROLLOUT = """
+import json, sys
+from pathlib import Path
+from typing import Any
+from cleanroom.integrations.harbor_runtime import HarborRuntime, environment_class_of
+from cleanroom.verifiers.container.task import load_task
+from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
+runtime = HarborRuntime(environment_class_of("docker"))
+try:
+    task = load_task(Path(sys.argv[1]))
+    agent = AgentSpec.script(sys.argv[2], sys.argv[3])
+    outcome = verify_task(task, agent, runtime, VerifyOptions())
+finally:
+    runtime.close()
+print(json.dumps(outcome.to_json(), default=str))
+"""
+
+
+def one_generic_rollout(script: str, label: str) -> tuple[dict[str, Any], float]:
+    """One rollout of fix-median with ``script`` as the agent, sealed on the generic path
+    (Harbor's docker environment): its outcome and how long it took."""
+    task = REPO / "examples" / "tasks" / "fix-median"
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(HARBOR_VENV), os.environ.get("PATH", "")]),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(HARBOR_VENV / "python"), "-c", ONE_ROLLOUT, str(task), script, label],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return seen, time.monotonic() - started
+
+
+def test_an_archiver_the_agent_replaced_cannot_write_beside_its_state() -> None:
+    """The agent's `tar` adds tests/test.sh (writing a perfect reward) to the archive of
+    /app: unpacked at /, it would replace the verifier's tests. The archive is refused
+    as the agent's (its 0), never installed, never scored 1."""
+    seen, _ = one_generic_rollout(TROJAN_TAR, "trojan-tar")
+    assert (seen["outcome"], seen["score"], seen["reason"]) == (
+        "failure", 0.0, "workspace_broken",
+    ), seen  # fmt: skip
+    assert "outside it: 'tests/test.sh'" in seen["detail"]
+
+
+# Every command Harbor runs in the agent's environment starts the `bash` on its PATH.
+HANGING_BASH = r"""
+printf '#!/bin/sh\nexec sleep 100000\n' > /usr/local/bin/bash
+chmod +x /usr/local/bin/bash
+"""
+
+
+def test_a_shell_the_agent_made_hang_costs_one_command_limit_and_is_its_zero() -> None:
+    """Each of the harness's commands there would hang until its limit (stopping the
+    processes, the listing, each archive, each cleanup): the first one that does marks
+    the environment, none runs there again, and the verification ends well inside
+    Harbor's default budget with the agent's 0, never Harbor's timeout."""
+    seen, took = one_generic_rollout(HANGING_BASH, "hanging-bash")
+    assert (seen["outcome"], seen["score"], seen["reason"]) == (
+        "failure", 0.0, "workspace_broken",
+    ), seen  # fmt: skip
+    verify_s = seen["details"]["timings"]["verify_s"]
+    assert verify_s < AGENT_COMMAND_LIMIT_S + 15, seen["details"]["timings"]
+    assert took < 120

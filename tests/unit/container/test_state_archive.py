@@ -126,3 +126,35 @@ def test_a_member_outside_the_path_is_the_daemons_fault() -> None:
     # A name that only starts like the path is not beneath it.
     with pytest.raises(ArchiveNotRooted):
         rooted(archive(entry("application")), io.BytesIO(), "app")
+
+
+@pytest.mark.parametrize(
+    "outside",
+    [
+        entry("tests/test.sh"),  # beside the path: unpacked over the verifier's tests
+        entry("app/../tests/test.sh"),
+        entry("/usr/local/bin/python3"),
+        entry("app/./x"),
+        entry("application/x"),  # a name that only starts like the path's
+        entry("app/evil", tarfile.LNKTYPE, linkname="tests/test.sh"),
+        entry("app/evil", tarfile.LNKTYPE, linkname="app/../etc/shadow"),
+    ],
+    ids=["beside", "climbing", "absolute", "dot", "prefix", "hard-link", "hard-link-climbing"],
+)
+def test_a_member_outside_the_state_path_is_refused(outside: tarfile.TarInfo) -> None:
+    src = archive(entry("app", tarfile.DIRTYPE), entry("app/stats.py"), outside)
+    with pytest.raises(StateArchiveError, match="outside it"):
+        scan(src, top="app")
+
+
+def test_members_beneath_the_state_path_pass_the_confinement() -> None:
+    src = archive(
+        entry("app/", tarfile.DIRTYPE),
+        entry("app/src/", tarfile.DIRTYPE),
+        entry("app/src/stats.py"),
+        entry("app/again", tarfile.LNKTYPE, linkname="app/src/stats.py"),
+        entry(
+            "app/py", tarfile.SYMTYPE, linkname="../usr/bin/python3"
+        ),  # a link's place is decided later
+    )
+    assert scan(src, top="app").members == 5

@@ -44,22 +44,18 @@ class Bridge:
     ) -> T:
         """``coro``'s result, run on the loop; `RuntimeUnavailable` (no answer) when it
         fails or outlasts ``limit_s``, saying ``what`` was being done."""
-        if self._on_loop():
-            coro.close()
-            raise RuntimeError("a call to an environment was made on its own event loop")
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        try:
-            return future.result(limit_s)
-        except concurrent.futures.TimeoutError:
+        future = self.submit(coro)
+        done, _ = concurrent.futures.wait([future], limit_s)
+        if not done:
             future.cancel()
-            raise RuntimeUnavailable(f"{what}: no answer in {limit_s:g} s") from None
-        except RuntimeUnavailable:
-            raise
-        except Exception as exc:
-            raise RuntimeUnavailable(_said(what, exc)) from exc
+            raise RuntimeUnavailable(f"{what}: no answer in {limit_s:g} s")
+        return _result(future, what)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run ``coro`` on the loop without waiting for it."""
+        if self._on_loop():
+            coro.close()
+            raise RuntimeError("a call to an environment was made on its own event loop")
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def watched(
@@ -72,27 +68,22 @@ class Bridge:
     ) -> bool:
         """Run ``coro`` (a download) while watching it: False, once it is cancelled and
         ``on_stop`` has removed what it wrote, as soon as ``past_cap`` holds."""
-        if self._on_loop():
-            coro.close()
-            raise RuntimeError("a call to an environment was made on its own event loop")
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        future = self.submit(coro)
         deadline = time.monotonic() + limit_s
-        while True:
-            try:
-                future.result(WATCH_EVERY_S)
-                break
-            except concurrent.futures.TimeoutError:
-                if past_cap():
-                    future.cancel()
-                    on_stop()
-                    return False
-                if time.monotonic() > deadline:
-                    future.cancel()
-                    on_stop()
-                    raise RuntimeUnavailable(f"{what}: no answer in {limit_s:g} s") from None
-            except Exception as exc:
+        while not concurrent.futures.wait([future], WATCH_EVERY_S).done:
+            if past_cap():
+                future.cancel()
                 on_stop()
-                raise RuntimeUnavailable(_said(what, exc)) from exc
+                return False
+            if time.monotonic() > deadline:
+                future.cancel()
+                on_stop()
+                raise RuntimeUnavailable(f"{what}: no answer in {limit_s:g} s")
+        try:
+            _result(future, what)
+        except RuntimeUnavailable:
+            on_stop()
+            raise
         if past_cap():
             on_stop()
             return False
@@ -111,6 +102,27 @@ class Bridge:
             self._thread.join(timeout=10)
             self.loop.close()
             self._thread = None
+
+
+def outlasted_its_limit(exc: RuntimeUnavailable) -> bool:
+    """Whether a command's call failed because the command outlasted the limit it was
+    given: a `TimeoutError` from the environment, or Harbor's docker environment's
+    ``RuntimeError("Command timed out after N seconds")``."""
+    cause = exc.__cause__
+    return isinstance(cause, TimeoutError) or (
+        isinstance(cause, RuntimeError) and "timed out" in str(cause)
+    )
+
+
+def _result(future: concurrent.futures.Future[T], what: str) -> T:
+    """A finished call's result; whatever it raised as `RuntimeUnavailable` (a
+    `TimeoutError` of its own included: it is never taken for a wait that ran out)."""
+    try:
+        return future.result()
+    except RuntimeUnavailable:
+        raise
+    except Exception as exc:
+        raise RuntimeUnavailable(_said(what, exc)) from exc
 
 
 def _said(what: str, exc: BaseException) -> str:

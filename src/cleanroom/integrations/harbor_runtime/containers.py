@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cleanroom.docker_layer import OUTPUT_CAP_BYTES
 from cleanroom.exec_result import ExecResult
-from cleanroom.integrations.harbor_runtime.bridge import CALL_LIMIT_S
+from cleanroom.integrations.harbor_runtime.bridge import CALL_LIMIT_S, outlasted_its_limit
 from cleanroom.integrations.harbor_runtime.environments import Environments, Held
 from cleanroom.integrations.harbor_runtime.files import Transfer
 from cleanroom.integrations.harbor_runtime.state import HarborStateTransfer
@@ -230,7 +230,7 @@ class HarborContainers:
                 (limit or CALL_LIMIT_S) + 60,
             )
         except RuntimeUnavailable as exc:
-            if timeout is not None and "timed out" in str(exc):
+            if timeout is not None and outlasted_its_limit(exc):
                 return ExecResult(None, timed_out=True, seconds=time.monotonic() - started)
             raise
         out = ((done.stdout or "") + (done.stderr or "")).encode("utf-8", "surrogateescape")

@@ -60,6 +60,9 @@ class Held:
     scratch: Path | None = None
     # The processes the environment ran before anything of the run's (None: unknown).
     own_pids: tuple[int, ...] | None = None
+    # A command of the harness's outlasted its limit in the agent's environment: the
+    # agent's programs hold them, and none is run there again.
+    unresponsive: bool = False
 
 
 class Environments:
@@ -174,37 +177,34 @@ class Environments:
         held = Held(f"harbor-{secrets.token_hex(4)}", env, image, owned=True, scratch=scratch)
         try:
             self.bridge.call(env.start(force_build=False), f"starting {session}", START_LIMIT_S)
-            held.clock = self._clock(env)
-            held.own_pids = self._own_pids(env)
-            self.workdirs.setdefault(image, self._default_cwd(env))
+            held.clock, cwd, held.own_pids = self._first_look(env)
+            self.workdirs.setdefault(image, cwd)
         except BaseException:
             with contextlib.suppress(Exception):
                 self.bridge.call(self._stop(held), f"stopping {session}", STOP_LIMIT_S + 10)
             raise
         return self.get(self._add(held))
 
-    def _clock(self, env: BaseEnvironment) -> Clock | None:
+    def _first_look(self, env: BaseEnvironment) -> tuple[Clock | None, str | None, tuple[int, ...]]:
+        """What a fresh environment says of itself, in one command: its clock (bounds
+        against the host's, None if it gives no time in nanoseconds), the folder a command
+        starts in when none is named (the image's working folder, or the task's
+        ``workdir``), and the processes it runs (the command's shell aside)."""
+        command = (
+            "date +%s%N; printf '\\0'; pwd; printf '\\0'; "
+            'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = $$ ] || echo "$p"; done'
+        )
         before = time.time_ns()
-        done = self.bridge.call(env.exec("date +%s%N", user="root", timeout_sec=30), "its clock")
+        done = self.bridge.call(env.exec(command, user="root", timeout_sec=30), "a first look")
         after = time.time_ns()
-        text = (done.stdout or "").strip()
-        if done.return_code != 0 or not text.isdigit():
-            return None
-        env_ns = int(text)
-        return Clock(env_ns - after, env_ns - before)
-
-    def _default_cwd(self, env: BaseEnvironment) -> str | None:
-        """The folder a command starts in when none is named (the image's working folder,
-        or the task's ``workdir``)."""
-        done = self.bridge.call(env.exec("pwd", user="root", timeout_sec=30), "its work dir")
-        found = (done.stdout or "").strip() if done.return_code == 0 else ""
-        return found if found.startswith("/") and "\n" not in found else None
-
-    def _own_pids(self, env: BaseEnvironment) -> tuple[int, ...]:
-        """The processes running in a fresh environment (the command's shell aside)."""
-        listing = 'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = $$ ] || echo "$p"; done'
-        done = self.bridge.call(env.exec(listing, user="root", timeout_sec=30), "its processes")
-        return tuple(int(w) for w in (done.stdout or "").split() if w.isdigit())
+        now, cwd, pids = [*(done.stdout or "").split("\0"), "", ""][:3]
+        clock = None
+        if done.return_code == 0 and now.strip().isdigit():
+            env_ns = int(now.strip())
+            clock = Clock(env_ns - after, env_ns - before)
+        cwd = cwd.strip()
+        found = cwd if cwd.startswith("/") and "\n" not in cwd else None
+        return clock, found, tuple(int(w) for w in pids.split() if w.isdigit())
 
     def remove(self, env_id: str) -> None:
         """Forget an environment; if this runtime made it, start stopping and deleting

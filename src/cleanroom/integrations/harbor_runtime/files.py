@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cleanroom.core.observed_file import ObservedFile
 from cleanroom.host_files import read_capped
-from cleanroom.integrations.harbor_runtime.bridge import Bridge
+from cleanroom.integrations.harbor_runtime.bridge import Bridge, outlasted_its_limit
 from cleanroom.integrations.harbor_runtime.environments import Environments, Held
 from cleanroom.integrations.remote_files import materialize, parse_records
 from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind
@@ -33,6 +33,9 @@ _FORMAT_ONE = r"%y\0%m\0%s\0%T@\0%l\0%f\0"
 LISTING_CAP = 16 << 20
 ARCHIVE_CAP = 256 << 20
 EXEC_LIMIT_S = 120
+# A command of the harness's in the agent's environment is run by the agent's own shell,
+# which may never return: it gets this long, once.
+AGENT_COMMAND_LIMIT_S = 20
 
 # $1 the path, $2 the listing's file, $3 the archive's file, $4 the cap per file, $5
 # "folder" (its entries) or "one" (the path itself).
@@ -86,7 +89,13 @@ class Transfer:
     ) -> tuple[int, str]:
         """Run ``script`` with ``args`` in ``held`` as ``user``: its exit code and output.
         `RuntimeUnavailable` when Harbor gets no answer (a command that outlasts its
-        limit gives exit code None's stand-in, -1)."""
+        limit gives exit code None's stand-in, -1). In the agent's environment a command
+        has `AGENT_COMMAND_LIMIT_S`, and once one outlasts it none runs there again: the
+        agent's shell cannot hold the verification past its budget."""
+        if held.agent:
+            if held.unresponsive:
+                return -1, ""
+            limit_s = min(limit_s, AGENT_COMMAND_LIMIT_S)
         command = shlex.join(["sh", "-c", script, "cleanroom", *args])
         try:
             done = self.bridge.call(
@@ -95,7 +104,8 @@ class Transfer:
                 limit_s + 60,
             )
         except RuntimeUnavailable as exc:
-            if "timed out" in str(exc):
+            if outlasted_its_limit(exc):
+                held.unresponsive = held.unresponsive or held.agent
                 return -1, ""
             raise
         return done.return_code, (done.stdout or "") + (done.stderr or "")

@@ -14,6 +14,7 @@ import contextlib
 import os
 import posixpath
 import secrets
+import shutil
 import tarfile
 import tempfile
 from collections.abc import Sequence
@@ -137,7 +138,12 @@ class HarborStateTransfer:
             spooled = self._download(held, inside, path, cap)
         finally:
             self.transfer.sh(held, 'rm -f -- "$1"', inside)
-        return checked_copy(path, _kind_of_top(spooled), spooled, artifact)
+        try:
+            kind = _kind_of_top(spooled)
+        except BaseException:
+            spooled.close()
+            raise
+        return checked_copy(path, kind, spooled, artifact)
 
     def _download(self, held: Held, inside: str, path: str, cap: int) -> IO[bytes]:
         with tempfile.TemporaryDirectory(prefix="cleanroom-state-") as spool:
@@ -188,9 +194,7 @@ class HarborStateTransfer:
             parent = posixpath.dirname(copy.path) or "/"
             inside = f"/.cleanroom-install-{secrets.token_hex(6)}.tar"
             with tempfile.NamedTemporaryFile(prefix="cleanroom-install-") as local:
-                copy.archive.seek(0)
-                while chunk := copy.archive.read(1 << 20):
-                    local.write(chunk)
+                shutil.copyfileobj(state_archive.rewind(copy.archive), local)
                 local.flush()
                 self.transfer.upload(held, Path(local.name), inside)
             code, output = self.transfer.sh(held, _INSTALL, parent, inside)

@@ -13,6 +13,13 @@ there is hostile input, so before it is unpacked:
   That is the agent's doing (``workspace_broken``), found here rather than carried over
   as a quietly truncated tree.
 
+Every member is the state path's own name or beneath it, and so is a hard link's target:
+a name that climbs (``..``), is absolute, or lies beside the path would be unpacked
+outside it, over the verifier's tests or its toolchain. A daemon's archiver never writes
+one (podman's own naming is mended before, `rooted`); an archiver the agent controls (the
+generic path's ``tar`` runs in the agent's environment) may, and that is the agent's
+doing.
+
 FIFOs, links and everything else are state and pass unchanged. Each pass records the
 archive's folders and links (a link's target): where a link leads is decided in the
 verifier's container, once the state is installed (`links`), and the tree answers for
@@ -66,14 +73,20 @@ class ArtifactRules:
     exclude: tuple[str, ...] = ()
 
 
-def scan(archive: IO[bytes], artifact: ArtifactRules | None = None) -> StateScan:
-    """Read a tar stream once and say what must be dropped or refused."""
+def scan(
+    archive: IO[bytes], artifact: ArtifactRules | None = None, top: str | None = None
+) -> StateScan:
+    """Read a tar stream once and say what must be dropped or refused; with ``top``
+    (the state path's own name), `StateArchiveError` for a member, or a hard link's
+    target, that is not ``top`` or beneath it."""
     found = StateScan()
     try:
         with tarfile.open(fileobj=archive, mode="r|") as tar:
             kept: set[str] = set()
             for member in tar:
                 found.members += 1
+                if top is not None:
+                    _confined(member, top)
                 if artifact is not None and excluded(member.name, artifact.exclude):
                     continue
                 if _dropped(member, artifact) or _orphan_link(member, kept):
@@ -90,6 +103,19 @@ def scan(archive: IO[bytes], artifact: ArtifactRules | None = None) -> StateScan
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise StateArchiveError(f"the state archive is unreadable: {exc}") from exc
     return found
+
+
+def _confined(member: tarfile.TarInfo, top: str) -> None:
+    """Refuse a member that would be unpacked outside the state path ``top``."""
+    names = [("member", member.name)]
+    if member.islnk():
+        names.append(("hard link target", member.linkname))
+    for what, name in names:
+        parts = name.rstrip("/").split("/")
+        if parts[0] != top or any(p in ("", ".", "..") for p in parts):
+            raise StateArchiveError(
+                f"the archive of {top} holds a {what} outside it: {name[:120]!r}"
+            )
 
 
 def without_dropped(

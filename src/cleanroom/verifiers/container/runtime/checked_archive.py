@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import tempfile
 from typing import IO
 
@@ -15,10 +16,12 @@ def checked_copy(
     """``spooled`` (an archive of ``path`` with its members named as Docker names them,
     the path's own name first) as a `StateCopy`: scanned, devices and sockets dropped and
     listed, an ``artifact``'s stricter rules applied. `StateArchiveError` for what cannot
-    be read as such an archive; the copy owns ``spooled`` either way."""
+    be read as such an archive, or holds a member outside ``path``; the copy owns
+    ``spooled`` either way."""
     copy = StateCopy(path, kind, spooled)
     try:
-        found = state_archive.scan(state_archive.rewind(spooled), artifact)
+        top = posixpath.basename(path.rstrip("/")) or None
+        found = state_archive.scan(state_archive.rewind(spooled), artifact, top)
         copy.too_long = found.too_long
         copy.tree = found.tree
         copy.dropped = found.dropped[: state_archive.SHOWN]
