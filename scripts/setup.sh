@@ -101,7 +101,7 @@ if [[ ! -x .venv/bin/cleanroom || ! -f $stamp || pyproject.toml -nt $stamp ]]; t
   say "creating .venv"
   [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[dev]"
+  .venv/bin/python -m pip install -q -e ".[dev,ray]"
   touch "$stamp"
 fi
 # The desktop image the environment tests run programs in (`envs up --containers`): it

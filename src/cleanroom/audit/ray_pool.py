@@ -20,6 +20,7 @@ from cleanroom.audit.findings import TaskAudit, could_not_audit
 from cleanroom.audit.job import AuditSettings, run_job
 from cleanroom.audit.jobs import AuditJob
 from cleanroom.audit.pool import Done, Lost, Started
+from cleanroom.core.errors import ExtraNotInstalledError
 from cleanroom.core.outcomes import Reason
 
 DOCKER_RESOURCE = "docker"
@@ -66,8 +67,11 @@ class RayPool:
         done: Done,
         lost: Lost,
     ) -> None:
-        import ray
-        from ray.exceptions import RayError, RayTaskError
+        try:
+            import ray
+            from ray.exceptions import RayError, RayTaskError
+        except ImportError as exc:
+            raise ExtraNotInstalledError("audit --ray", "ray", exc.name or "ray") from exc
 
         _reachable(self.address)
         try:

@@ -36,6 +36,7 @@ from cleanroom.cli.shared import (
 )
 from cleanroom.cli.styles import AUDIT_VERDICT, FLAG_SEVERITY
 from cleanroom.cli.verify import parse_image_map, read_image_map_file
+from cleanroom.core.errors import ExtraNotInstalledError
 from cleanroom.store.auditdb import AuditStoreError
 
 
@@ -121,7 +122,7 @@ def audit(
     except (AuditInputError, AuditStoreError) as exc:
         err.print(f"[red]error:[/] {exc}", markup=True, highlight=False)
         raise typer.Exit(EXIT_INCOMPLETE) from None
-    except RuntimeError as exc:  # RayUnavailable and the like: the audit could not run
+    except (RuntimeError, ExtraNotInstalledError) as exc:  # no Ray: the audit could not run
         err.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_INCOMPLETE) from None
     if html is not None:

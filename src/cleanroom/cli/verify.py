@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -20,6 +20,7 @@ from cleanroom.cli.shared import (
     use_environment,
 )
 from cleanroom.cli.styles import status_style
+from cleanroom.core.errors import BudgetTooShortError
 from cleanroom.core.outcomes import (
     EXIT_AGENT_FAULT,
     EXIT_FAILURE,
@@ -27,6 +28,7 @@ from cleanroom.core.outcomes import (
     EXIT_SUCCESS,
     Outcome,
 )
+from cleanroom.integrations.container import verify_container
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode
 from cleanroom.verifiers.container.side_by_side import side_by_side
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_path
@@ -79,6 +81,33 @@ def verify(
         int,
         typer.Option("--jobs", min=1, help="Verify this many tasks at once (with several tasks)."),
     ] = 1,
+    container: Annotated[
+        str | None,
+        typer.Option(
+            "--container",
+            metavar="NAME",
+            help="Verify this running container (a name or ID), in which an agent of "
+            "another harness already acted, instead of running an agent phase: one task.",
+        ),
+    ] = None,
+    step: Annotated[
+        str | None,
+        typer.Option(
+            "--step",
+            metavar="NAME",
+            help="With --container, in a multi-step task: the step the agent just did.",
+        ),
+    ] = None,
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            "--budget",
+            metavar="SECONDS",
+            min=0.001,
+            help="With --container: the time the whole verification may take; refused "
+            "(exit 2) when no verification fits in it.",
+        ),
+    ] = None,
 ) -> None:
     """Verify container tasks; exit 0 success, 1 failure, 2 invalid (the infrastructure's
     fault, excluded), 3 a failure scored 0 for the agent's own act (tamper, ...). With
@@ -89,6 +118,10 @@ def verify(
     chosen = [flag for flag, on in (("--solution", solution), ("--noop", noop)) if on]
     if agent is not None:
         chosen.append("--agent")
+    if container is not None:
+        _verify_container(task_dirs, container, chosen, mode, step, budget, as_json)
+    if step is not None or budget is not None:
+        raise typer.BadParameter("--step and --budget go with --container")
     if len(chosen) != 1:
         raise typer.BadParameter("give exactly one of --solution, --noop or --agent CMD")
     spec = (
@@ -128,6 +161,34 @@ def verify(
         payloads = [outcome_json(o, mode) for o in outcomes]
         typer.echo(json.dumps(payloads if several else payloads[0], sort_keys=False))
     raise typer.Exit(most_serious_exit([o.exit_code for o in outcomes]))
+
+
+def _verify_container(
+    task_dirs: list[Path],
+    container: str,
+    agent_flags: list[str],
+    mode: Mode,
+    step: str | None,
+    budget: float | None,
+    as_json: bool,
+) -> NoReturn:
+    """``--container``: verify a container an agent already acted in, through the
+    public API (`integrations.container.verify_container`), and exit with its code."""
+    if agent_flags:
+        raise typer.BadParameter(f"--container verifies what an agent did: drop {agent_flags[0]}")
+    if len(task_dirs) != 1:
+        raise typer.BadParameter("--container verifies one task", param_hint="TASK_DIR")
+    try:
+        outcome = verify_container(task_dirs[0], container, mode=mode, step=step, budget_s=budget)
+    except BudgetTooShortError as exc:
+        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INVALID) from None
+    payload = outcome_json(outcome, mode)
+    if as_json:
+        typer.echo(json.dumps(payload, sort_keys=False))
+    else:
+        _print_human(payload)
+    raise typer.Exit(outcome.exit_code)
 
 
 def most_serious_exit(codes: list[int]) -> int:
@@ -175,7 +236,8 @@ def read_image_map_file(path: Path) -> tuple[tuple[str, str], ...]:
 
 
 def outcome_json(outcome: Outcome, mode: Mode) -> dict[str, Any]:
-    """``{"outcome", "score", "reason", "caused_by", "mode", "detail", "details"}``."""
+    """``{"outcome", "score", "reason", "caused_by", "mode", "detail", "reward_metrics",
+    "details"}``."""
     data = outcome.to_json()
     return {
         "outcome": data["outcome"],
@@ -184,6 +246,7 @@ def outcome_json(outcome: Outcome, mode: Mode) -> dict[str, Any]:
         "caused_by": data["caused_by"],
         "mode": mode.value,
         "detail": data["detail"],
+        "reward_metrics": data["reward_metrics"],
         "details": data["details"],
     }
 

@@ -85,13 +85,18 @@ EXIT_AGENT_FAULT = 3  # a failure scored 0 because of what the agent did (tamper
 
 @dataclass(frozen=True)
 class Outcome:
-    """A verdict with its score (None when invalid) and, when invalid, the reason."""
+    """A verdict with its score (None when invalid) and, when invalid, the reason.
+
+    ``reward_metrics`` are the named metrics of the reward the score came from (a
+    ``reward.json`` may hold several; ``reward.txt`` holds one, ``reward``): empty when
+    no reward was read or trusted (an invalid outcome, the agent's own 0)."""
 
     status: Status
     score: float | None
     reason: Reason | None = None
     detail: str = ""
     details: dict[str, Any] = field(default_factory=dict, compare=False)
+    reward_metrics: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status is Status.INVALID:
@@ -99,6 +104,8 @@ class Outcome:
                 raise ValueError("an invalid outcome has a reason and no score")
             if self.reason.cause is not Cause.INFRASTRUCTURE:
                 raise ValueError(f"{self.reason} is the agent's doing: a failure, not invalid")
+            if self.reward_metrics:
+                raise ValueError("an invalid outcome has no reward metrics")
             return
         if self.score is None or not math.isfinite(self.score) or not 0 <= self.score <= 1:
             raise ValueError(f"a valid outcome has a score in [0, 1], got {self.score!r}")
@@ -108,6 +115,11 @@ class Outcome:
             or self.score != 0.0
         ):
             raise ValueError("only a failure scored 0 by the agent's own act carries a reason")
+        if self.reason is not None and self.reward_metrics:
+            raise ValueError("the agent's own 0 has no reward metrics: its reward is not trusted")
+        for name, value in self.reward_metrics.items():
+            if not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"reward metric {name!r} is not a finite number: {value!r}")
 
     @classmethod
     def success(cls, score: float = 1.0, **details: Any) -> Outcome:
@@ -152,6 +164,34 @@ class Outcome:
         """Who caused the reason, or None when there is none."""
         return self.reason.cause if self.reason is not None else None
 
+    @classmethod
+    def from_json(cls, data: Any) -> Outcome:
+        """The outcome `to_json` wrote; `ValueError` for anything else."""
+        if not isinstance(data, dict):
+            raise ValueError(f"an outcome is a JSON object, not {type(data).__name__}")
+        try:
+            reason = data.get("reason")
+            score = data.get("score")
+            metrics = data.get("reward_metrics", {})
+            details = data.get("details", {})
+            if not isinstance(metrics, dict) or not isinstance(details, dict):
+                raise ValueError("reward_metrics and details are JSON objects")
+            for value in (score, *metrics.values()):
+                if value is not None and (
+                    isinstance(value, bool) or not isinstance(value, int | float)
+                ):
+                    raise ValueError(f"a score or metric is not a number: {value!r}")
+            return cls(
+                Status(data["outcome"]),
+                None if score is None else float(score),
+                Reason(reason) if reason is not None else None,
+                str(data.get("detail") or ""),
+                dict(details),
+                {str(k): float(v) for k, v in metrics.items()},
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not an outcome: {exc!r}") from None
+
     def to_json(self) -> dict[str, Any]:
         """The shape every ``--json`` output uses: outcome, score, reason, who caused it,
         details."""
@@ -161,5 +201,6 @@ class Outcome:
             "reason": self.reason.value if self.reason else None,
             "caused_by": self.caused_by.value if self.caused_by else None,
             "detail": self.detail,
+            "reward_metrics": self.reward_metrics,
             "details": self.details,
         }

@@ -75,6 +75,7 @@ def test_json_shape_names_outcome_score_reason_and_details() -> None:
         "reason": "verifier_unavailable",
         "caused_by": "infrastructure",
         "detail": "refused",
+        "reward_metrics": {},
         "details": {"url": "http://x"},
     }
 
@@ -85,3 +86,43 @@ def test_a_broken_environment_is_the_agents_zero_never_an_exclusion() -> None:
     assert (outcome.status, outcome.score, outcome.exit_code) == (Status.FAILURE, 0.0, 3)
     with pytest.raises(ValueError):
         Outcome.invalid(Reason.ENVIRONMENT_BROKEN)
+
+
+def test_an_outcome_read_back_from_its_json_is_the_same_outcome() -> None:
+    outcomes = [
+        Outcome(Status.SUCCESS, 1.0, reward_metrics={"reward": 1.0, "passed": 3.0}),
+        Outcome.agent_fault(Reason.TAMPER, "planted", paths=["/logs/verifier/reward.txt"]),
+        Outcome.invalid(Reason.VERIFIER_TIMEOUT, "past 60 s"),
+    ]
+    for outcome in outcomes:
+        back = Outcome.from_json(outcome.to_json())
+        assert back == outcome
+        assert back.details == outcome.details
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        None,
+        [],
+        {"outcome": "success"},
+        {"outcome": "won", "score": 1.0},
+        {"outcome": "success", "score": True},
+        {"outcome": "success", "score": "1"},
+        {"outcome": "invalid", "score": 0.0, "reason": "tamper"},
+        {"outcome": "success", "score": 1.0, "reward_metrics": {"reward": "nan"}},
+        {"outcome": "success", "score": 1.0, "reward_metrics": []},
+    ],
+)
+def test_what_is_not_an_outcome_is_refused_by_name(junk: object) -> None:
+    with pytest.raises(ValueError):
+        Outcome.from_json(junk)
+
+
+def test_only_a_trusted_reward_carries_metrics() -> None:
+    with pytest.raises(ValueError, match="no reward metrics"):
+        Outcome(Status.INVALID, None, Reason.BAD_REWARD, reward_metrics={"reward": 1.0})
+    with pytest.raises(ValueError, match="not trusted"):
+        Outcome(Status.FAILURE, 0.0, Reason.TAMPER, reward_metrics={"reward": 1.0})
+    with pytest.raises(ValueError, match="finite"):
+        Outcome(Status.SUCCESS, 1.0, reward_metrics={"reward": math.inf})

@@ -29,7 +29,8 @@ from harbor.models.environment_type import EnvironmentType
 
 from cleanroom.core.observed_file import ObservedFile
 from cleanroom.core.outcomes import Outcome
-from cleanroom.integrations.acted_on import BudgetPlan, mount_baseline
+from cleanroom.integrations.budget import BudgetPlan
+from cleanroom.integrations.container import mount_baseline
 from cleanroom.integrations.harbor_runtime.bridge import Bridge
 from cleanroom.integrations.harbor_runtime.containers import HarborContainers, unavailable
 from cleanroom.integrations.harbor_runtime.environments import VERIFIER_SUFFIX, Environments
@@ -45,7 +46,7 @@ from cleanroom.verifiers.container.verify import ActedOn, VerifyOptions, load_in
 # The places listed whole (they may be mounts of their own): the tests' and the logs'.
 WATCHED = ("/tests", "/logs")
 
-__all__ = ["WATCHED", "HarborRuntime", "environment_class_of", "verify_environment"]
+__all__ = ["WATCHED", "HarborRuntime", "environment_class_of", "verify_generic"]
 
 
 def verifier_image(task_dir: str) -> str:
@@ -161,7 +162,7 @@ def options_of(environment: BaseEnvironment) -> dict[str, Any]:
     return dict(options.model_dump(exclude_unset=True))
 
 
-def verify_environment(
+def verify_generic(
     task_dir: Path,
     environment: BaseEnvironment,
     mode: Mode = Mode.SEALED,
@@ -173,7 +174,7 @@ def verify_environment(
 ) -> Outcome:
     """Verify the Harbor environment ``environment`` the agent acted in, against the task
     in ``task_dir``, on the generic path; every failure is an outcome, as in
-    `acted_on.verify_compose_service` (whose Docker fast path this stands in for).
+    `container.verify_compose_service` (whose Docker fast path this stands in for).
 
     ``harness_dirs`` are the folders the harness made before the agent started (their
     own changes, not the agent's). ``loop`` is the event loop ``environment`` belongs to,

@@ -109,7 +109,8 @@ def combine(
     if not 0.0 <= score <= 1.0:  # each step's score was checked; a mean of them is not
         why = f"the steps' {strategy} reward {score!r} is not in [0, 1]"
         return Verified(Outcome.invalid(Reason.BAD_REWARD, why, **shown), facts)
-    return Verified(Outcome.from_score(score, **shown), facts)
+    scored = replace(Outcome.from_score(score, **shown), reward_metrics=metrics)
+    return Verified(scored, facts)
 
 
 def _mean(steps: Sequence[StepOutcome]) -> dict[str, float]:

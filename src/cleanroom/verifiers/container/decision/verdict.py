@@ -165,7 +165,8 @@ def _outcome(ev: Evidence) -> tuple[Outcome, dict[str, float] | None]:
     if reward.score > 0 and contradiction is not None:
         why = f"test.sh claimed a reward of {reward.score:g}, but {contradiction}"
         return Outcome.agent_fault(Reason.RUNNER_CUT_SHORT, why, **details), reward.metrics
-    return Outcome.from_score(reward.score, **details), reward.metrics
+    scored = Outcome.from_score(reward.score, **details)
+    return replace(scored, reward_metrics=dict(reward.metrics)), reward.metrics
 
 
 # What a verifier that ran on the agent's state can end in although the infrastructure is

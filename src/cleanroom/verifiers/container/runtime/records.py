@@ -99,10 +99,14 @@ class ServiceState:
 @dataclass(frozen=True)
 class StartedContainer:
     """What another harness started: the image (its ID) and the host folders bound in,
-    by the path they have in the container (``None`` for a volume or a tmpfs)."""
+    by the path they have in the container (``None`` for a volume or a tmpfs); the
+    container's own ID, name and labels."""
 
     image: str
     mounts: dict[str, str | None]
+    id: str = ""
+    name: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 def close_stream(chunks: Iterator[bytes]) -> None:

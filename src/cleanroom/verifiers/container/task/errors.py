@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cleanroom.core.errors import CleanroomError
 
-class TaskError(Exception):
+
+class TaskError(CleanroomError):
     """A task folder that cannot be used as it is."""
 
 

@@ -315,7 +315,16 @@ def started_container(attrs: Mapping[str, Any]) -> StartedContainer:
         if isinstance(dest, str) and dest:
             source = mount.get("Source") if mount.get("Type") == "bind" else None
             mounts[dest] = source if isinstance(source, str) and source else None
-    return StartedContainer(image, mounts)
+    config = attrs.get("Config") or {}
+    labels = config.get("Labels") if isinstance(config, dict) else None
+    ident, name = attrs.get("Id"), attrs.get("Name")
+    return StartedContainer(
+        image,
+        mounts,
+        id=ident if isinstance(ident, str) else "",
+        name=name.lstrip("/") if isinstance(name, str) else "",
+        labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
+    )
 
 
 def network_options(

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from cleanroom.core.outcomes import Outcome, Reason
-from cleanroom.integrations.acted_on import (
-    OVERHEAD_S,
-    BudgetPlan,
+from cleanroom.core.errors import (
     BudgetTooShortError,
+    CleanroomError,
     InvalidOutcomeError,
     VerifierUnavailableError,
-    budget_needed,
-    mount_baseline,
-    plan_budget,
-    rewards_of,
 )
+from cleanroom.core.outcomes import Outcome, Reason
+from cleanroom.integrations.budget import OVERHEAD_S, BudgetPlan, budget_needed, plan_budget
+from cleanroom.integrations.container import mount_baseline
+from cleanroom.integrations.rewards import reward_info, reward_or_none, rewards_of
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
@@ -69,6 +67,9 @@ def test_the_mount_points_and_the_folders_above_them_are_the_harness_s() -> None
 
 def test_inspect_gives_the_image_and_the_host_folders_bound_in() -> None:
     attrs = {
+        "Id": "c0ffee",
+        "Name": "/trial-main-1",
+        "Config": {"Labels": {"com.docker.compose.project": "trial"}},
         "Image": "sha256:abc",
         "Mounts": [
             {"Type": "bind", "Source": "/srv/trial/verifier", "Destination": "/logs/verifier"},
@@ -78,6 +79,8 @@ def test_inspect_gives_the_image_and_the_host_folders_bound_in() -> None:
     }
     started = started_container(attrs)
     assert started.image == "sha256:abc"
+    assert (started.id, started.name) == ("c0ffee", "trial-main-1")
+    assert started.labels == {"com.docker.compose.project": "trial"}
     assert started.mounts == {
         "/logs/verifier": "/srv/trial/verifier",
         "/cache": None,
@@ -135,3 +138,46 @@ def test_the_generic_path_keeps_a_larger_reserve() -> None:
     # A 20 s budget leaves nothing: the factor named covers the larger reserve too.
     with pytest.raises(BudgetTooShortError, match=r"keeps 30 s.*multiplier 1\.8"):
         plan_budget(20, 20, Mode.SEALED, HOW, min_reserve_s=30)
+
+
+def test_a_refused_budget_says_the_least_time_that_would_do() -> None:
+    with pytest.raises(BudgetTooShortError) as refused:
+        plan_budget(6, 60, Mode.SEALED)
+    assert (refused.value.allowed_s, refused.value.needed_s) == (6, 15.0)
+    assert "times the task's verifier limit" in str(refused.value)
+
+
+def test_every_exception_cleanroom_raises_on_purpose_has_one_root() -> None:
+    invalid = Outcome.invalid(Reason.VERIFIER_TIMEOUT, "ran past 60 s")
+    assert isinstance(InvalidOutcomeError(invalid), CleanroomError)
+    assert issubclass(BudgetTooShortError, CleanroomError)
+
+
+def test_a_reward_s_metrics_are_recorded_beside_the_score() -> None:
+    scored = Outcome(
+        Outcome.success(1.0).status, 1.0, reward_metrics={"reward": 1.0, "tests_passed": 4.0}
+    )
+    assert rewards_of(scored) == {"reward": 1.0, "tests_passed": 4.0}
+
+
+def test_a_single_metric_without_the_reward_key_is_recorded_as_the_reward_too() -> None:
+    scored = Outcome.from_score(0.5)
+    scored = Outcome(scored.status, 0.5, reward_metrics={"accuracy": 0.5})
+    assert rewards_of(scored) == {"accuracy": 0.5, "reward": 0.5}
+
+
+def test_none_is_the_reward_of_an_invalid_outcome_and_zero_stays_zero() -> None:
+    assert reward_or_none(Outcome.invalid(Reason.HARNESS_ERROR, "a bug")) is None
+    assert reward_or_none(Outcome.agent_fault(Reason.TAMPER, "planted")) == 0.0
+    assert reward_or_none(Outcome.failure()) == 0.0
+
+
+def test_the_logged_info_names_the_reason_and_who_caused_it() -> None:
+    info = reward_info(Outcome.agent_fault(Reason.TAMPER, "planted reward.txt"))
+    assert info == {
+        "outcome": "failure",
+        "reason": "tamper",
+        "caused_by": "agent",
+        "detail": "planted reward.txt",
+    }
+    assert reward_info(Outcome.success())["reason"] is None

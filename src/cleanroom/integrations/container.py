@@ -1,0 +1,246 @@
+"""Verifying a container another harness started and its agent already acted in.
+
+The public entry for a loop that has a Harbor task and a finished agent container
+(`verify_container`, `verify_container_async`): cleanroom finds the container through its
+Docker layer (Docker's daemon or podman's compatible API), verifies it against the task
+(`verify.verify_acted_on`, ``sealed`` by default) and returns the `Outcome`. Whatever goes
+wrong on the way is an outcome with a reason, never an exception: an unusable task
+folder, a daemon that does not answer or a container that is not there is `invalid`
+(excluded), what the agent did is its 0. The one exception is a budget too short for any
+verification (`BudgetTooShortError`), refused before the container is looked at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import posixpath
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from cleanroom.core.outcomes import Outcome
+from cleanroom.docker_layer import PODMAN_HOST
+from cleanroom.integrations.budget import UNLIMITED, BudgetPlan, plan_budget
+from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
+from cleanroom.verifiers.container.decision.verdict import Evidence, decide
+from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
+from cleanroom.verifiers.container.task import Task
+from cleanroom.verifiers.container.verify import (
+    ActedOn,
+    VerifyOptions,
+    load_into,
+    verify_acted_on,
+)
+
+# The labels Docker Compose puts on every container it starts.
+COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
+COMPOSE_SERVICE_LABEL = "com.docker.compose.service"
+# The container engines a container can be verified on.
+ENGINES = ("docker", "podman")
+
+__all__ = [
+    "ENGINES",
+    "mount_baseline",
+    "runtime_of",
+    "verify_compose_service",
+    "verify_container",
+    "verify_container_async",
+]
+
+
+def runtime_of(engine: str) -> Callable[[], DockerRuntime]:
+    """How to reach the daemon of ``engine``: Docker's (``DOCKER_HOST`` or the local
+    socket) or podman's Docker-compatible API."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r}: choose one of {', '.join(ENGINES)}")
+    if engine == "podman":
+        return functools.partial(DockerRuntime.connect, host=PODMAN_HOST)
+    return DockerRuntime.connect
+
+
+def mount_baseline(destinations: Iterable[str]) -> tuple[Change, ...]:
+    """What the harness changed in the container before the agent: Docker makes each
+    mount point, and the folders above it, in the container's own layer."""
+    made: set[str] = set()
+    for dest in destinations:
+        path = posixpath.normpath(dest)
+        while path not in ("/", "", "."):
+            made.add(path)
+            path = posixpath.dirname(path)
+    return tuple(Change(p, ChangeKind.ADDED) for p in sorted(made))
+
+
+def verify_container(
+    task_dir: str | os.PathLike[str],
+    container: str,
+    *,
+    mode: Mode | str = Mode.SEALED,
+    step: str | None = None,
+    budget_s: float | None = None,
+    engine: str = "docker",
+    harness_dirs: Iterable[str] = (),
+) -> Outcome:
+    """Verify ``container`` (a name or ID on ``engine``'s daemon), in which an agent
+    already acted, against the Harbor task in ``task_dir``.
+
+    ``mode`` is ``sealed`` (the default), ``cleared`` or ``shared`` (forgeable; for
+    comparison only). ``step`` names the step just done, in a multi-step task.
+    ``budget_s`` is the time the caller allows the whole verification (None: no limit):
+    the verification is fitted into it, or `BudgetTooShortError` says what would do.
+    ``harness_dirs`` are the folders the caller made in the container before the agent
+    started (bound from the host or not): their being there is not the agent's doing.
+
+    The container is left to its owner, frozen or killed as the mode needs, never
+    removed. Everything else that goes wrong is in the outcome.
+    """
+    chosen = Mode(mode)
+    root = Path(task_dir)
+    ev = Evidence(chosen, details={"task": str(root), "container": container})
+    task = load_into(ev, root)
+    if task is None:
+        return decide(ev)
+    budget = _plan(task, chosen, step, budget_s)
+    try:
+        runtime = runtime_of(engine)()
+        started = runtime.containers.started(container)
+    except RuntimeUnavailable as exc:
+        ev.unavailable = str(exc)
+        return decide(ev)
+    project = started.labels.get(COMPOSE_PROJECT_LABEL)
+    service = started.labels.get(COMPOSE_SERVICE_LABEL)
+    siblings: dict[str, str] = {}
+    if project and service:
+        try:
+            siblings = runtime.containers.of_project(
+                COMPOSE_PROJECT_LABEL, project, COMPOSE_SERVICE_LABEL
+            )
+        except RuntimeUnavailable as exc:
+            ev.unavailable = str(exc)
+            return decide(ev)
+        siblings.pop(service, None)
+    return _verify_started(
+        task,
+        runtime,
+        started.id or container,
+        started.image,
+        started.mounts,
+        harness_dirs,
+        label=started.name or container,
+        step=step,
+        services=siblings,
+        mode=chosen,
+        budget=budget,
+    )
+
+
+async def verify_container_async(
+    task_dir: str | os.PathLike[str],
+    container: str,
+    *,
+    mode: Mode | str = Mode.SEALED,
+    step: str | None = None,
+    budget_s: float | None = None,
+    engine: str = "docker",
+    harness_dirs: Iterable[str] = (),
+) -> Outcome:
+    """`verify_container` for an event loop: the verification runs in a worker thread,
+    so the loop goes on serving the caller's other rollouts."""
+    return await asyncio.to_thread(
+        functools.partial(
+            verify_container,
+            task_dir,
+            container,
+            mode=mode,
+            step=step,
+            budget_s=budget_s,
+            engine=engine,
+            harness_dirs=tuple(harness_dirs),
+        )
+    )
+
+
+def verify_compose_service(
+    task_dir: Path,
+    project: str,
+    service: str,
+    mode: Mode = Mode.SEALED,
+    harness_dirs: Iterable[str] = (),
+    connect: Callable[[], DockerRuntime] = DockerRuntime.connect,
+    step: str | None = None,
+    budget: BudgetPlan = UNLIMITED,
+) -> Outcome:
+    """Verify the container of ``service`` in the Compose ``project`` (Harbor's docker
+    and podman environments run the agent as such a service), as `verify_container`
+    does; the time was planned by the caller (``budget``)."""
+    ev = Evidence(mode, details={"task": str(task_dir), "project": project, "service": service})
+    task = load_into(ev, task_dir)
+    if task is None:
+        return decide(ev)
+    try:
+        runtime = connect()
+        container = runtime.containers.find(
+            {COMPOSE_PROJECT_LABEL: project, COMPOSE_SERVICE_LABEL: service}
+        )
+        started = runtime.containers.started(container)
+        others = runtime.containers.of_project(
+            COMPOSE_PROJECT_LABEL, project, COMPOSE_SERVICE_LABEL
+        )
+    except RuntimeUnavailable as exc:
+        ev.unavailable = str(exc)
+        return decide(ev)
+    others.pop(service, None)
+    return _verify_started(
+        task,
+        runtime,
+        container,
+        started.image,
+        started.mounts,
+        harness_dirs,
+        label=f"{project}/{service}",
+        step=step,
+        services=others,
+        mode=mode,
+        budget=budget,
+    )
+
+
+def _plan(task: Task, mode: Mode, step: str | None, budget_s: float | None) -> BudgetPlan:
+    """The plan that fits a verification of ``task`` (its ``step``) into ``budget_s``."""
+    if budget_s is not None and not (isinstance(budget_s, int | float) and budget_s > 0):
+        raise ValueError(f"budget_s={budget_s!r}: a number of seconds above 0, or None")
+    named = next((s for s in task.steps if s.name == step), None)
+    limit = (named.config if named else task.config).verifier.timeout_sec
+    return plan_budget(budget_s, limit, mode)
+
+
+def _verify_started(
+    task: Task,
+    runtime: DockerRuntime,
+    container: str,
+    image: str,
+    mounts: dict[str, str | None],
+    harness_dirs: Iterable[str],
+    *,
+    label: str,
+    step: str | None,
+    services: dict[str, str],
+    mode: Mode,
+    budget: BudgetPlan,
+) -> Outcome:
+    host_reward_dir = mounts.get(task.config.verifier.reward_dir)
+    acted = ActedOn(
+        container=container,
+        image=image,
+        reward_dir=Path(host_reward_dir) if host_reward_dir else None,
+        baseline=mount_baseline([*mounts, *harness_dirs]),
+        label=label,
+        step=step,
+        services=tuple(sorted(services.items())),
+    )
+    options = VerifyOptions(mode, test_limit_s=budget.test_limit_s)
+    return verify_acted_on(
+        task, acted, runtime, options, control_alongside=budget.control_alongside
+    )

@@ -1,0 +1,110 @@
+"""The public API on a real daemon: a container another harness started, in which an agent
+already acted, verified by name through `cleanroom.verify_container` (and its async twin).
+
+The harness here is the test: it starts the task's image as a plain container, lets a
+scripted agent act in it (the oracle; a planter that leaves a process rewriting the
+reward), and asks cleanroom for the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import tarfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import cleanroom
+from cleanroom.core.outcomes import Reason, Status
+from cleanroom.verifiers.container.runtime.docker import DockerRuntime
+from cleanroom.verifiers.container.task import Task
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+# Plants a reward of 1 and leaves a process rewriting it every 50 ms.
+PLANTER = (
+    "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
+    "(setsid sh -c 'while :; do printf 1 1<> /logs/verifier/reward.txt; sleep 0.05; done' "
+    ">/dev/null 2>&1 < /dev/null &) ; sleep 0.2"
+)
+
+
+@pytest.fixture
+def agent_container(
+    runtime: DockerRuntime, example: Callable[[str], Task]
+) -> Iterator[Callable[[str], str]]:
+    """Start fix-median's image as another harness would, run ``script`` in it as the
+    agent, and give the container's name."""
+    task = example("fix-median")
+    image, _ = runtime.images.for_task(task)
+    started: list[str] = []
+
+    def act(script: str) -> str:
+        client = runtime.docker.client
+        ctr = client.containers.run(
+            image, ["sleep", "infinity"], detach=True, labels=runtime.labels, network_mode="none"
+        )
+        started.append(ctr.id)
+        solution = io.BytesIO()
+        with tarfile.open(fileobj=solution, mode="w") as tar:
+            tar.add(task.root / "solution", arcname="solution")
+        ctr.put_archive("/", solution.getvalue())
+        done = ctr.exec_run(["bash", "-c", script])
+        assert done.exit_code == 0, done.output
+        ctr.reload()
+        return str(ctr.name)
+
+    yield act
+    for ident in started:
+        runtime.containers.remove(ident)
+
+
+def test_the_oracle_s_container_scores_one(
+    agent_container: Callable[[str], str], example: Callable[[str], Task]
+) -> None:
+    name = agent_container("bash /solution/solve.sh")
+    outcome = cleanroom.verify_container(example("fix-median").root, name)
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome.detail
+    assert outcome.reward_metrics == {"reward": 1.0}
+    assert cleanroom.reward_or_none(outcome) == 1.0
+
+
+def test_a_planted_reward_kept_alive_is_the_agent_s_zero(
+    agent_container: Callable[[str], str], example: Callable[[str], Task]
+) -> None:
+    name = agent_container(PLANTER)
+    outcome = cleanroom.verify_container(example("fix-median").root, name)
+    assert (outcome.status, outcome.score, outcome.reason) == (Status.FAILURE, 0.0, Reason.TAMPER)
+    assert outcome.caused_by is cleanroom.Cause.AGENT
+    assert cleanroom.reward_or_none(outcome) == 0.0
+
+
+def test_the_async_form_gives_the_same_outcome(
+    agent_container: Callable[[str], str], example: Callable[[str], Task]
+) -> None:
+    name = agent_container(PLANTER)
+    outcome = asyncio.run(cleanroom.verify_container_async(example("fix-median").root, name))
+    assert (outcome.status, outcome.reason) == (Status.FAILURE, Reason.TAMPER)
+
+
+def test_a_container_that_is_not_there_is_excluded_never_a_zero(
+    example: Callable[[str], Task],
+) -> None:
+    outcome = cleanroom.verify_container(example("fix-median").root, "no-such-container-here")
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.VERIFIER_UNAVAILABLE)
+    assert cleanroom.reward_or_none(outcome) is None
+
+
+def test_a_task_folder_that_cannot_be_used_is_excluded(tmp_path: Path) -> None:
+    (tmp_path / "task.toml").write_text("[verifier\n")
+    outcome = cleanroom.verify_container(tmp_path, "whatever")
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
+
+
+def test_a_budget_too_short_for_any_verification_is_refused_before_anything_runs(
+    example: Callable[[str], Task],
+) -> None:
+    with pytest.raises(cleanroom.BudgetTooShortError, match="times the task's verifier limit"):
+        cleanroom.verify_container(example("fix-median").root, "whatever", budget_s=3)
