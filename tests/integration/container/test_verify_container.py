@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import subprocess
+import sys
 import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -108,3 +111,28 @@ def test_a_budget_too_short_for_any_verification_is_refused_before_anything_runs
 ) -> None:
     with pytest.raises(cleanroom.BudgetTooShortError, match="times the task's verifier limit"):
         cleanroom.verify_container(example("fix-median").root, "whatever", budget_s=3)
+
+
+def test_the_command_line_verifies_a_running_container_through_the_same_api(
+    agent_container: Callable[[str], str], example: Callable[[str], Task]
+) -> None:
+    name = agent_container(PLANTER)
+    task_dir = str(example("fix-median").root)
+    code = "from cleanroom.cli import main; main()"
+    argv = [sys.executable, "-c", code, "verify", task_dir, "--container", name, "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 3, done.stderr  # the agent's own 0
+    data = json.loads(done.stdout)
+    assert (data["outcome"], data["reason"], data["caused_by"]) == ("failure", "tamper", "agent")
+    assert data["details"]["agent"] == name
+
+
+def test_the_command_line_refuses_an_agent_phase_with_a_container(
+    example: Callable[[str], Task],
+) -> None:
+    code = "from cleanroom.cli import main; main()"
+    task_dir = str(example("fix-median").root)
+    argv = [sys.executable, "-c", code, "verify", task_dir, "--container", "x", "--solution"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--container verifies what an agent did" in done.stderr
