@@ -15,7 +15,9 @@ __all__ = ["reward_info", "reward_or_none", "rewards_of"]
 
 def reward_or_none(outcome: Outcome) -> float | None:
     """The reward of ``outcome``, or None when it must not be scored (invalid): what
-    TRL, verl's ``reward_score`` and most trainers take as "no reward"."""
+    TRL and most trainers take as "no reward". Not verl: there an unset
+    ``reward_score`` means "not computed yet" and a None reward fails the batch, so its
+    adapter raises instead (`verl_reward`)."""
     if outcome.status is Status.INVALID:
         return None
     return outcome.score
