@@ -22,7 +22,7 @@ test: setup lint typecheck docs
 # What `make test` samples, in full (every attack of the state and runner classes through
 # Harbor), and the adapters for verifiers, verl and TRL, each in its library's own code.
 test-integrations: setup-integrations
-	$(VENV)/pytest -n 2 -m integrations
+	$(VENV)/pytest -n 2 --dist loadgroup -m integrations
 
 lint:
 	$(VENV)/ruff check src tests bench soak

