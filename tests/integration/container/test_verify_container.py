@@ -9,11 +9,9 @@ reward), and asks cleanroom for the outcome.
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import subprocess
 import sys
-import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,14 +22,9 @@ from cleanroom.core.outcomes import Reason, Status
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+from ..acted_containers import ORACLE, PLANTER, act_in, start_container
 
-# Plants a reward of 1 and leaves a process rewriting it every 50 ms.
-PLANTER = (
-    "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
-    "(setsid sh -c 'while :; do printf 1 1<> /logs/verifier/reward.txt; sleep 0.05; done' "
-    ">/dev/null 2>&1 < /dev/null &) ; sleep 0.2"
-)
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 @pytest.fixture
@@ -41,23 +34,13 @@ def agent_container(
     """Start fix-median's image as another harness would, run ``script`` in it as the
     agent, and give the container's name."""
     task = example("fix-median")
-    image, _ = runtime.images.for_task(task)
     started: list[str] = []
 
     def act(script: str) -> str:
-        client = runtime.docker.client
-        ctr = client.containers.run(
-            image, ["sleep", "infinity"], detach=True, labels=runtime.labels, network_mode="none"
-        )
-        started.append(ctr.id)
-        solution = io.BytesIO()
-        with tarfile.open(fileobj=solution, mode="w") as tar:
-            tar.add(task.root / "solution", arcname="solution")
-        ctr.put_archive("/", solution.getvalue())
-        done = ctr.exec_run(["bash", "-c", script])
-        assert done.exit_code == 0, done.output
-        ctr.reload()
-        return str(ctr.name)
+        ident, name = start_container(runtime, task)
+        started.append(ident)
+        act_in(runtime, task, ident, script)
+        return name
 
     yield act
     for ident in started:
@@ -67,7 +50,7 @@ def agent_container(
 def test_the_oracle_s_container_scores_one(
     agent_container: Callable[[str], str], example: Callable[[str], Task]
 ) -> None:
-    name = agent_container("bash /solution/solve.sh")
+    name = agent_container(ORACLE)
     outcome = cleanroom.verify_container(example("fix-median").root, name)
     assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome.detail
     assert outcome.reward_metrics == {"reward": 1.0}

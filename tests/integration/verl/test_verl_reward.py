@@ -12,11 +12,9 @@ session out of the batch the v1 trainer samples, never a 0.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
-import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,8 @@ import pytest
 
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import load_task
+
+from ..acted_containers import ORACLE, PLANTER, act_in, start_container
 
 pytestmark = [
     pytest.mark.docker,
@@ -39,13 +39,6 @@ PYTHON = REPO / ".venv-verl" / "bin" / "python"
 TASK = REPO / "examples" / "tasks" / "fix-median"
 CLEANROOM_FUNCTION = "pkg://cleanroom.integrations.verl_reward"
 NAIVE_FUNCTION = str(HERE / "naive_reward.py")
-ORACLE = "bash /solution/solve.sh"
-# Plants a reward of 1 and leaves a process rewriting it every 50 ms.
-PLANTER = (
-    "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
-    "(setsid sh -c 'while :; do printf 1 1<> /logs/verifier/reward.txt; sleep 0.05; done' "
-    ">/dev/null 2>&1 < /dev/null &) ; sleep 0.2"
-)
 LOST = "the container of an agent that ran, removed before it was scored"
 # The per-sample columns cleanroom's reward adds beside ``score``.
 TAMPER = "cleanroom/agent_caused/tamper"
@@ -88,25 +81,16 @@ def act(runtime: DockerRuntime) -> Iterator[Act]:
     """Start fix-median's image as another harness would, run a script in it as the
     agent, and give the container's name."""
     task = load_task(TASK)
-    image, _ = runtime.images.for_task(task)
     started: list[str] = []
 
     def run(script: str) -> str:
-        ctr = runtime.docker.client.containers.run(
-            image, ["sleep", "infinity"], detach=True, labels=runtime.labels, network_mode="none"
-        )
-        started.append(ctr.id)
+        ident, name = start_container(runtime, task)
+        started.append(ident)
         if script == LOST:
-            runtime.containers.remove(ctr.id)
-            return str(ctr.name)
-        solution = io.BytesIO()
-        with tarfile.open(fileobj=solution, mode="w") as tar:
-            tar.add(task.root / "solution", arcname="solution")
-        ctr.put_archive("/", solution.getvalue())
-        done = ctr.exec_run(["bash", "-c", script])
-        assert done.exit_code == 0, done.output
-        ctr.reload()
-        return str(ctr.name)
+            runtime.containers.remove(ident)
+        else:
+            act_in(runtime, task, ident, script)
+        return name
 
     yield run
     for ident in started:
