@@ -105,34 +105,11 @@ def verify_container(
     budget = _plan(task, chosen, step, budget_s)
     try:
         runtime = runtime_of(engine)()
-        started = runtime.containers.started(container)
     except RuntimeUnavailable as exc:
         ev.unavailable = str(exc)
         return decide(ev)
-    project = started.labels.get(COMPOSE_PROJECT_LABEL)
-    service = started.labels.get(COMPOSE_SERVICE_LABEL)
-    siblings: dict[str, str] = {}
-    if project and service:
-        try:
-            siblings = runtime.containers.of_project(
-                COMPOSE_PROJECT_LABEL, project, COMPOSE_SERVICE_LABEL
-            )
-        except RuntimeUnavailable as exc:
-            ev.unavailable = str(exc)
-            return decide(ev)
-        siblings.pop(service, None)
-    return _verify_started(
-        task,
-        runtime,
-        started.id or container,
-        started.image,
-        started.mounts,
-        harness_dirs,
-        label=started.name or container,
-        step=step,
-        services=siblings,
-        mode=chosen,
-        budget=budget,
+    return _verify_found(
+        task, runtime, ev, container, None, harness_dirs, step=step, mode=chosen, budget=budget
     )
 
 
@@ -184,26 +161,12 @@ def verify_compose_service(
         container = runtime.containers.find(
             {COMPOSE_PROJECT_LABEL: project, COMPOSE_SERVICE_LABEL: service}
         )
-        started = runtime.containers.started(container)
-        others = runtime.containers.of_project(
-            COMPOSE_PROJECT_LABEL, project, COMPOSE_SERVICE_LABEL
-        )
     except RuntimeUnavailable as exc:
         ev.unavailable = str(exc)
         return decide(ev)
-    others.pop(service, None)
-    return _verify_started(
-        task,
-        runtime,
-        container,
-        started.image,
-        started.mounts,
-        harness_dirs,
-        label=f"{project}/{service}",
-        step=step,
-        services=others,
-        mode=mode,
-        budget=budget,
+    label = f"{project}/{service}"
+    return _verify_found(
+        task, runtime, ev, container, label, harness_dirs, step=step, mode=mode, budget=budget
     )
 
 
@@ -216,29 +179,43 @@ def _plan(task: Task, mode: Mode, step: str | None, budget_s: float | None) -> B
     return plan_budget(budget_s, limit, mode)
 
 
-def _verify_started(
+def _verify_found(
     task: Task,
     runtime: DockerRuntime,
+    ev: Evidence,
     container: str,
-    image: str,
-    mounts: dict[str, str | None],
+    label: str | None,
     harness_dirs: Iterable[str],
     *,
-    label: str,
     step: str | None,
-    services: dict[str, str],
     mode: Mode,
     budget: BudgetPlan,
 ) -> Outcome:
-    host_reward_dir = mounts.get(task.config.verifier.reward_dir)
+    """Verify ``container`` as its daemon's inspect describes it: the image it was
+    started from, what is bound into it, and, for a Compose service, the project's other
+    services beside it. A daemon that stops answering is ``ev``'s outcome."""
+    try:
+        started = runtime.containers.started(container)
+        project = started.labels.get(COMPOSE_PROJECT_LABEL)
+        service = started.labels.get(COMPOSE_SERVICE_LABEL)
+        siblings: dict[str, str] = {}
+        if project and service:
+            siblings = runtime.containers.of_project(
+                COMPOSE_PROJECT_LABEL, project, COMPOSE_SERVICE_LABEL
+            )
+            siblings.pop(service, None)
+    except RuntimeUnavailable as exc:
+        ev.unavailable = str(exc)
+        return decide(ev)
+    host_reward_dir = started.mounts.get(task.config.verifier.reward_dir)
     acted = ActedOn(
-        container=container,
-        image=image,
+        container=started.id or container,
+        image=started.image,
         reward_dir=Path(host_reward_dir) if host_reward_dir else None,
-        baseline=mount_baseline([*mounts, *harness_dirs]),
-        label=label,
+        baseline=mount_baseline([*started.mounts, *harness_dirs]),
+        label=label or started.name or container,
         step=step,
-        services=tuple(sorted(services.items())),
+        services=tuple(sorted(siblings.items())),
     )
     options = VerifyOptions(mode, test_limit_s=budget.test_limit_s)
     return verify_acted_on(
