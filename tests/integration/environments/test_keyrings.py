@@ -114,3 +114,14 @@ def test_a_key_something_else_still_holds_is_reported_not_taken_as_gone(
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_uid_whose_keyrings_the_kernel_makes_now_is_cleared_at_once() -> None:
+    """The first lookup of a uid's keyrings since boot makes them, the user session
+    keyring holding a link to the user keyring: that link is the kernel's, not a key the
+    uid left, and the keyrings themselves stay (they belong to the user namespace)."""
+    if os.geteuid() != 0:
+        pytest.fail("running as another uid needs root")
+    uid = 200_000 + secrets.randbelow(100_000)  # no account: a uid nothing has used
+    assert clear_keyrings(uid, uid) is None
+    assert clear_keyrings(uid, uid) is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cleanroom.core.detectors import ModifierEffect
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.leaky_setups import Leak
@@ -16,6 +18,7 @@ from cleanroom.isolation.controls.matrix import (
     ISOLATED,
     Cell,
     ControlMatrix,
+    _fresh_folder,
     cover_setups,
     fault_setup,
     faults_of,
@@ -217,3 +220,14 @@ def test_an_unsaved_typist_document_is_lost() -> None:
 
 def test_the_word_landing_in_another_document_is_cross() -> None:
     assert RowResult.CROSS in _phase("shift", {"env01": E.EXACT, "env02": E.MISSING})
+
+
+def test_a_setup_run_again_in_a_later_round_gets_a_folder_of_its_own(tmp_path: Path) -> None:
+    """The cover runs a setup again for a test that has not fired yet: its first run's
+    folder (and database) stays as it was."""
+    first = _fresh_folder(tmp_path, "shared-home")
+    first.mkdir()
+    second = _fresh_folder(tmp_path, "shared-home")
+    second.mkdir()
+    assert (first.name, second.name) == ("shared-home", "shared-home-2")
+    assert _fresh_folder(tmp_path, "shared-home").name == "shared-home-3"

@@ -28,6 +28,7 @@ import subprocess
 SYSTEM_PYTHON = "/usr/bin/python3"
 # keyctl's number by machine; keys have no libc wrapper.
 _KEYCTL = {"x86_64": 250, "aarch64": 219}
+KEYCTL_GET_KEYRING_ID = 0
 KEYCTL_JOIN_SESSION_KEYRING = 1
 KEYCTL_DESCRIBE = 6
 KEYCTL_CLEAR = 7
@@ -47,6 +48,10 @@ def keyctl(*args):
 RINGS = ({user}, {session})
 failed = []
 keyctl({join}, None)  # a session keyring of this process's own, gone when it exits
+# The two keyrings themselves live as long as the user namespace: the user session
+# keyring holds a link to the user keyring from the moment the kernel makes them (the
+# first lookup of a uid since boot), and that link is not a key the uid left.
+rings = {{keyctl({get_id}, ring, 1) for ring in RINGS}}
 for ring in RINGS:
     keyctl({link}, ring, {own_session})
 noted, todo = set(), list(RINGS)
@@ -57,7 +62,7 @@ while todo and len(noted) < 65536:
     if size <= 0:
         continue
     for serial in (ctypes.c_int32 * (min(size, len(buf)) // 4)).from_buffer(buf):
-        if serial > 0 and serial not in noted:
+        if serial > 0 and serial not in noted and serial not in rings:
             noted.add(serial)
             todo.append(serial)  # a keyring's own keys; reading a plain key gives no serials
 for ring in RINGS:
@@ -89,6 +94,7 @@ def clear_command() -> list[str] | None:
         session=KEY_SPEC_USER_SESSION_KEYRING,
         own_session=KEY_SPEC_SESSION_KEYRING,
         keyctl=keyctl,
+        get_id=KEYCTL_GET_KEYRING_ID,
         join=KEYCTL_JOIN_SESSION_KEYRING,
         describe=KEYCTL_DESCRIBE,
         clear=KEYCTL_CLEAR,

@@ -310,6 +310,15 @@ def _tried(matrix: ControlMatrix) -> dict[str, list[str]]:
     return tried
 
 
+def _fresh_folder(parent: Path, name: str) -> Path:
+    """``parent/name``, or ``name-2``, ``name-3``... the first that is not there yet."""
+    for n in count(1):
+        folder = parent / (name if n == 1 else f"{name}-{n}")
+        if not folder.exists():
+            return folder
+    raise AssertionError("unreachable")
+
+
 def _run_setup(
     run_dir: Path,
     setup: str,
@@ -336,11 +345,10 @@ def _run_setup(
         warm_standby=warm_standby,
     )
     todo = list(tests)
-    for attempt in count(1):
-        if not todo:
-            break
-        folder = setup.replace(":", "-")
-        sub = run_dir / "controls" / (folder if attempt == 1 else f"{folder}-{attempt}")
+    while todo:
+        # A setup runs again in a later round of the cover (for a test that has not fired
+        # yet) and once per fresh pool: each run gets a folder of its own.
+        sub = _fresh_folder(run_dir / "controls", setup.replace(":", "-"))
         sub_store = RunStore.create(sub, meta={"leaky_setup": setup})
         pool = Pool(config, sub, sub_store)
         try:
