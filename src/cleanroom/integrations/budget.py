@@ -47,6 +47,8 @@ class BudgetPlan:
     control_alongside: bool = False
 
 
+# What a refusal tells a caller to change, given the factor needed on the task's limit.
+DEFAULT_HOW = "allow the verification {} times the task's verifier limit (or more)"
 # The plan without a limit: the verification runs as it would alone.
 UNLIMITED = BudgetPlan()
 
@@ -64,7 +66,7 @@ def plan_budget(
     allowed_s: float | None,
     limit_s: float,
     mode: Mode,
-    how: str = "allow the verification {} times the task's verifier limit (or more)",
+    how: str | None = None,
     base_s: float | None = None,
     min_reserve_s: float = MIN_RESERVE_S,
 ) -> BudgetPlan:
@@ -77,7 +79,15 @@ def plan_budget(
     trade its 0 for the harness's timeout. `BudgetTooShortError` when less than
     `MIN_TEST_S` would be left, naming what to change: ``how``, given the factor needed
     on ``base_s`` (the harness's own base for its limit; the task's ``limit_s`` unless
-    the harness overrides it)."""
+    the harness overrides it). `ValueError` for an ``allowed_s`` that is no finite number
+    of seconds above 0."""
+    if allowed_s is not None and (
+        isinstance(allowed_s, bool)
+        or not isinstance(allowed_s, int | float)
+        or not math.isfinite(allowed_s)
+        or allowed_s <= 0
+    ):
+        raise ValueError(f"budget_s={allowed_s!r}: a number of seconds above 0, or None")
     if allowed_s is None or allowed_s >= budget_needed(limit_s, mode):
         return BudgetPlan()
     reserve = min(OVERHEAD_S, max(min_reserve_s, allowed_s / 10))
@@ -89,7 +99,7 @@ def plan_budget(
             f"the verifier is allowed {allowed_s:g} s; cleanroom keeps {reserve:g} s of it "
             f"for stopping the agent, copying its state and starting a fresh container, "
             f"which leaves {max(tests, 0.0):g} s for tests the task limits to {limit_s:g} s "
-            f"(at least {MIN_TEST_S:g} s are needed): {how.format(factor)}",
+            f"(at least {MIN_TEST_S:g} s are needed): {(how or DEFAULT_HOW).format(factor)}",
             allowed_s=allowed_s,
             needed_s=needed,
         )

@@ -29,6 +29,7 @@ from cleanroom.integrations.budget import (
     plan_budget,
 )
 from cleanroom.integrations.container import runtime_of, verify_compose_service
+from cleanroom.verifiers.container.decision.verdict import Evidence, decide
 from cleanroom.verifiers.container.modes import Mode
 
 try:
@@ -122,7 +123,12 @@ async def verify_environment_async(
         raise UnsupportedEnvironmentError(
             "the generic path runs POSIX commands: Windows environments are refused"
         )
-    harbor_task = HarborTask(root)
+    try:
+        harbor_task = HarborTask(root)
+    except Exception as exc:  # Harbor's loader raises what its parsers raise
+        ev = Evidence(chosen, details={"task": str(root), "environment": environment.session_id})
+        ev.environment_error = f"the task folder could not be read: {exc!r}"[:2000]
+        return decide(ev)
     step_config = _step(harbor_task, step)
     verifier_mode = (
         resolve_step_verifier_mode(harbor_task.config, step_config)
@@ -138,13 +144,11 @@ async def verify_environment_async(
             step_config.verifier if step_config is not None else harbor_task.config.verifier
         ).timeout_sec
     )
-    if budget_s is not None and not (isinstance(budget_s, int | float) and budget_s > 0):
-        raise ValueError(f"budget_s={budget_s!r}: a number of seconds above 0, or None")
     budget: BudgetPlan = plan_budget(
         budget_s,
         limit,
         chosen,
-        budget_how or "allow the verification {} times the task's verifier limit (or more)",
+        budget_how,
         budget_base_s,
         MIN_RESERVE_S if fast else GENERIC_MIN_RESERVE_S,
     )

@@ -181,3 +181,9 @@ def test_the_logged_info_names_the_reason_and_who_caused_it() -> None:
         "detail": "planted reward.txt",
     }
     assert reward_info(Outcome.success())["reason"] is None
+
+
+@pytest.mark.parametrize("junk", [0, -5, True, "60", float("nan"), float("inf")])
+def test_a_budget_that_is_no_number_of_seconds_above_zero_is_refused(junk: object) -> None:
+    with pytest.raises(ValueError, match="a number of seconds above 0"):
+        plan_budget(junk, 60, Mode.SEALED)  # type: ignore[arg-type]
