@@ -154,8 +154,12 @@ def _rollout(
 
 
 def _quit_writer(handle: PolicyHandle) -> None:
+    """Quit Writer, and wait until it is gone: on a loaded machine LibreOffice takes a
+    while to exit, and an action sent before then still reaches it."""
+    writer = next(p for p in handle.pool.env(handle.env).programs if p.name == "writer")  # type: ignore[attr-defined]
     handle.focus("writer")
     handle.hotkey("ctrl+q")
+    assert wait_until(lambda: not writer.alive(), 30), "Writer did not quit on ctrl+q"
 
 
 def _kill_everything_from_the_terminal(handle: PolicyHandle) -> None:
