@@ -8,7 +8,7 @@ Every configuration audits the same tasks (the example tasks by default, whichev
 exist) with the audit's default checks, into a fresh run folder. The tasks' images are
 built once before any timing, so every configuration reuses them (a task whose image
 does not build is timed as the audit finds it: a build that fails again). The Ray
-cluster is a head and a second node on 127.0.0.1 (`cleanroom.audit.local_cluster`), one
+cluster is a head and a second node on 127.0.0.1 (`cleanroom.ray_cluster.local`), one
 Docker slot each, so two jobs at once, as with two local workers. The figures and the
 flags found per category are written to the ``## Audit`` section of bench/RESULTS.md, or,
 with ``--corpus NAME`` (tasks written elsewhere, adapted only by ``--image-map``), to
@@ -30,12 +30,12 @@ from pathlib import Path
 
 from cleanroom.audit.job import AuditSettings
 from cleanroom.audit.jobs import JobKind, find_jobs
-from cleanroom.audit.local_cluster import LocalCluster
 from cleanroom.audit.pool import JobPool, LocalPool
 from cleanroom.audit.ray_pool import RayPool
 from cleanroom.audit.run import run_audit
 from cleanroom.audit.summary import AuditSummary
 from cleanroom.cli.verify import parse_image_map
+from cleanroom.ray_cluster.local import LocalCluster
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import load_task
 from results_md import write_section

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 from cleanroom.cli.shared import NewRunFolder, new_run_folder
 from cleanroom.cli.shared import console as shared_console
+from cleanroom.cluster.driver import ClusterConfig
+from cleanroom.cluster.node_run import DEFAULT_NODE_RUNS, NodeSettings
 from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
 from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.plan import UnknownCheck
@@ -50,6 +54,35 @@ LeakyControls = Annotated[
 ]
 
 
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="ADDRESS",
+        help="Run across the nodes of the Ray cluster at ADDRESS (auto: the one this machine"
+        " is in): one pool on every node that declares the 'desktops' resource, with as many"
+        " acting environments as it declares (--envs is not used), its own canary, control"
+        " and verify server; one run record here. Needs cleanroom\\[ray].",
+    ),
+]
+OnNodeLoss = Annotated[
+    str,
+    typer.Option(
+        "--on-node-loss",
+        help="With --ray, when a node dies or is cut off mid-run: 'continue' with the nodes"
+        " left, or 'stop' the run. Either way its window fails and its open rollouts are"
+        " invalid (interrupted).",
+    ),
+]
+NodeRuns = Annotated[
+    Path,
+    typer.Option(
+        "--node-runs",
+        help="With --ray, where each node keeps its own share of the run, on its own disk.",
+    ),
+]
+
+
 def _split(text: str | None) -> tuple[str, ...] | None:
     if text is None:
         return None
@@ -58,6 +91,33 @@ def _split(text: str | None) -> tuple[str, ...] | None:
 
 def _controls_step(s: LoopServices) -> None:
     leaky_controls(s, [p.name for p in s.plan])
+
+
+def _go_on_ray(build: Callable[[], ClusterConfig]) -> None:
+    from cleanroom.cluster.driver import run_across_nodes
+    from cleanroom.core.errors import ExtraNotInstalledError
+    from cleanroom.ray_cluster.session import RayUnavailable
+
+    try:
+        config = build()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    console = shared_console()
+    try:
+        result = run_across_nodes(config, console)
+    except (UnknownCheck, RayUnavailable, ExtraNotInstalledError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    console.print(f"Run {result.status}: {result.run_dir}")
+    if result.error:
+        console.print(f"[red]{result.error}[/]")
+    print_report(result.run_dir, console)
+    raise typer.Exit(result.exit_code)
+
+
+def _node_settings(folder: Path, node_runs: Path, **settings: Any) -> NodeSettings:
+    key = f"{folder.resolve().name}-{uuid.uuid4().hex[:8]}"
+    return NodeSettings(run_key=key, node_runs=str(node_runs), **settings)
 
 
 def _go(build: Callable[[], LoopConfig]) -> None:
@@ -98,9 +158,32 @@ def run(
     on_demand: OnDemand = False,
     controls: LeakyControls = True,
     warm_standby: WarmStandby = True,
+    ray_address: RayAddress = None,
+    on_node_loss: OnNodeLoss = "continue",
+    node_runs: NodeRuns = DEFAULT_NODE_RUNS,
 ) -> None:
     """Run windows of smoke rollouts, isolation tests and the canary; then the audit."""
     folder = new_run_folder(run_dir, "run")
+    if ray_address is not None:
+        _go_on_ray(
+            lambda: ClusterConfig(
+                address=ray_address,
+                run_dir=folder,
+                windows=windows,
+                on_node_loss=on_node_loss,
+                settings=_node_settings(
+                    folder,
+                    node_runs,
+                    window_minutes=window_minutes,
+                    tasks=_split(tasks) or (),
+                    trials_scale=trials_scale,
+                    tests=_split(tests),
+                    on_demand=on_demand,
+                    leaky_controls=controls,
+                    warm_standby=warm_standby,
+                ),
+            )
+        )
     _go(
         lambda: LoopConfig(
             run_dir=folder,
@@ -130,9 +213,35 @@ def soak(
     on_demand: OnDemand = False,
     controls: LeakyControls = True,
     warm_standby: WarmStandby = True,
+    ray_address: RayAddress = None,
+    on_node_loss: OnNodeLoss = "continue",
+    node_runs: NodeRuns = DEFAULT_NODE_RUNS,
 ) -> None:
     """The harness loop for hours, with the soak trial counts."""
     folder = new_run_folder(run_dir, "soak")
+    if ray_address is not None:
+        _go_on_ray(
+            lambda: ClusterConfig(
+                address=ray_address,
+                run_dir=folder,
+                windows=None,
+                hours=hours,
+                on_node_loss=on_node_loss,
+                job="soak",
+                settings=_node_settings(
+                    folder,
+                    node_runs,
+                    window_minutes=window_minutes,
+                    tasks=_split(tasks) or (),
+                    trials_scale=trials_scale,
+                    soak=True,
+                    tests=_split(tests),
+                    on_demand=on_demand,
+                    leaky_controls=controls,
+                    warm_standby=warm_standby,
+                ),
+            )
+        )
     _go(
         lambda: LoopConfig(
             run_dir=folder,

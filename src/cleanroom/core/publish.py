@@ -11,7 +11,7 @@ the reason. A run at reduced trial counts says so in the number itself.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cleanroom.core.isolation import IsolationRow, RowResult, judge_windows, trials_per_test
 
@@ -209,3 +209,91 @@ def publish(
         proven={test: list(proven[test]) for test in checks},
         trials_scale=trials_scale,
     )
+
+
+@dataclass(frozen=True)
+class NodeEvidence:
+    """One node's share of a run across nodes, as the merged number reads it."""
+
+    node: str
+    status: str  # finished, running, lost (died or cut off) or failed (never started)
+    rows: list[IsolationRow]
+    env_hours: float
+    controls: list[ControlResult]
+    unfinished: Mapping[int, str]
+    proven: Mapping[str, Sequence[str]]
+
+
+def _control_said(node: NodeEvidence) -> str:
+    if not node.controls:
+        return f"{node.node} (its positive control has not run)"
+    last = node.controls[-1]
+    return (
+        f"{node.node} (its positive control did not fire: typing {last.typing_cross} of "
+        f"{last.typing_trials}, clipboard {last.clipboard_cross} of {last.clipboard_trials})"
+    )
+
+
+def publish_across_nodes(
+    nodes: Sequence[NodeEvidence], *, trials_scale: float = 1.0, why_unproven: str = ""
+) -> Publication | Refusal:
+    """The merged number of a run across nodes, or why it is refused.
+
+    It is published only when every node's latest positive control fired in this run: a
+    node whose control did not fire (or never ran) is refused by name, and its hours are
+    not counted. Every check counted must have been proven on every node that
+    contributes rows of it. Then the one-machine rule (`publish`) runs over every node's
+    rows, hours and windows together: a window that failed or was left unfinished on any
+    node (a node lost mid-window leaves ``lost`` rows) refuses the number.
+    """
+    if not nodes:
+        return Refusal("no node took part in the run")
+    blind = [n for n in nodes if not n.controls or not n.controls[-1].fired]
+    if blind:
+        hours = sum(n.env_hours for n in blind)
+        return Refusal(
+            "not every node's positive control fired in this run: "
+            f"{'; '.join(map(_control_said, blind))}. "
+            f"The merged number is printed only next to every node's fired control; "
+            f"{hours:.2f} environment-hours of {', '.join(n.node for n in blind)} are not counted"
+        )
+    rows = [r for n in nodes for r in n.rows]
+    unproven: dict[str, list[str]] = {}
+    for test in sorted({r.test for r in rows}):
+        for n in nodes:
+            if any(r.test == test for r in n.rows) and not n.proven.get(test):
+                unproven.setdefault(test, []).append(n.node)
+    if unproven:
+        why = why_unproven or "none of their leaky or planted controls fired there in this run"
+        said = "; ".join(f"{test} on {', '.join(where)}" for test, where in unproven.items())
+        return Refusal(
+            f"{len(unproven)} check(s) counted in the merged number were not proven on every "
+            f"node that contributes rows of them ({said}): {why}"
+        )
+    unfinished: dict[int, str] = {}
+    for n in nodes:
+        for window, status in n.unfinished.items():
+            unfinished[window] = f"{status} on {n.node}"
+    proven = {
+        test: [f"{how} on {n.node}" for n in nodes for how in n.proven.get(test, ())]
+        for test in {r.test for r in rows}
+    }
+    lasts = [n.controls[-1] for n in nodes]
+    merged_control = ControlResult(
+        sum(c.typing_cross for c in lasts),
+        sum(c.typing_trials for c in lasts),
+        sum(c.clipboard_cross for c in lasts),
+        sum(c.clipboard_trials for c in lasts),
+    )
+    verdict = publish(
+        rows,
+        sum(n.env_hours for n in nodes),
+        [merged_control],
+        unfinished,
+        proven=proven,
+        trials_scale=trials_scale,
+    )
+    if isinstance(verdict, Refusal):
+        return verdict
+    text = verdict.text + f"; on {len(nodes)} node(s), each node's positive control fired"
+    return replace(verdict, text=text)

@@ -180,9 +180,9 @@ def run_loop(
         progress.follow_rows(store.row_counts)
         stack = ExitStack()
         try:
-            services = _start(config, store, stack, progress, console, stopping)
+            services = start_services(config, store, stack, progress, console, stopping)
             services.plan = plan
-            _positive_control(services)
+            run_positive_control(services)
             for step in before_windows:
                 step(services)
             result.windows = _windows(services, battery, plan)
@@ -206,7 +206,7 @@ def run_loop(
     return result
 
 
-def _start(
+def start_services(
     config: LoopConfig,
     store: RunStore,
     stack: ExitStack,
@@ -214,6 +214,8 @@ def _start(
     console: Console,
     stopping: threading.Event,
 ) -> LoopServices:
+    """Start the run's verify server, pool, watchdog and parked console; each is stopped
+    when ``stack`` closes."""
     remove_dead_runs(progress.step, progress.event, config.pool_root)
     progress.step("starting the verify server")
     server = VerifyServerProcess.start(store.run_dir / "verify-server")
@@ -269,7 +271,7 @@ def _parked_console(pool: Pool, store: RunStore, progress: LoopProgress) -> Park
     return parked
 
 
-def _positive_control(s: LoopServices) -> None:
+def run_positive_control(s: LoopServices) -> None:
     """Run the control and store it; a control that cannot run is said, never a zero.
 
     A control that could not run (a save that timed out on a loaded machine) is tried
@@ -306,31 +308,7 @@ def _windows(
 ) -> list[WindowResult]:
     config = s.config
     with ExitStack() as stack:
-        canary = CanaryWatcher(LocalHandle(s.pool, CANARY_ENV), s.store, console=s.parked)
-        canary.sample_once()  # the baseline: env00 as it was before the first window
-        canary.start()
-        stack.callback(canary.stop)
-        smoke = SmokeRunner(
-            s.pool,
-            s.store,
-            s.verify_server.client(timeout=15.0),
-            s.stopping,
-            on_done=lambda r: s.progress.rollout_done(
-                r.outcome is None or r.outcome.reason is not None
-            ),
-        )
-        stack.callback(smoke.verify.close)
-        services = WindowServices(
-            s.pool,
-            s.store,
-            smoke.verify,
-            canary,
-            smoke,
-            battery,
-            s.progress,
-            s.stopping,
-            s.verify_server.db,
-        )
+        services = window_services(s, battery, stack)
         deadline = None if config.hours is None else time.monotonic() + config.hours * 3600
         results = []
         index = 1
@@ -345,6 +323,38 @@ def _windows(
         if results:
             results[-1] = end_of_run_sweep(services, results[-1])
         return results
+
+
+def window_services(
+    s: LoopServices, battery: dict[str, IsolationCheck], stack: ExitStack
+) -> WindowServices:
+    """What windows use, started: the canary watcher (after its baseline look at env00)
+    and the smoke runner; each is stopped when ``stack`` closes."""
+    canary = CanaryWatcher(LocalHandle(s.pool, CANARY_ENV), s.store, console=s.parked)
+    canary.sample_once()  # the baseline: env00 as it was before the first window
+    canary.start()
+    stack.callback(canary.stop)
+    smoke = SmokeRunner(
+        s.pool,
+        s.store,
+        s.verify_server.client(timeout=15.0),
+        s.stopping,
+        on_done=lambda r: s.progress.rollout_done(
+            r.outcome is None or r.outcome.reason is not None
+        ),
+    )
+    stack.callback(smoke.verify.close)
+    return WindowServices(
+        s.pool,
+        s.store,
+        smoke.verify,
+        canary,
+        smoke,
+        battery,
+        s.progress,
+        s.stopping,
+        s.verify_server.db,
+    )
 
 
 def end_of_run_sweep(s: WindowServices, last: WindowResult) -> WindowResult:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,12 @@ from cleanroom.core.canary import (
 from cleanroom.core.isolation import IsolationRow, RowResult, Window, judge_window
 from cleanroom.core.publish import (
     ControlResult,
+    NodeEvidence,
     Publication,
     Refusal,
     not_claimed,
     publish,
+    publish_across_nodes,
     skew_summary,
 )
 from cleanroom.store.rundb import (
@@ -76,6 +78,45 @@ class ParkedConsoleSummary:
 
 
 @dataclass(frozen=True)
+class NodeSummary:
+    """One node of a run across nodes: how it ended and its own number or refusal."""
+
+    name: str
+    status: str  # finished, running, lost or failed
+    detail: str
+    environments: list[str]
+    env_hours: float
+    verdict: Publication | Refusal
+    control: ControlResult | None
+    rows: int
+    cross: int
+    lost: int
+    proven: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "detail": self.detail,
+            "environments": self.environments,
+            "env_hours": self.env_hours,
+            "isolation": _verdict_json(self.verdict),
+            "positive_control": None if self.control is None else self.control.__dict__,
+            "rows": self.rows,
+            "cross": self.cross,
+            "lost": self.lost,
+            "proven_by_leaky_control": self.proven,
+        }
+
+
+def _verdict_json(verdict: Publication | Refusal) -> dict[str, Any]:
+    if isinstance(verdict, Publication):
+        return {"published": True, "text": verdict.text, "events": verdict.events}
+    return {"published": False, "reason": verdict.reason,
+            "failed_windows": verdict.failed_windows}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class RunReport:
     """Everything a report prints about one run."""
 
@@ -99,15 +140,12 @@ class RunReport:
     latency: list[LatencySample] = field(default_factory=list)
     parked: ParkedConsoleSummary = field(default_factory=lambda: ParkedConsoleSummary(False))
     gap_tolerance_s: float = GAP_TOLERANCE_S
+    # A run across nodes: each node's share, and the number above is the merged one.
+    nodes: list[NodeSummary] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The report as plain data (``cleanroom report --json``)."""
-        verdict: dict[str, Any]
-        if isinstance(self.verdict, Publication):
-            verdict = {"published": True, "text": self.verdict.text, "events": self.verdict.events}
-        else:
-            verdict = {"published": False, "reason": self.verdict.reason,
-                       "failed_windows": self.verdict.failed_windows}  # fmt: skip
+        verdict = _verdict_json(self.verdict)
         return {
             "run_dir": str(self.run_dir),
             "run": self.info,
@@ -125,9 +163,11 @@ class RunReport:
             "canary_gap_tolerance_s": self.gap_tolerance_s,
             "parked_console": self.parked.__dict__,
             "windows": [{**w.__dict__, "hours": w.hours} for w in self.windows],
+            "nodes": [n.to_json() for n in self.nodes],
             "rollouts": [
                 {
                     "rollout_id": r.rollout_id,
+                    "node": r.node,
                     "env": r.env,
                     "window": r.window,
                     "task": r.task,
@@ -195,7 +235,70 @@ def _parked(
 
 
 def build_report(store: RunStore, machine: dict[str, str] | None = None) -> RunReport:
-    """Read a run and decide what may be published about it."""
+    """Read a run and decide what may be published about it; for a run across nodes,
+    each node's share on its own and the merged number (`publish_across_nodes`)."""
+    report = _build_one(store, machine)
+    if store.node is not None:
+        return report
+    records = store.nodes()
+    if not records:
+        return report
+    parts = [(record, _build_one(store.node_view(record.name), machine)) for record in records]
+    evidence = [
+        NodeEvidence(
+            record.name,
+            record.status,
+            part.rows,
+            part.env_hours,
+            part.controls,
+            _unfinished(part.windows),
+            part.proven,
+        )
+        for record, part in parts
+    ]
+    config = report.info.get("meta", {}).get("config", {})
+    verdict = publish_across_nodes(
+        evidence, trials_scale=report.trials_scale, why_unproven=_why_unproven(config)
+    )
+    nodes = [
+        _node_summary(record.name, record.status, record.detail, part) for record, part in parts
+    ]
+    proven: dict[str, list[str]] = {}
+    for record, part in parts:
+        for test, how in part.proven.items():
+            proven.setdefault(test, []).extend(f"{h} on {record.name}" for h in how)
+    return replace(
+        report,
+        verdict=verdict,
+        nodes=nodes,
+        environments=[f"{n.name}:{e}" for n in nodes for e in n.environments],
+        # The hours of a node whose control did not fire are not counted.
+        env_hours=sum(
+            part.env_hours for _, part in parts if part.controls and part.controls[-1].fired
+        ),
+        proven=proven,
+        not_claimed=not_claimed(report.checks, proven, report.trials_scale),
+    )
+
+
+def _node_summary(name: str, status: str, detail: str, part: RunReport) -> NodeSummary:
+    counts = Counter(r.result for r in part.rows)
+    return NodeSummary(
+        name,
+        status,
+        detail,
+        part.environments,
+        part.env_hours,
+        part.verdict,
+        part.controls[-1] if part.controls else None,
+        len(part.rows),
+        counts[RowResult.CROSS],
+        counts[RowResult.LOST],
+        part.proven,
+    )
+
+
+def _build_one(store: RunStore, machine: dict[str, str] | None) -> RunReport:
     info = store.run_info()
     rollouts = store.rollouts()
     rows = store.isolation_rows()

@@ -28,7 +28,9 @@ def render_text(report: RunReport, console: Console) -> None:
         console.print(f"[bold green]Isolation:[/] {report.verdict.text}")
     else:
         console.print(f"[bold red]Isolation number refused:[/] {report.verdict.reason}")
-    if report.controls:
+    if report.nodes:
+        _render_nodes(report, console)
+    elif report.controls:
         last = report.controls[-1]
         fired = "fired" if last.fired else "[red]did not fire[/]"
         console.print(
@@ -77,3 +79,26 @@ def render_text(report: RunReport, console: Console) -> None:
 
     if report.machine:
         console.print("Machine: " + "; ".join(f"{k} {v}" for k, v in report.machine.items()))
+
+
+def _render_nodes(report: RunReport, console: Console) -> None:
+    """A run across nodes: every node's control and its own number, beside the merged."""
+    nodes = Table(title="Nodes (the number above is the merged one)")
+    for col in ("node", "status", "environments", "env-hours", "positive control", "rows",
+                "cross", "lost", "its own number"):  # fmt: skip
+        nodes.add_column(col)
+    for n in report.nodes:
+        c = n.control
+        control = (
+            "not run"
+            if c is None
+            else f"{'fired' if c.fired else '[red]did not fire[/]'}: typing {c.typing_cross} "
+            f"of {c.typing_trials}, clipboard {c.clipboard_cross} of {c.clipboard_trials}"
+        )
+        own = (
+            n.verdict.text if isinstance(n.verdict, Publication) else f"refused: {n.verdict.reason}"
+        )
+        status = n.status if not n.detail else f"{n.status} ({n.detail})"
+        nodes.add_row(n.name, status, str(len(n.environments)), f"{n.env_hours:.3f}", control,
+                      str(n.rows), str(n.cross), str(n.lost), own)  # fmt: skip
+    console.print(nodes)

@@ -145,6 +145,117 @@ MIGRATIONS: tuple[str, ...] = (
         at      REAL NOT NULL
     );
     """,
+    # 6: a run across the nodes of a Ray cluster (`cleanroom.cluster`). Every record names
+    # the node it came from ('' on one machine) and, when the driver copied it from the
+    # node's own database, the id it had there, so a copy made twice is kept once. The
+    # rollouts, environments and watches are keyed by node; a change to a rollout takes
+    # the next number of `change_counter`, so a node can say what changed since a pull.
+    """
+    CREATE TABLE nodes (
+        name        TEXT PRIMARY KEY,
+        node_id     TEXT NOT NULL DEFAULT '',
+        host        TEXT NOT NULL DEFAULT '',
+        envs        INTEGER NOT NULL DEFAULT 0,
+        run_dir     TEXT NOT NULL DEFAULT '',
+        joined_at   REAL NOT NULL,
+        ended_at    REAL,
+        status      TEXT NOT NULL DEFAULT 'running'
+                    CHECK (status IN ('running', 'finished', 'lost', 'failed')),
+        detail      TEXT NOT NULL DEFAULT ''
+    );
+    CREATE TABLE node_windows (
+        node        TEXT NOT NULL,
+        idx         INTEGER NOT NULL,
+        started_at  REAL NOT NULL,
+        ended_at    REAL,
+        status      TEXT NOT NULL DEFAULT 'open',
+        PRIMARY KEY (node, idx)
+    );
+    CREATE TABLE change_counter (
+        id   INTEGER PRIMARY KEY CHECK (id = 1),
+        seq  INTEGER NOT NULL
+    );
+    INSERT INTO change_counter (id, seq) VALUES (1, 0);
+    CREATE TABLE rollouts_by_node (
+        node        TEXT NOT NULL DEFAULT '',
+        rollout_id  TEXT NOT NULL,
+        env         TEXT NOT NULL,
+        window      INTEGER NOT NULL,
+        token       TEXT NOT NULL,
+        task        TEXT NOT NULL,
+        started_at  REAL NOT NULL,
+        ended_at    REAL,
+        outcome     TEXT CHECK (outcome IN ('success', 'failure', 'invalid')),
+        reason      TEXT,
+        score       REAL,
+        detail      TEXT NOT NULL DEFAULT '',
+        change_seq  INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (node, rollout_id),
+        UNIQUE (node, token)
+    );
+    INSERT INTO rollouts_by_node (rollout_id, env, window, token, task, started_at, ended_at,
+        outcome, reason, score, detail)
+        SELECT rollout_id, env, window, token, task, started_at, ended_at, outcome, reason,
+        score, detail FROM rollouts;
+    DROP TABLE rollouts;
+    ALTER TABLE rollouts_by_node RENAME TO rollouts;
+    CREATE INDEX rollouts_by_window ON rollouts (window, ended_at);
+    CREATE INDEX rollouts_by_change ON rollouts (change_seq);
+    CREATE TABLE environments_by_node (
+        node        TEXT NOT NULL DEFAULT '',
+        name        TEXT NOT NULL,
+        unix_user   TEXT,
+        display     TEXT,
+        generation  INTEGER NOT NULL DEFAULT 0,
+        created_at  REAL NOT NULL,
+        meta        TEXT NOT NULL DEFAULT '{}',
+        PRIMARY KEY (node, name)
+    );
+    INSERT INTO environments_by_node (name, unix_user, display, generation, created_at, meta)
+        SELECT name, unix_user, display, generation, created_at, meta FROM environments;
+    DROP TABLE environments;
+    ALTER TABLE environments_by_node RENAME TO environments;
+    CREATE TABLE watches_by_node (
+        node    TEXT NOT NULL DEFAULT '',
+        name    TEXT NOT NULL,
+        active  INTEGER NOT NULL,
+        detail  TEXT NOT NULL DEFAULT '',
+        at      REAL NOT NULL,
+        PRIMARY KEY (node, name)
+    );
+    INSERT INTO watches_by_node (name, active, detail, at)
+        SELECT name, active, detail, at FROM watches;
+    DROP TABLE watches;
+    ALTER TABLE watches_by_node RENAME TO watches;
+    ALTER TABLE isolation_rows ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    ALTER TABLE isolation_rows ADD COLUMN source_id INTEGER;
+    CREATE UNIQUE INDEX isolation_rows_from_nodes ON isolation_rows (node, source_id)
+        WHERE source_id IS NOT NULL;
+    ALTER TABLE canary_samples ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    ALTER TABLE canary_samples ADD COLUMN source_id INTEGER;
+    CREATE UNIQUE INDEX canary_samples_from_nodes ON canary_samples (node, source_id)
+        WHERE source_id IS NOT NULL;
+    ALTER TABLE console_samples ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    ALTER TABLE console_samples ADD COLUMN source_id INTEGER;
+    CREATE UNIQUE INDEX console_samples_from_nodes ON console_samples (node, source_id)
+        WHERE source_id IS NOT NULL;
+    ALTER TABLE verifier_results ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    ALTER TABLE verifier_results ADD COLUMN source_id INTEGER;
+    CREATE UNIQUE INDEX verifier_results_from_nodes ON verifier_results (node, source_id)
+        WHERE source_id IS NOT NULL;
+    ALTER TABLE control_results ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    ALTER TABLE control_results ADD COLUMN source_id INTEGER;
+    CREATE UNIQUE INDEX control_results_from_nodes ON control_results (node, source_id)
+        WHERE source_id IS NOT NULL;
+    ALTER TABLE latency_samples ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    ALTER TABLE latency_samples ADD COLUMN source_id INTEGER;
+    CREATE UNIQUE INDEX latency_samples_from_nodes ON latency_samples (node, source_id)
+        WHERE source_id IS NOT NULL;
+    ALTER TABLE leaky_controls ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    ALTER TABLE leaky_controls ADD COLUMN source_id INTEGER;
+    CREATE UNIQUE INDEX leaky_controls_from_nodes ON leaky_controls (node, source_id)
+        WHERE source_id IS NOT NULL;
+    """,
 )
 
 # An audit's database (`auditdb`), in its own run folder: the same rules, its own count.

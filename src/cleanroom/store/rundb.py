@@ -32,6 +32,16 @@ from cleanroom.core.publish import NOT_CLAIMED, ControlResult
 from cleanroom.core.tokens import RolloutId, Token
 from cleanroom.store.folders import private_folder
 from cleanroom.store.migrations import MIGRATIONS
+from cleanroom.store.node_records import (
+    APPENDED,
+    BATCH_LIMIT,
+    ENVIRONMENT_COLUMNS,
+    ROLLOUT_COLUMNS,
+    WATCH_COLUMNS,
+    WINDOW_COLUMNS,
+    Cursor,
+    NodeBatch,
+)
 from cleanroom.store.sqlite_file import (
     connect_wal,
     migrate,
@@ -67,6 +77,7 @@ class RolloutRecord:
     reason: Reason | None
     score: float | None
     detail: str
+    node: str = ""  # the node it ran on, in a run across nodes
 
     @property
     def finished(self) -> bool:
@@ -116,6 +127,21 @@ class WatchRecord:
 
 
 @dataclass(frozen=True)
+class NodeRecord:
+    """A node of a run across nodes, as the driver recorded it."""
+
+    name: str
+    node_id: str
+    host: str
+    envs: int
+    run_dir: str
+    joined_at: float
+    ended_at: float | None
+    status: str  # running, finished, lost or failed
+    detail: str
+
+
+@dataclass(frozen=True)
 class VerifierResult:
     rollout_id: str | None
     verifier: str
@@ -123,7 +149,169 @@ class VerifierResult:
     at: float
 
 
-class RunStore:
+class NodeRecords:
+    """The part of `RunStore` a run across nodes adds: a node sends what changed in its
+    own run database (`changes_since`); the driver keeps it with the node's name
+    (`copy_from_node`) and records the nodes, their share of each window and their loss."""
+
+    _conn: sqlite3.Connection
+
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError
+
+    # -- on a node ----------------------------------------------------------------------
+
+    def changes_since(self, cursor: Cursor) -> NodeBatch:
+        """This database's records past ``cursor``, at most `BATCH_LIMIT` of a table."""
+        batch = NodeBatch()
+        for table, columns in APPENDED.items():
+            batch.appended[table] = [
+                tuple(r)
+                for r in self._conn.execute(
+                    f"SELECT id, {', '.join(columns)} FROM {table} WHERE node = '' AND id > ?"
+                    " ORDER BY id LIMIT ?",
+                    (cursor.ids.get(table, 0), BATCH_LIMIT),
+                )
+            ]
+        batch.rollouts = [
+            tuple(r)
+            for r in self._conn.execute(
+                f"SELECT {', '.join(ROLLOUT_COLUMNS)} FROM rollouts WHERE node = ''"
+                " AND change_seq > ? ORDER BY change_seq LIMIT ?",
+                (cursor.change, BATCH_LIMIT),
+            )
+        ]
+        batch.windows = _all(self._conn, "windows", WINDOW_COLUMNS, "")
+        batch.environments = _all(
+            self._conn, "environments", ENVIRONMENT_COLUMNS, "WHERE node = ''"
+        )
+        batch.watches = _all(self._conn, "watches", WATCH_COLUMNS, "WHERE node = ''")
+        return batch
+
+    # -- at the driver ------------------------------------------------------------------
+
+    def copy_from_node(self, node: str, batch: NodeBatch) -> int:
+        """Keep ``batch`` as ``node``'s records in one transaction; a record already kept
+        is kept once, and a rollout keeps its latest change. Return how many records were
+        new or changed."""
+        changed = 0
+        with self._tx() as c:
+            for table, rows in batch.appended.items():
+                columns = APPENDED[table]
+                marks = ", ".join("?" * (len(columns) + 2))
+                cur = c.executemany(
+                    f"INSERT OR IGNORE INTO {table} (node, source_id, {', '.join(columns)})"
+                    f" VALUES ({marks})",
+                    [(node, *r) for r in rows],
+                )
+                changed += max(cur.rowcount, 0)
+            updates = ", ".join(f"{k} = excluded.{k}" for k in ROLLOUT_COLUMNS[6:])
+            cur = c.executemany(
+                f"INSERT INTO rollouts (node, {', '.join(ROLLOUT_COLUMNS)}) VALUES"
+                f" ({', '.join('?' * (len(ROLLOUT_COLUMNS) + 1))})"
+                f" ON CONFLICT (node, rollout_id) DO UPDATE SET {updates}"
+                " WHERE excluded.change_seq > rollouts.change_seq",
+                [(node, *r) for r in batch.rollouts],
+            )
+            changed += max(cur.rowcount, 0)
+            c.executemany(
+                "INSERT INTO node_windows (node, idx, started_at, ended_at, status)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (node, idx) DO UPDATE SET"
+                " started_at = excluded.started_at, ended_at = excluded.ended_at,"
+                " status = excluded.status WHERE node_windows.status != 'lost'",
+                [(node, *w) for w in batch.windows],
+            )
+            c.executemany(
+                f"INSERT OR REPLACE INTO environments (node, {', '.join(ENVIRONMENT_COLUMNS)})"
+                f" VALUES ({', '.join('?' * (len(ENVIRONMENT_COLUMNS) + 1))})",
+                [(node, *e) for e in batch.environments],
+            )
+            c.executemany(
+                f"INSERT OR REPLACE INTO watches (node, {', '.join(WATCH_COLUMNS)})"
+                f" VALUES ({', '.join('?' * (len(WATCH_COLUMNS) + 1))})",
+                [(node, *w) for w in batch.watches],
+            )
+        return changed
+
+    def add_node(self, name: str, *, node_id: str, host: str, envs: int, run_dir: str) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO nodes (name, node_id, host, envs, run_dir, joined_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (name, node_id, host, envs, run_dir, time.time()),
+            )
+
+    def end_node(self, name: str, status: str, detail: str = "") -> None:
+        """Record how a node ended (``finished``, ``lost`` or ``failed``); the first end
+        stands."""
+        with self._tx() as c:
+            c.execute(
+                "UPDATE nodes SET status = ?, detail = ?, ended_at = ?"
+                " WHERE name = ? AND status = 'running'",
+                (status, detail, time.time(), name),
+            )
+
+    def nodes(self) -> list[NodeRecord]:
+        rows = self._conn.execute(
+            "SELECT name, node_id, host, envs, run_dir, joined_at, ended_at, status, detail"
+            " FROM nodes ORDER BY name"
+        )
+        return [NodeRecord(*r) for r in rows]
+
+    def lose_node(
+        self, name: str, window: int | None, checks: list[str], why: str, status: str = "lost"
+    ) -> int:
+        """Record ``name`` lost (its machine or its Ray process died, or it was cut off;
+        ``failed``: its harness raised): its rollouts still open become invalid
+        (``interrupted``); in ``window``, its share is ``lost`` and each of ``checks``
+        gets a ``lost`` row from it, which fails the window. Return how many rollouts
+        became invalid."""
+        now = time.time()
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE rollouts SET ended_at = ?, outcome = 'invalid', reason = ?,"
+                " score = NULL, detail = ? WHERE node = ? AND ended_at IS NULL",
+                (now, Reason.INTERRUPTED.value, f"its node was lost: {why}", name),
+            )
+            interrupted = cur.rowcount
+            if window is not None:
+                c.execute(
+                    "INSERT INTO node_windows (node, idx, started_at, ended_at, status)"
+                    " VALUES (?, ?, ?, ?, 'lost') ON CONFLICT (node, idx) DO UPDATE SET"
+                    " ended_at = excluded.ended_at, status = 'lost'",
+                    (name, window, now, now),
+                )
+                c.executemany(
+                    "INSERT INTO isolation_rows (window, test, trial, from_env, to_env, result,"
+                    " detail, at, node) VALUES (?, ?, 0, ?, ?, 'lost', ?, ?, ?)",
+                    [
+                        (
+                            window,
+                            check,
+                            name,
+                            name,
+                            f"node {name} lost mid-window: {why}",
+                            now,
+                            name,
+                        )
+                        for check in checks
+                    ],
+                )
+            c.execute(
+                "UPDATE nodes SET status = ?, detail = ?, ended_at = ?"
+                " WHERE name = ? AND status = 'running'",
+                (status, why, now, name),
+            )
+        return interrupted
+
+    def node_window_statuses(self, window: int) -> dict[str, str]:
+        rows = self._conn.execute(
+            "SELECT node, status FROM node_windows WHERE idx = ? ORDER BY node", (window,)
+        )
+        return dict(rows.fetchall())
+
+
+class RunStore(NodeRecords):
     """The run folder's database. Open with `create` or `open`; close when done."""
 
     def __init__(self, run_dir: Path, conn: sqlite3.Connection, lock_fd: int | None) -> None:
@@ -133,6 +321,8 @@ class RunStore:
         self._lock_fd = lock_fd
         self._write = threading.Lock()
         self.recovered: list[str] = []
+        # A view of one node's records (`node_view`); None: every record of the run.
+        self.node: str | None = None
 
     # -- opening and closing -------------------------------------------------------------
 
@@ -220,7 +410,35 @@ class RunStore:
             )
 
     def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        if self.node is not None:
+            raise RunStoreError("a node's view of a run is read-only")
         return transaction(self._conn, self._write)
+
+    def node_view(self, node: str) -> RunStore:
+        """The records of one node of a run across nodes, read-only, sharing this store's
+        connection (close this store, never the view)."""
+        view = RunStore(self.run_dir, self._conn, None)
+        view._write = self._write
+        view.node = node
+        return view
+
+    def _scoped(self, sql: str, args: tuple[Any, ...] = (), **equal: Any) -> tuple[str, tuple]:
+        """``sql`` with a WHERE clause for each of ``equal`` that is not None, and for the
+        view's node."""
+        if self.node is not None:
+            equal = {**equal, "node": self.node}
+        clauses = [(k, v) for k, v in equal.items() if v is not None]
+        if not clauses:
+            return sql, args
+        where = " AND ".join(f"{k} = ?" for k, _ in clauses)
+        return f"{sql} WHERE {where}", args + tuple(v for _, v in clauses)
+
+    @staticmethod
+    def _next_change(c: sqlite3.Connection) -> int:
+        """The next change number: writes are serialised, so a later commit always has a
+        larger one, and a reader that saw up to N misses nothing by asking for more than N."""
+        row = c.execute("UPDATE change_counter SET seq = seq + 1 WHERE id = 1 RETURNING seq")
+        return int(row.fetchone()[0])
 
     def _recover(self) -> list[str]:
         now = time.time()
@@ -230,9 +448,9 @@ class RunStore:
             ]
             c.execute(
                 "UPDATE rollouts SET ended_at = ?, outcome = 'invalid', reason = ?, score = NULL,"
-                " detail = 'the harness stopped before this rollout finished'"
+                " detail = 'the harness stopped before this rollout finished', change_seq = ?"
                 " WHERE ended_at IS NULL",
-                (now, Reason.INTERRUPTED.value),
+                (now, Reason.INTERRUPTED.value, self._next_change(c)),
             )
             c.execute(
                 "UPDATE windows SET ended_at = ?, status = 'interrupted' WHERE ended_at IS NULL",
@@ -306,10 +524,10 @@ class RunStore:
             )
 
     def environments(self) -> list[EnvironmentRecord]:
-        rows = self._conn.execute(
+        sql, args = self._scoped(
             "SELECT name, unix_user, display, generation, created_at FROM environments"
-            " ORDER BY name"
         )
+        rows = self._conn.execute(sql + " ORDER BY node, name", args)
         return [EnvironmentRecord(*r) for r in rows]
 
     # -- windows ------------------------------------------------------------------------
@@ -344,11 +562,25 @@ class RunStore:
                 raise RunStoreError(f"window {index} is not closed")
 
     def windows(self) -> list[Window]:
-        rows = self._conn.execute("SELECT idx, started_at, ended_at FROM windows ORDER BY idx")
+        """The run's windows; a node's view: that node's share of them."""
+        if self.node is not None:
+            rows = self._conn.execute(
+                "SELECT idx, started_at, ended_at FROM node_windows WHERE node = ? ORDER BY idx",
+                (self.node,),
+            )
+        else:
+            rows = self._conn.execute("SELECT idx, started_at, ended_at FROM windows ORDER BY idx")
         return [Window(*r) for r in rows]
 
     def window_status(self, index: int) -> str | None:
-        row = self._conn.execute("SELECT status FROM windows WHERE idx = ?", (index,)).fetchone()
+        if self.node is not None:
+            row = self._conn.execute(
+                "SELECT status FROM node_windows WHERE node = ? AND idx = ?", (self.node, index)
+            ).fetchone()
+        else:
+            row = self._conn.execute(
+                "SELECT status FROM windows WHERE idx = ?", (index,)
+            ).fetchone()
         return row[0] if row else None
 
     # -- rollouts -----------------------------------------------------------------------
@@ -359,9 +591,9 @@ class RunStore:
         at = time.time() if started_at is None else started_at
         with self._tx() as c:
             c.execute(
-                "INSERT INTO rollouts (rollout_id, env, window, token, task, started_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (str(rid), rid.env, rid.window, str(token), task, at),
+                "INSERT INTO rollouts (rollout_id, env, window, token, task, started_at,"
+                " change_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (str(rid), rid.env, rid.window, str(token), task, at, self._next_change(c)),
             )
 
     def finish_rollout(
@@ -371,14 +603,15 @@ class RunStore:
         at = time.time() if ended_at is None else ended_at
         with self._tx() as c:
             cur = c.execute(
-                "UPDATE rollouts SET ended_at = ?, outcome = ?, reason = ?, score = ?, detail = ?"
-                " WHERE rollout_id = ? AND ended_at IS NULL",
+                "UPDATE rollouts SET ended_at = ?, outcome = ?, reason = ?, score = ?, detail = ?,"
+                " change_seq = ? WHERE rollout_id = ? AND ended_at IS NULL",
                 (
                     at,
                     outcome.status.value,
                     _reason(outcome),
                     outcome.score,
                     outcome.detail,
+                    self._next_change(c),
                     rollout_id,
                 ),
             )
@@ -394,10 +627,10 @@ class RunStore:
         """
         with self._tx() as c:
             cur = c.execute(
-                "UPDATE rollouts SET outcome = 'invalid', reason = ?, score = NULL, detail = ?"
-                " WHERE window = ? AND ended_at IS NOT NULL AND ended_at >= ?"
+                "UPDATE rollouts SET outcome = 'invalid', reason = ?, score = NULL, detail = ?,"
+                " change_seq = ? WHERE window = ? AND ended_at IS NOT NULL AND ended_at >= ?"
                 " AND outcome != 'invalid'",
-                (reason.value, detail, window, after),
+                (reason.value, detail, self._next_change(c), window, after),
             )
             return cur.rowcount
 
@@ -408,24 +641,23 @@ class RunStore:
         """
         ids = list(rollout_ids)
         with self._tx() as c:
+            seq = self._next_change(c)
             cur = c.executemany(
-                "UPDATE rollouts SET outcome = 'invalid', reason = ?, score = NULL, detail = ?"
-                " WHERE rollout_id = ? AND ended_at IS NOT NULL AND outcome != 'invalid'",
-                [(reason.value, detail, rid) for rid in ids],
+                "UPDATE rollouts SET outcome = 'invalid', reason = ?, score = NULL, detail = ?,"
+                " change_seq = ? WHERE rollout_id = ? AND ended_at IS NOT NULL"
+                " AND outcome != 'invalid'",
+                [(reason.value, detail, seq, rid) for rid in ids],
             )
             return cur.rowcount
 
     def rollouts(self, window: int | None = None) -> list[RolloutRecord]:
-        sql = (
+        sql, args = self._scoped(
             "SELECT rollout_id, env, window, token, task, started_at, ended_at, outcome, reason,"
-            " score, detail FROM rollouts"
+            " score, detail, node FROM rollouts",
+            window=window,
         )
-        args: tuple[Any, ...] = ()
-        if window is not None:
-            sql += " WHERE window = ?"
-            args = (window,)
         out = []
-        for r in self._conn.execute(sql + " ORDER BY started_at, rollout_id", args):
+        for r in self._conn.execute(sql + " ORDER BY started_at, node, rollout_id", args):
             out.append(
                 RolloutRecord(
                     r[0],
@@ -439,6 +671,7 @@ class RunStore:
                     Reason(r[8]) if r[8] else None,
                     r[9],
                     r[10],
+                    r[11],
                 )
             )
         return out
@@ -461,11 +694,10 @@ class RunStore:
         return len(values)
 
     def isolation_rows(self, window: int | None = None) -> list[IsolationRow]:
-        sql = "SELECT test, trial, from_env, to_env, result, window, detail FROM isolation_rows"
-        args: tuple[Any, ...] = ()
-        if window is not None:
-            sql += " WHERE window = ?"
-            args = (window,)
+        sql, args = self._scoped(
+            "SELECT test, trial, from_env, to_env, result, window, detail FROM isolation_rows",
+            window=window,
+        )
         return [
             IsolationRow(r[0], r[1], r[2], r[3], RowResult(r[4]), r[5], r[6])
             for r in self._conn.execute(sql + " ORDER BY id", args)
@@ -473,11 +705,7 @@ class RunStore:
 
     def row_counts(self, window: int | None = None) -> dict[RowResult, int]:
         """How many isolation rows of each result (of one window, or of the run)."""
-        sql = "SELECT result, COUNT(*) FROM isolation_rows"
-        args: tuple[Any, ...] = ()
-        if window is not None:
-            sql += " WHERE window = ?"
-            args = (window,)
+        sql, args = self._scoped("SELECT result, COUNT(*) FROM isolation_rows", window=window)
         counts = dict.fromkeys(RowResult, 0)
         for result, n in self._conn.execute(sql + " GROUP BY result", args):
             counts[RowResult(result)] = n
@@ -504,14 +732,11 @@ class RunStore:
             )
 
     def canary_samples(self, window: int | None = None) -> list[CanarySample]:
-        sql = (
+        sql, args = self._scoped(
             "SELECT at, ok, focused_text_sha256, window_list_sha256, clipboard_sha256, window,"
-            " detail, sources FROM canary_samples"
+            " detail, sources FROM canary_samples",
+            window=window,
         )
-        args: tuple[Any, ...] = ()
-        if window is not None:
-            sql += " WHERE window = ?"
-            args = (window,)
         return [
             CanarySample(
                 r[0], bool(r[1]), r[2], r[3], r[4], r[5], r[6], tuple(filter(None, r[7].split(",")))
@@ -536,13 +761,11 @@ class RunStore:
             )
 
     def console_samples(self, window: int | None = None) -> list[ConsoleSample]:
-        sql = (
-            "SELECT at, ok, pane_sha256, history_size, window, detail, sources FROM console_samples"
+        sql, args = self._scoped(
+            "SELECT at, ok, pane_sha256, history_size, window, detail, sources"
+            " FROM console_samples",
+            window=window,
         )
-        args: tuple[Any, ...] = ()
-        if window is not None:
-            sql += " WHERE window = ?"
-            args = (window,)
         return [
             ConsoleSample(
                 r[0], bool(r[1]), r[2], r[3], r[4], r[5], tuple(filter(None, r[6].split(",")))
@@ -559,7 +782,8 @@ class RunStore:
             )
 
     def watches(self) -> dict[str, WatchRecord]:
-        rows = self._conn.execute("SELECT name, active, detail FROM watches ORDER BY name")
+        sql, args = self._scoped("SELECT name, active, detail FROM watches")
+        rows = self._conn.execute(sql + " ORDER BY node, name", args)
         return {r[0]: WatchRecord(r[0], bool(r[1]), r[2]) for r in rows}
 
     # -- verifier and control results ---------------------------------------------------
@@ -581,13 +805,11 @@ class RunStore:
             )
 
     def verifier_results(self, rollout_id: str | None = None) -> list[VerifierResult]:
-        sql = (
-            "SELECT rollout_id, verifier, outcome, reason, score, details, at FROM verifier_results"
+        sql, args = self._scoped(
+            "SELECT rollout_id, verifier, outcome, reason, score, details, at"
+            " FROM verifier_results",
+            rollout_id=rollout_id,
         )
-        args: tuple[Any, ...] = ()
-        if rollout_id is not None:
-            sql += " WHERE rollout_id = ?"
-            args = (rollout_id,)
         out = []
         for r in self._conn.execute(sql + " ORDER BY id", args):
             details = json.loads(r[5])
@@ -608,11 +830,9 @@ class RunStore:
         return len(values)
 
     def latency_samples(self, test: str | None = None) -> list[LatencySample]:
-        sql = "SELECT test, env, at, ms, phase, window FROM latency_samples"
-        args: tuple[Any, ...] = ()
-        if test is not None:
-            sql += " WHERE test = ?"
-            args = (test,)
+        sql, args = self._scoped(
+            "SELECT test, env, at, ms, phase, window FROM latency_samples", test=test
+        )
         return [LatencySample(*r) for r in self._conn.execute(sql + " ORDER BY id", args)]
 
     def add_leaky_control(self, result: LeakyControlResult) -> None:
@@ -632,9 +852,10 @@ class RunStore:
             )
 
     def leaky_controls(self) -> list[LeakyControlResult]:
-        rows = self._conn.execute(
-            "SELECT test, leak, fired, rows, cross, detail FROM leaky_controls ORDER BY id"
+        sql, args = self._scoped(
+            "SELECT test, leak, fired, rows, cross, detail FROM leaky_controls"
         )
+        rows = self._conn.execute(sql + " ORDER BY id", args)
         return [LeakyControlResult(r[0], r[1], bool(r[2]), r[3], r[4], r[5]) for r in rows]
 
     def add_control_result(self, result: ControlResult, detail: str = "") -> None:
@@ -657,10 +878,11 @@ class RunStore:
             )
 
     def control_results(self) -> list[ControlResult]:
-        rows = self._conn.execute(
+        sql, args = self._scoped(
             "SELECT typing_cross, typing_trials, clipboard_cross, clipboard_trials,"
-            " clipboard_skew_ms FROM control_results ORDER BY id"
+            " clipboard_skew_ms FROM control_results"
         )
+        rows = self._conn.execute(sql + " ORDER BY id", args)
         return [
             ControlResult(typing, typed, clip, clipped, tuple(json.loads(skews)))
             for typing, typed, clip, clipped, skews in rows
@@ -669,3 +891,9 @@ class RunStore:
 
 def _reason(outcome: Outcome) -> str | None:
     return outcome.reason.value if outcome.reason else None
+
+
+def _all(
+    conn: sqlite3.Connection, table: str, columns: tuple[str, ...], where: str
+) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in conn.execute(f"SELECT {', '.join(columns)} FROM {table} {where}")]

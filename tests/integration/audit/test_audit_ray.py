@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.audit.local_cluster import LocalCluster
 from cleanroom.lifecycle import wait_until
+from cleanroom.ray_cluster.local import LocalCluster
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
 from .conftest import CLEANROOM, QUICK, REPO, TASKS, run_audit

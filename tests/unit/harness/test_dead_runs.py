@@ -89,7 +89,7 @@ def test_every_run_cleans_up_before_it_starts_anything(
     progress = SimpleNamespace(step=lambda _text: None, event=lambda _text: None)
     config = loop.LoopConfig(run_dir=tmp_path / "run", pool_root=tmp_path / "pools")
     with pytest.raises(_ServerNotStarted):
-        loop._start(
+        loop.start_services(
             config,
             SimpleNamespace(run_dir=tmp_path / "run"),
             ExitStack(),

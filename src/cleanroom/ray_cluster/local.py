@@ -1,11 +1,11 @@
 """A Ray cluster of nodes on this machine, on 127.0.0.1: for trying ``--ray`` locally,
-for the tests and for the benchmark.
+for the tests and for the benchmarks.
 
 Each node is a ``ray start`` in a session of its own, with its own temp dir, ports and
-``docker`` slots; a node's processes (its raylet, its workers, which Ray puts each in a
-process group of its own, and the rest) all stay in that session, so `kill_node` can
-take one node away whole, as if its machine were lost. `stop` runs ``ray stop --force``,
-which stops every Ray node of this machine's user.
+resources (``docker`` slots, ``desktops``); a node's processes (its raylet, its workers,
+which Ray puts each in a process group of its own, and the rest) all stay in that
+session, so `kill_node` can take one node away whole, as if its machine were lost, and
+`stop` takes every node of this cluster away the same way (never another cluster's).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cleanroom.audit.ray_pool import DOCKER_RESOURCE
+from cleanroom.ray_cluster.session import DOCKER_RESOURCE
 
 # Ports each node needs that would collide between two nodes on one machine.
 _NODE_PORT_FLAGS = (
@@ -56,11 +56,17 @@ class LocalCluster:
 
     @classmethod
     def start(
-        cls, node_labels: list[str], docker_slots: int = 1, python_path: str = ""
+        cls,
+        node_labels: list[str],
+        docker_slots: int = 1,
+        python_path: str = "",
+        resources: list[dict[str, float]] | None = None,
+        env: dict[str, str] | None = None,
     ) -> LocalCluster:
         """A head and one more node per entry after the first of ``node_labels`` (each
-        entry the ``CLEANROOM_LABELS`` of that node's containers), each with
-        ``docker_slots``; ``python_path`` goes first on the workers' ``PYTHONPATH``."""
+        entry the ``CLEANROOM_LABELS`` of that node's containers). Each node declares
+        ``docker_slots``, or the entry of ``resources`` at its place; ``python_path``
+        goes first on the workers' ``PYTHONPATH``; ``env`` is added to their environment."""
         cluster = cls()
         try:
             (head_port,) = _free_ports(1)
@@ -68,16 +74,24 @@ class LocalCluster:
             for n, labels in enumerate(node_labels):
                 role = ["--head", f"--port={head_port}", "--include-dashboard=false"]
                 joined = role if n == 0 else [f"--address={cluster.address}"]
-                cluster._start_node(joined, labels, docker_slots, python_path)
+                declared = resources[n] if resources else {DOCKER_RESOURCE: float(docker_slots)}
+                cluster._start_node(joined, labels, declared, python_path, env or {})
         except BaseException:
             cluster.stop()
             raise
         return cluster
 
-    def _start_node(self, args: list[str], labels: str, slots: int, python_path: str) -> None:
+    def _start_node(
+        self,
+        args: list[str],
+        labels: str,
+        resources: dict[str, float],
+        python_path: str,
+        extra_env: dict[str, str],
+    ) -> None:
         # A short temp dir: Ray's socket paths must fit in a Unix socket name.
         temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
-        env = {**os.environ, "CLEANROOM_LABELS": labels}
+        env = {**os.environ, **extra_env, "CLEANROOM_LABELS": labels}
         if python_path:
             env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (python_path, env.get("PYTHONPATH")) if p
@@ -89,7 +103,7 @@ class LocalCluster:
             "--node-ip-address=127.0.0.1",
             f"--temp-dir={temp}",
             "--num-cpus=1",
-            f"--resources={json.dumps({DOCKER_RESOURCE: slots})}",
+            f"--resources={json.dumps(resources)}",
             "--disable-usage-stats",
             *ports,
             *args,
@@ -115,10 +129,10 @@ class LocalCluster:
                     os.kill(int(entry.name), signal.SIGKILL)
 
     def stop(self) -> None:
-        """Stop every node (``ray stop --force``) and remove their temp dirs."""
-        subprocess.run(
-            [str(self.ray), "stop", "--force"], capture_output=True, timeout=180, check=False
-        )
+        """Stop every node of this cluster, and only those (another cluster of this
+        machine keeps running), and remove their temp dirs."""
+        for index in range(len(self.nodes)):
+            self.kill_node(index)
         for node in self.nodes:
             shutil.rmtree(node.temp_dir, ignore_errors=True)
 

@@ -1,0 +1,221 @@
+"""One node's share of a run across nodes: everything `cleanroom run` starts on one
+machine, started on this node, with windows opened when the driver says.
+
+On the node, exactly as on one machine: a run database of its own (on the node's disk),
+the verify server, the pool (the canary env00, the acting environments, warm standby),
+the watchdog, the parked console, the positive control before the first window, the
+canary watcher throughout, and the run's own controls after the last. The driver pulls
+what changed in the node's database (`changes`) through a read-only connection of its
+own, while a window runs, so a slow node's records arrive late but arrive.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from cleanroom.core.isolation import judge_window
+from cleanroom.harness.loop import (
+    ControlSettings,
+    LoopConfig,
+    LoopServices,
+    end_of_run_sweep,
+    load_battery,
+    run_positive_control,
+    start_services,
+    window_services,
+)
+from cleanroom.harness.own_controls import leaky_controls
+from cleanroom.harness.plan import PlannedCheck, plan_tests
+from cleanroom.harness.progress import LoopProgress
+from cleanroom.harness.window import WindowPlan, WindowResult, WindowServices, run_window
+from cleanroom.isolation.checks import observing_for
+from cleanroom.reports.machine import limits_info, machine_info
+from cleanroom.rollouts.registry import TASKS
+from cleanroom.store.node_records import Cursor, NodeBatch
+from cleanroom.store.rundb import RunStore
+
+DEFAULT_NODE_RUNS = Path("/var/lib/cleanroom/node-runs")
+LOG_NAME = "node.log"
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """What the driver tells every node: the run's settings, as plain data."""
+
+    run_key: str  # the run's folder name on every node
+    envs: int = 1
+    tasks: tuple[str, ...] = TASKS
+    trials_scale: float = 1.0
+    soak: bool = False
+    tests: tuple[str, ...] | None = None
+    on_demand: bool = False
+    control: ControlSettings = field(default_factory=ControlSettings)
+    window_minutes: float = 0.0
+    observation_s: float | None = None
+    leaky_controls: bool = True
+    warm_standby: bool = True
+    node_runs: str = str(DEFAULT_NODE_RUNS)
+
+    def plan(self) -> list[PlannedCheck]:
+        """The tests each window runs, as every node and the driver plan them."""
+        battery = self.battery()
+        return plan_tests(
+            battery.values(),
+            soak=self.soak,
+            scale=self.trials_scale,
+            chosen=self.tests,
+            on_demand=self.on_demand,
+        )
+
+    def battery(self) -> dict[str, Any]:
+        battery = load_battery()
+        if self.observation_s is not None:
+            battery = {n: observing_for(t, self.observation_s) for n, t in battery.items()}
+        return battery
+
+
+@dataclass(frozen=True)
+class NodeStarted:
+    """A node's services are up and its positive control ran."""
+
+    run_dir: str
+    environments: list[str]
+    control_fired: bool | None  # None: it could not run
+
+
+@dataclass(frozen=True)
+class NodeWindowEnd:
+    """How the node's share of a window ended."""
+
+    index: int
+    status: str  # closed or failed
+    failure: str | None
+    rollouts: int
+
+
+def node_folder(settings: NodeSettings, node: str) -> Path:
+    """Where ``node`` keeps its share of the run."""
+    return Path(settings.node_runs) / settings.run_key / node.replace("/", "-")
+
+
+class NodeRun:
+    """The node's services, started by `start` and stopped by `stop`."""
+
+    def __init__(self, settings: NodeSettings, node: str) -> None:
+        self.settings = settings
+        self.node = node
+        self.run_dir = node_folder(settings, node)
+        self.stopping = threading.Event()
+        self._stack = ExitStack()
+        self._services: LoopServices | None = None
+        self._windows: WindowServices | None = None
+        self._last: WindowResult | None = None
+        self._reader: RunStore | None = None
+        self._log: Any = None
+
+    def start(self) -> NodeStarted:
+        """Create the node's run database, start its services, run its positive control."""
+        s = self.settings
+        config = LoopConfig(
+            run_dir=self.run_dir,
+            envs=s.envs,
+            windows=1,
+            tasks=s.tasks,
+            trials_scale=s.trials_scale,
+            soak=s.soak,
+            tests=s.tests,
+            on_demand=s.on_demand,
+            control=s.control,
+            window_minutes=s.window_minutes,
+            observation_s=s.observation_s,
+            leaky_controls=s.leaky_controls,
+            warm_standby=s.warm_standby,
+            job="node",
+        )
+        plan = s.plan()
+        meta = {
+            "job": "node",
+            "node": self.node,
+            "machine": {**machine_info(), **limits_info_defaults()},
+            "config": {"trials_scale": s.trials_scale, "leaky_controls": s.leaky_controls},
+            "tests": {p.name: p.trials for p in plan},
+        }
+        store = RunStore.create(self.run_dir, meta=meta)
+        self._stack.callback(store.close)
+        self._reader = RunStore.open(self.run_dir, owner=False)
+        self._stack.callback(self._reader.close)
+        self._log = (self.run_dir / LOG_NAME).open("a", encoding="utf-8")
+        self._stack.callback(self._log.close)
+        console = Console(file=self._log, force_terminal=False, width=120)
+        progress = LoopProgress(console)
+        services = start_services(config, store, self._stack, progress, console, self.stopping)
+        services.plan = plan
+        self._services = services
+        run_positive_control(services)
+        self._windows = window_services(services, s.battery(), self._stack)
+        controls = store.control_results()
+        return NodeStarted(
+            str(self.run_dir),
+            list(services.pool.names),
+            controls[-1].fired if controls else None,
+        )
+
+    def run_window(self, index: int) -> NodeWindowEnd:
+        """Run the node's share of window ``index`` to its verdict."""
+        if self._windows is None or self._services is None:
+            raise RuntimeError("the node's services are not started")
+        s = self.settings
+        plan = WindowPlan(index, s.tasks, self._services.plan, s.window_minutes)
+        result = run_window(self._windows, plan)
+        self._last = result
+        return NodeWindowEnd(index, result.status, result.verdict.failure, len(result.rollouts))
+
+    def end_of_run(self) -> NodeWindowEnd | None:
+        """The end-of-run token sweep in the node's last window."""
+        if self._windows is None or self._last is None:
+            return None
+        last = end_of_run_sweep(self._windows, self._last)
+        self._last = last
+        verdict = judge_window(last.index, self._windows.store.isolation_rows(last.index))
+        return NodeWindowEnd(last.index, last.status, verdict.failure, len(last.rollouts))
+
+    def own_controls(self) -> list[str]:
+        """The run's own controls on this node (its planted and leaky controls)."""
+        if self._services is None:
+            raise RuntimeError("the node's services are not started")
+        return leaky_controls(self._services, [p.name for p in self._services.plan])
+
+    def changes(self, cursor: Cursor) -> NodeBatch:
+        """What changed in the node's run database past ``cursor`` (read-only)."""
+        if self._reader is None:
+            return NodeBatch()
+        return self._reader.changes_since(cursor)
+
+    def stop(self, status: str = "finished") -> None:
+        """Stop every service; the node's database records how its run ended."""
+        self.stopping.set()
+        try:
+            if self._services is not None:
+                self._services.store.finish_run(status)
+        finally:
+            self._stack.close()
+
+
+def limits_info_defaults() -> dict[str, str]:
+    """The limits every pool of a node uses, for its run record."""
+    from cleanroom.environments.pool.pool import CANARY_CPU_SHARES, PoolConfig
+
+    defaults = PoolConfig()
+    return limits_info(defaults.limits, CANARY_CPU_SHARES, defaults.harness_reserve_mib)
+
+
+def failure_text() -> str:
+    """The current exception's traceback, for a record."""
+    return traceback.format_exc()[-4000:]
