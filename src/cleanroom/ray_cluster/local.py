@@ -116,6 +116,27 @@ class LocalCluster:
         if proc.returncode != 0:
             raise ClusterError(f"ray start exited {proc.returncode}: {out.decode()[-2000:]}")
 
+    def node_ids(self) -> list[str]:
+        """Each node's Ray node id, in the order of `nodes` (asked of the cluster by a
+        driver process of its own, matched by each node's temp dir)."""
+        script = (
+            f"import json, ray; ray.init(address={self.address!r}, logging_level='ERROR');"
+            "print(json.dumps({n['NodeID']: n['ObjectStoreSocketName'] for n in ray.nodes()"
+            " if n['Alive']}))"
+        )
+        python = self.ray.with_name("python")
+        out = subprocess.run(
+            [str(python), "-c", script], capture_output=True, text=True, timeout=120, check=True
+        ).stdout
+        sockets: dict[str, str] = json.loads(out.strip().splitlines()[-1])
+        ids = []
+        for node in self.nodes:
+            found = [i for i, sock in sockets.items() if sock.startswith(f"{node.temp_dir}/")]
+            if len(found) != 1:
+                raise ClusterError(f"no single live node has its temp dir in {node.temp_dir}")
+            ids.append(found[0])
+        return ids
+
     def kill_node(self, index: int) -> None:
         """SIGKILL every process of node ``index``, as if its machine went away."""
         sid = self.nodes[index].session
