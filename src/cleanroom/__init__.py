@@ -36,6 +36,7 @@ from cleanroom.core.tokens import RolloutId, Token, TokenHit, mint, parse, scan_
 if TYPE_CHECKING:
     from cleanroom.integrations.container import verify_container, verify_container_async
     from cleanroom.integrations.environment import verify_environment, verify_environment_async
+    from cleanroom.integrations.ray_verify import verify_container_on_ray, verify_on_ray
     from cleanroom.integrations.rewards import reward_info, reward_or_none, rewards_of
     from cleanroom.tree_scan import scan_tree
     from cleanroom.verifiers.container.modes import Mode
@@ -43,8 +44,9 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# Imported when first used: the verification pulls in the Docker layer, and
-# `verify_environment` needs Harbor (``cleanroom[harbor]``).
+# Imported when first used: the verification pulls in the Docker layer,
+# `verify_environment` needs Harbor (``cleanroom[harbor]``) and `verify_on_ray` Ray
+# (``cleanroom[ray]``, imported only when called).
 _LAZY = {
     "Mode": "cleanroom.verifiers.container.modes",
     "TaskError": "cleanroom.verifiers.container.task",
@@ -54,8 +56,10 @@ _LAZY = {
     "scan_tree": "cleanroom.tree_scan",
     "verify_container": "cleanroom.integrations.container",
     "verify_container_async": "cleanroom.integrations.container",
+    "verify_container_on_ray": "cleanroom.integrations.ray_verify",
     "verify_environment": "cleanroom.integrations.environment",
     "verify_environment_async": "cleanroom.integrations.environment",
+    "verify_on_ray": "cleanroom.integrations.ray_verify",
 }
 
 
@@ -102,6 +106,8 @@ __all__ = [
     "tally",
     "verify_container",
     "verify_container_async",
+    "verify_container_on_ray",
     "verify_environment",
     "verify_environment_async",
+    "verify_on_ray",
 ]

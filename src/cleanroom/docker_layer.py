@@ -322,6 +322,26 @@ class Docker:
             for c in found
         ]
 
+    def has_container(self, container: str) -> bool:
+        """Whether the daemon holds ``container`` (a name or ID), running or not."""
+        try:
+            self.inspect_container(container)
+        except DockerError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def daemon_id(self) -> str:
+        """The daemon's own ID (``docker info``'s ``ID``), the same whichever client or
+        machine asks: two clients that get the same answer reach the same daemon. A
+        daemon that has none (podman) is named by its host; "" when it says neither."""
+        with self._call("asking the daemon for its ID"):
+            info = dict(self.client.info())
+        found = str(info.get("ID") or "")
+        host = str(info.get("Name") or "")
+        return found or (f"host:{host}" if host else "")
+
     def container_logs(self, container: str, tail: int = 40) -> bytes:
         """The last ``tail`` lines a container printed (stdout and stderr)."""
         with self._call(f"reading the logs of {container[:12]}"):

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -120,10 +121,10 @@ def audit(
     try:
         summary = _run_with_progress(paths, folder, settings, pool, err)
     except (AuditInputError, AuditStoreError) as exc:
-        err.print(f"[red]error:[/] {exc}", markup=True, highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
         raise typer.Exit(EXIT_INCOMPLETE) from None
     except (RuntimeError, ExtraNotInstalledError) as exc:  # no Ray: the audit could not run
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(EXIT_INCOMPLETE) from None
     if html is not None:
         from cleanroom.audit.html import write

@@ -1,15 +1,18 @@
 """``cleanroom verify``: run container tasks' agent phases, then verify them in one mode;
-several tasks run side by side (``--jobs``)."""
+several tasks run side by side (``--jobs``), or as Ray tasks on a cluster's Docker nodes
+(``--ray``)."""
 
 from __future__ import annotations
 
 import json
+import sys
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from cleanroom.cli.shared import (
     AsJson,
@@ -20,7 +23,7 @@ from cleanroom.cli.shared import (
     use_environment,
 )
 from cleanroom.cli.styles import status_style
-from cleanroom.core.errors import BudgetTooShortError
+from cleanroom.core.errors import BudgetTooShortError, ExtraNotInstalledError
 from cleanroom.core.outcomes import (
     EXIT_AGENT_FAULT,
     EXIT_FAILURE,
@@ -32,6 +35,9 @@ from cleanroom.integrations.container import verify_container
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode
 from cleanroom.verifiers.container.side_by_side import side_by_side
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_path
+
+if TYPE_CHECKING:
+    from cleanroom.integrations.ray_verify import RayRequest, RayVerification
 
 
 def verify(
@@ -108,6 +114,16 @@ def verify(
             "(exit 2) when no verification fits in it.",
         ),
     ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Run each verification as a Ray task on this cluster (host:port, or auto), "
+            "on nodes declaring the 'docker' resource; with --container, on the node whose "
+            "daemon holds it. The task folders must be at the same path on every node.",
+        ),
+    ] = None,
 ) -> None:
     """Verify container tasks; exit 0 success, 1 failure, 2 invalid (the infrastructure's
     fault, excluded), 3 a failure scored 0 for the agent's own act (tamper, ...). With
@@ -118,8 +134,14 @@ def verify(
     chosen = [flag for flag, on in (("--solution", solution), ("--noop", noop)) if on]
     if agent is not None:
         chosen.append("--agent")
+    if ray_address is not None and jobs != 1:
+        raise typer.BadParameter(
+            "on Ray, the nodes' docker slots say how many run at once", param_hint="--jobs"
+        )
     if container is not None:
-        _verify_container(task_dirs, container, chosen, mode, step, budget, as_json)
+        _verify_container(
+            task_dirs, container, chosen, mode, step, budget, as_json, ray_address, environment
+        )
     if step is not None or budget is not None:
         raise typer.BadParameter("--step and --budget go with --container")
     if len(chosen) != 1:
@@ -156,6 +178,15 @@ def verify(
                 "two task folders share a name; their artifacts would share a folder",
                 param_hint="--artifacts-dir",
             )
+    if ray_address is not None:
+        from cleanroom.integrations.ray_verify import TaskVerification
+
+        engine = environment.value
+        _verify_on_ray(
+            ray_address,
+            [TaskVerification(d, spec, options_for(d), engine) for d in task_dirs],
+            as_json,
+        )
     outcomes = side_by_side(task_dirs, one, jobs, shown)
     if as_json:
         payloads = [outcome_json(o, mode) for o in outcomes]
@@ -171,13 +202,23 @@ def _verify_container(
     step: str | None,
     budget: float | None,
     as_json: bool,
+    ray_address: str | None,
+    environment: ContainerEnvironment,
 ) -> NoReturn:
     """``--container``: verify a container an agent already acted in, through the
-    public API (`integrations.container.verify_container`), and exit with its code."""
+    public API (`integrations.container.verify_container`, or on the Ray node whose
+    daemon holds it), and exit with its code."""
     if agent_flags:
         raise typer.BadParameter(f"--container verifies what an agent did: drop {agent_flags[0]}")
     if len(task_dirs) != 1:
         raise typer.BadParameter("--container verifies one task", param_hint="TASK_DIR")
+    if ray_address is not None:
+        from cleanroom.integrations.ray_verify import ContainerVerification
+
+        request = ContainerVerification(
+            task_dirs[0], container, mode, step, budget, environment.value
+        )
+        _verify_on_ray(ray_address, [request], as_json)
     try:
         outcome = verify_container(task_dirs[0], container, mode=mode, step=step, budget_s=budget)
     except BudgetTooShortError as exc:
@@ -189,6 +230,39 @@ def _verify_container(
     else:
         _print_human(payload)
     raise typer.Exit(outcome.exit_code)
+
+
+def _verify_on_ray(address: str, requests: list[RayRequest], as_json: bool) -> NoReturn:
+    """``--ray``: every request as a Ray task on the cluster at ``address``; each printed
+    with its node as it ends (with ``--json``, all at the end, in the order given), then
+    exit with the most serious code. A cluster that cannot be used, or no Ray, is one
+    line on stderr and exit 2."""
+    from cleanroom.integrations.ray_verify import RayUnavailable, verify_on_ray
+
+    # Ray's driver prints to stdout while it is joined (sent to stderr): the results go
+    # to this process's stdout as it was.
+    out = Console(file=sys.stdout)
+
+    def shown(verified: RayVerification) -> None:
+        if not as_json:
+            _print_human(ray_outcome_json(verified), out)
+
+    try:
+        results = verify_on_ray(address, requests, done=shown)
+    except (RayUnavailable, ExtraNotInstalledError, BudgetTooShortError) as exc:
+        line = escape(str(exc).strip().splitlines()[0])  # the extra's name is no markup
+        Console(stderr=True).print(f"[red]error:[/] {line}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INVALID) from None
+    if as_json:
+        payloads = [ray_outcome_json(v) for v in results]
+        typer.echo(json.dumps(payloads if len(payloads) > 1 else payloads[0], sort_keys=False))
+    raise typer.Exit(most_serious_exit([v.outcome.exit_code for v in results]))
+
+
+def ray_outcome_json(verified: RayVerification) -> dict[str, Any]:
+    """`outcome_json` with ``node``: the Ray node it ran on (None when it ran on none
+    known)."""
+    return {**outcome_json(verified.outcome, verified.mode), "node": verified.node}
 
 
 def most_serious_exit(codes: list[int]) -> int:
@@ -251,8 +325,8 @@ def outcome_json(outcome: Outcome, mode: Mode) -> dict[str, Any]:
     }
 
 
-def _print_human(payload: dict[str, Any]) -> None:
-    console = Console()
+def _print_human(payload: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
     details = payload["details"]
     head = f"[{status_style(payload['outcome'])}]{payload['outcome']}[/]"
     score = "" if payload["score"] is None else f" score {payload['score']:g}"
@@ -262,6 +336,8 @@ def _print_human(payload: dict[str, Any]) -> None:
     console.print(f"{head}{score}{reason}  mode {payload['mode']}  task {details.get('task')}")
     if payload["detail"]:
         console.print(f"  {payload['detail']}", markup=False)
+    if payload.get("node"):
+        console.print(f"  on Ray node {payload['node']}", markup=False)
     for key in ("reward_source", "reward_bytes", "test_exit_code", "timings"):
         if key in details:
             console.print(f"  {key}: {details[key]}", markup=False)

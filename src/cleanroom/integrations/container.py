@@ -16,7 +16,7 @@ import asyncio
 import functools
 import os
 import posixpath
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from cleanroom.core.outcomes import Outcome
@@ -43,6 +43,7 @@ ENGINES = ("docker", "podman")
 
 __all__ = [
     "ENGINES",
+    "check_budget",
     "mount_baseline",
     "runtime_of",
     "verify_compose_service",
@@ -51,14 +52,14 @@ __all__ = [
 ]
 
 
-def runtime_of(engine: str) -> Callable[[], DockerRuntime]:
+def runtime_of(engine: str, labels: Mapping[str, str] | None = None) -> Callable[[], DockerRuntime]:
     """How to reach the daemon of ``engine``: Docker's (``DOCKER_HOST`` or the local
-    socket) or podman's Docker-compatible API."""
+    socket) or podman's Docker-compatible API; ``labels`` go on everything the runtime
+    creates."""
     if engine not in ENGINES:
         raise ValueError(f"engine={engine!r}: choose one of {', '.join(ENGINES)}")
-    if engine == "podman":
-        return functools.partial(DockerRuntime.connect, host=PODMAN_HOST)
-    return DockerRuntime.connect
+    host = PODMAN_HOST if engine == "podman" else None
+    return functools.partial(DockerRuntime.connect, labels, host=host)
 
 
 def mount_baseline(destinations: Iterable[str]) -> tuple[Change, ...]:
@@ -168,6 +169,24 @@ def verify_compose_service(
     return _verify_found(
         task, runtime, ev, container, label, harness_dirs, step=step, mode=mode, budget=budget
     )
+
+
+def check_budget(
+    task_dir: str | os.PathLike[str],
+    *,
+    mode: Mode | str = Mode.SEALED,
+    step: str | None = None,
+    budget_s: float | None = None,
+) -> None:
+    """Refuse, as `verify_container` would, a ``budget_s`` too short for any verification
+    of the task in ``task_dir`` (`BudgetTooShortError`), before anything runs. A task
+    folder that cannot be loaded passes: its verification's outcome says what is wrong."""
+    if budget_s is None:
+        return
+    ev = Evidence(Mode(mode))
+    task = load_into(ev, Path(task_dir))
+    if task is not None:
+        _plan(task, Mode(mode), step, budget_s)
 
 
 def _plan(task: Task, mode: Mode, step: str | None, budget_s: float | None) -> BudgetPlan:

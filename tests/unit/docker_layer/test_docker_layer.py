@@ -114,6 +114,10 @@ class _Api:
             {"Id": "c2", "Names": None, "Labels": None},
         ]
 
+    def inspect_container(self, container: str) -> dict[str, Any]:
+        self._maybe_fail("inspect_container")
+        return {"Id": container}
+
     def get_archive(self, container: str, path: str) -> tuple[Iterator[bytes], dict[str, Any]]:
         self._maybe_fail("get_archive")
 
@@ -153,12 +157,23 @@ class _Container:
 
 
 class _Client:
-    def __init__(self, api: _Api, *, start_fails: bool = False, build: Any = None) -> None:
+    def __init__(
+        self,
+        api: _Api,
+        *,
+        start_fails: bool = False,
+        build: Any = None,
+        info: dict[str, Any] | None = None,
+    ) -> None:
         self.api = api
         self.containers = self
         self.images = self
         self.start_fails = start_fails
         self.build_failure = build
+        self.info_reply = info or {}
+
+    def info(self) -> dict[str, Any]:
+        return self.info_reply
 
     def create(self, image: str, command: Any, **_: Any) -> _Container:
         return _Container(self.api, self.start_fails)
@@ -213,6 +228,27 @@ def test_containers_found_by_label_have_their_names_and_labels() -> None:
         ("c1", "cleanroom-p-env01", {"cleanroom.pool": "p"}),
         ("c2", "", {}),
     ]
+
+
+def test_a_container_the_daemon_does_not_hold_is_no_but_a_refusal_is_an_error() -> None:
+    assert _docker(_Api()).has_container("trial-1")
+    missing = docker.errors.NotFound("404", explanation="No such container: gone")
+    assert not _docker(_Api(inspect_container=missing)).has_container("gone")
+    unreachable = requests.exceptions.ConnectionError("refused")
+    with pytest.raises(RuntimeUnavailable, match="not reachable"):
+        _docker(_Api(inspect_container=unreachable)).has_container("trial-1")
+
+
+@pytest.mark.parametrize(
+    ("info", "daemon"),
+    [
+        ({"ID": "d1b2", "Name": "node-a"}, "d1b2"),
+        ({"ID": "", "Name": "node-a"}, "host:node-a"),  # podman names no ID
+        ({}, ""),
+    ],
+)
+def test_a_daemon_is_named_by_its_id_else_by_its_host(info: dict[str, Any], daemon: str) -> None:
+    assert _docker(_Api(), info=info).daemon_id() == daemon
 
 
 def test_an_archive_broken_on_its_way_is_the_callers_error_not_a_short_file() -> None:

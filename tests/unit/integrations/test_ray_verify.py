@@ -110,6 +110,7 @@ def test_a_lost_worker_or_node_is_interrupted_never_a_zero() -> None:
     assert verified.outcome.score is None and reward_or_none(verified.outcome) is None
     assert "was lost: NodeDiedError: the node died" in verified.outcome.detail
     assert verified.node == "host-b/01"
+    assert verified.outcome.details == {"task": str(FIX_MEDIAN), "agent": "solution"}
 
 
 def test_code_that_raised_on_the_node_is_a_harness_error_with_its_trace() -> None:
