@@ -27,7 +27,7 @@ TEST_LABEL = "cleanroom.test"
 WORKER_LABEL = "cleanroom.worker"
 DESKTOP_GROUP = "desktop"
 # The integration suites whose tests start desktop environments.
-DESKTOP_SUITES = ("environments", "harness", "isolation", "redteam", "x11")
+DESKTOP_SUITES = ("cluster", "environments", "harness", "isolation", "redteam", "x11")
 
 _INTEGRATION = Path(__file__).parent / "integration"
 

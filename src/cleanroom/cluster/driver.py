@@ -32,6 +32,8 @@ from rich.console import Console
 
 from cleanroom.cluster.actor import start_actor
 from cleanroom.cluster.node_run import NodeSettings, node_folder
+from cleanroom.core.isolation import CANARY_TEST, PARKED_CONSOLE_TEST, SWEEP_TEST
+from cleanroom.harness.form_audit_rows import AUDIT_TEST
 from cleanroom.harness.stopping import StopRequested, stop_on_signals
 from cleanroom.ray_cluster.session import (
     DESKTOPS_RESOURCE,
@@ -45,6 +47,7 @@ from cleanroom.store.node_records import Cursor
 from cleanroom.store.rundb import RunStore
 
 ON_NODE_LOSS = ("continue", "stop")
+ALWAYS_CHECKED = (CANARY_TEST, PARKED_CONSOLE_TEST, SWEEP_TEST, AUDIT_TEST)
 # The most acting environments one node's pool holds.
 MAX_ENVS_PER_NODE = 32
 
@@ -122,7 +125,10 @@ class _Driver:
         self.config = config
         self.console = console
         self.nodes: dict[str, _Node] = {}
-        self.plan = [p.name for p in config.settings.plan()]
+        # The checks of every node's window: the planned tests and the ones each window
+        # runs whatever the plan (the canary, the parked console, the sweep, the audit).
+        planned = [p.name for p in config.settings.plan()]
+        self.plan = [*planned, *(c for c in ALWAYS_CHECKED if c not in planned)]
         self.stopping = threading.Event()
         self.store: RunStore | None = None
 
