@@ -146,8 +146,9 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """,
     # 6: a run across the nodes of a Ray cluster (`cleanroom.cluster`). Every record names
-    # the node it came from ('' on one machine) and, when the driver copied it from the
-    # node's own database, the id it had there, so a copy made twice is kept once. The
+    # the node it came from ('' on one machine, indexed so that one node's records are
+    # found without a scan) and, when the driver copied it from the node's own database,
+    # the id it had there, so a copy made twice is kept once. The
     # rollouts, environments and watches are keyed by node; a change to a rollout takes
     # the next number of `change_counter`, so a node can say what changed since a pull.
     """
@@ -255,6 +256,13 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE leaky_controls ADD COLUMN source_id INTEGER;
     CREATE UNIQUE INDEX leaky_controls_from_nodes ON leaky_controls (node, source_id)
         WHERE source_id IS NOT NULL;
+    CREATE INDEX isolation_rows_by_node ON isolation_rows (node, window);
+    CREATE INDEX canary_samples_by_node ON canary_samples (node, window, at);
+    CREATE INDEX console_samples_by_node ON console_samples (node, window, at);
+    CREATE INDEX verifier_results_by_node ON verifier_results (node, rollout_id);
+    CREATE INDEX control_results_by_node ON control_results (node);
+    CREATE INDEX latency_samples_by_node ON latency_samples (node, test);
+    CREATE INDEX leaky_controls_by_node ON leaky_controls (node);
     """,
 )
 
