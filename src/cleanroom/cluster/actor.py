@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cleanroom.cluster.evidence import EvidenceBatch
 from cleanroom.cluster.node_run import (
     NodeRun,
     NodeSettings,
@@ -45,6 +46,9 @@ class NodeActor:
 
     def changes(self, cursor: Cursor) -> NodeBatch:
         return self.run.changes(cursor)
+
+    def evidence(self, seen: dict[str, tuple[int, int]]) -> EvidenceBatch:
+        return self.run.evidence(seen)
 
     def stop(self, status: str = "finished") -> None:
         self.run.stop(status)

@@ -31,6 +31,7 @@ from typing import Any
 from rich.console import Console
 
 from cleanroom.cluster.actor import start_actor
+from cleanroom.cluster.evidence import keep_evidence
 from cleanroom.cluster.node_run import NodeSettings, node_folder
 from cleanroom.core.isolation import CANARY_TEST, PARKED_CONSOLE_TEST, SWEEP_TEST
 from cleanroom.harness.form_audit_rows import AUDIT_TEST
@@ -92,6 +93,7 @@ class _Node:
     ray_node: RayNode
     actor: Any
     cursor: Cursor = field(default_factory=Cursor)
+    evidence: dict[str, tuple[int, int]] = field(default_factory=dict)  # files copied
     alive: bool = True
     pulling: threading.Lock = field(default_factory=threading.Lock)
 
@@ -235,7 +237,7 @@ class _Driver:
                         f"node {name}: window {index} {end.status}"
                         + (f" ({end.failure})" if end.failure else "")
                     )
-            self._pull_all()
+            self._catch_up(index, 2 * c.pull_timeout_s)
             status = self._window_status(index)
             store.close_window(index, status=status)
             result.windows[index] = status
@@ -257,7 +259,7 @@ class _Driver:
             if isinstance(end, NodeLost):
                 self._lose(name, None, end)
                 result.lost[name] = end.why
-        self._pull_all()
+        self._catch_up(None, 2 * self.config.pull_timeout_s)
         closed = last is not None and result.windows[last] == "closed"
         if last is not None and closed and self._window_status(last) == "failed":
             store.fail_window(last)
@@ -273,7 +275,7 @@ class _Driver:
             else:
                 for line in end:
                     self.say(f"node {name}: {line}")
-        self._pull_all()
+        self._catch_up(None, 2 * self.config.pull_timeout_s)
 
     def _window_status(self, index: int) -> str:
         shares = self._store().node_window_statuses(index)
@@ -309,7 +311,7 @@ class _Driver:
         node.alive = False
         # Whatever the node's database still holds that was not pulled is gone with it:
         # one last pull, in case only its harness failed and its actor still answers.
-        self._pull(node, final=True)
+        self._pull(node, timeout_s=10.0)
         interrupted = self._store().lose_node(name, window, self.plan, lost.why, lost.status)
         where = f" in window {window}" if window is not None else ""
         self.say(
@@ -324,7 +326,10 @@ class _Driver:
 
     def _stop_nodes(self, status: str) -> None:
         alive = self._alive()
-        self._pull_all()
+        # Nothing a node recorded is left behind when it stops: it is waited for (less
+        # long when the run was interrupted).
+        patience = 5 if status == "finished" else 1
+        self._catch_up(None, patience * self.config.pull_timeout_s)
         node_status = "finished" if status == "finished" else status
         refs = {n.name: n.actor.stop.remote(node_status) for n in alive}
         for name, end in self._wait_all(refs, "stopping").items():
@@ -345,9 +350,9 @@ class _Driver:
         for node in self._alive():
             self._pull(node)
 
-    def _pull(self, node: _Node, final: bool = False) -> None:
-        """Copy what changed on ``node`` into the driver's database, until caught up; a
-        pull that timed out or failed is asked again from the same place next time."""
+    def _pull(self, node: _Node, timeout_s: float | None = None) -> bool:
+        """Copy what changed on ``node`` into the driver's database; True once caught up.
+        A pull that timed out or failed is asked again from the same place next time."""
         from ray.exceptions import GetTimeoutError, RayError
 
         with node.pulling:
@@ -355,14 +360,54 @@ class _Driver:
                 try:
                     batch = self.ray.get(
                         node.actor.changes.remote(node.cursor),
-                        timeout=10.0 if final else self.config.pull_timeout_s,
+                        timeout=timeout_s or self.config.pull_timeout_s,
                     )
                 except (GetTimeoutError, RayError):
-                    return
+                    return False
                 self._store().copy_from_node(node.name, batch)
                 node.cursor = node.cursor.after(batch)
                 if not batch.full:
-                    return
+                    return True
+
+    def _catch_up(self, window: int | None, patience_s: float) -> None:
+        """Pull every live node until it has nothing more to send and, for ``window``,
+        its share of it has ended. A slow node is waited for up to ``patience_s``; one
+        that has not reported by then is said, its share stays open (the window fails),
+        and its records still arrive by a later pull."""
+        deadline = time.monotonic() + patience_s
+        for node in self._alive():
+            while True:
+                left = deadline - time.monotonic()
+                caught_up = left > 0 and self._pull(node, timeout_s=max(left, 1.0))
+                ended = window is None or self._share(node.name, window) != "open"
+                if caught_up and ended:
+                    self._copy_evidence(node, max(deadline - time.monotonic(), 10.0))
+                    break
+                if time.monotonic() >= deadline:
+                    self.say(
+                        f"[bold red]node {node.name} did not report within {patience_s:.0f} s"
+                        "[/]" + (f"; its share of window {window} is still open" if window else "")
+                    )
+                    break
+                time.sleep(0.5)
+
+    def _copy_evidence(self, node: _Node, timeout_s: float) -> None:
+        """Copy the node's new evidence files into ``nodes/<node>/`` of the run folder."""
+        from ray.exceptions import GetTimeoutError, RayError
+
+        while True:
+            try:
+                batch = self.ray.get(node.actor.evidence.remote(node.evidence), timeout=timeout_s)
+            except (GetTimeoutError, RayError) as exc:
+                self.say(f"[red]node {node.name}: evidence not copied yet[/] ({first_line(exc)})")
+                return
+            keep_evidence(self._store().run_dir, node.name, batch)
+            node.evidence = batch.seen
+            if not batch.more:
+                return
+
+    def _share(self, node: str, window: int) -> str | None:
+        return self._store().node_window_statuses(window).get(node)
 
     def _store(self) -> RunStore:
         if self.store is None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from rich.console import Console
 
+from cleanroom.cluster.evidence import EvidenceBatch, evidence_since, node_folder_name
 from cleanroom.core.isolation import judge_window
 from cleanroom.harness.loop import (
     ControlSettings,
@@ -102,7 +103,7 @@ class NodeWindowEnd:
 
 def node_folder(settings: NodeSettings, node: str) -> Path:
     """Where ``node`` keeps its share of the run."""
-    return Path(settings.node_runs) / settings.run_key / node.replace("/", "-")
+    return Path(settings.node_runs) / settings.run_key / node_folder_name(node)
 
 
 class NodeRun:
@@ -197,6 +198,10 @@ class NodeRun:
         if self._reader is None:
             return NodeBatch()
         return self._reader.changes_since(cursor)
+
+    def evidence(self, seen: dict[str, tuple[int, int]]) -> EvidenceBatch:
+        """The node's evidence files new or changed since ``seen``."""
+        return evidence_since(self.run_dir, seen)
 
     def stop(self, status: str = "finished") -> None:
         """Stop every service; the node's database records how its run ended."""

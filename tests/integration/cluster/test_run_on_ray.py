@@ -108,6 +108,11 @@ def test_two_nodes_publish_a_merged_number_next_to_both_fired_controls(
         assert {h.rsplit(" on ", 1)[1] for h in how} == {n["name"] for n in nodes}, test
     assert {r["node"] for r in data["rollouts"]} == {n["name"] for n in nodes}
     _node_dbs_match_the_driver(run, [n["name"] for n in nodes])
+    # Each node's evidence is in the driver's folder too: its control's, its checks'.
+    for node in nodes:
+        kept = run / "nodes" / node["name"].replace("/", "-")
+        assert json.loads((kept / "control-evidence.json").read_text())
+        assert list((kept / "evidence").rglob("*.json")), node["name"]
 
 
 DRIVER = """

@@ -81,3 +81,13 @@ def test_a_run_on_one_machine_has_no_nodes(tmp_path: Path) -> None:
     assert report.nodes == [] and isinstance(report.verdict, Publication)
     assert report.environments == ["env01", "env02"]
     store.close()
+
+
+def test_the_html_report_shows_every_nodes_control_and_number(tmp_path: Path) -> None:
+    from cleanroom.reports.html import render_html
+
+    driver = _driver(tmp_path, {"a": True, "b": False})
+    html = render_html(build_report(driver), [])
+    assert "Nodes (the number above is the merged one)" in html
+    assert "did not fire: typing 0 of 3" in html and "refused: " in html
+    driver.close()
