@@ -50,6 +50,8 @@ bench: setup
 	$(VENV)/python bench/environments.py
 	$(VENV)/python bench/run_loop.py
 	$(VENV)/python bench/audit.py
+	$(VENV)/python bench/cluster_merge.py
+	$(VENV)/python bench/cluster_run.py
 	$(VENV)/python bench/harbor_verifier.py
 
 # An hour of `cleanroom soak`, checked from outside (CLEANROOM_SOAK_HOURS etc.: soak/test_soak.py).
