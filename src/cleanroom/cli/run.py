@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from cleanroom.cli.shared import NewRunFolder, new_run_folder
 from cleanroom.cli.shared import console as shared_console
 from cleanroom.cluster.driver import ClusterConfig
 from cleanroom.cluster.node_run import DEFAULT_NODE_RUNS, NodeSettings
-from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
+from cleanroom.harness.loop import HARNESS_ERROR, LoopConfig, LoopServices, run_loop
 from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.plan import UnknownCheck
 from cleanroom.harness.report_step import print_report
@@ -93,50 +95,83 @@ def _controls_step(s: LoopServices) -> None:
     leaky_controls(s, [p.name for p in s.plan])
 
 
-def _go_on_ray(build: Callable[[], ClusterConfig]) -> None:
+@dataclass(frozen=True)
+class OnRay:
+    """``--ray``, ``--on-node-loss`` and ``--node-runs``: where the loop runs."""
+
+    address: str | None
+    on_node_loss: str
+    node_runs: Path
+
+    def cluster_config(self, config: LoopConfig) -> ClusterConfig:
+        """The run of ``config`` across the cluster's nodes, each with the same settings."""
+        if self.address is None:
+            raise ValueError("no Ray address")
+        key = f"{config.run_dir.resolve().name}-{uuid.uuid4().hex[:8]}"
+        settings = NodeSettings(
+            run_key=key,
+            node_runs=str(self.node_runs),
+            tasks=config.tasks,
+            trials_scale=config.trials_scale,
+            soak=config.soak,
+            tests=config.tests,
+            on_demand=config.on_demand,
+            window_minutes=config.window_minutes,
+            leaky_controls=config.leaky_controls,
+            warm_standby=config.warm_standby,
+        )
+        return ClusterConfig(
+            address=self.address,
+            run_dir=config.run_dir,
+            settings=settings,
+            windows=config.windows,
+            hours=config.hours,
+            on_node_loss=self.on_node_loss,
+            job=config.job,
+        )
+
+
+def _run_on_ray(config: ClusterConfig, console: Console) -> tuple[str, Path, str | None, int]:
     from cleanroom.cluster.driver import run_across_nodes
     from cleanroom.core.errors import ExtraNotInstalledError
     from cleanroom.ray_cluster.session import RayUnavailable
 
     try:
-        config = build()
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    console = shared_console()
-    try:
         result = run_across_nodes(config, console)
-    except (UnknownCheck, RayUnavailable, ExtraNotInstalledError) as exc:
+    except (RayUnavailable, ExtraNotInstalledError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    console.print(f"Run {result.status}: {result.run_dir}")
-    if result.error:
-        console.print(f"[red]{result.error}[/]")
-    print_report(result.run_dir, console)
-    raise typer.Exit(result.exit_code)
+    return result.status, result.run_dir, result.error, result.exit_code
 
 
-def _node_settings(folder: Path, node_runs: Path, **settings: Any) -> NodeSettings:
-    key = f"{folder.resolve().name}-{uuid.uuid4().hex[:8]}"
-    return NodeSettings(run_key=key, node_runs=str(node_runs), **settings)
-
-
-def _go(build: Callable[[], LoopConfig]) -> None:
+def _go(on_ray: OnRay, build: Callable[[], LoopConfig]) -> None:
     try:
         config = build()
+        cluster = on_ray.cluster_config(config) if on_ray.address is not None else None
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     console = shared_console()
     try:
-        steps = [_controls_step] if config.leaky_controls else []
-        result = run_loop(config, console, after_windows=steps)
+        if cluster is not None:
+            status, run_dir, error, exit_code = _run_on_ray(cluster, console)
+        else:
+            steps = [_controls_step] if config.leaky_controls else []
+            result = run_loop(config, console, after_windows=steps)
+            status, run_dir, error, exit_code = (
+                result.status,
+                result.run_dir,
+                result.error,
+                result.exit_code,
+            )
     except UnknownCheck as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    console.print(f"Run {result.status}: {result.run_dir}")
-    if result.error:
-        console.print(f"[red]{result.error}[/] (traceback in the run folder)")
-    print_report(result.run_dir, console)
-    raise typer.Exit(result.exit_code)
+    console.print(f"Run {status}: {run_dir}")
+    if error:
+        where = " (traceback in the run folder)" if (run_dir / HARNESS_ERROR).exists() else ""
+        console.print(f"[red]{error}[/]{where}")
+    print_report(run_dir, console)
+    raise typer.Exit(exit_code)
 
 
 def run(
@@ -164,27 +199,8 @@ def run(
 ) -> None:
     """Run windows of smoke rollouts, isolation tests and the canary; then the audit."""
     folder = new_run_folder(run_dir, "run")
-    if ray_address is not None:
-        _go_on_ray(
-            lambda: ClusterConfig(
-                address=ray_address,
-                run_dir=folder,
-                windows=windows,
-                on_node_loss=on_node_loss,
-                settings=_node_settings(
-                    folder,
-                    node_runs,
-                    window_minutes=window_minutes,
-                    tasks=_split(tasks) or (),
-                    trials_scale=trials_scale,
-                    tests=_split(tests),
-                    on_demand=on_demand,
-                    leaky_controls=controls,
-                    warm_standby=warm_standby,
-                ),
-            )
-        )
     _go(
+        OnRay(ray_address, on_node_loss, node_runs),
         lambda: LoopConfig(
             run_dir=folder,
             envs=envs,
@@ -219,30 +235,8 @@ def soak(
 ) -> None:
     """The harness loop for hours, with the soak trial counts."""
     folder = new_run_folder(run_dir, "soak")
-    if ray_address is not None:
-        _go_on_ray(
-            lambda: ClusterConfig(
-                address=ray_address,
-                run_dir=folder,
-                windows=None,
-                hours=hours,
-                on_node_loss=on_node_loss,
-                job="soak",
-                settings=_node_settings(
-                    folder,
-                    node_runs,
-                    window_minutes=window_minutes,
-                    tasks=_split(tasks) or (),
-                    trials_scale=trials_scale,
-                    soak=True,
-                    tests=_split(tests),
-                    on_demand=on_demand,
-                    leaky_controls=controls,
-                    warm_standby=warm_standby,
-                ),
-            )
-        )
     _go(
+        OnRay(ray_address, on_node_loss, node_runs),
         lambda: LoopConfig(
             run_dir=folder,
             envs=envs,

@@ -35,6 +35,7 @@ from cleanroom.cluster.evidence import keep_evidence
 from cleanroom.cluster.node_run import NodeSettings, node_folder
 from cleanroom.core.isolation import CANARY_TEST, PARKED_CONSOLE_TEST, SWEEP_TEST
 from cleanroom.harness.form_audit_rows import AUDIT_TEST
+from cleanroom.harness.loop import HARNESS_ERROR
 from cleanroom.harness.stopping import StopRequested, stop_on_signals
 from cleanroom.ray_cluster.session import (
     DESKTOPS_RESOURCE,
@@ -115,6 +116,7 @@ def run_across_nodes(config: ClusterConfig, console: Console) -> ClusterResult:
     """Run ``config`` on the cluster into ``config.run_dir`` (created); never raises for a
     stop signal. Raises `RayUnavailable` when the cluster cannot be joined or has no node
     declaring desktops."""
+    config.settings.plan()  # an unknown check is refused before the cluster is joined
     with joined(config.address, f"{config.job} --ray") as ray:
         ray_nodes = require_nodes(ray, config.address, DESKTOPS_RESOURCE)
         driver = _Driver(ray, config, console)
@@ -173,7 +175,7 @@ class _Driver:
             except Exception as exc:  # recorded as failed, with the traceback
                 result.status, result.exit_code = "failed", 1
                 result.error = f"{type(exc).__name__}: {exc}"
-                (store.run_dir / "harness-error.txt").write_text(traceback.format_exc())
+                (store.run_dir / HARNESS_ERROR).write_text(traceback.format_exc())
                 self.say(f"[bold red]driver fault[/]: {result.error}")
             finally:
                 self.stopping.set()
