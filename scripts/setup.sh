@@ -159,6 +159,17 @@ if py312="$(harbor_python)"; then
 else
   say "no Python 3.12 or later (set HARBOR_PYTHON): skipping .venv-harbor"
 fi
+# .venv-osworld: OSWorld's own evaluator code (PyPI desktop-env) beside cleanroom, for the
+# differential tests of the OSWorld metrics and getters (tests/differential/osworld).
+# desktop-env's declared requirements are a whole agent stack (torch, easyocr,
+# playwright, cloud SDKs): it goes in without them, with only the small libraries the
+# modules the tests load import at their top. The heavy ones those modules import but the
+# compared functions never call (numpy, pandas, OpenCV, scikit-image, formulas) are left
+# out; the tests load the modules with a placeholder for each that fails loudly if used
+# (tests/differential/osworld/reference.py).
+venv_with .venv-osworld "$PYTHON" \
+  "Pillow~=11.0.0 pytz~=2024.1 PyYAML rapidfuzz requests lxml cssselect openpyxl xmltodict tldextract python-docx PyPDF2 pdfplumber httpx>=0.27 pytest>=8,<9 pytest-timeout>=2.3 hypothesis>=6.100" \
+  "--no-deps desktop-env==1.0.2" "--no-deps -e ."
 # The integrations whose libraries are too large for `make test` (a torch stack), each in
 # an environment of its own: `make test-integrations` (scripts/setup.sh --integrations).
 if [[ ${1:-} == --integrations ]]; then

@@ -451,3 +451,18 @@ def test_no_regular_file_at_the_result_path_scores_zero_like_a_missing_one(
 
     assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
     assert outcome.details["getters"][0]["not_a_regular_file"] == "not a regular file: a fifo"
+
+
+def test_output_that_is_not_utf8_is_no_output_and_scores_0(settings: CheckSettings) -> None:
+    """As OSWorld's server: a byte that is not UTF-8 gives the metric None, so the output
+    around it is never scored (it would pass here and fail there)."""
+    t = task(
+        {
+            "func": "check_include_exclude",
+            "result": cmd("c", shell=True),
+            "expected": rule(include=["ok"], exclude=[]),
+        }
+    )
+    outcome = check_task(t, ScriptedGuest({"c": b"ok\xff\n"}), settings)
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
+    assert check_task(t, ScriptedGuest({"c": b"ok\n"}), settings).score == 1.0

@@ -18,10 +18,17 @@ def file(text: str | bytes, name: str = "f") -> CachedFile:
 
 
 def png(width: int, height: int) -> bytes:
+    """A complete RGB PNG (black): Pillow, which OSWorld's check reads it with, needs the
+    pixel data as well as the header."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + body))
+        return struct.pack(">I", len(body)) + kind + body + crc
+
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    chunk = b"IHDR" + ihdr
+    pixels = zlib.compress(b"".join(b"\x00" + b"\x00" * 3 * width for _ in range(height)))
     return (
-        b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + chunk + struct.pack(">I", zlib.crc32(chunk))
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
     )
 
 

@@ -56,6 +56,7 @@ def decode_output(data: bytes) -> str:
     """Command output as OSWorld's server reads it in text mode: UTF-8, universal newlines.
 
     Nothing is stripped; a trailing newline stays. Bytes that are not UTF-8 become U+FFFD
-    rather than failing the getter, so output an agent garbled still gets scored.
+    (for logs and setup steps; the command getters give None for such output before it
+    gets here, as OSWorld's server does).
     """
     return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")

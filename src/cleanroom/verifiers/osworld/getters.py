@@ -9,8 +9,10 @@ in the guest is the one exception, as in OSWorld: `FileNotFoundError`, which sco
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from cleanroom.exec_result import ExecResult
@@ -54,14 +56,31 @@ def _run_command(ctx: GetterContext, config: dict[str, Any]) -> ExecResult:
     return result
 
 
-def get_vm_command_line(ctx: GetterContext, config: dict[str, Any]) -> str:
-    """The command's stdout, exactly as produced (exit code ignored, as in OSWorld)."""
-    return decode_output(_run_command(ctx, config).stdout)
+def get_vm_command_line(ctx: GetterContext, config: dict[str, Any]) -> str | None:
+    """The command's stdout, exactly as produced (exit code ignored, as in OSWorld); None
+    when its stdout or stderr is not UTF-8, as OSWorld's server gives."""
+    result = _run_command(ctx, config)
+    return _output_or_none(result.stdout, result.stderr)
 
 
-def get_vm_command_error(ctx: GetterContext, config: dict[str, Any]) -> str:
-    """The command's stderr, exactly as produced (exit code ignored, as in OSWorld)."""
-    return decode_output(_run_command(ctx, config).stderr)
+def get_vm_command_error(ctx: GetterContext, config: dict[str, Any]) -> str | None:
+    """The command's stderr, exactly as produced (exit code ignored, as in OSWorld); None
+    when its stdout or stderr is not UTF-8, as OSWorld's server gives."""
+    result = _run_command(ctx, config)
+    return _output_or_none(result.stderr, result.stdout)
+
+
+def _output_or_none(wanted: bytes, other: bytes) -> str | None:
+    """``wanted`` as text; None when it or ``other`` is not UTF-8. OSWorld's server
+    decodes both strictly and answers no output at all when either fails, so the metric
+    gets None (mostly a 0). Decoding the bytes anyway could score output that OSWorld
+    would never score, for bytes the agent's state put there."""
+    try:
+        wanted.decode("utf-8")
+        other.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return decode_output(wanted)
 
 
 def get_rule(ctx: GetterContext, config: dict[str, Any]) -> Any:
@@ -87,10 +106,35 @@ def _one_or_list(values: list[Any]) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+def _cache_write(ctx: GetterContext, dest: Any, data: bytes) -> CachedFile:
+    """Store a getter's file under ``dest``, in a folder of the cache that already exists.
+
+    OSWorld opens ``cache_dir/dest`` without making folders, so a ``dest`` naming a
+    sub-folder nothing made fails there (the metric gets None, or the run crashes):
+    a task that cannot be scored, here a getter failure rather than a folder made up.
+    """
+    try:
+        target = ctx.cache.path(str(dest))
+        if not os.path.isdir(os.path.dirname(target)):
+            raise GetterFailed(f"dest {dest!r} is in a folder the task cache does not have")
+        return ctx.cache.write(str(dest), data)
+    except CacheNameError as exc:
+        raise GetterFailed(str(exc)) from exc
+
+
+def _time_suffixed(dest: Any, config: dict[str, Any]) -> Any:
+    """OSWorld's ``time_suffix`` (single files only): the time inserted before the extension."""
+    if config.get("multi", False) or not config.get("time_suffix", False):
+        return dest
+    stem, ext = os.path.splitext(str(dest))
+    return f"{stem}_{datetime.now().strftime(config.get('time_format', '%Y%m%d_%H%M%S'))}{ext}"
+
+
 def get_vm_file(ctx: GetterContext, config: dict[str, Any]) -> Any:
     """Copy guest files into the cache; a missing single file raises FileNotFoundError.
 
-    With ``multi`` a missing file gives None in its place, as OSWorld does.
+    With ``multi`` a missing file gives None in its place, as OSWorld does; a missing file
+    that ``gives`` leaves out changes nothing.
     """
     paths, dests, gives = _paths_and_dests(config)
     multi = bool(config.get("multi", False))
@@ -99,15 +143,13 @@ def get_vm_file(ctx: GetterContext, config: dict[str, Any]) -> Any:
         try:
             data = ctx.guest.read_file(str(path))
         except FileNotFoundError:
+            if i not in gives:
+                continue
             if not multi:
                 raise
-            if i in gives:
-                values.append(None)
+            values.append(None)
             continue
-        try:
-            cached = ctx.cache.write(str(dest), data)
-        except CacheNameError as exc:
-            raise GetterFailed(str(exc)) from exc
+        cached = _cache_write(ctx, _time_suffixed(dest, config), data)
         if i in gives:
             values.append(cached)
     return _one_or_list(values)
@@ -137,8 +179,9 @@ def get_cloud_file(ctx: GetterContext, config: dict[str, Any]) -> Any:
             if ctx.cache.exists(str(dest)):  # fetched already during this run
                 cached = ctx.cache.read(str(dest))
             else:
-                data = fetch(str(url), timeout=ctx.settings.download_timeout)
-                cached = ctx.cache.write(str(dest), data)
+                cached = _cache_write(
+                    ctx, dest, fetch(str(url), timeout=ctx.settings.download_timeout)
+                )
         except DownloadError as exc:
             raise GetterFailed(str(exc)) from exc
         except CacheNameError as exc:

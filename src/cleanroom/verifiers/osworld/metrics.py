@@ -6,6 +6,8 @@ same argument order (``metric(result, expected, **options)`` or ``metric(result,
 **options)``). Metrics that OSWorld gives a file path receive a `CachedFile` (or None)
 instead, so none of them touches a disk. A metric that cannot make sense of its input
 raises, exactly where OSWorld's would; the evaluator reports that as a checker error.
+``tests/differential/osworld`` holds every one against OSWorld's own function (PyPI's
+``desktop-env``); docs/verifiers/osworld-differences.md lists where they differ on purpose.
 """
 
 from __future__ import annotations
@@ -21,9 +23,8 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from cleanroom.verifiers.osworld.cached_file import CachedFile
-from cleanroom.verifiers.osworld.image_size import image_size
-from cleanroom.verifiers.osworld.value_rules import match_value_to_rule
+from cleanroom.verifiers.osworld.cached_file import CachedFile, NotText
+from cleanroom.verifiers.osworld.value_rules import UnsupportedRule, match_value_to_rule
 
 Metric = Callable[..., float]
 
@@ -89,12 +90,16 @@ def fuzzy_match(result: Any, rules: dict[str, Any]) -> float:
 
 
 def check_list(result: CachedFile | None, rules: dict[str, Any]) -> float:
-    """Every ``expect`` regex finds some line of the file and no line matches ``unexpect``."""
+    """Every ``expect`` regex finds some line of the file and no line matches ``unexpect``.
+
+    The lines are OSWorld's ``for line in file``: split at ``\\n`` only, each keeping its
+    newline (so ``a\\s`` finds the line ``a``, and a form feed does not end a line).
+    """
     if result is None:
         return 0.0
-    lines = _file_text(result).splitlines()
     expect = [re.compile(p) for p in rules.get("expect", [])]
     unexpect = [re.compile(p) for p in rules.get("unexpect", [])]
+    lines = list(io.StringIO(_file_text(result)))
     found = [any(p.search(line) for line in lines) for p in expect]
     clean = all(p.search(line) is None for line in lines for p in unexpect)
     return float(all(found) and clean)
@@ -109,76 +114,106 @@ def diff_text_file(result: CachedFile | None, expect: CachedFile) -> float:
     return difflib.SequenceMatcher(a=a, b=b).ratio()
 
 
+# Rule methods OSWorld has and cleanroom does not: a check using one cannot be scored.
+_OSWORLD_ONLY_RULES = {"spreadsheet_range"}
+
+
 def check_json(result: CachedFile | None, rules: dict[str, Any], is_yaml: bool = False) -> float:
     """Walk each rule's ``key`` path in a JSON (or YAML) file and test the value found.
 
-    Every ``expect`` rule must hold (a missing key is 0); no ``unexpect`` rule may hold
-    (a missing key there tests None). A file that does not parse is 0.
+    Every ``expect`` rule must hold (a key that is missing, or a step into something that
+    is no container, is 0); no ``unexpect`` rule may hold (there such a path tests None).
+    A file that does not parse, an empty YAML document, and any rule that raises are 0,
+    as in OSWorld, which catches every exception here. The one exception that passes is a
+    rule method OSWorld has and cleanroom lacks (``spreadsheet_range``): that is a rule
+    cleanroom cannot score, not a 0.
     """
     if result is None:
         return 0.0
     text = _file_text(result)
     document: Any
-    if is_yaml:
-        import yaml  # only YAML checks need it
+    try:
+        if is_yaml:
+            import yaml  # only YAML checks need it
 
-        try:
-            # OSWorld uses the full loader; the safe one cannot run code from the file.
+            # OSWorld uses the safe loader too: a file's tags cannot run code.
             document = yaml.safe_load(text)
-        except yaml.YAMLError:
-            return 0.0
-    else:
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError:
-            return 0.0
-    ok = True
-    for rule in rules.get("expect", []):
-        value = document
-        for key in rule["key"]:
-            try:
-                value = value[key]
-            except KeyError:
+            if document is None:
                 return 0.0
-        ok = ok and match_value_to_rule(value, rule)
-    for rule in rules.get("unexpect", []):
-        value = document
-        for key in rule["key"]:
-            try:
-                value = value[key]
-            except KeyError:
-                value = None
-                break
-        ok = ok and not match_value_to_rule(value, rule)
+        else:
+            document = json.loads(text)
+    except Exception:
+        return 0.0
+    ok: Any = True
+    for rule in rules.get("expect", {}):
+        try:
+            value = document
+            for key in rule["key"]:
+                try:
+                    value = value[key]
+                except (KeyError, TypeError):
+                    return 0.0
+            ok = ok and match_value_to_rule(value, rule)
+        except UnsupportedRule:
+            if rule["method"] in _OSWORLD_ONLY_RULES:
+                raise
+            return 0.0  # OSWorld's NotImplementedError, caught like the rest
+        except Exception:
+            return 0.0
+    for rule in rules.get("unexpect", {}):
+        try:
+            value = document
+            for key in rule["key"]:
+                try:
+                    value = value[key]
+                except (KeyError, TypeError):
+                    value = None
+                    break
+            ok = ok and not match_value_to_rule(value, rule)
+        except UnsupportedRule:
+            if rule["method"] in _OSWORLD_ONLY_RULES:
+                raise
+            return 0.0
+        except Exception:
+            return 0.0
     return float(ok)
 
 
-def check_direct_json_object(result: Any, rules: dict[str, Any]) -> float:
+def check_direct_json_object(result: Any, rules: Any) -> float:
     """Compare a JSON object (or command output holding one) with ``rules["expected"]``.
 
     A string result is stripped, its single quotes become double quotes and it is parsed
     (a parse error raises, as in OSWorld). Without ``expect_in_result`` every expected
     key must be equal; with it, a list means one of its items must be the result's value
-    (or be in it, when the value is a list) and a string must be a substring.
+    (or be in it, when the value is a list) and a string must be a substring. Anything
+    else that goes wrong (no ``expected``, a result that is no object, values that do
+    not compare) is 0, as OSWorld catches it.
     """
     if isinstance(result, str):
         result = json.loads(result.strip().replace("'", '"'))
     if result is None:
         return 0.0
-    expected = rules.get("expected", {})
-    if isinstance(expected, dict) and "__EVALUATION_FAILED__" in expected.values():
+    try:
+        expected = rules.get("expected", {})
+        if expected:
+            for want in expected.values():
+                if want == "__EVALUATION_FAILED__":
+                    return 0.0
+    except Exception:
         return 0.0
     try:
+        expected = rules["expected"]
+        # .keys(): an expected value that is no object (an empty list) must raise, not pass.
         if not rules.get("expect_in_result", False):
-            for key, want in expected.items():
-                got = result.get(key)
+            for key in expected.keys():  # noqa: SIM118
+                want, got = expected.get(key), result.get(key)
                 if expected.get("ignore_list_order", False):
                     want, got = sorted(want), sorted(got)
                 if want != got:
                     return 0.0
             return 1.0
-        for key, want in expected.items():
-            got = result.get(key)
+        for key in expected.keys():  # noqa: SIM118
+            want, got = expected.get(key), result.get(key)
             if isinstance(want, list):
                 hit = any(
                     (isinstance(got, list) and w in got) or (isinstance(got, str) and w == got)
@@ -221,19 +256,29 @@ def check_csv(result: CachedFile | None, rules: dict[str, Any]) -> float:
 def compare_csv(result: CachedFile | None, expected: Any, **options: Any) -> float:
     """1 if the result's lines equal those of the expected file (or of any of a list).
 
-    ``strict`` (default true) off strips each line; ``ignore_case`` lowercases. OSWorld
-    reuses a spent iterator when both a list of expected files and a relaxing option are
-    given, so later files always compare against nothing; here each file gets a full
-    comparison.
+    ``strict`` (default true) off strips each line; ``ignore_case`` lowercases. Files are
+    read as OSWorld's ``_safe_read_file`` reads them: UTF-8, and Latin-1 when that fails
+    (so any bytes are text here), with universal newlines.
     """
     if result is None:
         return 0.0
     expected_files = expected if isinstance(expected, list) else [expected]
-    ours = _normalised_lines(_file_text(result), options)
+    ours = _normalised_lines(_csv_text(result), options)
     for candidate in expected_files:
-        if ours == _normalised_lines(_file_text(candidate), options):
+        if ours == _normalised_lines(_csv_text(candidate), options):
             return 1.0
     return 0.0
+
+
+def _csv_text(value: Any) -> str:
+    if not isinstance(value, CachedFile):
+        raise TypeError(f"expected a file from a file getter, got {type(value).__name__}")
+    try:
+        return value.text()
+    except NotText:
+        # OSWorld's next encoding; it decodes any bytes, so the ones after it never run.
+        text = value.data.decode("latin-1")
+        return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _normalised_lines(text: str, options: dict[str, Any]) -> list[str]:
@@ -325,14 +370,33 @@ def is_in_vm_clickboard(config: dict[str, Any], terminal_output: Any) -> float:
 
 
 def check_image_size(src_path: CachedFile | None, rule: dict[str, Any]) -> float:
-    """The image's width and height equal the ones the rule gives (either may be absent)."""
+    """The image's width and height equal the rule's (a missing or null one is not tested).
+
+    The image is opened with Pillow, as OSWorld opens it, so the same formats are images
+    and the same files are not (Pillow's error then propagates). Where OSWorld measures
+    the box of the non-transparent pixels instead of the whole canvas, so does this:
+    with ``ignore_transparent`` and an RGBA or LA image, and for any image that declares
+    a transparent colour (a palette or RGB PNG with a ``tRNS`` chunk, a GIF), whatever
+    ``ignore_transparent`` says.
+    """
     if src_path is None:
         return 0.0
     if not isinstance(src_path, CachedFile):
         raise TypeError(f"expected an image file, got {type(src_path).__name__}")
-    width, height = image_size(src_path.data)
-    same_height = "height" not in rule or height == rule["height"]
-    same_width = "width" not in rule or width == rule["width"]
+    from PIL import Image  # only image checks need it
+
+    image: Image.Image = Image.open(io.BytesIO(src_path.data))
+    ignore_transparent = rule.get("ignore_transparent", False)
+    # OSWorld's condition, with its precedence: (ignore and RGBA/LA) or declared transparency.
+    if (ignore_transparent and image.mode in ("RGBA", "LA")) or "transparency" in image.info:
+        if image.mode != "RGBA":
+            image = image.convert("RGBA")
+        box = image.split()[-1].getbbox()
+        width, height = (0, 0) if box is None else (box[2] - box[0], box[3] - box[1])
+    else:
+        width, height = image.size
+    same_height = rule.get("height") is None or height == rule["height"]
+    same_width = rule.get("width") is None or width == rule["width"]
     return 1.0 if same_height and same_width else 0.0
 
 
