@@ -1,0 +1,163 @@
+"""OSWorld's ``DesktopEnv`` interface over one environment of a cleanroom pool.
+
+An OSWorld agent's loop runs unchanged against it: ``obs = env.reset(task_config=task)``,
+then ``obs, reward, done, info = env.step(action)`` until ``done``, then
+``env.evaluate()``. Underneath:
+
+- `reset` is a cleanroom reset of the environment (a new generation: an action of the
+  rollout before it is refused as stale), then the task's ``config`` steps run in the
+  environment, as its user, in its sandbox, on its display (the ``env:`` guest);
+- `step` takes a ``computer_13`` action (parsed strictly and translated into policy
+  actions, `environments.osworld_env.actions`) or OSWorld's ``WAIT``, ``FAIL`` and
+  ``DONE``; the actions go through the pool, which checks the environment and its
+  generation. An action the policy API cannot do yet is refused by name
+  (`ActionNotSupported`), never silently dropped;
+- `evaluate` runs cleanroom's OSWorld checker (`verifiers.osworld.evaluator.check_task`)
+  in the environment: the agent's 0 is 0.0, a success its score; an infrastructure fault
+  (a getter that could not run, a checker that raised) is `invalid`, raised as
+  `InvalidEvaluation` with the outcome, never returned as a 0.
+
+Observations are OSWorld's: ``screenshot`` (PNG bytes), ``accessibility_tree`` (None:
+not given yet), ``terminal`` (None, as OSWorld gives for anything but gnome-terminal)
+and ``instruction``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from cleanroom.core.errors import CleanroomError
+from cleanroom.core.outcomes import Outcome, Status
+from cleanroom.environments.errors import BadAction
+from cleanroom.environments.osworld_env.actions import (
+    ACTION_SPACES,
+    Control,
+    Translated,
+    Unsupported,
+    outcome,
+)
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.guests.desktop import DesktopGuest
+from cleanroom.verifiers.osworld.evaluator import TaskRun, check_task
+from cleanroom.verifiers.osworld.settings import CheckSettings
+from cleanroom.verifiers.osworld.task import Task, parse_task
+
+
+class ActionNotSupported(BadAction):
+    """An OSWorld action the policy API cannot do yet; ``needs`` names what is missing."""
+
+    def __init__(self, action: Any, needs: tuple[str, ...]) -> None:
+        super().__init__(f"{action!r} needs {', '.join(needs)}, which cleanroom does not do yet")
+        self.needs = needs
+
+
+class InvalidEvaluation(CleanroomError):
+    """The evaluation could not be made for a reason that is not the agent's: excluded,
+    never a 0. ``outcome`` holds the reason."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(f"invalid ({outcome.reason}): {outcome.detail}")
+        self.outcome = outcome
+
+
+class NoTask(CleanroomError):
+    """`evaluate` before any `reset` with a task."""
+
+
+class OSWorldDesktopEnv:
+    """``DesktopEnv``'s constructor arguments that matter to an agent, and its methods,
+    over environment ``env`` of ``handle``'s pool."""
+
+    def __init__(
+        self,
+        handle: LocalHandle,
+        *,
+        action_space: str = "computer_13",
+        require_a11y_tree: bool = False,
+        require_terminal: bool = False,
+        settings: CheckSettings | None = None,
+    ) -> None:
+        if action_space not in ACTION_SPACES:
+            raise ValueError(f"action_space={action_space!r}: choose {', '.join(ACTION_SPACES)}")
+        self.handle = handle
+        self.action_space = action_space
+        self.require_a11y_tree = require_a11y_tree
+        self.require_terminal = require_terminal
+        self.settings = settings or CheckSettings()
+        self.screen_size = (self.settings.screen_width, self.settings.screen_height)
+        self.task: Task | None = None
+        self.instruction: str | None = None
+        self.action_history: list[Any] = []
+        self.setup_outcome: Outcome | None = None
+
+    # -- OSWorld's methods ----------------------------------------------------------------
+
+    def reset(
+        self,
+        task_config: dict[str, Any] | None = None,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A new generation of the environment, then the task's setup; the observation.
+
+        A setup that could not run is kept in ``setup_outcome`` (invalid) and makes
+        `evaluate` raise `InvalidEvaluation`: a rollout on a task that was never set up
+        is the infrastructure's, not the agent's.
+        """
+        self.handle.reset()
+        self.action_history.clear()
+        self.setup_outcome = None
+        if task_config is not None:
+            self.task = parse_task(task_config, f"<task {task_config.get('id', '?')}>")
+            self.instruction = self.task.instruction
+            with TaskRun(self.task, self._guest(), self.settings) as run:
+                self.setup_outcome = run.refusal() or run.setup()
+        return self._observation()
+
+    def step(self, action: Any, pause: float = 2.0) -> tuple[dict[str, Any], float, bool, dict]:
+        """Take one action; ``(observation, 0, done, info)`` as OSWorld returns them."""
+        self.action_history.append(action)
+        result = outcome(self.action_space, action, screen=self.screen_size)
+        done, info = False, {}
+        if isinstance(result, Control):
+            done, info = result.done, result.info()
+            if result.kind == "WAIT":
+                time.sleep(pause)
+        elif isinstance(result, Unsupported):
+            raise ActionNotSupported(action, tuple(result.needs))
+        elif isinstance(result, Translated):
+            for one in result.actions:
+                self.handle.act(one)
+            time.sleep(pause)
+        return self._observation(), 0.0, done, info
+
+    def evaluate(self) -> float:
+        """The task's score in the environment as it is now; `InvalidEvaluation` when the
+        infrastructure kept it from being made."""
+        if self.task is None:
+            raise NoTask("reset with a task config before evaluating")
+        if self.setup_outcome is not None:
+            raise InvalidEvaluation(self.setup_outcome)
+        last = self.action_history[-1] if self.action_history else None
+        checked = check_task(self.task, self._guest(), self.settings, last_action=last)
+        if checked.status is Status.INVALID:
+            raise InvalidEvaluation(checked)
+        return float(checked.score or 0.0)
+
+    def close(self) -> None:
+        """Nothing to stop: the pool owns the environment."""
+
+    # -- beneath ----------------------------------------------------------------------
+
+    def _guest(self) -> DesktopGuest:
+        pool = self.handle.pool
+        return DesktopGuest(self.handle.env, pool.env(self.handle.env).describe())
+
+    def _observation(self) -> dict[str, Any]:
+        return {
+            "screenshot": self.handle.screenshot(),
+            "accessibility_tree": None,
+            "terminal": None,
+            "instruction": self.instruction,
+        }

@@ -1,0 +1,91 @@
+"""OSWorld's ``DesktopEnv`` interface over a real pool environment: a real OSWorld task
+(rename a folder, tests/data/osworld) set up by `reset`, driven by a scripted
+``computer_13`` agent, and evaluated by cleanroom's checker: 0 at t=0 and after a
+no-op, 1 after the oracle; FAIL on a feasible task is 0; an action the policy API cannot
+do is refused by name; a reset is a new generation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import Pool
+from cleanroom.rollouts.osworld_desktop_env import ActionNotSupported, OSWorldDesktopEnv
+from cleanroom.verifiers.osworld.settings import CheckSettings
+
+REPO = Path(__file__).resolve().parents[3]
+RENAME = REPO / "tests/data/osworld/tasks/os/e0df059f-28a6-4169-924f-b9623e7184cc.json"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+pytestmark = pytest.mark.slow
+
+
+def _env(pool: Pool) -> OSWorldDesktopEnv:
+    # The pool's displays are 1280x800: the task's placeholders and the actions' bounds.
+    return OSWorldDesktopEnv(
+        LocalHandle(pool, "env02"), settings=CheckSettings(screen_width=1280, screen_height=800)
+    )
+
+
+def _click_on_the_terminal(env: OSWorldDesktopEnv) -> dict[str, Any]:
+    """What a scripted agent reads off the screen: a point of the terminal no other
+    window covers (Writer lies over most of it)."""
+    windows = env.handle.windows()
+    (term,) = [w for w in windows if "xterm" in str(w["wm_class"]).lower()]
+    others = [w for w in windows if w is not term]
+
+    def covered(x: int, y: int) -> bool:
+        return any(
+            o["x"] <= x < o["x"] + o["width"] and o["y"] <= y < o["y"] + o["height"] for o in others
+        )
+
+    for y in range(term["y"] + 5, term["y"] + term["height"], 10):
+        for x in range(term["x"] + 5, term["x"] + term["width"], 10):
+            if not covered(x, y):
+                return {"action_type": "CLICK", "x": x, "y": y}
+    raise AssertionError(f"no visible point of the terminal in {windows}")
+
+
+def test_a_real_task_fails_at_the_start_and_after_a_no_op_and_passes_after_the_oracle(
+    pool: Pool,
+) -> None:
+    task = json.loads(RENAME.read_text())
+    env = _env(pool)
+    before = env.handle.generation
+    obs = env.reset(task_config=task)
+    assert env.handle.generation > before  # a cleanroom reset: a new generation
+    assert obs["screenshot"].startswith(PNG) and obs["instruction"] == task["instruction"]
+    assert obs["accessibility_tree"] is None and obs["terminal"] is None
+    assert env.evaluate() == 0.0  # at t=0
+
+    _, reward, done, info = env.step("WAIT", pause=0)
+    assert (reward, done, info) == (0.0, False, {})
+    _, _, done, info = env.step("DONE", pause=0)
+    assert done and info == {"done": True}
+    assert env.evaluate() == 0.0  # after the no-op
+
+    env.reset(task_config=task)
+    env.step(_click_on_the_terminal(env), pause=0.5)
+    rename = "mv ~/Desktop/todo_list_Jan_1 ~/Desktop/todo_list_Jan_2\n"
+    env.step({"action_type": "TYPING", "text": rename}, pause=1.5)
+    assert env.evaluate() == 1.0  # after the oracle
+    # Giving up on a feasible task is its 0, whatever the desktop shows.
+    _, _, done, info = env.step({"action_type": "FAIL"}, pause=0)
+    assert done and info == {"fail": True}
+    assert env.evaluate() == 0.0
+
+
+def test_an_action_the_policy_api_cannot_do_is_refused_by_name(pool: Pool) -> None:
+    env = _env(pool)
+    env.reset()
+    with pytest.raises(ActionNotSupported) as info:
+        env.step({"action_type": "SCROLL", "dx": 0, "dy": -3}, pause=0)
+    assert info.value.needs
+    with pytest.raises(ActionNotSupported):
+        OSWorldDesktopEnv(env.handle, action_space="pyautogui").step(
+            "pyautogui.click(10, 10)", pause=0
+        )
