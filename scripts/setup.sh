@@ -13,8 +13,10 @@ DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 # System packages: the container runtimes (Docker, and podman for Harbor's podman
 # environment), the desktop stack (Xvfb, LibreOffice with the GTK3 backend that AT-SPI can
-# read, Chromium, a terminal, D-Bus and the AT-SPI bus), tmux for the canary's parked console, the tools the benchmarks compare against, what the base
-# image is built with, and the C compiler that builds the red team's native attack payloads.
+# read, Chromium, a terminal, D-Bus and the AT-SPI bus), tmux for the canary's parked
+# console, the X library pyautogui drives the environments' displays with, the tools the
+# benchmarks compare against, what the base image is built with, and the C compiler that
+# builds the red team's native attack payloads.
 PACKAGES=(
   docker.io podman iptables busybox-static debootstrap
   xvfb xauth x11-utils xterm tmux
@@ -22,6 +24,7 @@ PACKAGES=(
   chromium
   dbus dbus-x11 at-spi2-core python3-pyatspi python3-gi gir1.2-atspi-2.0
   python3-venv sudo procps ripgrep wrk ca-certificates curl
+  python3-xlib
   runc tini
   gcc libc6-dev
 )
@@ -103,6 +106,17 @@ if [[ ! -x .venv/bin/cleanroom || ! -f $stamp || pyproject.toml -nt $stamp ]]; t
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[dev,ray]"
   touch "$stamp"
+fi
+# pyautogui for the environments' system Python, beside Debian's python3-xlib: OSWorld's
+# pyautogui action space and its tasks' setup steps run agents' code with it, inside an
+# environment's sandbox (cleanroom.rollouts.osworld_desktop_env.PYAUTOGUI_PATH). Pure
+# Python, in a folder of its own that every environment's user can read.
+PYAUTOGUI_DIR=/opt/cleanroom/pyautogui
+if [[ ! -f $PYAUTOGUI_DIR/pyautogui/__init__.py ]]; then
+  say "installing pyautogui into $PYAUTOGUI_DIR"
+  .venv/bin/python -m pip install -q --no-deps --target "$PYAUTOGUI_DIR" \
+    pyautogui==0.9.54 pytweening==1.2.0
+  chmod -R a+rX "$PYAUTOGUI_DIR"
 fi
 # The desktop image the environment tests run programs in (`envs up --containers`): it
 # is named by a hash of its definition, so this only looks it up unless that changed.

@@ -8,10 +8,12 @@ then ``obs, reward, done, info = env.step(action)`` until ``done``, then
   rollout before it is refused as stale), then the task's ``config`` steps run in the
   environment, as its user, in its sandbox, on its display (the ``env:`` guest);
 - `step` takes a ``computer_13`` action (parsed strictly and translated into policy
-  actions, `environments.osworld_env.actions`) or OSWorld's ``WAIT``, ``FAIL`` and
-  ``DONE``; the actions go through the pool, which checks the environment and its
-  generation. An action the policy API cannot do yet is refused by name
-  (`ActionNotSupported`), never silently dropped;
+  actions, `environments.osworld_env.actions`), which goes through the pool (it checks
+  the environment and its generation); or ``pyautogui`` code, which runs as OSWorld's
+  server runs it, in the environment (as its user, in its sandbox, on its display, with
+  pyautogui from `PYAUTOGUI_PATH`); or OSWorld's ``WAIT``, ``FAIL`` and ``DONE``. An
+  action the policy API cannot do yet is refused by name (`ActionNotSupported`), never
+  silently dropped;
 - `evaluate` runs cleanroom's OSWorld checker (`verifiers.osworld.evaluator.check_task`)
   in the environment: the agent's 0 is 0.0, a success its score; an infrastructure fault
   (a getter that could not run, a checker that raised) is `invalid`, raised as
@@ -29,19 +31,27 @@ from typing import Any
 
 from cleanroom.core.errors import CleanroomError
 from cleanroom.core.outcomes import Outcome, Status
-from cleanroom.environments.errors import BadAction
+from cleanroom.environments.errors import BadAction, StaleGeneration
 from cleanroom.environments.osworld_env.actions import (
     ACTION_SPACES,
     Control,
+    PyautoguiCode,
     Translated,
     Unsupported,
-    outcome,
+    computer_13_outcome,
+    parse_pyautogui,
 )
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.guests.desktop import DesktopGuest
 from cleanroom.verifiers.osworld.evaluator import TaskRun, check_task
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task import Task, parse_task
+
+# Where `make setup` puts pyautogui for the environments' system Python (beside Debian's
+# python3-xlib): every environment's user can read it, and its sandbox sees it.
+PYAUTOGUI_PATH = "/opt/cleanroom/pyautogui"
+# How long one action's code may run: OSWorld's server limit.
+CODE_TIMEOUT_S = 120.0
 
 
 class ActionNotSupported(BadAction):
@@ -90,6 +100,7 @@ class OSWorldDesktopEnv:
         self.instruction: str | None = None
         self.action_history: list[Any] = []
         self.setup_outcome: Outcome | None = None
+        self.code_results: list[Any] = []  # what each pyautogui action's code gave
 
     # -- OSWorld's methods ----------------------------------------------------------------
 
@@ -118,9 +129,16 @@ class OSWorldDesktopEnv:
     def step(self, action: Any, pause: float = 2.0) -> tuple[dict[str, Any], float, bool, dict]:
         """Take one action; ``(observation, 0, done, info)`` as OSWorld returns them."""
         self.action_history.append(action)
-        result = outcome(self.action_space, action, screen=self.screen_size)
+        result: Any
+        if self.action_space == "pyautogui":
+            result = parse_pyautogui(action)
+        else:
+            result = computer_13_outcome(action, screen=self.screen_size)
         done, info = False, {}
-        if isinstance(result, Control):
+        if isinstance(result, PyautoguiCode):
+            self._run_code(result)
+            time.sleep(pause)
+        elif isinstance(result, Control):
             done, info = result.done, result.info()
             if result.kind == "WAIT":
                 time.sleep(pause)
@@ -149,6 +167,20 @@ class OSWorldDesktopEnv:
         """Nothing to stop: the pool owns the environment."""
 
     # -- beneath ----------------------------------------------------------------------
+
+    def _run_code(self, code: PyautoguiCode) -> None:
+        """Run an agent's pyautogui code as OSWorld's server does, in the environment: as
+        its user, in its sandbox, on its display, with OSWorld's prefix. What the code
+        prints, and whether it failed, does not reach the agent (nor does it in OSWorld);
+        it is kept in ``code_results``. Code aimed at a generation the environment has
+        left (a reset happened under it) is refused like any stale action."""
+        env = self.handle.env
+        current = self.handle.pool.generation(env)
+        if current != self.handle.generation:
+            raise StaleGeneration(env, self.handle.generation, current)
+        program = f"import sys; sys.path.insert(0, {PYAUTOGUI_PATH!r}); " + code.program()
+        result = self._guest().exec(["python3", "-c", program], shell=False, timeout=CODE_TIMEOUT_S)
+        self.code_results.append(result)
 
     def _guest(self) -> DesktopGuest:
         pool = self.handle.pool

@@ -1,8 +1,9 @@
 """OSWorld's ``DesktopEnv`` interface over a real pool environment: a real OSWorld task
 (rename a folder, tests/data/osworld) set up by `reset`, driven by a scripted
-``computer_13`` agent, and evaluated by cleanroom's checker: 0 at t=0 and after a
-no-op, 1 after the oracle; FAIL on a feasible task is 0; an action the policy API cannot
-do is refused by name; a reset is a new generation."""
+``computer_13`` agent and by a scripted ``pyautogui`` one, and evaluated by cleanroom's
+checker: 0 at t=0 and after a no-op, 1 after the oracle; FAIL on a feasible task is 0;
+an action the policy API cannot do is refused by name; a reset is a new generation, and
+code aimed at the one before is refused."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from cleanroom.environments.errors import StaleGeneration
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.rollouts.osworld_desktop_env import ActionNotSupported, OSWorldDesktopEnv
@@ -85,7 +87,33 @@ def test_an_action_the_policy_api_cannot_do_is_refused_by_name(pool: Pool) -> No
     with pytest.raises(ActionNotSupported) as info:
         env.step({"action_type": "SCROLL", "dx": 0, "dy": -3}, pause=0)
     assert info.value.needs
-    with pytest.raises(ActionNotSupported):
-        OSWorldDesktopEnv(env.handle, action_space="pyautogui").step(
-            "pyautogui.click(10, 10)", pause=0
-        )
+
+
+def test_pyautogui_code_runs_in_the_environment_as_osworlds_server_runs_it(pool: Pool) -> None:
+    """A scripted OSWorld-style agent in the pyautogui space: code strings, run with
+    OSWorld's prefix inside the environment's sandbox, on its display."""
+    task = json.loads(RENAME.read_text())
+    env = OSWorldDesktopEnv(
+        LocalHandle(pool, "env02"),
+        action_space="pyautogui",
+        settings=CheckSettings(screen_width=1280, screen_height=800),
+    )
+    env.reset(task_config=task)
+    assert env.evaluate() == 0.0
+    click = _click_on_the_terminal(env)
+    env.step(f"pyautogui.click({click['x']}, {click['y']})", pause=0.5)
+    env.step(
+        "pyautogui.typewrite('mv ~/Desktop/todo_list_Jan_1 ~/Desktop/todo_list_Jan_2'); "
+        "pyautogui.press('enter')",
+        pause=1.5,
+    )
+    assert [r.exit_code for r in env.code_results] == [0, 0], env.code_results
+    _, _, done, _ = env.step("DONE", pause=0)
+    assert done and env.evaluate() == 1.0
+    # Code aimed at a generation the environment has left is refused, and never runs.
+    stale = OSWorldDesktopEnv(env.handle, action_space="pyautogui")
+    env.reset()
+    stale.handle.generation -= 1
+    with pytest.raises(StaleGeneration):
+        stale.step("pyautogui.press('a')", pause=0)
+    stale.handle.generation += 1
