@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +21,8 @@ from cleanroom.core.tokens import Token, mint
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.harness.form_audit_rows import LeasedRollout
-from cleanroom.rollouts.base import RolloutContext
-from cleanroom.rollouts.registry import make_smoke_task
+from cleanroom.rollouts.base import RolloutContext, SmokeTask
+from cleanroom.rollouts.registry import VerifySupplier, make_smoke_task
 from cleanroom.rollouts.smoke_rollout import attempt_rollout, next_rollout_id, reset_for_rollout
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.client import VerifyClient
@@ -48,12 +48,15 @@ class SmokeRunner:
         verify: VerifyClient,
         stopping: threading.Event,
         on_done: Callable[[SmokeRecord], None] | None = None,
+        tasks: Mapping[str, Callable[[VerifySupplier], SmokeTask]] | None = None,
     ) -> None:
         self.pool = pool
         self.store = store
         self.verify = verify
         self.stopping = stopping
         self.on_done = on_done
+        # Tasks beside the smoke tasks' table, by name (an OSWorld task an agent drives).
+        self.tasks = dict(tasks or {})
         self._ids = threading.Lock()
 
     def run_batch(self, window: int, assignments: Sequence[tuple[str, str]]) -> list[SmokeRecord]:
@@ -78,7 +81,12 @@ class SmokeRunner:
         try:
             outcome = reset_for_rollout(ctx)
             if outcome is None:
-                task = make_smoke_task(task_name, lambda: self.verify)
+                build = self.tasks.get(task_name)
+                task = (
+                    build(self._verify_client)
+                    if build
+                    else make_smoke_task(task_name, self._verify_client)
+                )
                 outcome = attempt_rollout(task, ctx)
                 verified = True
         except Exception as exc:  # a harness fault is an invalid rollout, never a score
@@ -97,6 +105,9 @@ class SmokeRunner:
         if self.on_done is not None:
             self.on_done(record)
         return record
+
+    def _verify_client(self) -> VerifyClient:
+        return self.verify
 
     def _context(self, token: Token, env: str) -> RolloutContext:
         pool = self.pool

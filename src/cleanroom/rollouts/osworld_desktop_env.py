@@ -117,7 +117,13 @@ class OSWorldDesktopEnv:
         is the infrastructure's, not the agent's.
         """
         self.handle.reset()
+        return self.begin(task_config)
+
+    def begin(self, task_config: dict[str, Any] | None) -> dict[str, Any]:
+        """`reset` without the reset: the task's setup on the environment as it is (a
+        harness that has just reset it for a rollout); the observation."""
         self.action_history.clear()
+        self.code_results.clear()
         self.setup_outcome = None
         if task_config is not None:
             self.task = parse_task(task_config, f"<task {task_config.get('id', '?')}>")

@@ -1,0 +1,69 @@
+"""An OSWorld task driven by an agent, as a rollout of the harness loop.
+
+The harness runs it like its own smoke tasks: it mints the rollout's token, resets the
+environment, records the rollout, and its windows run the isolation trials, the canary
+and the token sweep around it, so the rollout's outcome is made invalid when they find a
+leak in its window. The task's policy is the agent's own loop through OSWorld's
+``DesktopEnv`` interface (`osworld_desktop_env`): the task's setup, then one action per
+observation until the agent says ``DONE`` or ``FAIL`` or runs out of steps. Its
+verification is cleanroom's OSWorld checker: the agent's score, or ``invalid`` when the
+infrastructure kept the check from being made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cleanroom.core.outcomes import Outcome
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask
+from cleanroom.rollouts.osworld_desktop_env import InvalidEvaluation, OSWorldDesktopEnv
+from cleanroom.verifiers.osworld.settings import CheckSettings
+
+# The agent: the next action for an observation (and the environment, for agents that
+# read more than OSWorld's observation gives).
+Agent = Callable[[dict[str, Any], OSWorldDesktopEnv], Any]
+ENV_KEY = "osworld_env"
+
+
+class OSWorldAgentTask(SmokeTask):
+    """``task_config`` (an OSWorld task) driven by ``agent``, at most ``max_steps``."""
+
+    def __init__(
+        self,
+        name: str,
+        task_config: dict[str, Any],
+        agent: Agent,
+        *,
+        action_space: str = "pyautogui",
+        settings: CheckSettings | None = None,
+        max_steps: int = 15,
+        pause_s: float = 0.5,
+    ) -> None:
+        self.name = name
+        self.task_config = task_config
+        self.agent = agent
+        self.action_space = action_space
+        self.settings = settings
+        self.max_steps = max_steps
+        self.pause_s = pause_s
+
+    def policy(self, ctx: RolloutContext) -> None:
+        if not isinstance(ctx.handle, LocalHandle):
+            raise RolloutSetupError("an OSWorld agent's rollout needs the pool in this process")
+        env = OSWorldDesktopEnv(ctx.handle, action_space=self.action_space, settings=self.settings)
+        ctx.state[ENV_KEY] = env
+        obs = env.begin(self.task_config)
+        for _ in range(self.max_steps):
+            obs, _, done, _ = env.step(self.agent(obs, env), pause=self.pause_s)
+            if done:
+                return
+
+    def verify(self, ctx: RolloutContext) -> Outcome:
+        env: OSWorldDesktopEnv = ctx.state[ENV_KEY]
+        try:
+            score = env.evaluate()
+        except InvalidEvaluation as exc:
+            return exc.outcome
+        return Outcome.success(score) if score > 0 else Outcome.failure(score)
