@@ -14,7 +14,8 @@ DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # System packages: the container runtimes (Docker, and podman for Harbor's podman
 # environment), the desktop stack (Xvfb, LibreOffice with the GTK3 backend that AT-SPI can
 # read, Chromium, a terminal, D-Bus and the AT-SPI bus), tmux for the canary's parked
-# console, the X library pyautogui drives the environments' displays with, the tools the
+# console, the X library pyautogui drives the environments' displays with and `python`
+# (OSWorld's tasks call it by that name, as their VMs have it), the tools the
 # benchmarks compare against, what the base image is built with, and the C compiler that
 # builds the red team's native attack payloads.
 PACKAGES=(
@@ -24,7 +25,7 @@ PACKAGES=(
   chromium
   dbus dbus-x11 at-spi2-core python3-pyatspi python3-gi gir1.2-atspi-2.0
   python3-venv sudo procps ripgrep wrk ca-certificates curl
-  python3-xlib
+  python3-xlib python-is-python3
   runc tini
   gcc libc6-dev
 )
@@ -109,14 +110,21 @@ if [[ ! -x .venv/bin/cleanroom || ! -f $stamp || pyproject.toml -nt $stamp ]]; t
 fi
 # pyautogui for the environments' system Python, beside Debian's python3-xlib: OSWorld's
 # pyautogui action space and its tasks' setup steps run agents' code with it, inside an
-# environment's sandbox (cleanroom.rollouts.osworld_desktop_env.PYAUTOGUI_PATH). Pure
-# Python, in a folder of its own that every environment's user can read.
+# environment's sandbox (cleanroom.rollouts.osworld_desktop_env). Pure Python, in a
+# folder of its own that every environment's user can read.
 PYAUTOGUI_DIR=/opt/cleanroom/pyautogui
 if [[ ! -f $PYAUTOGUI_DIR/pyautogui/__init__.py ]]; then
   say "installing pyautogui into $PYAUTOGUI_DIR"
   .venv/bin/python -m pip install -q --no-deps --target "$PYAUTOGUI_DIR" \
     pyautogui==0.9.54 pytweening==1.2.0
   chmod -R a+rX "$PYAUTOGUI_DIR"
+fi
+# ... on the system Python's path, so a task's own setup step (`python -c "import
+# pyautogui; ..."`) finds it as it would in OSWorld's VM.
+system_site="$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')"
+if [[ ! -f $system_site/cleanroom-pyautogui.pth ]]; then
+  mkdir -p "$system_site"
+  echo "$PYAUTOGUI_DIR" >"$system_site/cleanroom-pyautogui.pth"
 fi
 # The desktop image the environment tests run programs in (`envs up --containers`): it
 # is named by a hash of its definition, so this only looks it up unless that changed.

@@ -11,7 +11,8 @@ then ``obs, reward, done, info = env.step(action)`` until ``done``, then
   actions, `environments.osworld_env.actions`), which goes through the pool (it checks
   the environment and its generation); or ``pyautogui`` code, which runs as OSWorld's
   server runs it, in the environment (as its user, in its sandbox, on its display, with
-  pyautogui from `PYAUTOGUI_PATH`); or OSWorld's ``WAIT``, ``FAIL`` and ``DONE``. An
+  the pyautogui `make setup` puts on the system Python's path); or OSWorld's ``WAIT``,
+  ``FAIL`` and ``DONE``. An
   action the policy API cannot do yet is refused by name (`ActionNotSupported`), never
   silently dropped;
 - `evaluate` runs cleanroom's OSWorld checker (`verifiers.osworld.evaluator.check_task`)
@@ -47,9 +48,6 @@ from cleanroom.verifiers.osworld.evaluator import TaskRun, check_task
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task import Task, parse_task
 
-# Where `make setup` puts pyautogui for the environments' system Python (beside Debian's
-# python3-xlib): every environment's user can read it, and its sandbox sees it.
-PYAUTOGUI_PATH = "/opt/cleanroom/pyautogui"
 # How long one action's code may run: OSWorld's server limit.
 CODE_TIMEOUT_S = 120.0
 
@@ -184,8 +182,9 @@ class OSWorldDesktopEnv:
         current = self.handle.pool.generation(env)
         if current != self.handle.generation:
             raise StaleGeneration(env, self.handle.generation, current)
-        program = f"import sys; sys.path.insert(0, {PYAUTOGUI_PATH!r}); " + code.program()
-        result = self._guest().exec(["python3", "-c", program], shell=False, timeout=CODE_TIMEOUT_S)
+        result = self._guest().exec(
+            ["python3", "-c", code.program()], shell=False, timeout=CODE_TIMEOUT_S
+        )
         self.code_results.append(result)
 
     def _guest(self) -> DesktopGuest:

@@ -1,0 +1,106 @@
+"""Every bundled OSWorld task that runs end to end offline, through OSWorld's
+``DesktopEnv`` interface over a real pool environment: `reset` sets the task up, its
+checker gives 0 at t=0 and 0 after a no-op (``DONE``), and 1 after a scripted
+``computer_13`` oracle (tests/data/osworld/oracles.json) run after a fresh `reset`.
+
+The oracles do what a user would in a terminal: click a visible point of it and type the
+shell command. The tasks that cannot run offline (downloads, GIMP or VS Code, steps or
+getters cleanroom lacks) are listed in the same file with the reason."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.rollouts.osworld_desktop_env import OSWorldDesktopEnv
+from cleanroom.verifiers.osworld.settings import CheckSettings
+
+from ..conftest import require_desktop_stack
+
+REPO = Path(__file__).resolve().parents[3]
+TASKS = REPO / "tests/data/osworld/tasks"
+ORACLES = json.loads((REPO / "tests/data/osworld/oracles.json").read_text())
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def one_env_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
+    """The canary plus one acting environment running Writer and a terminal."""
+    require_desktop_stack()
+    p = Pool(PoolConfig(envs=1, programs=("writer", "terminal")), tmp_path_factory.mktemp("run"))
+    p.start()
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+@pytest.fixture(scope="module")
+def env(one_env_pool: Pool) -> OSWorldDesktopEnv:
+    # The pool's displays are 1280x800: the task's placeholders and the actions' bounds.
+    return OSWorldDesktopEnv(
+        LocalHandle(one_env_pool, "env01"),
+        settings=CheckSettings(screen_width=1280, screen_height=800),
+    )
+
+
+def _click_on(env: OSWorldDesktopEnv, program: str) -> dict[str, Any]:
+    """What a scripted agent reads off the screen: a point of the program's window no
+    other window covers (Writer lies over most of the terminal)."""
+    windows = env.handle.windows()
+    wm_class = {"terminal": "xterm"}[program]
+    (target,) = [w for w in windows if wm_class in str(w["wm_class"]).lower()]
+    others = [w for w in windows if w is not target]
+
+    def covered(x: int, y: int) -> bool:
+        return any(
+            o["x"] <= x < o["x"] + o["width"] and o["y"] <= y < o["y"] + o["height"] for o in others
+        )
+
+    for y in range(target["y"] + 5, target["y"] + target["height"], 10):
+        for x in range(target["x"] + 5, target["x"] + target["width"], 10):
+            if not covered(x, y):
+                return {"action_type": "CLICK", "x": x, "y": y}
+    raise AssertionError(f"no visible point of the {program} in {windows}")
+
+
+def _concrete(env: OSWorldDesktopEnv, action: dict[str, Any]) -> dict[str, Any]:
+    if action["action_type"] == "CLICK" and "on" in action:
+        return _click_on(env, action["on"])
+    return action
+
+
+def test_every_bundled_task_has_an_oracle_or_a_reason_it_cannot_run() -> None:
+    bundled = {p.stem for p in TASKS.glob("*/*.json")}
+    oracles, excluded = set(ORACLES["oracles"]), set(ORACLES["excluded"])
+    assert not oracles & excluded
+    assert oracles | excluded == bundled
+    assert all(ORACLES["excluded"][t]["why"] for t in excluded)
+
+
+@pytest.mark.parametrize("task_id", sorted(ORACLES["oracles"]), ids=lambda t: t[:8])
+def test_a_task_fails_at_the_start_and_after_a_no_op_and_passes_after_its_oracle(
+    env: OSWorldDesktopEnv, task_id: str
+) -> None:
+    entry = ORACLES["oracles"][task_id]
+    task = json.loads((TASKS / entry["task"]).read_text())
+    assert task["id"] == task_id
+
+    env.reset(task_config=task)
+    assert env.evaluate() == 0.0  # at t=0
+    _, _, done, _ = env.step("DONE", pause=0)
+    assert done
+    assert env.evaluate() == 0.0  # after the no-op
+
+    env.reset(task_config=task)
+    for action in entry["actions"]:
+        pause = 1.5 if action["action_type"] == "TYPING" else 0.5
+        env.step(_concrete(env, action), pause=pause)
+    assert env.evaluate() == 1.0  # after the oracle
