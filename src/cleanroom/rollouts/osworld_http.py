@@ -1,0 +1,236 @@
+"""OSWorld's ``DesktopEnv`` interface over HTTP, for agents that run elsewhere.
+
+Routes (JSON; every one keyed per environment like the policy API, `env_key`):
+
+    POST /v1/osworld/{env}/reset     {"task_config": {...} | null}
+                                     -> {"observation": OBS}
+    POST /v1/osworld/{env}/step      {"action": ..., "pause": 2.0}
+                                     -> {"observation": OBS, "reward": 0.0, "done": bool,
+                                         "info": {...}}
+    POST /v1/osworld/{env}/evaluate  -> {"score": float}
+
+OBS is OSWorld's observation with the screenshot as base64 PNG. Each environment's
+calls run one at a time (one agent per environment). The environment's key, or the
+harness key, opens its routes; no other environment's. Errors: a malformed body or an
+action OSWorld's schema refuses is 400; an action cleanroom cannot do yet 422 (with
+``needs``); a stale generation 409; an evaluation the infrastructure kept from being
+made 409 ``invalid`` with the outcome, never a score; an unknown environment or the
+canary 404 or 403; a missing or wrong key 401; any other pool failure 503.
+
+`OSWorldHTTPEnv` is the client: the same ``reset``, ``step`` and ``evaluate`` as
+`OSWorldDesktopEnv`, over the network. `serving` runs the app on loopback in a thread.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hmac
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from cleanroom.core.canary import CANARY_ENV
+from cleanroom.core.outcomes import Outcome
+from cleanroom.environments.errors import (
+    BadAction,
+    PoolError,
+    StaleGeneration,
+    UnknownEnvironment,
+)
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.policy.http import KEY_HEADER, env_key
+from cleanroom.environments.pool.pool import Pool
+from cleanroom.rollouts.osworld_desktop_env import (
+    ActionNotSupported,
+    InvalidEvaluation,
+    NoTask,
+    OSWorldDesktopEnv,
+)
+from cleanroom.verifiers.osworld.settings import CheckSettings
+
+MAX_BODY_BYTES = 4 << 20
+
+
+def _error(status: int, error: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": error, **extra}, status_code=status)
+
+
+def _observation_json(obs: dict[str, Any]) -> dict[str, Any]:
+    return {**obs, "screenshot": base64.b64encode(obs["screenshot"]).decode("ascii")}
+
+
+def build_osworld_app(
+    pool: Pool, key: str, *, action_space: str = "pyautogui", settings: CheckSettings
+) -> Starlette:
+    """The app over ``pool``'s acting environments, one `OSWorldDesktopEnv` each."""
+    envs: dict[str, OSWorldDesktopEnv] = {}
+    locks: dict[str, threading.Lock] = {}
+    making = threading.Lock()
+
+    def env_of(name: str) -> tuple[OSWorldDesktopEnv, threading.Lock]:
+        with making:
+            if name not in envs:
+                pool.env(name)  # an unknown environment raises here
+                handle = LocalHandle(pool, name)
+                envs[name] = OSWorldDesktopEnv(handle, action_space=action_space, settings=settings)
+                locks[name] = threading.Lock()
+            return envs[name], locks[name]
+
+    def authorised(request: Request, env: str) -> bool:
+        given = request.headers.get(KEY_HEADER, "").encode()
+        return any(
+            hmac.compare_digest(given, f"Bearer {k}".encode()) for k in (key, env_key(key, env))
+        )
+
+    async def body_of(request: Request) -> dict[str, Any]:
+        raw = await request.body()
+        if len(raw) > MAX_BODY_BYTES:
+            raise BadAction(f"the body is over {MAX_BODY_BYTES} bytes")
+        try:
+            data = json.loads(raw or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise BadAction("the body is not JSON") from None
+        if not isinstance(data, dict):
+            raise BadAction("the body is a JSON object")
+        return data
+
+    async def call(request: Request, what: str) -> Response:
+        name = request.path_params["env"]
+        if not authorised(request, name):
+            return _error(401, "unauthorised")
+        if name == CANARY_ENV:
+            return _error(403, "canary", detail="the canary takes no agent")
+        try:
+            body = await body_of(request)
+            env, lock = env_of(name)
+
+            def run() -> dict[str, Any]:
+                with lock:
+                    if what == "reset":
+                        task = body.get("task_config")
+                        if task is not None and not isinstance(task, dict):
+                            raise BadAction("task_config is an object or null")
+                        return {"observation": _observation_json(env.reset(task_config=task))}
+                    if what == "step":
+                        pause = body.get("pause", 2.0)
+                        if isinstance(pause, bool) or not isinstance(pause, int | float):
+                            raise BadAction("pause is a number of seconds")
+                        if not 0 <= pause <= 60:
+                            raise BadAction("pause is between 0 and 60 seconds")
+                        obs, reward, done, info = env.step(body.get("action"), pause=pause)
+                        return {
+                            "observation": _observation_json(obs),
+                            "reward": reward,
+                            "done": done,
+                            "info": info,
+                        }
+                    return {"score": env.evaluate()}
+
+            return JSONResponse(await run_in_threadpool(run))
+        except InvalidEvaluation as exc:
+            return _error(409, "invalid", outcome=exc.outcome.to_json())
+        except NoTask as exc:
+            return _error(409, "no_task", detail=str(exc))
+        except ActionNotSupported as exc:
+            return _error(422, "not_supported", detail=str(exc), needs=list(exc.needs))
+        except StaleGeneration as exc:
+            return _error(409, "stale_generation", detail=str(exc))
+        except BadAction as exc:
+            return _error(400, "bad_request", detail=str(exc))
+        except UnknownEnvironment as exc:
+            return _error(404, "unknown_environment", detail=str(exc))
+        except PoolError as exc:
+            return _error(503, "pool_error", detail=str(exc))
+
+    async def reset(request: Request) -> Response:
+        return await call(request, "reset")
+
+    async def step(request: Request) -> Response:
+        return await call(request, "step")
+
+    async def evaluate(request: Request) -> Response:
+        return await call(request, "evaluate")
+
+    return Starlette(
+        routes=[
+            Route("/v1/osworld/{env}/reset", reset, methods=["POST"]),
+            Route("/v1/osworld/{env}/step", step, methods=["POST"]),
+            Route("/v1/osworld/{env}/evaluate", evaluate, methods=["POST"]),
+        ]
+    )
+
+
+@contextlib.contextmanager
+def serving(app: Starlette) -> Iterator[str]:
+    """Run ``app`` on 127.0.0.1 in a thread for the block; yields its base URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, lifespan="off", access_log=False, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("the OSWorld interface's server did not start")
+            threading.Event().wait(0.05)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+class OSWorldHTTPEnv:
+    """`OSWorldDesktopEnv`'s methods over HTTP, for environment ``env`` with ``key``."""
+
+    def __init__(self, url: str, env: str, key: str, *, timeout_s: float = 300.0) -> None:
+        self.env = env
+        self._client = httpx.Client(
+            base_url=f"{url}/v1/osworld/{env}",
+            headers={KEY_HEADER: f"Bearer {key}"},
+            timeout=timeout_s,
+            trust_env=False,
+        )
+
+    def reset(self, task_config: dict[str, Any] | None = None) -> dict[str, Any]:
+        return _observation(self._post("reset", {"task_config": task_config})["observation"])
+
+    def step(self, action: Any, pause: float = 2.0) -> tuple[dict[str, Any], float, bool, dict]:
+        data = self._post("step", {"action": action, "pause": pause})
+        return _observation(data["observation"]), data["reward"], data["done"], data["info"]
+
+    def evaluate(self) -> float:
+        return float(self._post("evaluate", {})["score"])
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _post(self, what: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = self._client.post(f"/{what}", json=body)
+        if response.status_code == 200:
+            data: dict[str, Any] = response.json()
+            return data
+        error = response.json()
+        if error.get("error") == "invalid":
+            raise InvalidEvaluation(Outcome.from_json(error["outcome"]))
+        if error.get("error") == "not_supported":
+            raise ActionNotSupported(None, tuple(error.get("needs", ())))
+        if error.get("error") == "stale_generation":
+            raise BadAction(f"stale: {error.get('detail')}")
+        raise BadAction(f"{response.status_code} {error.get('error')}: {error.get('detail')}")
+
+
+def _observation(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "screenshot": base64.b64decode(data["screenshot"])}
