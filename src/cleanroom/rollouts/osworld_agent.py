@@ -8,6 +8,12 @@ leak in its window. The task's policy is the agent's own loop through OSWorld's
 observation until the agent says ``DONE`` or ``FAIL`` or runs out of steps. Its
 verification is cleanroom's OSWorld checker: the agent's score, or ``invalid`` when the
 infrastructure kept the check from being made.
+
+Nothing the agent does turns its score into an exclusion: an action that is malformed,
+or that cleanroom cannot do yet, and an exception of the agent's own code, end its
+episode there, and the desktop as it is then is scored (the reason is in the outcome's
+details). Only what the infrastructure did (a reset under the rollout, a broken pool, a
+check that could not run) makes the rollout invalid.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cleanroom.core.outcomes import Outcome
+from cleanroom.environments.errors import BadAction
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask
 from cleanroom.rollouts.osworld_desktop_env import InvalidEvaluation, OSWorldDesktopEnv
@@ -25,6 +32,7 @@ from cleanroom.verifiers.osworld.settings import CheckSettings
 # read more than OSWorld's observation gives).
 Agent = Callable[[dict[str, Any], OSWorldDesktopEnv], Any]
 ENV_KEY = "osworld_env"
+ENDED_KEY = "osworld_episode_ended"
 
 
 class OSWorldAgentTask(SmokeTask):
@@ -56,7 +64,16 @@ class OSWorldAgentTask(SmokeTask):
         ctx.state[ENV_KEY] = env
         obs = env.begin(self.task_config)
         for _ in range(self.max_steps):
-            obs, _, done, _ = env.step(self.agent(obs, env), pause=self.pause_s)
+            try:
+                action = self.agent(obs, env)
+            except Exception as exc:  # the agent's own code: its episode ends there
+                ctx.state[ENDED_KEY] = f"the agent raised {type(exc).__name__}: {exc}"[:500]
+                return
+            try:
+                obs, _, done, _ = env.step(action, pause=self.pause_s)
+            except BadAction as exc:  # malformed, or not an action cleanroom can do yet
+                ctx.state[ENDED_KEY] = f"the agent's action ended its episode: {exc}"[:500]
+                return
             if done:
                 return
 
@@ -66,4 +83,5 @@ class OSWorldAgentTask(SmokeTask):
             score = env.evaluate()
         except InvalidEvaluation as exc:
             return exc.outcome
-        return Outcome.success(score) if score > 0 else Outcome.failure(score)
+        details = {"ended": ctx.state[ENDED_KEY]} if ENDED_KEY in ctx.state else {}
+        return Outcome.success(score, **details) if score > 0 else Outcome.failure(score, **details)

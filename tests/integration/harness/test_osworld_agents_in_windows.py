@@ -40,7 +40,7 @@ RENAME = json.loads(
     (REPO / "tests/data/osworld/tasks/os/e0df059f-28a6-4169-924f-b9623e7184cc.json").read_text()
 )
 SETTINGS = CheckSettings(screen_width=1280, screen_height=800)
-CLEAN, LEAKY = "osworld-rename", "osworld-rename-leaky"
+CLEAN, LEAKY, GARBLED = "osworld-rename", "osworld-rename-leaky", "osworld-rename-garbled"
 PLANTED: list[tuple[str, str]] = []  # (whose token, whose home)
 
 pytestmark = pytest.mark.slow
@@ -120,6 +120,11 @@ def live(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
         LEAKY: lambda verify: OSWorldAgentTask(
             LEAKY, RENAME, scripted_agent(leak=True), settings=SETTINGS
         ),
+        # An agent whose first action is no action at all: its episode ends, and it is
+        # scored on the desktop as it left it, never excluded.
+        GARBLED: lambda verify: OSWorldAgentTask(
+            GARBLED, RENAME, lambda obs, env: {"action_type": "JUMP"}, settings=SETTINGS
+        ),
     }
     try:
         pool.start()
@@ -153,6 +158,20 @@ def test_agents_drive_two_environments_inside_a_window_with_the_battery_around_t
     tests = {r.test for r in live.store.isolation_rows(1)}
     assert {"clipboard", "canaries", SWEEP_TEST} <= tests
     assert live.store.canary_samples(1)
+
+
+def test_an_agents_malformed_action_is_its_zero_never_an_exclusion(live: WindowServices) -> None:
+    # Before the leak's test: what it plants stays in a home until that home's next reset.
+    result = run_window(live, WindowPlan(3, (GARBLED,), []))
+    assert result.status == "closed", result.verdict
+    outcomes = {(r.env, r.outcome, r.score, r.reason) for r in live.store.rollouts(3)}
+    assert outcomes == {
+        ("env01", Status.FAILURE, 0.0, None),
+        ("env02", Status.FAILURE, 0.0, None),
+    }
+    ended = [v.outcome.details.get("ended", "") for v in live.store.verifier_results()
+             if v.rollout_id and "-w003-" in v.rollout_id]  # fmt: skip
+    assert len(ended) == 2 and all("ended its episode" in e for e in ended), ended
 
 
 def test_a_leak_injected_by_hand_during_an_agents_rollout_fails_the_window(
