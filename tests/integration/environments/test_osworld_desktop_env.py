@@ -19,6 +19,8 @@ from cleanroom.environments.pool.pool import Pool
 from cleanroom.rollouts.osworld_desktop_env import ActionNotSupported, OSWorldDesktopEnv
 from cleanroom.verifiers.osworld.settings import CheckSettings
 
+from ..osworld_screen import visible_point
+
 REPO = Path(__file__).resolve().parents[3]
 RENAME = REPO / "tests/data/osworld/tasks/os/e0df059f-28a6-4169-924f-b9623e7184cc.json"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -34,22 +36,8 @@ def _env(pool: Pool) -> OSWorldDesktopEnv:
 
 
 def _click_on_the_terminal(env: OSWorldDesktopEnv) -> dict[str, Any]:
-    """What a scripted agent reads off the screen: a point of the terminal no other
-    window covers (Writer lies over most of it)."""
-    windows = env.handle.windows()
-    (term,) = [w for w in windows if "xterm" in str(w["wm_class"]).lower()]
-    others = [w for w in windows if w is not term]
-
-    def covered(x: int, y: int) -> bool:
-        return any(
-            o["x"] <= x < o["x"] + o["width"] and o["y"] <= y < o["y"] + o["height"] for o in others
-        )
-
-    for y in range(term["y"] + 5, term["y"] + term["height"], 10):
-        for x in range(term["x"] + 5, term["x"] + term["width"], 10):
-            if not covered(x, y):
-                return {"action_type": "CLICK", "x": x, "y": y}
-    raise AssertionError(f"no visible point of the terminal in {windows}")
+    x, y = visible_point(env.handle.windows())
+    return {"action_type": "CLICK", "x": x, "y": y}
 
 
 def test_a_real_task_fails_at_the_start_and_after_a_no_op_and_passes_after_the_oracle(

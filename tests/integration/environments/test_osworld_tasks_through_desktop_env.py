@@ -22,6 +22,7 @@ from cleanroom.rollouts.osworld_desktop_env import OSWorldDesktopEnv
 from cleanroom.verifiers.osworld.settings import CheckSettings
 
 from ..conftest import require_desktop_stack
+from ..osworld_screen import visible_point
 
 REPO = Path(__file__).resolve().parents[3]
 TASKS = REPO / "tests/data/osworld/tasks"
@@ -52,23 +53,8 @@ def env(one_env_pool: Pool) -> OSWorldDesktopEnv:
 
 
 def _click_on(env: OSWorldDesktopEnv, program: str) -> dict[str, Any]:
-    """What a scripted agent reads off the screen: a point of the program's window no
-    other window covers (Writer lies over most of the terminal)."""
-    windows = env.handle.windows()
-    wm_class = {"terminal": "xterm"}[program]
-    (target,) = [w for w in windows if wm_class in str(w["wm_class"]).lower()]
-    others = [w for w in windows if w is not target]
-
-    def covered(x: int, y: int) -> bool:
-        return any(
-            o["x"] <= x < o["x"] + o["width"] and o["y"] <= y < o["y"] + o["height"] for o in others
-        )
-
-    for y in range(target["y"] + 5, target["y"] + target["height"], 10):
-        for x in range(target["x"] + 5, target["x"] + target["width"], 10):
-            if not covered(x, y):
-                return {"action_type": "CLICK", "x": x, "y": y}
-    raise AssertionError(f"no visible point of the {program} in {windows}")
+    x, y = visible_point(env.handle.windows(), program)
+    return {"action_type": "CLICK", "x": x, "y": y}
 
 
 def _concrete(env: OSWorldDesktopEnv, action: dict[str, Any]) -> dict[str, Any]:

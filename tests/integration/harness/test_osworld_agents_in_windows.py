@@ -35,6 +35,8 @@ from cleanroom.store.rundb import RunStore
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verify_server.process import VerifyServerProcess
 
+from ..osworld_screen import visible_point
+
 REPO = Path(__file__).resolve().parents[3]
 RENAME = json.loads(
     (REPO / "tests/data/osworld/tasks/os/e0df059f-28a6-4169-924f-b9623e7184cc.json").read_text()
@@ -46,22 +48,6 @@ PLANTED: list[tuple[str, str]] = []  # (whose token, whose home)
 pytestmark = pytest.mark.slow
 
 
-def _terminal_point(env: OSWorldDesktopEnv) -> tuple[int, int]:
-    """A point of the terminal no other window covers, as an agent reads it off the
-    screen."""
-    windows = env.handle.windows()
-    (term,) = [w for w in windows if "xterm" in str(w["wm_class"]).lower()]
-    others = [w for w in windows if w is not term]
-    for y in range(term["y"] + 5, term["y"] + term["height"], 10):
-        for x in range(term["x"] + 5, term["x"] + term["width"], 10):
-            if not any(
-                o["x"] <= x < o["x"] + o["width"] and o["y"] <= y < o["y"] + o["height"]
-                for o in others
-            ):
-                return x, y
-    raise AssertionError(f"no visible point of the terminal in {windows}")
-
-
 def scripted_agent(leak: bool = False) -> Any:
     """An OSWorld-style agent in the pyautogui space: click the terminal, rename the
     folder, done. With ``leak``, a file holding the other environment's token is written
@@ -71,7 +57,7 @@ def scripted_agent(leak: bool = False) -> Any:
     def act(obs: dict[str, Any], env: OSWorldDesktopEnv) -> Any:
         steps.append(len(steps))
         if len(steps) == 1:
-            x, y = _terminal_point(env)
+            x, y = visible_point(env.handle.windows())
             return f"pyautogui.click({x}, {y})"
         if len(steps) == 2:
             if leak:
