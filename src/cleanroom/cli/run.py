@@ -108,18 +108,7 @@ class OnRay:
         if self.address is None:
             raise ValueError("no Ray address")
         key = f"{config.run_dir.resolve().name}-{uuid.uuid4().hex[:8]}"
-        settings = NodeSettings(
-            run_key=key,
-            node_runs=str(self.node_runs),
-            tasks=config.tasks,
-            trials_scale=config.trials_scale,
-            soak=config.soak,
-            tests=config.tests,
-            on_demand=config.on_demand,
-            window_minutes=config.window_minutes,
-            leaky_controls=config.leaky_controls,
-            warm_standby=config.warm_standby,
-        )
+        settings = NodeSettings.of_loop(config, run_key=key, node_runs=str(self.node_runs))
         return ClusterConfig(
             address=self.address,
             run_dir=config.run_dir,

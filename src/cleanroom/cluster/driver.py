@@ -131,7 +131,8 @@ class _Driver:
         self.nodes: dict[str, _Node] = {}
         # The checks of every node's window: the planned tests and the ones each window
         # runs whatever the plan (the canary, the parked console, the sweep, the audit).
-        planned = [p.name for p in config.settings.plan()]
+        self.planned = config.settings.plan()
+        planned = [p.name for p in self.planned]
         self.plan = [*planned, *(c for c in ALWAYS_CHECKED if c not in planned)]
         self.stopping = threading.Event()
         self.store: RunStore | None = None
@@ -153,7 +154,7 @@ class _Driver:
                 "hours": c.hours,
                 "on_node_loss": c.on_node_loss,
             },
-            "tests": {p.name: p.trials for p in c.settings.plan()},
+            "tests": {p.name: p.trials for p in self.planned},
             "cluster": {"nodes": [n.name for n in ray_nodes]},
         }
         store = RunStore.create(c.run_dir, meta=meta)

@@ -12,7 +12,6 @@ own, while a window runs, so a slow node's records arrive late but arrive.
 from __future__ import annotations
 
 import threading
-import traceback
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,18 +25,17 @@ from cleanroom.harness.loop import (
     ControlSettings,
     LoopConfig,
     LoopServices,
+    battery_and_plan,
     end_of_run_sweep,
-    load_battery,
+    run_machine_info,
     run_positive_control,
     start_services,
     window_services,
 )
 from cleanroom.harness.own_controls import leaky_controls
-from cleanroom.harness.plan import PlannedCheck, plan_tests
+from cleanroom.harness.plan import PlannedCheck
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.window import WindowPlan, WindowResult, WindowServices, run_window
-from cleanroom.isolation.checks import observing_for
-from cleanroom.reports.machine import limits_info, machine_info
 from cleanroom.rollouts.registry import TASKS
 from cleanroom.store.node_records import Cursor, NodeBatch
 from cleanroom.store.rundb import RunStore
@@ -64,22 +62,47 @@ class NodeSettings:
     warm_standby: bool = True
     node_runs: str = str(DEFAULT_NODE_RUNS)
 
-    def plan(self) -> list[PlannedCheck]:
-        """The tests each window runs, as every node and the driver plan them."""
-        battery = self.battery()
-        return plan_tests(
-            battery.values(),
-            soak=self.soak,
-            scale=self.trials_scale,
-            chosen=self.tests,
-            on_demand=self.on_demand,
+    @classmethod
+    def of_loop(cls, config: LoopConfig, *, run_key: str, node_runs: str) -> NodeSettings:
+        """What every node runs of ``config`` (its acting environments come from each
+        node's desktops, its windows from the driver); `loop_config` is the way back."""
+        return cls(
+            run_key=run_key,
+            node_runs=node_runs,
+            tasks=config.tasks,
+            trials_scale=config.trials_scale,
+            soak=config.soak,
+            tests=config.tests,
+            on_demand=config.on_demand,
+            control=config.control,
+            window_minutes=config.window_minutes,
+            observation_s=config.observation_s,
+            leaky_controls=config.leaky_controls,
+            warm_standby=config.warm_standby,
         )
 
-    def battery(self) -> dict[str, Any]:
-        battery = load_battery()
-        if self.observation_s is not None:
-            battery = {n: observing_for(t, self.observation_s) for n, t in battery.items()}
-        return battery
+    def loop_config(self, run_dir: Path) -> LoopConfig:
+        """The one-machine loop settings of a node's share, in ``run_dir``."""
+        return LoopConfig(
+            run_dir=run_dir,
+            envs=self.envs,
+            windows=1,  # the driver opens the windows
+            tasks=self.tasks,
+            trials_scale=self.trials_scale,
+            soak=self.soak,
+            tests=self.tests,
+            on_demand=self.on_demand,
+            control=self.control,
+            window_minutes=self.window_minutes,
+            observation_s=self.observation_s,
+            leaky_controls=self.leaky_controls,
+            warm_standby=self.warm_standby,
+            job="node",
+        )
+
+    def plan(self) -> list[PlannedCheck]:
+        """The tests each window runs, as every node and the driver plan them."""
+        return battery_and_plan(self.loop_config(Path(self.node_runs)))[1]
 
 
 @dataclass(frozen=True)
@@ -123,29 +146,16 @@ class NodeRun:
 
     def start(self) -> NodeStarted:
         """Create the node's run database, start its services, run its positive control."""
-        s = self.settings
-        config = LoopConfig(
-            run_dir=self.run_dir,
-            envs=s.envs,
-            windows=1,
-            tasks=s.tasks,
-            trials_scale=s.trials_scale,
-            soak=s.soak,
-            tests=s.tests,
-            on_demand=s.on_demand,
-            control=s.control,
-            window_minutes=s.window_minutes,
-            observation_s=s.observation_s,
-            leaky_controls=s.leaky_controls,
-            warm_standby=s.warm_standby,
-            job="node",
-        )
-        plan = s.plan()
+        config = self.settings.loop_config(self.run_dir)
+        battery, plan = battery_and_plan(config)
         meta = {
             "job": "node",
             "node": self.node,
-            "machine": {**machine_info(), **limits_info_defaults()},
-            "config": {"trials_scale": s.trials_scale, "leaky_controls": s.leaky_controls},
+            "machine": run_machine_info(),
+            "config": {
+                "trials_scale": config.trials_scale,
+                "leaky_controls": config.leaky_controls,
+            },
             "tests": {p.name: p.trials for p in plan},
         }
         store = RunStore.create(self.run_dir, meta=meta)
@@ -160,7 +170,7 @@ class NodeRun:
         services.plan = plan
         self._services = services
         run_positive_control(services)
-        self._windows = window_services(services, s.battery(), self._stack)
+        self._windows = window_services(services, battery, self._stack)
         controls = store.control_results()
         return NodeStarted(
             str(self.run_dir),
@@ -211,16 +221,3 @@ class NodeRun:
                 self._services.store.finish_run(status)
         finally:
             self._stack.close()
-
-
-def limits_info_defaults() -> dict[str, str]:
-    """The limits every pool of a node uses, for its run record."""
-    from cleanroom.environments.pool.pool import CANARY_CPU_SHARES, PoolConfig
-
-    defaults = PoolConfig()
-    return limits_info(defaults.limits, CANARY_CPU_SHARES, defaults.harness_reserve_mib)
-
-
-def failure_text() -> str:
-    """The current exception's traceback, for a record."""
-    return traceback.format_exc()[-4000:]

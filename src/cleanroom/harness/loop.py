@@ -144,14 +144,9 @@ def load_battery() -> dict[str, IsolationCheck]:
     return dict(CHECKS)
 
 
-def run_loop(
-    config: LoopConfig,
-    console: Console,
-    *,
-    before_windows: Sequence[Step] = (),
-    after_windows: Sequence[Step] = (),
-) -> LoopResult:
-    """Run the loop into ``config.run_dir`` (created); never raises for a stop signal."""
+def battery_and_plan(config: LoopConfig) -> tuple[dict[str, IsolationCheck], list[PlannedCheck]]:
+    """The checks ``config``'s windows run (observing for ``observation_s`` when set) and
+    how many trials of each; an unknown check raises `UnknownCheck`."""
     battery = load_battery()
     if config.observation_s is not None:
         battery = {n: observing_for(t, config.observation_s) for n, t in battery.items()}
@@ -162,13 +157,30 @@ def run_loop(
         chosen=config.tests,
         on_demand=config.on_demand,
     )
-    defaults = PoolConfig()  # the limits every run's pools use
+    return battery, plan
+
+
+def run_machine_info() -> dict[str, str]:
+    """The machine a run's record names: its software, and the limits its pools use."""
+    defaults = PoolConfig()
+    return {
+        **machine_info(),
+        **limits_info(defaults.limits, CANARY_CPU_SHARES, defaults.harness_reserve_mib),
+    }
+
+
+def run_loop(
+    config: LoopConfig,
+    console: Console,
+    *,
+    before_windows: Sequence[Step] = (),
+    after_windows: Sequence[Step] = (),
+) -> LoopResult:
+    """Run the loop into ``config.run_dir`` (created); never raises for a stop signal."""
+    battery, plan = battery_and_plan(config)
     meta = {
         "job": config.job,
-        "machine": {
-            **machine_info(),
-            **limits_info(defaults.limits, CANARY_CPU_SHARES, defaults.harness_reserve_mib),
-        },
+        "machine": run_machine_info(),
         "config": _config_json(config),
         "tests": {p.name: p.trials for p in plan},
     }
