@@ -15,16 +15,67 @@ from cleanroom.cli.shared import NewRunFolder, new_run_folder
 from cleanroom.cli.shared import console as shared_console
 from cleanroom.cluster.driver import ClusterConfig
 from cleanroom.cluster.node_run import DEFAULT_NODE_RUNS, NodeSettings
-from cleanroom.harness.loop import HARNESS_ERROR, LoopConfig, LoopServices, run_loop
+from cleanroom.harness.loop import (
+    HARNESS_ERROR,
+    LoopConfig,
+    LoopServices,
+    OutsideAgentSettings,
+    run_loop,
+)
 from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.plan import UnknownCheck
 from cleanroom.harness.report_step import print_report
+from cleanroom.rollouts.osworld_outside import (
+    CONNECTION_FILE,
+    DEFAULT_EPISODE_S,
+    DEFAULT_WAIT_S,
+    OUTSIDE_TASK,
+)
 from cleanroom.rollouts.registry import TASKS
 
 # Options that `run` and `soak` share.
 DEFAULT_TASKS = ",".join(TASKS)
 Envs = Annotated[int, typer.Option("--envs", min=1, max=32, help="Acting environments (+ env00).")]
-Tasks = Annotated[str, typer.Option("--tasks", help="Smoke tasks, comma-separated.")]
+Tasks = Annotated[
+    str,
+    typer.Option(
+        "--tasks",
+        help=f"Smoke tasks, comma-separated; '{OUTSIDE_TASK}': rollouts driven by agents"
+        " from outside through OSWorld's interface (see --agent-port).",
+    ),
+]
+AgentPort = Annotated[
+    int,
+    typer.Option(
+        "--agent-port",
+        min=0,
+        max=65535,
+        help=f"With --tasks {OUTSIDE_TASK}: serve OSWorld's DesktopEnv interface on"
+        f" 127.0.0.1:PORT (0: any free port). Each environment's key, and the URL, are in"
+        f" {CONNECTION_FILE} in the run folder.",
+    ),
+]
+AgentActionSpace = Annotated[
+    str,
+    typer.Option("--agent-action-space", help="The outside agents' OSWorld action space."),
+]
+AgentWait = Annotated[
+    float,
+    typer.Option(
+        "--agent-wait",
+        min=1,
+        help="Seconds each environment waits for its outside agent to reset in each batch;"
+        " an environment no agent came to gets no rollout in that batch.",
+    ),
+]
+AgentEpisode = Annotated[
+    float,
+    typer.Option(
+        "--agent-episode",
+        min=1,
+        help="Seconds an outside agent's episode may run; then the desktop is scored as it is.",
+    ),
+]
 TrialsScale = Annotated[
     float,
     typer.Option(
@@ -185,6 +236,10 @@ def run(
     ray_address: RayAddress = None,
     on_node_loss: OnNodeLoss = "continue",
     node_runs: NodeRuns = DEFAULT_NODE_RUNS,
+    agent_port: AgentPort = 0,
+    agent_action_space: AgentActionSpace = "pyautogui",
+    agent_wait: AgentWait = DEFAULT_WAIT_S,
+    agent_episode: AgentEpisode = DEFAULT_EPISODE_S,
 ) -> None:
     """Run windows of smoke rollouts, isolation tests and the canary; then the audit."""
     folder = new_run_folder(run_dir, "run")
@@ -201,6 +256,9 @@ def run(
             on_demand=on_demand,
             leaky_controls=controls,
             warm_standby=warm_standby,
+            outside_agents=OutsideAgentSettings(
+                agent_port, agent_action_space, agent_wait, agent_episode
+            ),
         ),
     )
 
@@ -221,6 +279,10 @@ def soak(
     ray_address: RayAddress = None,
     on_node_loss: OnNodeLoss = "continue",
     node_runs: NodeRuns = DEFAULT_NODE_RUNS,
+    agent_port: AgentPort = 0,
+    agent_action_space: AgentActionSpace = "pyautogui",
+    agent_wait: AgentWait = DEFAULT_WAIT_S,
+    agent_episode: AgentEpisode = DEFAULT_EPISODE_S,
 ) -> None:
     """The harness loop for hours, with the soak trial counts."""
     folder = new_run_folder(run_dir, "soak")
@@ -240,5 +302,8 @@ def soak(
             job="soak",
             leaky_controls=controls,
             warm_standby=warm_standby,
+            outside_agents=OutsideAgentSettings(
+                agent_port, agent_action_space, agent_wait, agent_episode
+            ),
         ),
     )

@@ -36,6 +36,7 @@ from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.plan import PlannedCheck
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.window import WindowPlan, WindowResult, WindowServices, run_window
+from cleanroom.rollouts.osworld_outside import OUTSIDE_TASK
 from cleanroom.rollouts.registry import TASKS
 from cleanroom.store.node_records import Cursor, NodeBatch
 from cleanroom.store.rundb import RunStore
@@ -66,6 +67,11 @@ class NodeSettings:
     def of_loop(cls, config: LoopConfig, *, run_key: str, node_runs: str) -> NodeSettings:
         """What every node runs of ``config`` (its acting environments come from each
         node's desktops, its windows from the driver); `loop_config` is the way back."""
+        if OUTSIDE_TASK in config.tasks:
+            raise ValueError(
+                f"'{OUTSIDE_TASK}' runs on one machine only: across nodes, each node would"
+                " serve its own OSWorld interface on its own loopback"
+            )
         return cls(
             run_key=run_key,
             node_runs=node_runs,

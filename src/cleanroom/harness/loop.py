@@ -15,6 +15,7 @@ way the loop ends, `cleanroom report` can read the run.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 import traceback
@@ -27,6 +28,7 @@ from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV, PARKED_CONSOLE_TEST
 from cleanroom.core.isolation import judge_window
+from cleanroom.environments.osworld_env.actions import ACTION_SPACES
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.orphans import collect_garbage
 from cleanroom.environments.pool.pool import CANARY_CPU_SHARES, DEFAULT_ROOT, Pool, PoolConfig
@@ -49,6 +51,14 @@ from cleanroom.isolation.canary.watcher import CanaryWatcher
 from cleanroom.isolation.checks import CHECKS, observing_for
 from cleanroom.isolation.controls.positive import run_and_store_control
 from cleanroom.reports.machine import limits_info, machine_info
+from cleanroom.rollouts.osworld_http import build_osworld_app, serving
+from cleanroom.rollouts.osworld_outside import (
+    DEFAULT_EPISODE_S,
+    DEFAULT_WAIT_S,
+    OUTSIDE_TASK,
+    OutsideAgents,
+    write_connection,
+)
 from cleanroom.rollouts.registry import TASKS
 from cleanroom.store.rundb import RunStore, WatchRecord
 from cleanroom.verify_server.process import VerifyServerProcess
@@ -64,6 +74,28 @@ class ControlSettings:
     typing_rounds: int = 3
     chars: int = 40
     clipboard_trials: int = 20
+
+
+@dataclass(frozen=True)
+class OutsideAgentSettings:
+    """The OSWorld interface a run serves when its tasks name ``osworld-agent``: agents
+    that run elsewhere drive its acting environments, one episode per rollout
+    (`rollouts.osworld_outside`)."""
+
+    port: int = 0  # on 127.0.0.1; 0: any free port (the connection file names it)
+    action_space: str = "pyautogui"
+    wait_s: float = DEFAULT_WAIT_S  # per batch: how long an environment waits for its agent
+    episode_s: float = DEFAULT_EPISODE_S  # how long one agent's episode may run
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port {self.port} is not a TCP port")
+        if self.action_space not in ACTION_SPACES:
+            raise ValueError(
+                f"action space {self.action_space!r}: choose {', '.join(ACTION_SPACES)}"
+            )
+        if self.wait_s <= 0 or self.episode_s <= 0:
+            raise ValueError("an agent's wait and episode are positive numbers of seconds")
 
 
 @dataclass(frozen=True)
@@ -91,6 +123,7 @@ class LoopConfig:
     # A spare slot per acting environment, so that a reset swaps it in (`Pool`); the
     # run's own controls on the isolated pool use the same resets.
     warm_standby: bool = True
+    outside_agents: OutsideAgentSettings = field(default_factory=OutsideAgentSettings)
 
     def __post_init__(self) -> None:
         if (self.windows is None) == (self.hours is None):
@@ -103,9 +136,10 @@ class LoopConfig:
             raise ValueError("window minutes cannot be negative")
         if self.observation_s is not None and self.observation_s <= 0:
             raise ValueError("the observation period must be positive")
-        unknown = sorted(set(self.tasks) - set(TASKS))
+        known = (*TASKS, OUTSIDE_TASK)
+        unknown = sorted(set(self.tasks) - set(known))
         if unknown:
-            raise ValueError(f"unknown smoke task(s) {', '.join(unknown)}; use {', '.join(TASKS)}")
+            raise ValueError(f"unknown task(s) {', '.join(unknown)}; use {', '.join(known)}")
 
 
 @dataclass
@@ -346,6 +380,7 @@ def window_services(
     canary.sample_once()  # the baseline: env00 as it was before the first window
     canary.start()
     stack.callback(canary.stop)
+    tasks, gates = _outside_agents(s, stack) if OUTSIDE_TASK in s.config.tasks else ({}, {})
     smoke = SmokeRunner(
         s.pool,
         s.store,
@@ -354,6 +389,8 @@ def window_services(
         on_done=lambda r: s.progress.rollout_done(
             r.outcome is None or r.outcome.reason is not None
         ),
+        tasks=tasks,
+        gates=gates,
     )
     stack.callback(smoke.verify.close)
     return WindowServices(
@@ -367,6 +404,26 @@ def window_services(
         s.stopping,
         s.verify_server.db,
     )
+
+
+def _outside_agents(s: LoopServices, stack: ExitStack) -> tuple[dict, dict]:
+    """Serve the OSWorld interface for outside agents for the rest of the run, and write
+    its connection file (each environment's own key) into the run folder; the task and
+    the gate that make an agent's episode a rollout."""
+    settings = s.config.outside_agents
+    agents = OutsideAgents(
+        s.pool,
+        action_space=settings.action_space,
+        wait_s=settings.wait_s,
+        episode_s=settings.episode_s,
+        stopping=s.stopping,
+    )
+    key = secrets.token_hex(32)
+    url = stack.enter_context(serving(build_osworld_app(agents, key), settings.port))
+    acting = [n for n in s.pool.names if n != CANARY_ENV]
+    path = write_connection(s.store.run_dir, url, key, acting)
+    s.progress.event(f"OSWorld interface for outside agents on {url} (keys: {path.name})")
+    return {OUTSIDE_TASK: agents.task}, {OUTSIDE_TASK: agents.gate}
 
 
 def end_of_run_sweep(s: WindowServices, last: WindowResult) -> WindowResult:

@@ -49,6 +49,7 @@ class SmokeRunner:
         stopping: threading.Event,
         on_done: Callable[[SmokeRecord], None] | None = None,
         tasks: Mapping[str, Callable[[VerifySupplier], SmokeTask]] | None = None,
+        gates: Mapping[str, Callable[[str], bool]] | None = None,
     ) -> None:
         self.pool = pool
         self.store = store
@@ -57,15 +58,25 @@ class SmokeRunner:
         self.on_done = on_done
         # Tasks beside the smoke tasks' table, by name (an OSWorld task an agent drives).
         self.tasks = dict(tasks or {})
+        # Before a rollout of a task with a gate: whether it runs in that environment this
+        # batch (an outside agent's rollout runs only once its agent came).
+        self.gates = dict(gates or {})
         self._ids = threading.Lock()
 
     def run_batch(self, window: int, assignments: Sequence[tuple[str, str]]) -> list[SmokeRecord]:
-        """Run one rollout per ``(env, task)`` at the same time; return them as they ended."""
+        """Run one rollout per ``(env, task)`` at the same time; return them as they ended
+        (without those a gate kept from running)."""
         with ThreadPoolExecutor(
             max_workers=max(1, len(assignments)), thread_name_prefix="rollout"
         ) as ex:
-            futures = [ex.submit(self.run_one, window, env, task) for env, task in assignments]
-            return [f.result() for f in futures]
+            futures = [ex.submit(self._gated, window, env, task) for env, task in assignments]
+            return [r for r in (f.result() for f in futures) if r is not None]
+
+    def _gated(self, window: int, env: str, task_name: str) -> SmokeRecord | None:
+        gate = self.gates.get(task_name)
+        if gate is not None and not gate(env):
+            return None
+        return self.run_one(window, env, task_name)
 
     def leased(self, records: Sequence[SmokeRecord]) -> list[LeasedRollout]:
         """The rollouts that held a verify-server lease (the audit checks their pairs)."""

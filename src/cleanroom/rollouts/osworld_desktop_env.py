@@ -92,7 +92,10 @@ class OSWorldDesktopEnv:
         self.action_space = action_space
         self.require_a11y_tree = require_a11y_tree
         self.require_terminal = require_terminal
-        self.settings = settings or CheckSettings()
+        if settings is None:  # the environment's own screen, as OSWorld's VM reports its own
+            screen = handle.pool.env(handle.env).spec.screen
+            settings = CheckSettings(screen_width=screen.width, screen_height=screen.height)
+        self.settings = settings
         self.screen_size = (self.settings.screen_width, self.settings.screen_height)
         self.task: Task | None = None
         self.instruction: str | None = None

@@ -27,10 +27,13 @@ import base64
 import contextlib
 import hmac
 import json
+import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import httpx
 import uvicorn
@@ -57,7 +60,9 @@ from cleanroom.rollouts.osworld_desktop_env import (
     NoTask,
     OSWorldDesktopEnv,
 )
+from cleanroom.rollouts.osworld_outside import NoEpisode, NotOpen
 from cleanroom.verifiers.osworld.settings import CheckSettings
+from cleanroom.verifiers.osworld.task import TaskFileError
 
 MAX_BODY_BYTES = 4 << 20
 
@@ -70,22 +75,69 @@ def _observation_json(obs: dict[str, Any]) -> dict[str, Any]:
     return {**obs, "screenshot": base64.b64encode(obs["screenshot"]).decode("ascii")}
 
 
-def build_osworld_app(
-    pool: Pool, key: str, *, action_space: str = "pyautogui", settings: CheckSettings
-) -> Starlette:
-    """The app over ``pool``'s acting environments, one `OSWorldDesktopEnv` each."""
-    envs: dict[str, OSWorldDesktopEnv] = {}
-    locks: dict[str, threading.Lock] = {}
-    making = threading.Lock()
+class OSWorldEnvs(Protocol):
+    """What the routes call, by environment name: the pool's environments directly
+    (`PoolEnvs`), or a run's rollouts (`osworld_outside.OutsideAgents`)."""
 
-    def env_of(name: str) -> tuple[OSWorldDesktopEnv, threading.Lock]:
-        with making:
-            if name not in envs:
-                pool.env(name)  # an unknown environment raises here
-                handle = LocalHandle(pool, name)
-                envs[name] = OSWorldDesktopEnv(handle, action_space=action_space, settings=settings)
-                locks[name] = threading.Lock()
-            return envs[name], locks[name]
+    def check(self, name: str) -> None:
+        """Raise `UnknownEnvironment` for a name that is not one of the pool's."""
+
+    def reset(self, name: str, task_config: dict[str, Any] | None) -> dict[str, Any]: ...
+
+    def step(
+        self, name: str, action: Any, pause: float
+    ) -> tuple[dict[str, Any], float, bool, dict]: ...
+
+    def evaluate(self, name: str) -> float: ...
+
+
+class PoolEnvs:
+    """Every acting environment of ``pool`` as an `OSWorldDesktopEnv` of its own; each
+    environment's calls run one at a time."""
+
+    def __init__(
+        self, pool: Pool, *, action_space: str = "pyautogui", settings: CheckSettings
+    ) -> None:
+        self.pool = pool
+        self.action_space = action_space
+        self.settings = settings
+        self._envs: dict[str, tuple[OSWorldDesktopEnv, threading.Lock]] = {}
+        self._making = threading.Lock()
+
+    def check(self, name: str) -> None:
+        self._env(name)
+
+    def reset(self, name: str, task_config: dict[str, Any] | None) -> dict[str, Any]:
+        env, lock = self._env(name)
+        with lock:
+            return env.reset(task_config=task_config)
+
+    def step(
+        self, name: str, action: Any, pause: float
+    ) -> tuple[dict[str, Any], float, bool, dict]:
+        env, lock = self._env(name)
+        with lock:
+            return env.step(action, pause=pause)
+
+    def evaluate(self, name: str) -> float:
+        env, lock = self._env(name)
+        with lock:
+            return env.evaluate()
+
+    def _env(self, name: str) -> tuple[OSWorldDesktopEnv, threading.Lock]:
+        with self._making:
+            if name not in self._envs:
+                self.pool.env(name)  # an unknown environment raises here
+                handle = LocalHandle(self.pool, name)
+                env = OSWorldDesktopEnv(
+                    handle, action_space=self.action_space, settings=self.settings
+                )
+                self._envs[name] = (env, threading.Lock())
+            return self._envs[name]
+
+
+def build_osworld_app(envs: OSWorldEnvs, key: str) -> Starlette:
+    """The app over ``envs``, guarded by the harness ``key`` and each environment's."""
 
     def authorised(request: Request, env: str) -> bool:
         given = request.headers.get(KEY_HEADER, "").encode()
@@ -113,35 +165,40 @@ def build_osworld_app(
             return _error(403, "canary", detail="the canary takes no agent")
         try:
             body = await body_of(request)
-            env, lock = env_of(name)
+            await run_in_threadpool(envs.check, name)
 
             def run() -> dict[str, Any]:
-                with lock:
-                    if what == "reset":
-                        task = body.get("task_config")
-                        if task is not None and not isinstance(task, dict):
-                            raise BadAction("task_config is an object or null")
-                        return {"observation": _observation_json(env.reset(task_config=task))}
-                    if what == "step":
-                        pause = body.get("pause", 2.0)
-                        if isinstance(pause, bool) or not isinstance(pause, int | float):
-                            raise BadAction("pause is a number of seconds")
-                        if not 0 <= pause <= 60:
-                            raise BadAction("pause is between 0 and 60 seconds")
-                        obs, reward, done, info = env.step(body.get("action"), pause=pause)
-                        return {
-                            "observation": _observation_json(obs),
-                            "reward": reward,
-                            "done": done,
-                            "info": info,
-                        }
-                    return {"score": env.evaluate()}
+                if what == "reset":
+                    task = body.get("task_config")
+                    if task is not None and not isinstance(task, dict):
+                        raise BadAction("task_config is an object or null")
+                    return {"observation": _observation_json(envs.reset(name, task))}
+                if what == "step":
+                    pause = body.get("pause", 2.0)
+                    if isinstance(pause, bool) or not isinstance(pause, int | float):
+                        raise BadAction("pause is a number of seconds")
+                    if not 0 <= pause <= 60:
+                        raise BadAction("pause is between 0 and 60 seconds")
+                    obs, reward, done, info = envs.step(name, body.get("action"), pause)
+                    return {
+                        "observation": _observation_json(obs),
+                        "reward": reward,
+                        "done": done,
+                        "info": info,
+                    }
+                return {"score": envs.evaluate(name)}
 
             return JSONResponse(await run_in_threadpool(run))
         except InvalidEvaluation as exc:
             return _error(409, "invalid", outcome=exc.outcome.to_json())
         except NoTask as exc:
             return _error(409, "no_task", detail=str(exc))
+        except NotOpen as exc:
+            return _error(503, "not_open", detail=str(exc))
+        except NoEpisode as exc:
+            return _error(409, "no_episode", detail=str(exc))
+        except TaskFileError as exc:
+            return _error(400, "bad_task", detail=str(exc))
         except ActionNotSupported as exc:
             return _error(422, "not_supported", detail=str(exc), needs=list(exc.needs))
         except StaleGeneration as exc:
@@ -172,10 +229,12 @@ def build_osworld_app(
 
 
 @contextlib.contextmanager
-def serving(app: Starlette) -> Iterator[str]:
-    """Run ``app`` on 127.0.0.1 in a thread for the block; yields its base URL."""
+def serving(app: Starlette, port: int = 0) -> Iterator[str]:
+    """Run ``app`` on 127.0.0.1:``port`` (0: any free port) in a thread for the block;
+    yields its base URL."""
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     config = uvicorn.Config(app, lifespan="off", access_log=False, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -195,8 +254,11 @@ def serving(app: Starlette) -> Iterator[str]:
 class OSWorldHTTPEnv:
     """`OSWorldDesktopEnv`'s methods over HTTP, for environment ``env`` with ``key``."""
 
-    def __init__(self, url: str, env: str, key: str, *, timeout_s: float = 300.0) -> None:
+    def __init__(
+        self, url: str, env: str, key: str, *, timeout_s: float = 300.0, wait_s: float = 3600.0
+    ) -> None:
         self.env = env
+        self.wait_s = wait_s
         self._client = httpx.Client(
             base_url=f"{url}/v1/osworld/{env}",
             headers={KEY_HEADER: f"Bearer {key}"},
@@ -205,7 +267,19 @@ class OSWorldHTTPEnv:
         )
 
     def reset(self, task_config: dict[str, Any] | None = None) -> dict[str, Any]:
-        return _observation(self._post("reset", {"task_config": task_config})["observation"])
+        """A fresh environment with ``task_config`` set up; its first observation. In a
+        run (`osworld_outside`) this waits for the harness's next rollout, retrying while
+        the run answers ``not_open``, up to ``wait_s``."""
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                data = self._post("reset", {"task_config": task_config})
+            except NotOpen:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(1.0)
+                continue
+            return _observation(data["observation"])
 
     def step(self, action: Any, pause: float = 2.0) -> tuple[dict[str, Any], float, bool, dict]:
         data = self._post("step", {"action": action, "pause": pause})
@@ -222,11 +296,18 @@ class OSWorldHTTPEnv:
         if response.status_code == 200:
             data: dict[str, Any] = response.json()
             return data
-        error = response.json()
+        try:
+            error = response.json()
+        except ValueError:
+            error = {"error": "http", "detail": response.text[:500]}
+        if not isinstance(error, dict):
+            error = {"error": "http", "detail": str(error)[:500]}
         if error.get("error") == "invalid":
             raise InvalidEvaluation(Outcome.from_json(error["outcome"]))
         if error.get("error") == "not_supported":
             raise ActionNotSupported(None, tuple(error.get("needs", ())))
+        if error.get("error") == "not_open":
+            raise NotOpen(str(error.get("detail")))
         if error.get("error") == "stale_generation":
             raise BadAction(f"stale: {error.get('detail')}")
         raise BadAction(f"{response.status_code} {error.get('error')}: {error.get('detail')}")
@@ -234,3 +315,11 @@ class OSWorldHTTPEnv:
 
 def _observation(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "screenshot": base64.b64decode(data["screenshot"])}
+
+
+def connect(connection_file: str | os.PathLike[str], **client: Any) -> dict[str, OSWorldHTTPEnv]:
+    """A client per environment from the connection file a run writes for outside agents
+    (`CONNECTION_FILE` in its run folder): ``{"url": ..., "envs": {name: key}}``."""
+    data = json.loads(Path(connection_file).read_text())
+    url = data["url"]
+    return {name: OSWorldHTTPEnv(url, name, key, **client) for name, key in data["envs"].items()}

@@ -17,7 +17,7 @@ import pytest
 
 from cleanroom.environments.policy.http import env_key
 from cleanroom.environments.pool.pool import Pool, PoolConfig
-from cleanroom.rollouts.osworld_http import build_osworld_app, serving
+from cleanroom.rollouts.osworld_http import PoolEnvs, build_osworld_app, serving
 from cleanroom.verifiers.osworld.settings import CheckSettings
 
 REPO = Path(__file__).resolve().parents[3]
@@ -34,9 +34,8 @@ def served(
     pool = Pool(PoolConfig(envs=2, programs=("writer", "terminal")), tmp_path_factory.mktemp("osw"))
     pool.start()
     try:
-        app = build_osworld_app(
-            pool, KEY, settings=CheckSettings(screen_width=1280, screen_height=800)
-        )
+        envs = PoolEnvs(pool, settings=CheckSettings(screen_width=1280, screen_height=800))
+        app = build_osworld_app(envs, KEY)
         with serving(app) as url:
             yield pool, url
     finally:

@@ -41,3 +41,20 @@ def test_without_ray_the_error_names_the_extra(
     result = CliRunner().invoke(app, ["run", "--ray", NOWHERE, "--run", str(tmp_path / "r")])
     assert result.exit_code == 2, result.output
     assert "pip install 'cleanroom[ray]'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--ray", NOWHERE], "runs on one machine only"),
+        (["--agent-action-space", "mouse"], "action space 'mouse'"),
+    ],
+)
+def test_outside_agents_refuse_what_they_cannot_serve(
+    args: list[str], said: str, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", "--tasks", "osworld-agent", *args, "--run", str(run)])
+    assert result.exit_code == 2, result.output
+    assert said in result.output
+    assert not run.exists()

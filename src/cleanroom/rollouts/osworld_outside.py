@@ -1,0 +1,330 @@
+"""Agents that reach a run from outside: their OSWorld episodes as rollouts of its windows.
+
+An agent running elsewhere drives an acting environment through OSWorld's ``DesktopEnv``
+interface over HTTP (`osworld_http`), as it would drive OSWorld: ``reset(task_config)``,
+``step`` until it is done, ``evaluate()``. With `OutsideAgents` behind that interface,
+each episode is a rollout of the harness's window, like its own smoke rollouts:
+
+- An agent's ``reset`` waits until the harness opens a rollout in that environment
+  (`gate` finds the agent waiting; the harness mints the rollout's token, records its
+  start and resets the environment to a new generation). The task's setup then runs on
+  the fresh environment and the agent gets its first observation. Between windows, and
+  while the window runs its isolation trials, a reset waits; one that waited too long is
+  answered ``not_open`` (a 503 the client retries).
+- The agent's steps go to that generation only: after the harness's next reset they are
+  refused as stale.
+- The episode ends when the agent calls ``evaluate`` (answered with cleanroom's score, or
+  ``invalid`` when the infrastructure kept the check from being made), when it resets
+  again (the desktop as it is then is scored, and the new reset waits for the next
+  rollout), or when it has run ``episode_s`` (the agent stalled: scored as it is then).
+  Nothing the agent does turns its score into an exclusion.
+- The window's isolation trials, canary and token sweep judge the rollout like any other:
+  a leak in its window makes it invalid in the run record, after the agent was answered.
+
+An environment no agent comes to within ``wait_s`` gets no rollout in that batch: a
+rollout is recorded only once an agent has started it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cleanroom.core.errors import CleanroomError
+from cleanroom.core.outcomes import Outcome, Reason, Status
+from cleanroom.environments.errors import (
+    BadAction,
+    EnvironmentBroken,
+    StaleGeneration,
+)
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.policy.http import env_key
+from cleanroom.environments.pool.pool import Pool
+from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask
+from cleanroom.rollouts.osworld_desktop_env import InvalidEvaluation, NoTask, OSWorldDesktopEnv
+from cleanroom.rollouts.smoke_rollout import broken_outcome
+from cleanroom.verifiers.osworld.settings import CheckSettings
+from cleanroom.verifiers.osworld.task import TaskFileError
+
+OUTSIDE_TASK = "osworld-agent"
+DEFAULT_WAIT_S = 300.0  # how long the harness waits for an agent in each batch
+DEFAULT_EPISODE_S = 900.0  # how long an agent's episode may run
+RESET_WAIT_S = 240.0  # how long one reset call waits for the harness before not_open
+
+
+class NotOpen(CleanroomError):
+    """No rollout was opened for the agent's reset in time (between windows, or while the
+    window runs its trials): retry."""
+
+
+class NoEpisode(BadAction):
+    """A step or evaluate with no episode running: reset first (or the episode ended)."""
+
+
+@dataclass
+class _Pending:
+    """An agent's reset, waiting for the harness's rollout."""
+
+    task_config: dict[str, Any] | None
+    done: threading.Event = field(default_factory=threading.Event)
+    observation: dict[str, Any] | None = None
+    error: BaseException | None = None
+
+
+@dataclass
+class _Episode:
+    """The agent's episode in one rollout."""
+
+    env: OSWorldDesktopEnv
+    rollout_id: str
+    task_id: str
+    started: float
+    ending: str | None = None  # why the agent's episode ended (evaluate, reset, timeout)
+    # The environment broke under one of the agent's steps (its own processes, or the
+    # pool's): the rollout's outcome says whose fault it was, as for any rollout.
+    broke: EnvironmentBroken | StaleGeneration | None = None
+    scored: threading.Event = field(default_factory=threading.Event)
+    score: float | None = None
+    invalid: Outcome | None = None
+
+
+@dataclass
+class _Slot:
+    pending: _Pending | None = None
+    episode: _Episode | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one agent call at a time
+
+
+class OutsideAgents:
+    """The environments of ``pool`` as outside agents see them, one episode per rollout."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        *,
+        action_space: str = "pyautogui",
+        settings: CheckSettings | None = None,  # None: each environment's own screen
+        wait_s: float = DEFAULT_WAIT_S,
+        episode_s: float = DEFAULT_EPISODE_S,
+        reset_wait_s: float = RESET_WAIT_S,
+        stopping: threading.Event | None = None,
+    ) -> None:
+        self.pool = pool
+        self.action_space = action_space
+        self.settings = settings
+        self.wait_s = wait_s
+        self.episode_s = episode_s
+        self.reset_wait_s = reset_wait_s
+        self.stopping = stopping or threading.Event()
+        self._slots: dict[str, _Slot] = {}
+        self._changed = threading.Condition()
+
+    # -- what the HTTP interface calls (`osworld_http.build_osworld_app`) -------------------
+
+    def reset(self, name: str, task_config: dict[str, Any] | None) -> dict[str, Any]:
+        """End the agent's episode here (scored as it is), then wait for the harness's
+        next rollout in ``name`` and set the task up on it; its first observation."""
+        slot = self._slot(name)
+        pending = _Pending(task_config)
+        with self._changed:
+            if slot.episode is not None and slot.episode.ending is None:
+                slot.episode.ending = "the agent reset before evaluating"
+            slot.pending = pending
+            self._changed.notify_all()
+        deadline = time.monotonic() + self.reset_wait_s
+        while not pending.done.wait(1.0):
+            if time.monotonic() < deadline and not self.stopping.is_set():
+                continue
+            with self._changed:
+                if slot.pending is pending:  # not taken: withdraw it
+                    slot.pending = None
+                    raise NotOpen(f"no rollout opened in {name} in {self.reset_wait_s:g} s")
+            pending.done.wait()  # taken just now: its setup is running
+            break
+        if pending.error is not None:
+            raise pending.error
+        assert pending.observation is not None
+        return pending.observation
+
+    def step(
+        self, name: str, action: Any, pause: float
+    ) -> tuple[dict[str, Any], float, bool, dict]:
+        slot = self._slot(name)
+        with slot.lock:
+            episode = self._running(slot, name)
+            try:
+                return episode.env.step(action, pause=pause)
+            except (EnvironmentBroken, StaleGeneration) as exc:
+                if isinstance(exc, EnvironmentBroken) or exc.left_by is not None:
+                    with self._changed:
+                        episode.broke, episode.ending = exc, f"the environment broke: {exc}"
+                        self._changed.notify_all()
+                raise
+
+    def evaluate(self, name: str) -> float:
+        """End the agent's episode and wait for cleanroom's score of it."""
+        slot = self._slot(name)
+        with self._changed:
+            episode = self._running(slot, name)
+            episode.ending = "evaluated"
+            self._changed.notify_all()
+        while not episode.scored.wait(1.0):
+            if self.stopping.is_set():
+                raise NotOpen("the run is stopping")
+        if episode.invalid is not None:
+            raise InvalidEvaluation(episode.invalid)
+        assert episode.score is not None
+        return episode.score
+
+    def check(self, name: str) -> None:
+        """Raise `UnknownEnvironment` for a name that is not one of the pool's."""
+        self._slot(name)
+
+    # -- what the harness calls ---------------------------------------------------------
+
+    def gate(self, name: str) -> bool:
+        """Whether an agent is waiting to start a rollout in ``name``, after waiting up to
+        ``wait_s`` for one (or until the run stops)."""
+        slot = self._slot(name)
+        deadline = time.monotonic() + self.wait_s
+        with self._changed:
+            while slot.pending is None:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stopping.is_set():
+                    return False
+                self._changed.wait(min(left, 1.0))
+            return True
+
+    def task(self, _verify: object = None) -> SmokeTask:
+        """A rollout of the harness: the episode of the agent waiting in its environment."""
+        return OutsideAgentTask(self)
+
+    # -- beneath ----------------------------------------------------------------------
+
+    def _slot(self, name: str) -> _Slot:
+        with self._changed:
+            if name not in self._slots:
+                self.pool.env(name)  # an unknown environment raises here
+                self._slots[name] = _Slot()
+            return self._slots[name]
+
+    def _running(self, slot: _Slot, name: str) -> _Episode:
+        episode = slot.episode
+        if episode is None or episode.ending is not None:
+            raise NoEpisode(f"no episode runs in {name}: reset first")
+        return episode
+
+    def _open(self, ctx: RolloutContext) -> _Episode:
+        """Take the agent's waiting reset for the rollout of ``ctx`` and set its task up."""
+        if not isinstance(ctx.handle, LocalHandle):
+            raise RolloutSetupError("an outside agent's rollout needs the pool in this process")
+        slot = self._slot(ctx.env)
+        with self._changed:
+            pending, slot.pending = slot.pending, None
+        if pending is None:
+            raise RolloutSetupError(f"no agent is waiting in {ctx.env}")
+        env = OSWorldDesktopEnv(ctx.handle, action_space=self.action_space, settings=self.settings)
+        task_id = str((pending.task_config or {}).get("id", ""))[:200]
+        episode = _Episode(env, ctx.token.rollout_id, task_id, time.monotonic())
+        try:
+            pending.observation = env.begin(pending.task_config)
+        except TaskFileError as exc:  # the agent's task config is malformed: its episode
+            episode.ending = f"the agent's task config was refused: {exc}"[:500]
+            pending.error = BadAction(str(exc))
+        except Exception as exc:  # the harness could not set the task up: not the agent's
+            pending.error = exc
+            raise
+        finally:
+            with self._changed:
+                slot.episode = episode
+            pending.done.set()
+        return episode
+
+    def _await_end(self, episode: _Episode) -> None:
+        """Until the agent ends its episode, runs out of time, or the run stops."""
+        deadline = episode.started + self.episode_s
+        with self._changed:
+            while episode.ending is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    episode.ending = f"the agent ran out of its {self.episode_s:g} s"
+                    return
+                if self.stopping.is_set():
+                    return
+                self._changed.wait(min(left, 1.0))
+
+
+class OutsideAgentTask(SmokeTask):
+    """One rollout: the outside agent's episode, scored by cleanroom's OSWorld checker."""
+
+    name = OUTSIDE_TASK
+
+    def __init__(self, agents: OutsideAgents) -> None:
+        self.agents = agents
+        self._episode: _Episode | None = None
+
+    def policy(self, ctx: RolloutContext) -> None:
+        self._episode = self.agents._open(ctx)
+        self.agents._await_end(self._episode)
+        # The agent's own steps end with its episode: wait for one still running.
+        with self.agents._slot(ctx.env).lock:
+            pass
+
+    def verify(self, ctx: RolloutContext) -> Outcome:
+        episode = self._episode
+        if episode is None:
+            raise RolloutSetupError("the agent's episode never opened")
+        try:
+            return self._score(episode)
+        finally:
+            if episode.score is None and episode.invalid is None:  # a harness fault
+                episode.invalid = Outcome.invalid(
+                    Reason.HARNESS_ERROR, "the harness failed to score the episode"
+                )
+            episode.scored.set()
+
+    def _score(self, episode: _Episode) -> Outcome:
+        broke = episode.broke
+        if broke is not None:  # whose fault it was decides, as for any rollout
+            breakage = broke.breakage if isinstance(broke, EnvironmentBroken) else broke.left_by
+            assert breakage is not None
+            outcome = broken_outcome(breakage, str(broke))
+            if outcome.status is Status.INVALID:
+                episode.invalid = outcome
+            else:
+                episode.score = 0.0
+            return outcome
+        details = {"task": episode.task_id, "ended": episode.ending or "the run stopped"}
+        try:
+            score = episode.env.evaluate()
+        except InvalidEvaluation as exc:
+            episode.invalid = exc.outcome
+            return exc.outcome
+        except NoTask as exc:  # the agent gave no task, or a malformed one: its 0
+            score = 0.0
+            details["ended"] = f"{details['ended']}; not scored: {exc}"[:500]
+        episode.score = score
+        if score > 0:
+            return Outcome.success(score, **details)
+        return Outcome.failure(score, **details)
+
+
+CONNECTION_FILE = "osworld-agents.json"
+
+
+def write_connection(run_dir: Path, url: str, key: str, envs: Sequence[str]) -> Path:
+    """Write what outside agents need to reach their environments into ``run_dir``,
+    readable by its owner only: the interface's URL and each environment's own key
+    (`osworld_http.connect` reads it)."""
+    path = run_dir / CONNECTION_FILE
+    record = {"url": url, "envs": {name: env_key(key, name) for name in envs}}
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump(record, out, indent=2)
+    return path

@@ -1,0 +1,226 @@
+"""How an outside agent's episode becomes a rollout (`rollouts.osworld_outside`): the
+hand-over between the agent's calls and the harness's rollout, on a stand-in for the
+environment (the real one is driven in tests/integration/harness)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cleanroom.core.breakage import Breakage
+from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
+from cleanroom.core.tokens import RolloutId, mint
+from cleanroom.environments.errors import BadAction, EnvironmentBroken, UnknownEnvironment
+from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.rollouts import osworld_outside
+from cleanroom.rollouts.base import RolloutContext
+from cleanroom.rollouts.osworld_desktop_env import InvalidEvaluation, NoTask
+from cleanroom.rollouts.osworld_outside import (
+    CONNECTION_FILE,
+    NoEpisode,
+    NotOpen,
+    OutsideAgents,
+    write_connection,
+)
+from cleanroom.rollouts.smoke_rollout import attempt_rollout
+from cleanroom.verifiers.osworld.task import TaskFileError
+
+TASK = {"id": "task-1", "instruction": "do it", "evaluator": {"func": "x"}}
+
+
+class _Pool:
+    def env(self, name: str) -> object:
+        if name not in ("env01", "env02"):
+            raise UnknownEnvironment(name)
+        return object()
+
+
+class _Env:
+    """Stands in for `OSWorldDesktopEnv`: counts steps, scores what it is told to."""
+
+    score: float | Exception = 1.0
+    step_error: Exception | None = None
+
+    def __init__(self, handle: Any, **_: Any) -> None:
+        self.task: dict[str, Any] | None = None
+        self.steps: list[Any] = []
+
+    def begin(self, task_config: dict[str, Any] | None) -> dict[str, Any]:
+        if task_config is not None and "evaluator" not in task_config:
+            raise TaskFileError(Path("<task>"), "missing 'evaluator'")
+        self.task = task_config
+        return {"screenshot": b"png", "instruction": "do it"}
+
+    def step(self, action: Any, pause: float = 0) -> tuple[dict[str, Any], float, bool, dict]:
+        if _Env.step_error is not None:
+            raise _Env.step_error
+        self.steps.append(action)
+        return {"screenshot": b"png"}, 0.0, action == "DONE", {}
+
+    def evaluate(self) -> float:
+        if self.task is None:
+            raise NoTask("no task")
+        if isinstance(_Env.score, Exception):
+            raise _Env.score
+        return _Env.score
+
+
+@pytest.fixture(autouse=True)
+def _stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(osworld_outside, "OSWorldDesktopEnv", _Env)
+    _Env.score, _Env.step_error = 1.0, None
+
+
+def _agents(**kw: Any) -> OutsideAgents:
+    settings = {"wait_s": 5.0, "episode_s": 5.0, "reset_wait_s": 5.0, **kw}
+    return OutsideAgents(_Pool(), **settings)  # type: ignore[arg-type]
+
+
+def _ctx(env: str = "env01", seq: int = 1) -> RolloutContext:
+    handle = LocalHandle.__new__(LocalHandle)
+    handle.env, handle.generation = env, 1
+    token = mint(RolloutId(env, 1, seq))
+    return RolloutContext(token, env, handle, Path("."), lambda e, u: None, lambda: Path("."))
+
+
+class _Caller(threading.Thread):
+    """An agent's call in a thread of its own, as the HTTP server makes it."""
+
+    def __init__(self, call: Any, *args: Any) -> None:
+        super().__init__(daemon=True)
+        self.call, self.args = call, args
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.result = self.call(*self.args)
+        except BaseException as exc:
+            self.error = exc
+
+    def outcome(self) -> Any:
+        self.join(10)
+        assert not self.is_alive()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def _rollout(agents: OutsideAgents, env: str = "env01") -> _Caller:
+    """The harness's side: the gate, then the rollout (in a thread)."""
+    assert agents.gate(env)
+    return _Caller(attempt_rollout, agents.task(), _ctx(env))
+
+
+def test_no_agent_no_rollout_and_no_rollout_no_reset() -> None:
+    agents = _agents(wait_s=0.2, reset_wait_s=0.2)
+    assert not agents.gate("env01")
+    with pytest.raises(NotOpen):
+        agents.reset("env01", TASK)
+    with pytest.raises(NoEpisode):
+        agents.step("env01", "DONE", 0)
+    with pytest.raises(NoEpisode):
+        agents.evaluate("env01")
+    with pytest.raises(UnknownEnvironment):
+        agents.check("env09")
+
+
+def test_an_episode_from_reset_to_evaluate_is_one_scored_rollout() -> None:
+    agents = _agents()
+    reset = _Caller(agents.reset, "env01", TASK)
+    rollout = _rollout(agents)
+    assert reset.outcome()["instruction"] == "do it"
+    assert agents.step("env01", "pyautogui.press('a')", 0)[2] is False
+    assert agents.evaluate("env01") == 1.0
+    outcome: Outcome = rollout.outcome()
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0)
+    assert outcome.details == {"task": "task-1", "ended": "evaluated"}
+    # The episode is over: its steps are refused.
+    with pytest.raises(NoEpisode):
+        agents.step("env01", "DONE", 0)
+
+
+def test_an_agent_that_stalls_is_scored_as_it_is_when_its_time_is_up() -> None:
+    agents = _agents(episode_s=0.5)
+    _Env.score = 0.0
+    reset = _Caller(agents.reset, "env01", TASK)
+    rollout = _rollout(agents)
+    reset.outcome()
+    outcome: Outcome = rollout.outcome()
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
+    assert "ran out of its 0.5 s" in outcome.details["ended"]
+
+
+def test_a_second_reset_ends_the_episode_and_waits_for_the_next_rollout() -> None:
+    agents = _agents()
+    first = _Caller(agents.reset, "env01", TASK)
+    rollout = _rollout(agents)
+    first.outcome()
+    second = _Caller(agents.reset, "env01", TASK)
+    outcome: Outcome = rollout.outcome()
+    assert outcome.details["ended"] == "the agent reset before evaluating"
+    assert second.is_alive()  # it waits for the harness's next rollout
+    _rollout(agents)
+    assert second.outcome()["instruction"] == "do it"
+
+
+def test_an_invalid_evaluation_reaches_the_agent_as_invalid_never_a_score() -> None:
+    agents = _agents()
+    invalid = Outcome.invalid(Reason.CHECKER_ERROR, "a getter could not run")
+    _Env.score = InvalidEvaluation(invalid)
+    reset = _Caller(agents.reset, "env01", TASK)
+    rollout = _rollout(agents)
+    reset.outcome()
+    with pytest.raises(InvalidEvaluation):
+        agents.evaluate("env01")
+    assert rollout.outcome() == invalid
+
+
+def test_an_environment_the_agent_broke_is_its_zero_and_the_agent_is_told_so() -> None:
+    agents = _agents()
+    reset = _Caller(agents.reset, "env01", TASK)
+    rollout = _rollout(agents)
+    reset.outcome()
+    _Env.step_error = EnvironmentBroken("env01", 1, Breakage(Cause.AGENT, "writer is dead"))
+    with pytest.raises(EnvironmentBroken):
+        agents.step("env01", "pyautogui.hotkey('ctrl', 'q')", 0)
+    outcome: Outcome = rollout.outcome()
+    assert (outcome.status, outcome.reason) == (Status.FAILURE, Reason.ENVIRONMENT_BROKEN)
+
+
+def test_a_malformed_task_config_is_the_agents_zero() -> None:
+    agents = _agents()
+    reset = _Caller(agents.reset, "env01", {"id": "no-evaluator"})
+    rollout = _rollout(agents)
+    with pytest.raises(BadAction, match="evaluator"):
+        reset.outcome()
+    outcome: Outcome = rollout.outcome()
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0)
+
+
+def test_each_environment_has_its_own_episode() -> None:
+    agents = _agents()
+    one, two = _Caller(agents.reset, "env01", TASK), _Caller(agents.reset, "env02", TASK)
+    r1, r2 = _rollout(agents, "env01"), _rollout(agents, "env02")
+    one.outcome(), two.outcome()
+    _Env.score = 1.0
+    assert agents.evaluate("env02") == 1.0
+    assert r2.outcome().status is Status.SUCCESS
+    assert r1.is_alive()  # env01's agent has not finished
+    agents.evaluate("env01")
+    assert r1.outcome().status is Status.SUCCESS
+
+
+def test_the_connection_file_holds_each_environments_own_key_for_its_owner_only(
+    tmp_path: Path,
+) -> None:
+    path = write_connection(tmp_path, "http://127.0.0.1:1", "harness-key", ["env01", "env02"])
+    assert path.name == CONNECTION_FILE and path.stat().st_mode & 0o777 == 0o600
+    text = path.read_text()
+    assert "harness-key" not in text and '"env01"' in text
+    with pytest.raises(FileExistsError):  # never written over, nor through a link
+        write_connection(tmp_path, "http://127.0.0.1:1", "k", ["env01"])
