@@ -190,7 +190,7 @@ fi
 # out; the tests load the modules with a placeholder for each that fails loudly if used
 # (tests/differential/osworld/reference.py).
 venv_with .venv-osworld "$PYTHON" \
-  "Pillow~=11.0.0 pytz~=2024.1 PyYAML rapidfuzz requests lxml cssselect openpyxl xmltodict tldextract python-docx PyPDF2 pdfplumber httpx>=0.27 pytest>=8,<9 pytest-timeout>=2.3 hypothesis>=6.100" \
+  "Pillow~=11.0.0 python-xlib>=0.33 pytz~=2024.1 PyYAML rapidfuzz requests lxml cssselect openpyxl xmltodict tldextract python-docx PyPDF2 pdfplumber httpx>=0.27 pytest>=8,<9 pytest-timeout>=2.3 hypothesis>=6.100" \
   "--no-deps desktop-env==1.0.2" "--no-deps -e ."
 # The integrations whose libraries are too large for `make test` (a torch stack), each in
 # an environment of its own: `make test-integrations` (scripts/setup.sh --integrations).

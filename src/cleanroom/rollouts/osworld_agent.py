@@ -10,10 +10,10 @@ verification is cleanroom's OSWorld checker: the agent's score, or ``invalid`` w
 infrastructure kept the check from being made.
 
 Nothing the agent does turns its score into an exclusion: an action that is malformed,
-or that cleanroom cannot do yet, and an exception of the agent's own code, end its
-episode there, and the desktop as it is then is scored (the reason is in the outcome's
-details). Only what the infrastructure did (a reset under the rollout, a broken pool, a
-check that could not run) makes the rollout invalid.
+and an exception of the agent's own code, end its episode there, and the desktop as it
+is then is scored (the reason is in the outcome's details). Only what the
+infrastructure did (a reset under the rollout, a broken pool, a check that could not
+run) makes the rollout invalid.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class OSWorldAgentTask(SmokeTask):
                 return
             try:
                 obs, _, done, _ = env.step(action, pause=self.pause_s)
-            except BadAction as exc:  # malformed, or not an action cleanroom can do yet
+            except BadAction as exc:  # malformed (OSWorld's schema refuses it)
                 ctx.state[ENDED_KEY] = f"the agent's action ended its episode: {exc}"[:500]
                 return
             if done:

@@ -9,12 +9,14 @@ then ``obs, reward, done, info = env.step(action)`` until ``done``, then
   environment, as its user, in its sandbox, on its display (the ``env:`` guest);
 - `step` takes a ``computer_13`` action (parsed strictly and translated into policy
   actions, `environments.osworld_env.actions`), which goes through the pool (it checks
-  the environment and its generation); or ``pyautogui`` code, which runs as OSWorld's
-  server runs it, in the environment (as its user, in its sandbox, on its display, with
-  the pyautogui `make setup` puts on the system Python's path); or OSWorld's ``WAIT``,
-  ``FAIL`` and ``DONE``. An
-  action the policy API cannot do yet is refused by name (`ActionNotSupported`), never
-  silently dropped;
+  the environment and its generation), and whose pointer actions the policy API lacks
+  (a click where the pointer is, a held button, a drag, the wheel) run as the pyautogui
+  calls OSWorld's controller sends; or ``pyautogui`` code, rewritten as OSWorld's
+  ``step`` rewrites it (`rewrite_less_than`), which runs as OSWorld's server runs it,
+  in the environment (as its user, in its sandbox, on its display, with the pyautogui
+  `make setup` puts on the system Python's path); or OSWorld's ``WAIT``, ``FAIL`` and
+  ``DONE``. Code of either kind aimed at a generation the environment has left is
+  refused as stale;
 - `evaluate` runs cleanroom's OSWorld checker (`verifiers.osworld.evaluator.check_task`)
   in the environment: the agent's 0 is 0.0, a success its score; an infrastructure fault
   (a getter that could not run, a checker that raised) is `invalid`, raised as
@@ -32,15 +34,16 @@ from typing import Any
 
 from cleanroom.core.errors import CleanroomError
 from cleanroom.core.outcomes import Outcome, Status
-from cleanroom.environments.errors import BadAction, StaleGeneration
+from cleanroom.environments.errors import StaleGeneration
 from cleanroom.environments.osworld_env.actions import (
     ACTION_SPACES,
     Control,
+    PointerCode,
     PyautoguiCode,
     Translated,
-    Unsupported,
     computer_13_outcome,
     parse_pyautogui,
+    rewrite_less_than,
 )
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.guests.desktop import DesktopGuest
@@ -50,14 +53,6 @@ from cleanroom.verifiers.osworld.task import Task, parse_task
 
 # How long one action's code may run: OSWorld's server limit.
 CODE_TIMEOUT_S = 120.0
-
-
-class ActionNotSupported(BadAction):
-    """An OSWorld action the policy API cannot do yet; ``needs`` names what is missing."""
-
-    def __init__(self, action: Any, needs: tuple[str, ...]) -> None:
-        super().__init__(f"{action!r} needs {', '.join(needs)}, which cleanroom does not do yet")
-        self.needs = needs
 
 
 class InvalidEvaluation(CleanroomError):
@@ -143,14 +138,16 @@ class OSWorldDesktopEnv:
             result = computer_13_outcome(action, screen=self.screen_size)
         done, info = False, {}
         if isinstance(result, PyautoguiCode):
-            self._run_code(result)
+            self._run_code(PyautoguiCode(rewrite_less_than(result.command)))
+            time.sleep(pause)
+        elif isinstance(result, PointerCode):
+            for code in result.codes:
+                self._run_code(code)
             time.sleep(pause)
         elif isinstance(result, Control):
             done, info = result.done, result.info()
             if result.kind == "WAIT":
                 time.sleep(pause)
-        elif isinstance(result, Unsupported):
-            raise ActionNotSupported(action, tuple(result.needs))
         elif isinstance(result, Translated):
             for one in result.actions:
                 self.handle.act(one)

@@ -11,11 +11,13 @@ Routes (JSON; every one keyed per environment like the policy API, `env_key`):
 
 OBS is OSWorld's observation with the screenshot as base64 PNG. Each environment's
 calls run one at a time (one agent per environment). The environment's key, or the
-harness key, opens its routes; no other environment's. Errors: a malformed body or an
-action OSWorld's schema refuses is 400; an action cleanroom cannot do yet 422 (with
-``needs``); a stale generation 409; an evaluation the infrastructure kept from being
-made 409 ``invalid`` with the outcome, never a score; an unknown environment or the
-canary 404 or 403; a missing or wrong key 401; any other pool failure 503.
+harness key, opens its routes; no other environment's. Errors: a malformed body, task
+config or an action OSWorld's schema refuses is 400; a stale generation 409; an
+evaluation the infrastructure kept from being made 409 ``invalid`` with the outcome,
+never a score; in a run (`osworld_outside`), a step with no episode running 409
+``no_episode`` and a reset the run did not open a rollout for in time 503 ``not_open``;
+an unknown environment or the canary 404 or 403; a missing or wrong key 401; any other
+pool failure 503.
 
 `OSWorldHTTPEnv` is the client: the same ``reset``, ``step`` and ``evaluate`` as
 `OSWorldDesktopEnv`, over the network. `serving` runs the app on loopback in a thread.
@@ -55,7 +57,6 @@ from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.policy.http import KEY_HEADER, env_key
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.rollouts.osworld_desktop_env import (
-    ActionNotSupported,
     InvalidEvaluation,
     NoTask,
     OSWorldDesktopEnv,
@@ -199,8 +200,6 @@ def build_osworld_app(envs: OSWorldEnvs, key: str) -> Starlette:
             return _error(409, "no_episode", detail=str(exc))
         except TaskFileError as exc:
             return _error(400, "bad_task", detail=str(exc))
-        except ActionNotSupported as exc:
-            return _error(422, "not_supported", detail=str(exc), needs=list(exc.needs))
         except StaleGeneration as exc:
             return _error(409, "stale_generation", detail=str(exc))
         except BadAction as exc:
@@ -304,8 +303,6 @@ class OSWorldHTTPEnv:
             error = {"error": "http", "detail": str(error)[:500]}
         if error.get("error") == "invalid":
             raise InvalidEvaluation(Outcome.from_json(error["outcome"]))
-        if error.get("error") == "not_supported":
-            raise ActionNotSupported(None, tuple(error.get("needs", ())))
         if error.get("error") == "not_open":
             raise NotOpen(str(error.get("detail")))
         if error.get("error") == "stale_generation":

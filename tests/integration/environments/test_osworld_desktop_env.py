@@ -16,7 +16,7 @@ import pytest
 from cleanroom.environments.errors import StaleGeneration
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.pool import Pool
-from cleanroom.rollouts.osworld_desktop_env import ActionNotSupported, OSWorldDesktopEnv
+from cleanroom.rollouts.osworld_desktop_env import OSWorldDesktopEnv
 from cleanroom.verifiers.osworld.settings import CheckSettings
 
 from ..osworld_screen import visible_point
@@ -69,12 +69,34 @@ def test_a_real_task_fails_at_the_start_and_after_a_no_op_and_passes_after_the_o
     assert env.evaluate() == 0.0
 
 
-def test_an_action_the_policy_api_cannot_do_is_refused_by_name(pool: Pool) -> None:
+def test_pointer_actions_the_policy_api_lacks_run_as_osworlds_controller_runs_them(
+    pool: Pool,
+) -> None:
+    """A held button, a drag, the wheel and a click where the pointer is: the pyautogui
+    calls OSWorld's controller sends, run in the environment; the pointer ends where the
+    drag took it."""
     env = _env(pool)
     env.reset()
-    with pytest.raises(ActionNotSupported) as info:
-        env.step({"action_type": "SCROLL", "dx": 0, "dy": -3}, pause=0)
-    assert info.value.needs
+    x, y = visible_point(env.handle.windows())
+    for action in (
+        {"action_type": "MOVE_TO", "x": x, "y": y},
+        {"action_type": "CLICK"},
+        {"action_type": "MOUSE_DOWN", "button": "left"},
+        {"action_type": "MOUSE_UP", "button": "left"},
+        {"action_type": "SCROLL", "dx": 0, "dy": -2},
+        {"action_type": "DRAG_TO", "x": x + 5, "y": y + 7},
+    ):
+        env.step(action, pause=0)
+    # MOVE_TO went through the policy API; the rest ran as code (SCROLL as two calls).
+    assert [r.exit_code for r in env.code_results] == [0] * 6, env.code_results
+    where = OSWorldDesktopEnv(env.handle, action_space="pyautogui")
+    where.step("print(tuple(pyautogui.position()))", pause=0)
+    assert where.code_results[-1].stdout.decode().strip() == f"({x + 5}, {y + 7})"
+    # A pointer action aimed at a generation the environment has left never runs.
+    env.handle.generation -= 1
+    with pytest.raises(StaleGeneration):
+        env.step({"action_type": "SCROLL", "dx": 0, "dy": 1}, pause=0)
+    env.handle.generation += 1
 
 
 def test_pyautogui_code_runs_in_the_environment_as_osworlds_server_runs_it(pool: Pool) -> None:

@@ -12,7 +12,6 @@ from Xlib import XK
 from cleanroom.environments.errors import BadAction
 from cleanroom.environments.osworld_env.actions import (
     KEYBOARD_KEYS,
-    MISSING,
     PYAUTOGUI_PREFIX,
     PYAUTOGUI_X11_KEYSYMS,
     SCHEMA,
@@ -20,6 +19,7 @@ from cleanroom.environments.osworld_env.actions import (
     BadOSWorldAction,
     ComputerAction,
     Control,
+    PointerCode,
     PyautoguiCode,
     Translated,
     Unsupported,
@@ -27,6 +27,7 @@ from cleanroom.environments.osworld_env.actions import (
     outcome,
     parse_computer_13,
     parse_pyautogui,
+    rewrite_less_than,
     translate,
     translate_pyautogui,
     x_keysym_name,
@@ -112,29 +113,49 @@ def test_each_kind_translates_to_policy_actions(data: dict[str, Any], expected: 
 
 
 @pytest.mark.parametrize(
-    ("data", "needs"),
+    ("data", "calls"),
     [
-        ({"action_type": "CLICK"}, ("click_at_pointer",)),
-        ({"action_type": "CLICK", "button": "left"}, ("click_at_pointer",)),
-        ({"action_type": "CLICK", "button": "left", "num_clicks": 2}, ("click_at_pointer",)),
-        ({"action_type": "RIGHT_CLICK"}, ("click_at_pointer",)),
-        ({"action_type": "DOUBLE_CLICK"}, ("click_at_pointer",)),
-        ({"action_type": "MOUSE_DOWN"}, ("mouse_down",)),
-        ({"action_type": "MOUSE_DOWN", "button": "right"}, ("mouse_down",)),
-        ({"action_type": "MOUSE_UP"}, ("mouse_up",)),
-        ({"action_type": "MOUSE_UP", "button": "middle"}, ("mouse_up",)),
-        ({"action_type": "DRAG_TO", "x": 100, "y": 200}, ("mouse_down", "mouse_up")),
-        ({"action_type": "SCROLL", "dx": 0, "dy": -5}, ("scroll",)),
-        ({"action_type": "SCROLL", "dx": 3, "dy": 0}, ("scroll",)),
+        ({"action_type": "CLICK"}, ["pyautogui.click()"]),
+        ({"action_type": "CLICK", "button": "left"}, ["pyautogui.click(button='left')"]),
+        (
+            {"action_type": "CLICK", "button": "left", "num_clicks": 2},
+            ["pyautogui.click(button='left', clicks=2)"],
+        ),
+        ({"action_type": "RIGHT_CLICK"}, ["pyautogui.rightClick()"]),
+        ({"action_type": "DOUBLE_CLICK"}, ["pyautogui.doubleClick()"]),
+        ({"action_type": "MOUSE_DOWN"}, ["pyautogui.mouseDown()"]),
+        ({"action_type": "MOUSE_DOWN", "button": "right"}, ["pyautogui.mouseDown(button='right')"]),
+        ({"action_type": "MOUSE_UP"}, ["pyautogui.mouseUp()"]),
+        ({"action_type": "MOUSE_UP", "button": "middle"}, ["pyautogui.mouseUp(button='middle')"]),
+        (
+            {"action_type": "DRAG_TO", "x": 100, "y": 200},
+            ["pyautogui.dragTo(100, 200, duration=1.0, button='left', mouseDownUp=True)"],
+        ),
+        (
+            {"action_type": "SCROLL", "dx": 0, "dy": -5},
+            ["pyautogui.hscroll(0)", "pyautogui.vscroll(-5)"],
+        ),
     ],
 )
-def test_what_the_policy_api_lacks_is_unsupported_by_name(
-    data: dict[str, Any], needs: tuple[str, ...]
+def test_pointer_actions_the_policy_api_lacks_are_osworlds_own_pyautogui_calls(
+    data: dict[str, Any], calls: list[str]
 ) -> None:
     result = _do(data)
-    assert isinstance(result, Unsupported)
-    assert result.action_type == data["action_type"] and result.needs == needs
-    assert all(name in MISSING for name in result.needs)
+    assert isinstance(result, PointerCode)
+    assert [c.command for c in result.codes] == calls
+
+
+def test_an_agents_less_than_is_rewritten_as_osworld_rewrites_it() -> None:
+    assert rewrite_less_than("pyautogui.press('<')") == 'pyautogui.hotkey("shift", ",")'
+    assert rewrite_less_than("pyautogui.typewrite('a<b<')") == (
+        'pyautogui.typewrite(\'a\'); pyautogui.hotkey("shift", ","); '
+        'pyautogui.typewrite(\'b\'); pyautogui.hotkey("shift", ",")'
+    )
+    # Untouched: no '<', another function, an unquoted argument.
+    for code in ("pyautogui.typewrite('a>b')", "pyautogui.write('<')", "pyautogui.typewrite(x)"):
+        assert rewrite_less_than(code) == code
+    # Escapes are decoded where a '<' is found, as OSWorld decodes them.
+    assert rewrite_less_than(r"pyautogui.typewrite('\u003c')") == 'pyautogui.hotkey("shift", ",")'
 
 
 def test_parameters_may_sit_under_parameters() -> None:

@@ -18,14 +18,22 @@ naming the action and the fault), with coordinates checked against the screen.
   are pressed as pyautogui 0.9.54 (the version OSWorld's server runs) presses them on X11:
   a key or character it has no keysym for is pressed by neither, and is listed in
   ``unpressed``;
-- `Unsupported`: the policy API has no action for it yet; ``needs`` names the missing
-  ones (`MISSING`);
+- `PointerCode`: the pointer actions the policy API has no action for (a click where
+  the pointer is, a held button, a drag, the wheel): the pyautogui calls OSWorld's
+  controller sends its server for them, to be run in the environment as its server runs
+  them (one program per call);
 - `Control`: ``WAIT``, ``FAIL`` or ``DONE``, which press nothing.
+
+For the ``pyautogui`` space, `rewrite_less_than` is the rewrite OSWorld's ``step`` makes
+of the agent's code before running it. `Unsupported` names what a policy-API-only
+consumer cannot do (`MISSING`): run Python code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import re
 import string
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,14 +126,6 @@ BUTTONS = {"left": 1, "middle": 2, "right": 3}
 
 # The policy actions OSWorld's actions need and the policy API does not have yet.
 MISSING: dict[str, str] = {
-    "mouse_down": "press a mouse button where the pointer is and hold it "
-    "(MOUSE_DOWN, and the start of DRAG_TO)",
-    "mouse_up": "release a held mouse button where the pointer is "
-    "(MOUSE_UP, and the end of DRAG_TO)",
-    "scroll": "turn the wheel where the pointer is, dy clicks of buttons 4 (up) or 5 (down) "
-    "and dx clicks of buttons 7 (right) or 6 (left) (SCROLL)",
-    "click_at_pointer": "click where the pointer is, without coordinates "
-    "(CLICK, RIGHT_CLICK and DOUBLE_CLICK without x and y)",
     "run_python": "run Python code with pyautogui in the environment, as its user, on its "
     "display (every action of the pyautogui space but WAIT, FAIL and DONE)",
 }
@@ -196,8 +196,8 @@ class PyautoguiCode:
 
     def program(self) -> str:
         """The program OSWorld's controller runs (``python -c``): its prefix, then the
-        code. OSWorld's ``step`` first rewrites ``'<'`` in ``press`` and ``typewrite``
-        calls; this does not."""
+        code as it is (an agent's code goes through `rewrite_less_than` first, as
+        OSWorld's ``step`` does; its controller's own calls do not)."""
         return PYAUTOGUI_PREFIX + self.command
 
 
@@ -208,6 +208,15 @@ class Translated:
 
     actions: tuple[Action, ...]
     unpressed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PointerCode:
+    """A ``computer_13`` pointer action as the pyautogui calls OSWorld's controller sends
+    its server (``desktop_env/controllers/python.py``, ``execute_action``), in order, one
+    program each; the values in them are the action's, checked by `parse_computer_13`."""
+
+    codes: tuple[PyautoguiCode, ...]
 
 
 @dataclass(frozen=True)
@@ -249,7 +258,9 @@ class Control:
         return {}
 
 
-Outcome = Translated | Unsupported | Control
+# What a computer_13 action does here, and what any action does for a policy-API-only caller.
+ComputerOutcome = Translated | PointerCode | Control
+Outcome = ComputerOutcome | Unsupported
 
 
 # -- computer_13 ---------------------------------------------------------------------------
@@ -356,7 +367,7 @@ def _check_together(action_type: str, params: dict[str, Any]) -> None:
         raise BadOSWorldAction("CLICK takes num_clicks only with a button or with x and y")
 
 
-def translate(action: ComputerAction, *, screen: tuple[int, int]) -> Outcome:
+def translate(action: ComputerAction, *, screen: tuple[int, int]) -> ComputerOutcome:
     """What the policy API does for a parsed ``computer_13`` action on ``screen``."""
     width, height = _screen(screen)
     kind, p = action.action_type, action.parameters
@@ -365,26 +376,13 @@ def translate(action: ComputerAction, *, screen: tuple[int, int]) -> Outcome:
     if kind == "MOVE_TO":
         return Translated((Move("move", *_pixel(p, width, height)),))
     if kind in ("CLICK", "RIGHT_CLICK", "DOUBLE_CLICK"):
-        if "x" not in p:
-            return Unsupported(
-                kind, ("click_at_pointer",), f"{kind} without x and y clicks where the pointer is"
-            )
+        if "x" not in p:  # where the pointer is: pyautogui's own click
+            return _pointer_code(kind, p)
         button = 3 if kind == "RIGHT_CLICK" else BUTTONS[p.get("button", "left")]
         count = 2 if kind == "DOUBLE_CLICK" else p.get("num_clicks", 1)
         return Translated((Click("click", *_pixel(p, width, height), button, count),))
-    if kind == "MOUSE_DOWN":
-        return Unsupported(kind, ("mouse_down",), "presses a mouse button and holds it")
-    if kind == "MOUSE_UP":
-        return Unsupported(kind, ("mouse_up",), "releases a held mouse button")
-    if kind == "DRAG_TO":
-        return Unsupported(
-            kind,
-            ("mouse_down", "mouse_up"),
-            "holds the left button down where the pointer is, moves to x, y over a second "
-            "and releases it there",
-        )
-    if kind == "SCROLL":
-        return Unsupported(kind, ("scroll",), "turns the wheel where the pointer is")
+    if kind in ("MOUSE_DOWN", "MOUSE_UP", "DRAG_TO", "SCROLL"):
+        return _pointer_code(kind, p)
     if kind == "TYPING":
         return _typing(p["text"])
     if kind == "PRESS":
@@ -404,7 +402,32 @@ def translate(action: ComputerAction, *, screen: tuple[int, int]) -> Outcome:
     raise AssertionError(kind)  # pragma: no cover - parse_computer_13 admits no other kind
 
 
-def computer_13_outcome(data: Any, *, screen: tuple[int, int]) -> Outcome:
+def _pointer_code(kind: str, p: dict[str, Any]) -> PointerCode:
+    """The calls OSWorld's controller makes for a pointer action the policy API lacks.
+    The values are checked (numbers, a button of `BUTTONS`), so they are written into
+    the code as the controller writes them, with ``str``."""
+    calls: list[str]
+    if kind in ("CLICK", "RIGHT_CLICK", "DOUBLE_CLICK"):
+        clicks = {"CLICK": "click", "RIGHT_CLICK": "rightClick", "DOUBLE_CLICK": "doubleClick"}
+        args = [f"button='{p['button']}'"] if kind == "CLICK" and "button" in p else []
+        if kind == "CLICK" and "button" in p and "num_clicks" in p:
+            args.append(f"clicks={p['num_clicks']}")
+        calls = [f"pyautogui.{clicks[kind]}({', '.join(args)})"]
+    elif kind in ("MOUSE_DOWN", "MOUSE_UP"):
+        function = "mouseDown" if kind == "MOUSE_DOWN" else "mouseUp"
+        args = [f"button='{p['button']}'"] if "button" in p else []
+        calls = [f"pyautogui.{function}({', '.join(args)})"]
+    elif kind == "DRAG_TO":
+        calls = [
+            f"pyautogui.dragTo({p['x']}, {p['y']}, duration=1.0, button='left', mouseDownUp=True)"
+        ]
+    else:  # SCROLL: the horizontal turn first, each its own call
+        calls = [f"pyautogui.hscroll({p['dx']})"] if "dx" in p else []
+        calls += [f"pyautogui.vscroll({p['dy']})"] if "dy" in p else []
+    return PointerCode(tuple(PyautoguiCode(c) for c in calls))
+
+
+def computer_13_outcome(data: Any, *, screen: tuple[int, int]) -> ComputerOutcome:
     """`parse_computer_13`, then `translate`."""
     return translate(parse_computer_13(data, screen=screen), screen=screen)
 
@@ -496,3 +519,42 @@ def outcome(action_space: str, data: Any, *, screen: tuple[int, int]) -> Outcome
     if action_space == "pyautogui":
         return translate_pyautogui(parse_pyautogui(data))
     raise BadOSWorldAction(f"unknown action space {action_space!r}; use {', '.join(ACTION_SPACES)}")
+
+
+# -- OSWorld's rewrite of '<' ----------------------------------------------------------------
+
+_PRESS_LESS_THAN = re.compile(r"""pyautogui\.press\(["'](?:<|\\u003c)["']\)""")
+_TYPEWRITE = re.compile(r"""pyautogui\.typewrite\((["'])(.*?)\1\)""")
+_SHIFT_COMMA = 'pyautogui.hotkey("shift", ",")'
+
+
+def rewrite_less_than(code: str) -> str:
+    """The agent's pyautogui code as OSWorld 1.0.2's ``step`` runs it.
+
+    pyautogui types ``'<'`` as ``'>'`` on OSWorld's X keyboard, so OSWorld rewrites the
+    code first (``desktop_env.desktop_env._fix_pyautogui_less_than_bug``): ``press('<')``
+    (or its ``\\u003c`` escape) becomes shift and comma; a quoted ``typewrite`` whose
+    text, after Python's ``unicode_escape`` decoding, holds ``'<'`` becomes the pieces
+    around each ``'<'`` typed in the same quotes, with shift and comma between them, joined
+    by ``'; '``. Its quirks are kept, since the desktop sees the rewritten code: the
+    decoded text is what is typed (escapes are decoded, non-ASCII text is decoded byte by
+    byte), and a text that cannot be decoded is used as it is. The differential suite
+    compares this with OSWorld's function.
+    """
+    code = _PRESS_LESS_THAN.sub(_SHIFT_COMMA, code)
+    return _TYPEWRITE.sub(_typewrite_pieces, code)
+
+
+def _typewrite_pieces(match: re.Match[str]) -> str:
+    quote, text = match.group(1), match.group(2)
+    with contextlib.suppress(UnicodeDecodeError):
+        text = text.encode("utf-8").decode("unicode_escape")
+    if "<" not in text:
+        return match.group(0)
+    first, *rest = text.split("<")
+    pieces = [f"pyautogui.typewrite({quote}{first}{quote})"] if first else []
+    for piece in rest:
+        pieces.append(_SHIFT_COMMA)
+        if piece:
+            pieces.append(f"pyautogui.typewrite({quote}{piece}{quote})")
+    return "; ".join(pieces)
