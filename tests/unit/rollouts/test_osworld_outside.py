@@ -9,15 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.testclient import TestClient
 
 from cleanroom.core.breakage import Breakage
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.environments.errors import BadAction, EnvironmentBroken, UnknownEnvironment
 from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.policy.http import KEY_HEADER, env_key
 from cleanroom.rollouts import osworld_outside
 from cleanroom.rollouts.base import RolloutContext
 from cleanroom.rollouts.osworld_desktop_env import InvalidEvaluation, NoTask
+from cleanroom.rollouts.osworld_http import build_osworld_app
 from cleanroom.rollouts.osworld_outside import (
     CONNECTION_FILE,
     NoEpisode,
@@ -224,3 +227,21 @@ def test_the_connection_file_holds_each_environments_own_key_for_its_owner_only(
     assert "harness-key" not in text and '"env01"' in text
     with pytest.raises(FileExistsError):  # never written over, nor through a link
         write_connection(tmp_path, "http://127.0.0.1:1", "k", ["env01"])
+
+
+def test_over_http_a_reset_with_no_rollout_is_not_open_and_a_step_with_no_episode_409() -> None:
+    app = build_osworld_app(_agents(reset_wait_s=0.2), "harness-key")
+    mine = {KEY_HEADER: f"Bearer {env_key('harness-key', 'env01')}"}
+    with TestClient(app) as client:
+        reset = client.post("/v1/osworld/env01/reset", json={"task_config": TASK}, headers=mine)
+        assert (reset.status_code, reset.json()["error"]) == (503, "not_open")
+        step = client.post("/v1/osworld/env01/step", json={"action": "DONE"}, headers=mine)
+        assert (step.status_code, step.json()["error"]) == (409, "no_episode")
+        other = client.post("/v1/osworld/env02/step", json={"action": "DONE"}, headers=mine)
+        assert other.status_code == 401
+        unknown = client.post(
+            "/v1/osworld/env09/step",
+            json={"action": "DONE"},
+            headers={KEY_HEADER: "Bearer harness-key"},
+        )
+        assert unknown.status_code == 404
