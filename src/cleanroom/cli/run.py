@@ -51,8 +51,17 @@ AgentPort = Annotated[
         min=0,
         max=65535,
         help=f"With --tasks {OUTSIDE_TASK}: serve OSWorld's DesktopEnv interface on"
-        f" 127.0.0.1:PORT (0: any free port). Each environment's key, and the URL, are in"
+        f" PORT (0: any free port) of --agent-host. Each environment's key, and the URL, are in"
         f" {CONNECTION_FILE} in the run folder.",
+    ),
+]
+AgentHost = Annotated[
+    str,
+    typer.Option(
+        "--agent-host",
+        help="The address the OSWorld interface listens on: loopback by default; an"
+        " address other machines reach when the agents run there (each route still needs"
+        " its environment's key).",
     ),
 ]
 AgentActionSpace = Annotated[
@@ -237,6 +246,7 @@ def run(
     on_node_loss: OnNodeLoss = "continue",
     node_runs: NodeRuns = DEFAULT_NODE_RUNS,
     agent_port: AgentPort = 0,
+    agent_host: AgentHost = "127.0.0.1",
     agent_action_space: AgentActionSpace = "pyautogui",
     agent_wait: AgentWait = DEFAULT_WAIT_S,
     agent_episode: AgentEpisode = DEFAULT_EPISODE_S,
@@ -257,7 +267,7 @@ def run(
             leaky_controls=controls,
             warm_standby=warm_standby,
             outside_agents=OutsideAgentSettings(
-                agent_port, agent_action_space, agent_wait, agent_episode
+                agent_port, agent_host, agent_action_space, agent_wait, agent_episode
             ),
         ),
     )
@@ -280,6 +290,7 @@ def soak(
     on_node_loss: OnNodeLoss = "continue",
     node_runs: NodeRuns = DEFAULT_NODE_RUNS,
     agent_port: AgentPort = 0,
+    agent_host: AgentHost = "127.0.0.1",
     agent_action_space: AgentActionSpace = "pyautogui",
     agent_wait: AgentWait = DEFAULT_WAIT_S,
     agent_episode: AgentEpisode = DEFAULT_EPISODE_S,
@@ -303,7 +314,7 @@ def soak(
             leaky_controls=controls,
             warm_standby=warm_standby,
             outside_agents=OutsideAgentSettings(
-                agent_port, agent_action_space, agent_wait, agent_episode
+                agent_port, agent_host, agent_action_space, agent_wait, agent_episode
             ),
         ),
     )

@@ -15,6 +15,7 @@ way the loop ends, `cleanroom report` can read the run.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 import threading
 import time
@@ -82,7 +83,9 @@ class OutsideAgentSettings:
     that run elsewhere drive its acting environments, one episode per rollout
     (`rollouts.osworld_outside`)."""
 
-    port: int = 0  # on 127.0.0.1; 0: any free port (the connection file names it)
+    port: int = 0  # 0: any free port (the connection file names it)
+    # Loopback unless the agents run on other machines; every route needs a key either way.
+    host: str = "127.0.0.1"
     action_space: str = "pyautogui"
     wait_s: float = DEFAULT_WAIT_S  # per batch: how long an environment waits for its agent
     episode_s: float = DEFAULT_EPISODE_S  # how long one agent's episode may run
@@ -90,6 +93,10 @@ class OutsideAgentSettings:
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port {self.port} is not a TCP port")
+        try:
+            ipaddress.ip_address(self.host)
+        except ValueError:
+            raise ValueError(f"the agents' host {self.host!r} is not an IP address") from None
         if self.action_space not in ACTION_SPACES:
             raise ValueError(
                 f"action space {self.action_space!r}: choose {', '.join(ACTION_SPACES)}"
@@ -419,7 +426,8 @@ def _outside_agents(s: LoopServices, stack: ExitStack) -> tuple[dict, dict]:
         stopping=s.stopping,
     )
     key = secrets.token_hex(32)
-    url = stack.enter_context(serving(build_osworld_app(agents, key), settings.port))
+    app = build_osworld_app(agents, key)
+    url = stack.enter_context(serving(app, settings.port, settings.host))
     acting = [n for n in s.pool.names if n != CANARY_ENV]
     path = write_connection(s.store.run_dir, url, key, acting)
     s.progress.event(f"OSWorld interface for outside agents on {url} (keys: {path.name})")

@@ -228,12 +228,12 @@ def build_osworld_app(envs: OSWorldEnvs, key: str) -> Starlette:
 
 
 @contextlib.contextmanager
-def serving(app: Starlette, port: int = 0) -> Iterator[str]:
-    """Run ``app`` on 127.0.0.1:``port`` (0: any free port) in a thread for the block;
+def serving(app: Starlette, port: int = 0, host: str = "127.0.0.1") -> Iterator[str]:
+    """Run ``app`` on ``host``:``port`` (0: any free port) in a thread for the block;
     yields its base URL."""
-    sock = socket.socket()
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
+    sock.bind((host, port))
     config = uvicorn.Config(app, lifespan="off", access_log=False, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -243,7 +243,8 @@ def serving(app: Starlette, port: int = 0) -> Iterator[str]:
             if not thread.is_alive():
                 raise RuntimeError("the OSWorld interface's server did not start")
             threading.Event().wait(0.05)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        shown = f"[{host}]" if ":" in host else host
+        yield f"http://{shown}:{sock.getsockname()[1]}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

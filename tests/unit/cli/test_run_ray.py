@@ -48,6 +48,7 @@ def test_without_ray_the_error_names_the_extra(
     [
         (["--ray", NOWHERE], "runs on one machine only"),
         (["--agent-action-space", "mouse"], "action space 'mouse'"),
+        (["--agent-host", "example.org"], "is not an IP address"),
     ],
 )
 def test_outside_agents_refuse_what_they_cannot_serve(
