@@ -68,6 +68,15 @@ AgentActionSpace = Annotated[
     str,
     typer.Option("--agent-action-space", help="The outside agents' OSWorld action space."),
 ]
+AgentA11yTree = Annotated[
+    bool,
+    typer.Option(
+        "--agent-a11y-tree/--no-agent-a11y-tree",
+        help="Whether the outside agents' observations carry the environment's"
+        " accessibility tree (OSWorld's XML), as OSWorld's do by default; reading it takes"
+        " a few seconds per observation.",
+    ),
+]
 AgentWait = Annotated[
     float,
     typer.Option(
@@ -250,6 +259,7 @@ def run(
     agent_action_space: AgentActionSpace = "pyautogui",
     agent_wait: AgentWait = DEFAULT_WAIT_S,
     agent_episode: AgentEpisode = DEFAULT_EPISODE_S,
+    agent_a11y_tree: AgentA11yTree = True,
 ) -> None:
     """Run windows of smoke rollouts, isolation tests and the canary; then the audit."""
     folder = new_run_folder(run_dir, "run")
@@ -267,7 +277,12 @@ def run(
             leaky_controls=controls,
             warm_standby=warm_standby,
             outside_agents=OutsideAgentSettings(
-                agent_port, agent_host, agent_action_space, agent_wait, agent_episode
+                agent_port,
+                agent_host,
+                agent_action_space,
+                agent_wait,
+                agent_episode,
+                agent_a11y_tree,
             ),
         ),
     )
@@ -294,6 +309,7 @@ def soak(
     agent_action_space: AgentActionSpace = "pyautogui",
     agent_wait: AgentWait = DEFAULT_WAIT_S,
     agent_episode: AgentEpisode = DEFAULT_EPISODE_S,
+    agent_a11y_tree: AgentA11yTree = True,
 ) -> None:
     """The harness loop for hours, with the soak trial counts."""
     folder = new_run_folder(run_dir, "soak")
@@ -314,7 +330,12 @@ def soak(
             leaky_controls=controls,
             warm_standby=warm_standby,
             outside_agents=OutsideAgentSettings(
-                agent_port, agent_host, agent_action_space, agent_wait, agent_episode
+                agent_port,
+                agent_host,
+                agent_action_space,
+                agent_wait,
+                agent_episode,
+                agent_a11y_tree,
             ),
         ),
     )

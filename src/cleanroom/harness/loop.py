@@ -89,6 +89,7 @@ class OutsideAgentSettings:
     action_space: str = "pyautogui"
     wait_s: float = DEFAULT_WAIT_S  # per batch: how long an environment waits for its agent
     episode_s: float = DEFAULT_EPISODE_S  # how long one agent's episode may run
+    a11y_tree: bool = True  # observations carry the accessibility tree, as OSWorld's do
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -424,6 +425,7 @@ def _outside_agents(s: LoopServices, stack: ExitStack) -> tuple[dict, dict]:
         wait_s=settings.wait_s,
         episode_s=settings.episode_s,
         stopping=s.stopping,
+        require_a11y_tree=settings.a11y_tree,
     )
     key = secrets.token_hex(32)
     app = build_osworld_app(agents, key)

@@ -48,7 +48,9 @@ class OSWorldAgentTask(SmokeTask):
         settings: CheckSettings | None = None,
         max_steps: int = 15,
         pause_s: float = 0.5,
+        require_a11y_tree: bool = True,
     ) -> None:
+        self.require_a11y_tree = require_a11y_tree
         self.name = name
         self.task_config = task_config
         self.agent = agent
@@ -60,7 +62,12 @@ class OSWorldAgentTask(SmokeTask):
     def policy(self, ctx: RolloutContext) -> None:
         if not isinstance(ctx.handle, LocalHandle):
             raise RolloutSetupError("an OSWorld agent's rollout needs the pool in this process")
-        env = OSWorldDesktopEnv(ctx.handle, action_space=self.action_space, settings=self.settings)
+        env = OSWorldDesktopEnv(
+            ctx.handle,
+            action_space=self.action_space,
+            settings=self.settings,
+            require_a11y_tree=self.require_a11y_tree,
+        )
         ctx.state[ENV_KEY] = env
         obs = env.begin(self.task_config)
         for _ in range(self.max_steps):

@@ -22,9 +22,10 @@ then ``obs, reward, done, info = env.step(action)`` until ``done``, then
   (a getter that could not run, a checker that raised) is `invalid`, raised as
   `InvalidEvaluation` with the outcome, never returned as a 0.
 
-Observations are OSWorld's: ``screenshot`` (PNG bytes), ``accessibility_tree`` (None:
-not given yet), ``terminal`` (None, as OSWorld gives for anything but gnome-terminal)
-and ``instruction``.
+Observations are OSWorld's: ``screenshot`` (PNG bytes), ``accessibility_tree`` (the
+environment's own AT-SPI tree in OSWorld's XML, with ``require_a11y_tree``, on by
+default as in OSWorld; None when it could not be read), ``terminal`` (None, as OSWorld
+gives for anything but gnome-terminal) and ``instruction``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 
 from cleanroom.core.errors import CleanroomError
 from cleanroom.core.outcomes import Outcome, Status
-from cleanroom.environments.errors import StaleGeneration
+from cleanroom.environments.errors import EnvironmentBroken, PoolError, StaleGeneration
 from cleanroom.environments.osworld_env.actions import (
     ACTION_SPACES,
     Control,
@@ -77,7 +78,7 @@ class OSWorldDesktopEnv:
         handle: LocalHandle,
         *,
         action_space: str = "computer_13",
-        require_a11y_tree: bool = False,
+        require_a11y_tree: bool = True,
         require_terminal: bool = False,
         settings: CheckSettings | None = None,
     ) -> None:
@@ -194,7 +195,19 @@ class OSWorldDesktopEnv:
     def _observation(self) -> dict[str, Any]:
         return {
             "screenshot": self.handle.screenshot(),
-            "accessibility_tree": None,
+            "accessibility_tree": self._accessibility_tree() if self.require_a11y_tree else None,
             "terminal": None,
             "instruction": self.instruction,
         }
+
+    def _accessibility_tree(self) -> str | None:
+        """The environment's AT-SPI tree in OSWorld's XML, or None when it could not be
+        read, as OSWorld's controller gives None when its server fails. The tree is the
+        agent's own programs' (a huge or hung one is its doing), so a failure to read it
+        never ends the rollout; a stale generation or a broken environment still does."""
+        try:
+            return self.handle.accessibility_tree()
+        except (StaleGeneration, EnvironmentBroken):
+            raise
+        except PoolError:
+            return None

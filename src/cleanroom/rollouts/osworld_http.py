@@ -29,6 +29,7 @@ import base64
 import contextlib
 import hmac
 import json
+import logging
 import os
 import socket
 import threading
@@ -66,6 +67,7 @@ from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task import TaskFileError
 
 MAX_BODY_BYTES = 4 << 20
+log = logging.getLogger(__name__)
 
 
 def _error(status: int, error: str, **extra: Any) -> JSONResponse:
@@ -97,11 +99,17 @@ class PoolEnvs:
     environment's calls run one at a time."""
 
     def __init__(
-        self, pool: Pool, *, action_space: str = "pyautogui", settings: CheckSettings
+        self,
+        pool: Pool,
+        *,
+        action_space: str = "pyautogui",
+        settings: CheckSettings | None = None,
+        require_a11y_tree: bool = True,
     ) -> None:
         self.pool = pool
         self.action_space = action_space
         self.settings = settings
+        self.require_a11y_tree = require_a11y_tree
         self._envs: dict[str, tuple[OSWorldDesktopEnv, threading.Lock]] = {}
         self._making = threading.Lock()
 
@@ -131,7 +139,10 @@ class PoolEnvs:
                 self.pool.env(name)  # an unknown environment raises here
                 handle = LocalHandle(self.pool, name)
                 env = OSWorldDesktopEnv(
-                    handle, action_space=self.action_space, settings=self.settings
+                    handle,
+                    action_space=self.action_space,
+                    settings=self.settings,
+                    require_a11y_tree=self.require_a11y_tree,
                 )
                 self._envs[name] = (env, threading.Lock())
             return self._envs[name]
@@ -208,6 +219,9 @@ def build_osworld_app(envs: OSWorldEnvs, key: str) -> Starlette:
             return _error(404, "unknown_environment", detail=str(exc))
         except PoolError as exc:
             return _error(503, "pool_error", detail=str(exc))
+        except Exception as exc:  # a fault of cleanroom's: said, with its traceback logged
+            log.exception("OSWorld interface: %s of %s failed", what, name)
+            return _error(500, "internal", detail=f"{type(exc).__name__}: {exc}"[:500])
 
     async def reset(request: Request) -> Response:
         return await call(request, "reset")

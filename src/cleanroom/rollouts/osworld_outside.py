@@ -89,6 +89,8 @@ class _Episode:
     # The environment broke under one of the agent's steps (its own processes, or the
     # pool's): the rollout's outcome says whose fault it was, as for any rollout.
     broke: EnvironmentBroken | StaleGeneration | None = None
+    # The pool or the guest failed under one of the agent's steps: the rollout is invalid.
+    fault: str | None = None
     scored: threading.Event = field(default_factory=threading.Event)
     score: float | None = None
     invalid: Outcome | None = None
@@ -114,8 +116,10 @@ class OutsideAgents:
         episode_s: float = DEFAULT_EPISODE_S,
         reset_wait_s: float = RESET_WAIT_S,
         stopping: threading.Event | None = None,
+        require_a11y_tree: bool = True,
     ) -> None:
         self.pool = pool
+        self.require_a11y_tree = require_a11y_tree
         self.action_space = action_space
         self.settings = settings
         self.wait_s = wait_s
@@ -160,11 +164,17 @@ class OutsideAgents:
             episode = self._running(slot, name)
             try:
                 return episode.env.step(action, pause=pause)
+            except BadAction:  # the agent's malformed action: refused, its episode goes on
+                raise
             except (EnvironmentBroken, StaleGeneration) as exc:
                 if isinstance(exc, EnvironmentBroken) or exc.left_by is not None:
-                    with self._changed:
-                        episode.broke, episode.ending = exc, f"the environment broke: {exc}"
-                        self._changed.notify_all()
+                    self._end(episode, f"the environment broke: {exc}", broke=exc)
+                else:  # reset under the episode: the harness's doing
+                    self._end(episode, f"the infrastructure failed: {exc}", fault=str(exc))
+                raise
+            except Exception as exc:  # the pool or the guest failed under the step
+                why = f"{type(exc).__name__}: {exc}"[:500]
+                self._end(episode, f"the infrastructure failed: {why}", fault=why)
                 raise
 
     def evaluate(self, name: str) -> float:
@@ -207,6 +217,21 @@ class OutsideAgents:
 
     # -- beneath ----------------------------------------------------------------------
 
+    def _end(
+        self,
+        episode: _Episode,
+        why: str,
+        *,
+        broke: EnvironmentBroken | StaleGeneration | None = None,
+        fault: str | None = None,
+    ) -> None:
+        with self._changed:
+            if episode.ending is None:
+                episode.ending = why
+            episode.broke = episode.broke or broke
+            episode.fault = episode.fault or fault
+            self._changed.notify_all()
+
     def _slot(self, name: str) -> _Slot:
         with self._changed:
             if name not in self._slots:
@@ -229,7 +254,12 @@ class OutsideAgents:
             pending, slot.pending = slot.pending, None
         if pending is None:
             raise RolloutSetupError(f"no agent is waiting in {ctx.env}")
-        env = OSWorldDesktopEnv(ctx.handle, action_space=self.action_space, settings=self.settings)
+        env = OSWorldDesktopEnv(
+            ctx.handle,
+            action_space=self.action_space,
+            settings=self.settings,
+            require_a11y_tree=self.require_a11y_tree,
+        )
         task_id = str((pending.task_config or {}).get("id", ""))[:200]
         episode = _Episode(env, ctx.token.rollout_id, task_id, time.monotonic())
         try:
@@ -290,6 +320,9 @@ class OutsideAgentTask(SmokeTask):
             episode.scored.set()
 
     def _score(self, episode: _Episode) -> Outcome:
+        if episode.fault is not None:
+            episode.invalid = Outcome.invalid(Reason.ENVIRONMENT_ERROR, episode.fault)
+            return episode.invalid
         broke = episode.broke
         if broke is not None:  # whose fault it was decides, as for any rollout
             breakage = broke.breakage if isinstance(broke, EnvironmentBroken) else broke.left_by

@@ -51,6 +51,7 @@ env = OSWorldHTTPEnv(url, "env01", key)
 task = json.load(open(task_path))
 obs = env.reset(task_config=task)
 assert obs["screenshot"][:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+assert obs["accessibility_tree"].startswith("<desktop-frame")
 t0 = env.evaluate()
 x, y = (int(v) for v in sys.argv[4:6])
 env.step(f"pyautogui.click({x}, {y})", pause=0.5)

@@ -49,6 +49,7 @@ def env(one_env_pool: Pool) -> OSWorldDesktopEnv:
     return OSWorldDesktopEnv(
         LocalHandle(one_env_pool, "env01"),
         settings=CheckSettings(screen_width=1280, screen_height=800),
+        require_a11y_tree=False,
     )
 
 

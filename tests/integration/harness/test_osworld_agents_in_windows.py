@@ -102,14 +102,20 @@ def live(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
     pool = Pool(PoolConfig(envs=2, programs=("writer", "terminal")), store.run_dir, store)
     stopping = threading.Event()
     tasks = {
-        CLEAN: lambda verify: OSWorldAgentTask(CLEAN, RENAME, scripted_agent(), settings=SETTINGS),
+        CLEAN: lambda verify: OSWorldAgentTask(
+            CLEAN, RENAME, scripted_agent(), settings=SETTINGS, require_a11y_tree=False
+        ),
         LEAKY: lambda verify: OSWorldAgentTask(
-            LEAKY, RENAME, scripted_agent(leak=True), settings=SETTINGS
+            LEAKY, RENAME, scripted_agent(leak=True), settings=SETTINGS, require_a11y_tree=False
         ),
         # An agent whose first action is no action at all: its episode ends, and it is
         # scored on the desktop as it left it, never excluded.
         GARBLED: lambda verify: OSWorldAgentTask(
-            GARBLED, RENAME, lambda obs, env: {"action_type": "JUMP"}, settings=SETTINGS
+            GARBLED,
+            RENAME,
+            lambda obs, env: {"action_type": "JUMP"},
+            settings=SETTINGS,
+            require_a11y_tree=False,
         ),
     }
     try:

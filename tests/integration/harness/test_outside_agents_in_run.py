@@ -49,6 +49,7 @@ class Agent(threading.Thread):
         super().__init__(daemon=True)
         self.run_dir, self.env, self.before_done = run, env, before_done
         self.scores: list[float] = []
+        self.trees: list[str | None] = []
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -58,6 +59,7 @@ class Agent(threading.Thread):
             client: OSWorldHTTPEnv = connect(path, wait_s=600)[self.env]
             obs = client.reset(task_config=RENAME)
             assert obs["screenshot"][:4] == b"\x89PNG"
+            self.trees.append(obs["accessibility_tree"])
             client.step(SOLVE, pause=1.0)
             if self.before_done is not None:
                 self.before_done(client)
@@ -78,9 +80,11 @@ def _run(run: Path, *args: str) -> subprocess.Popen[str]:
 
 def _finish(proc: subprocess.Popen[str], agents: list[Agent]) -> str:
     out, _ = proc.communicate(timeout=900)
+    # The run's own faults (a traceback the interface logged) before its report's end.
+    said = out[out.find("Traceback") :][:4000] if "Traceback" in out else out[-4000:]
     for a in agents:
         a.join(timeout=60)
-        assert a.error is None, f"{a.env}: {a.error!r}\n{out[-4000:]}"
+        assert a.error is None, f"{a.env}: {a.error!r}\n{said}"
     return out
 
 
@@ -96,6 +100,8 @@ def test_outside_agents_rollouts_are_counted_next_to_controls_that_fired(
     out = _finish(proc, agents)
     assert proc.returncode in (0, 1), out[-4000:]
     assert [a.scores for a in agents] == [[1.0], [1.0]], out[-4000:]
+    # OSWorld's default observation, over HTTP: each environment's accessibility tree.
+    assert all(t and t.startswith("<desktop-frame") for a in agents for t in a.trees)
     assert (run / CONNECTION_FILE).stat().st_mode & 0o077 == 0
 
     with RunStore.open(run, owner=False) as store:
@@ -131,7 +137,7 @@ def test_a_leak_injected_during_an_outside_agents_episode_fails_the_window(
     desktop_stack: None, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
-    proc = _run(run, "--no-leaky-controls")
+    proc = _run(run, "--no-leaky-controls", "--no-agent-a11y-tree")
     planted = threading.Event()
 
     def plant_the_neighbours_token(client: OSWorldHTTPEnv) -> None:

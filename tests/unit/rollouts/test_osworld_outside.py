@@ -245,3 +245,16 @@ def test_over_http_a_reset_with_no_rollout_is_not_open_and_a_step_with_no_episod
             headers={KEY_HEADER: "Bearer harness-key"},
         )
         assert unknown.status_code == 404
+
+
+def test_a_fault_of_the_infrastructure_under_a_step_makes_the_rollout_invalid() -> None:
+    agents = _agents()
+    reset = _Caller(agents.reset, "env01", TASK)
+    rollout = _rollout(agents)
+    reset.outcome()
+    _Env.step_error = RuntimeError("the guest could not start the code")
+    with pytest.raises(RuntimeError):
+        agents.step("env01", "pyautogui.press('a')", 0)
+    outcome: Outcome = rollout.outcome()
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
+    assert "could not start the code" in outcome.detail

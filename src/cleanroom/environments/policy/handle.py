@@ -57,6 +57,11 @@ class PolicyHandle(ABC):
         data: dict[str, Any] = self.observe("focused_text")
         return data
 
+    def accessibility_tree(self) -> str:
+        """The environment's accessibility tree as OSWorld's XML (``obs["accessibility_tree"]``)."""
+        data: str = self.observe("accessibility_tree")
+        return data
+
     def clipboard(self) -> dict[str, str | None]:
         """Both selections as any client of the display would read them (an observation)."""
         data: dict[str, str | None] = self.observe("clipboard")

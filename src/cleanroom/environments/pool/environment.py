@@ -567,6 +567,12 @@ class DesktopEnvironment:
             raise StartError(f"{self.name}: the desktop is not running")
         return self.atspi.focused()
 
+    def accessibility_tree(self) -> str:
+        """The accessibility tree of this environment's own bus, in OSWorld's XML format."""
+        if self.atspi is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        return self.atspi.tree()
+
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead:
         """Read a selection as any client of this display would."""
         return read_selection(self._display().name, selection)

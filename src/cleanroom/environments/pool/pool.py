@@ -79,7 +79,14 @@ from cleanroom.store.rundb import RunStore
 
 DEFAULT_ROOT = Path("/var/lib/cleanroom/pools")
 CANARY_CPU_SHARES = 2048
-OBSERVATIONS = ("screenshot", "windows", "focused_text", "clipboard", "state")
+OBSERVATIONS = (
+    "screenshot",
+    "windows",
+    "focused_text",
+    "clipboard",
+    "accessibility_tree",
+    "state",
+)
 # How long a failed action waits for the part of the environment it needed to be seen dead.
 FAILURE_SETTLE_S = 2.0
 
@@ -540,7 +547,8 @@ class Pool:
     # -- observing -----------------------------------------------------------------------
 
     def observe(self, name: str, generation: int, what: str) -> Any:
-        """One observation (screenshot PNG bytes, window list, focused text, state).
+        """One observation (screenshot PNG bytes, window list, focused text, clipboard,
+        accessibility tree XML, state).
 
         Observing the canary is allowed: it changes nothing.
         """
@@ -565,6 +573,8 @@ class Pool:
             return env.focused_text().to_json()
         if what == "clipboard":
             return {s: env.read_clipboard(s).text for s in SELECTIONS}
+        if what == "accessibility_tree":
+            return env.accessibility_tree()
         return self.state(env.name)
 
     def state(self, name: str) -> dict[str, Any]:
