@@ -79,6 +79,9 @@ class Guest(ABC):
 
     #: The spec prefix that opens this kind of guest, such as ``local`` or ``docker``.
     kind: str = ""
+    #: Whether commands run in a desktop session (a display with the task's windows), so
+    #: steps that act on windows can run.
+    has_desktop: bool = False
 
     @property
     @abstractmethod

@@ -51,6 +51,7 @@ class DesktopGuest(LocalGuest):
     """A `LocalGuest` whose commands also get the environment's desktop session."""
 
     kind = "env"
+    has_desktop = True
 
     def __init__(self, name: str, details: dict[str, Any]) -> None:
         self.env_name = name

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import selectors
 import shutil
 import subprocess
 import tempfile
@@ -28,6 +29,9 @@ from cleanroom.guests.base import (
 )
 from cleanroom.host_files import read_beneath, read_regular
 from cleanroom.lifecycle import stop_group
+
+# How much of a command's standard output, and of its error, a guest keeps.
+OUTPUT_CAP_BYTES = 64 << 20
 
 # Debian's login.defs defaults: what PATH a fresh login shell gets.
 _ROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -163,7 +167,7 @@ class LocalGuest(Guest):
             stderr=subprocess.PIPE,
         )
         try:
-            out, err = proc.communicate(timeout=timeout)
+            out, err = _bounded_output(proc, started + timeout)
         except subprocess.TimeoutExpired:
             self._kill_group(proc)
             raise GuestTimeout(command, timeout) from None
@@ -247,3 +251,40 @@ class LocalGuest(Guest):
         if self._owned_root is not None:
             shutil.rmtree(self._owned_root, ignore_errors=True)
             self._owned_root = None
+
+
+def _bounded_output(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bytes]:
+    """``proc``'s standard output and error until both close and it ends, keeping at most
+    `OUTPUT_CAP_BYTES` of each (the rest is read and dropped, so the command never blocks
+    on a full pipe): what a command prints in an environment is the agent's to make as
+    large as it likes. Raises `subprocess.TimeoutExpired` at ``deadline``."""
+    kept: dict[int, bytearray] = {}
+    with selectors.DefaultSelector() as selector:
+        for pipe in (proc.stdout, proc.stderr):
+            assert pipe is not None
+            os.set_blocking(pipe.fileno(), False)
+            selector.register(pipe.fileno(), selectors.EVENT_READ)
+            kept[pipe.fileno()] = bytearray()
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, 0)
+            for key, _ in selector.select(min(left, 1.0)):
+                fd = key.fd
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(fd)
+                    continue
+                room = OUTPUT_CAP_BYTES - len(kept[fd])
+                if room > 0:
+                    kept[fd] += chunk[:room]
+    left = deadline - time.monotonic()
+    try:
+        proc.wait(timeout=max(left, 0.0))
+    except subprocess.TimeoutExpired:
+        raise subprocess.TimeoutExpired(proc.args, 0) from None
+    assert proc.stdout is not None and proc.stderr is not None
+    return bytes(kept[proc.stdout.fileno()]), bytes(kept[proc.stderr.fileno()])

@@ -87,6 +87,22 @@ def test_timeout_kills_the_whole_process_group(home: Path) -> None:
     assert wait_until(lambda: _gone_or_zombie(child), 5)
 
 
+def test_output_past_the_cap_is_dropped_and_never_blocks_the_command(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a command prints in an environment is the agent's to make as large as it likes.
+    from cleanroom.guests import local
+
+    monkeypatch.setattr(local, "OUTPUT_CAP_BYTES", 1000)
+    with open_guest("local", home=str(home)) as guest:
+        result = guest.exec(
+            "head -c 5000000 /dev/zero; head -c 3000000 /dev/zero >&2; echo done >&2; exit 3",
+            shell=True,
+            timeout=30,
+        )
+    assert (len(result.stdout), len(result.stderr), result.exit_code) == (1000, 1000, 3)
+
+
 def test_spawn_returns_at_once_and_the_program_runs(home: Path) -> None:
     with open_guest("local", home=str(home)) as guest:
         started = time.monotonic()

@@ -3,7 +3,8 @@
 Routes (JSON unless noted; ``generation`` is required on every environment route):
 
     GET  /v1/envs                                   names and generations    harness key
-    GET  /v1/envs/{env}/{screenshot|windows|focused_text|state}?generation=N  env key
+    GET  /v1/envs/{env}/{screenshot|windows|focused_text|clipboard|accessibility_tree|state}
+         ?generation=N                                                    env key
     POST /v1/envs/{env}/act    {"generation": N, "action": {...}}            env key
     POST /v1/envs/{env}/reset  {"generation": N}                             harness key
     GET  /v1/admin/status                                                    harness key

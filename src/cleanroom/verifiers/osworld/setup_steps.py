@@ -1,18 +1,23 @@
 """Running a task's ``config`` and ``postconfig`` steps in a guest.
 
 The semantics follow OSWorld's setup controller: an ``execute`` step's exit code is
-recorded but not checked, and a program that cannot be started is recorded and skipped,
-as OSWorld logs and goes on. Where OSWorld would hang or carry on blind, cleanroom stops
-with a `SetupStepFailed` naming the step: a download that fails, a command that runs past
-its limit, an ``until`` condition never met, a guest that stops answering, or a step the
-guest cannot perform (desktop steps on a guest with no desktop).
+recorded but not checked, a program that cannot be started is recorded and skipped, and
+an ``activate_window`` or ``close_window`` that finds no window is recorded, as OSWorld
+logs and goes on. Where OSWorld would hang or carry on blind, cleanroom stops with a
+`SetupStepFailed` naming the step: a download that fails, a command that runs past its
+limit, an ``until`` condition never met, a file to ``open`` that is missing or whose
+window never shows, a guest that stops answering, or a step the guest cannot perform
+(desktop steps on a guest with no desktop).
 """
 
 from __future__ import annotations
 
+import json
+import posixpath
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cleanroom.exec_result import ExecResult
@@ -32,6 +37,11 @@ from cleanroom.verifiers.osworld.task_cache import CacheNameError, TaskCache
 
 _UNTIL_POLL_S = 0.3  # OSWorld's polling interval
 _DOWNLOAD_TRIES = 3  # OSWorld's host-side retries
+# The desktop steps' helper, run in the guest by the system Python (which has python3-xlib);
+# ``-I`` keeps the user's home and environment off its import path.
+SYSTEM_PYTHON = "/usr/bin/python3"
+WINDOWS_HELPER = Path(__file__).with_name("guest_windows.py")
+_HELPER_GRACE_S = 15.0  # beyond the helper's own wait, for its start and its answer
 
 # Steps that drive windows, browsers or accounts: they need a desktop session.
 DESKTOP_STEPS = frozenset(
@@ -203,6 +213,140 @@ STEP_RUNNERS: dict[str, StepHandler] = {
 """Step types cleanroom can run on any guest."""
 
 
+def _windows_helper(
+    ctx: StepContext, op: str, args: dict[str, Any], limit: float | None = None
+) -> dict[str, Any]:
+    """Run one operation of the window helper in the guest and return its answer; the
+    run is limited to ``limit`` seconds, by default the step limit.
+
+    The helper's source goes in as ``-c`` and the task's strings as one JSON argv element,
+    so no shell ever reads them.
+    """
+    argv = [SYSTEM_PYTHON, "-I", "-c", WINDOWS_HELPER.read_text(), op, json.dumps(args)]
+    limit = ctx.settings.step_timeout if limit is None else limit
+    try:
+        result = ctx.guest.exec(argv, shell=False, timeout=limit)
+    except CommandNotStarted as exc:
+        raise _StepError(f"the guest cannot run {SYSTEM_PYTHON}: {exc.why}") from exc
+    except GuestTimeout as exc:
+        raise _StepError(f"the window helper ({op}) ran past its {limit:g} s limit") from exc
+    if result.exit_code != 0:
+        why = excerpt(decode_output(result.stderr), 1000)
+        raise _StepError(
+            f"the window helper ({op}) failed with exit code {result.exit_code}: {why}"
+        )
+    try:
+        answer = json.loads(decode_output(result.stdout))
+    except ValueError as exc:
+        raise _StepError(f"the window helper ({op}) did not answer in JSON") from exc
+    if not isinstance(answer, dict):
+        raise _StepError(f"the window helper ({op}) answered {answer!r}")
+    return answer
+
+
+def _window_query(params: dict[str, Any], step: str) -> dict[str, Any]:
+    name = params.get("window_name")
+    if not isinstance(name, str) or not name:
+        # OSWorld's controller raises on an empty name before asking the server.
+        raise _StepError(f"{step} needs a non-empty 'window_name', got {name!r}")
+    return {
+        "name": name,
+        "strict": bool(params.get("strict", False)),
+        "by_class": bool(params.get("by_class", False)),
+    }
+
+
+def _window_outcome(answer: dict[str, Any]) -> dict[str, Any]:
+    if answer.get("window") is None:
+        # OSWorld's server answers 200 whatever wmctrl found; its controller goes on.
+        return {**answer, "matched": False}
+    return {**answer, "matched": True}
+
+
+def run_activate_window(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``activate_window``: bring the first window whose title contains ``window_name``
+    (ignoring case; equal to it with ``strict``; its ``WM_CLASS`` with ``by_class``) to
+    the front with the input focus.
+
+    OSWorld's server runs ``wmctrl -a`` (``-xa``, ``-Fa``, ``-xFa``) and its controller
+    (``SetupController._activate_window_setup``) only logs a failure, so no window is
+    recorded here as ``matched: false`` and the setup goes on. See `guest_windows` for
+    what activating means on a display without a window manager.
+    """
+    return _window_outcome(
+        _windows_helper(ctx, "activate", _window_query(params, "activate_window"))
+    )
+
+
+def run_close_window(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``close_window``: ask the first window matched as by ``activate_window`` to close.
+
+    OSWorld's server runs ``wmctrl -c`` (with ``x`` and ``F`` likewise), which asks
+    politely and does not wait for the window to go; its controller
+    (``SetupController._close_window_setup``) only logs a failure, so no window is
+    recorded as ``matched: false`` and the setup goes on.
+    """
+    return _window_outcome(_windows_helper(ctx, "close", _window_query(params, "close_window")))
+
+
+def _title_candidates(path: str) -> list[str]:
+    name = posixpath.basename(path)
+    return [t for t in dict.fromkeys((name, posixpath.splitext(name)[0])) if t]
+
+
+def run_open(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``open``: open a file with ``xdg-open`` and wait until its window shows, then
+    activate that window.
+
+    As OSWorld's server (``/setup/open_file``) does it: ``path`` is expanded in the guest
+    (``~``, ``$VARS``); an existing file is handed to ``xdg-open``, otherwise a program
+    of that name on PATH is started, otherwise the step fails. The window is the first
+    whose title contains the file's name or its name without the extension, looked for
+    once a second. OSWorld waits up to 1800 s and fails the setup when no window shows;
+    here the wait is bounded by ``CheckSettings.step_timeout``. Titles are matched on
+    their own, not on ``wmctrl -l``'s whole line (which also holds the window id, the
+    desktop and the host name).
+    """
+    path = params.get("path")
+    if not isinstance(path, str) or not path:
+        raise _StepError(f"open needs a non-empty 'path', got {path!r}")
+    target = _windows_helper(ctx, "resolve", {"path": path})
+    if target.get("kind") == "file":
+        where = str(target["path"])
+        command, titles = ["xdg-open", where], _title_candidates(where)
+    elif target.get("kind") == "program":
+        command, titles = [path], [path]
+    else:
+        raise _StepError(f"no file or program {path!r} in the guest")
+    try:
+        ctx.guest.spawn(command, shell=False)
+    except CommandNotStarted as exc:
+        raise _StepError(str(exc)) from exc
+    wait_s = ctx.settings.step_timeout
+    found = _windows_helper(
+        ctx, "wait", {"titles": titles, "timeout": wait_s}, limit=wait_s + _HELPER_GRACE_S
+    )
+    if found.get("window") is None:
+        raise _StepError(
+            f"no window with {' or '.join(map(repr, titles))} in its title showed within "
+            f"{wait_s:g} s of opening {path!r} (windows: {found.get('seen')!r})"
+        )
+    return {"path": target["path"], "opened_with": command[0], **found}
+
+
+DESKTOP_STEP_RUNNERS: dict[str, StepHandler] = {
+    "open": run_open,
+    "activate_window": run_activate_window,
+    "close_window": run_close_window,
+}
+"""Step types cleanroom can run on a guest with a desktop (``Guest.has_desktop``)."""
+
+
+def step_runners(guest: Guest) -> dict[str, StepHandler]:
+    """The step types ``guest`` can run, and how."""
+    return {**STEP_RUNNERS, **DESKTOP_STEP_RUNNERS} if guest.has_desktop else STEP_RUNNERS
+
+
 def run_steps(steps: tuple[SetupStep, ...], phase: str, ctx: StepContext) -> list[dict[str, Any]]:
     """Run steps in order and return one record per step.
 
@@ -232,9 +376,9 @@ def run_steps(steps: tuple[SetupStep, ...], phase: str, ctx: StepContext) -> lis
 
 
 def _run_one(step: SetupStep, ctx: StepContext) -> dict[str, Any]:
-    runner = STEP_RUNNERS.get(step.type)
+    runner = step_runners(ctx.guest).get(step.type)
     if runner is not None:
         return runner(ctx, step.parameters)
-    if step.type in DESKTOP_STEPS:
+    if step.type in DESKTOP_STEPS and not ctx.guest.has_desktop:
         raise _StepError(f"needs a desktop session, which guest {ctx.guest.kind!r} does not have")
     raise _StepError("this step type is not supported yet")
