@@ -112,11 +112,14 @@ fi
 # pyautogui action space and its tasks' setup steps run agents' code with it, inside an
 # environment's sandbox (cleanroom.rollouts.osworld_desktop_env). Pure Python, in a
 # folder of its own that every environment's user can read.
-PYAUTOGUI_DIR=/opt/cleanroom/pyautogui
+# The folder and the versions are the desktop image's, which copies them in.
+read -r PYAUTOGUI_DIR PYAUTOGUI_VERSIONS < <(.venv/bin/python -c '
+from cleanroom.environments.containers.desktop_image import PYAUTOGUI_DIR, PYAUTOGUI_VERSIONS
+print(PYAUTOGUI_DIR, PYAUTOGUI_VERSIONS)')
 if [[ ! -f $PYAUTOGUI_DIR/pyautogui/__init__.py ]]; then
   say "installing pyautogui into $PYAUTOGUI_DIR"
-  .venv/bin/python -m pip install -q --no-deps --target "$PYAUTOGUI_DIR" \
-    pyautogui==0.9.54 pytweening==1.2.0
+  # shellcheck disable=SC2086  # the versions are a list of pip's arguments
+  .venv/bin/python -m pip install -q --no-deps --target "$PYAUTOGUI_DIR" $PYAUTOGUI_VERSIONS
   chmod -R a+rX "$PYAUTOGUI_DIR"
 fi
 # ... on the system Python's path, so a task's own setup step (`python -c "import

@@ -25,6 +25,7 @@ from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.isolation.battery import TrialContext, run_test
 from cleanroom.isolation.checks.channels import ChannelsCheck
 from cleanroom.lifecycle import wait_until
+from cleanroom.rollouts.osworld_desktop_env import OSWorldDesktopEnv
 from cleanroom.store.rundb import RunStore
 
 from .conftest import require_desktop_stack
@@ -119,6 +120,25 @@ def test_each_environment_runs_its_programs_in_its_own_container_with_only_loopb
         }
     finally:
         client.close()
+
+
+def test_osworld_pyautogui_code_runs_inside_the_environments_container(contained: Pool) -> None:
+    """An OSWorld agent's pyautogui code runs where the environment's programs run: in
+    its container (only loopback there), with the image's pyautogui, on its display."""
+    env = OSWorldDesktopEnv(
+        LocalHandle(contained, "env02"), action_space="pyautogui", require_a11y_tree=False
+    )
+    env.begin(None)
+    env.step(
+        "import os; pyautogui.moveTo(10, 20); "
+        "print(sorted(os.listdir('/sys/class/net')), tuple(pyautogui.position()), "
+        "pyautogui.__file__)",
+        pause=0,
+    )
+    result = env.code_results[-1]
+    assert result.exit_code == 0, result.stderr.decode(errors="replace")[-2000:]
+    assert result.stdout.decode().split(" /")[0] == "['lo'] (10, 20)"
+    assert "/opt/cleanroom/pyautogui/pyautogui/__init__.py" in result.stdout.decode()
 
 
 def test_a_container_cannot_connect_to_another_environments_display(contained: Pool) -> None:

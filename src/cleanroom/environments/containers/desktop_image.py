@@ -12,8 +12,10 @@ prints its tag; with ``--check`` it only says whether it exists (setup runs both
 from __future__ import annotations
 
 import hashlib
-import io
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 from cleanroom.docker_layer import Docker, DockerError, ImageBuildFailed
 from cleanroom.environments.errors import PoolError
@@ -26,6 +28,9 @@ _LOG_TAIL_CHARS = 3000
 
 # The security and updates suites too, so the programs in the container are the same
 # versions as the host's (the template's LibreOffice profile is warmed by the host's).
+# The system Python with the X library pyautogui drives a display with, under the name
+# OSWorld's tasks call it by: OSWorld's pyautogui action space and its tasks' setup steps
+# run code in the environment, where its programs run.
 PACKAGES = (
     "libreoffice-writer",
     "libreoffice-gtk3",
@@ -34,7 +39,15 @@ PACKAGES = (
     "dbus",
     "at-spi2-core",
     "fonts-dejavu-core",
+    "python3",
+    "python3-xlib",
+    "python-is-python3",
 )
+# pyautogui and pytweening (pure Python, not packaged by Debian), which `make setup`
+# installs on the host at these versions: copied into the build from there (no package
+# index is reached from the build); another version means another image.
+PYAUTOGUI_DIR = Path("/opt/cleanroom/pyautogui")
+PYAUTOGUI_VERSIONS = "pyautogui==0.9.54 pytweening==1.2.0"
 DEFINITION = f"""\
 FROM {BASE_IMAGE}
 RUN printf '%s\\n' \\
@@ -46,6 +59,11 @@ RUN printf '%s\\n' \\
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \\
       {" ".join(PACKAGES)} \\
  && apt-get clean && rm -rf /var/lib/apt/lists/*
+# {PYAUTOGUI_VERSIONS}
+COPY pyautogui {PYAUTOGUI_DIR}
+RUN chmod -R a+rX {PYAUTOGUI_DIR} \\
+ && site="$(python3 -c 'import site; print(site.getsitepackages()[0])')" \\
+ && mkdir -p "$site" && echo {PYAUTOGUI_DIR} > "$site/cleanroom-pyautogui.pth"
 """
 
 
@@ -93,16 +111,21 @@ def ensure_image(client: Docker | None = None) -> str:
     if existing is not None:
         return existing
     tag = image_tag(client)
-    try:
-        client.build_image(
-            tag,
-            fileobj=io.BytesIO(DEFINITION.encode()),
-            labels={LABEL: "1"},
-            timeout=_BUILD_TIMEOUT_S,
-            log_chars=_LOG_TAIL_CHARS,
-        )
-    except ImageBuildFailed as exc:
-        raise DesktopImageBuildFailed(tag, exc.log) from exc
+    if not (PYAUTOGUI_DIR / "pyautogui" / "__init__.py").is_file():
+        raise DesktopImageBuildFailed(tag, f"{PYAUTOGUI_DIR} has no pyautogui: run `make setup`")
+    with tempfile.TemporaryDirectory(prefix="cleanroom-desktop-image-") as context:
+        (Path(context) / "Dockerfile").write_text(DEFINITION)
+        shutil.copytree(PYAUTOGUI_DIR, Path(context) / "pyautogui", symlinks=True)
+        try:
+            client.build_image(
+                tag,
+                path=context,
+                labels={LABEL: "1"},
+                timeout=_BUILD_TIMEOUT_S,
+                log_chars=_LOG_TAIL_CHARS,
+            )
+        except ImageBuildFailed as exc:
+            raise DesktopImageBuildFailed(tag, exc.log) from exc
     return tag
 
 
