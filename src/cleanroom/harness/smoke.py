@@ -27,6 +27,10 @@ from cleanroom.rollouts.smoke_rollout import attempt_rollout, next_rollout_id, r
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.client import VerifyClient
 
+# Whether a rollout of a gated task runs in an environment: None for no, or what to call
+# once the rollout is over.
+Gate = Callable[[str], Callable[[], None] | None]
+
 
 @dataclass(frozen=True)
 class SmokeRecord:
@@ -49,7 +53,7 @@ class SmokeRunner:
         stopping: threading.Event,
         on_done: Callable[[SmokeRecord], None] | None = None,
         tasks: Mapping[str, Callable[[VerifySupplier], SmokeTask]] | None = None,
-        gates: Mapping[str, Callable[[str], bool]] | None = None,
+        gates: Mapping[str, Gate] | None = None,
     ) -> None:
         self.pool = pool
         self.store = store
@@ -59,7 +63,8 @@ class SmokeRunner:
         # Tasks beside the smoke tasks' table, by name (an OSWorld task an agent drives).
         self.tasks = dict(tasks or {})
         # Before a rollout of a task with a gate: whether it runs in that environment this
-        # batch (an outside agent's rollout runs only once its agent came).
+        # batch (an outside agent's rollout runs only once its agent came), and what to
+        # call once it is over.
         self.gates = dict(gates or {})
         self._ids = threading.Lock()
 
@@ -74,9 +79,14 @@ class SmokeRunner:
 
     def _gated(self, window: int, env: str, task_name: str) -> SmokeRecord | None:
         gate = self.gates.get(task_name)
-        if gate is not None and not gate(env):
+        release = gate(env) if gate is not None else None
+        if gate is not None and release is None:
             return None
-        return self.run_one(window, env, task_name)
+        try:
+            return self.run_one(window, env, task_name)
+        finally:
+            if release is not None:
+                release()
 
     def leased(self, records: Sequence[SmokeRecord]) -> list[LeasedRollout]:
         """The rollouts that held a verify-server lease (the audit checks their pairs)."""

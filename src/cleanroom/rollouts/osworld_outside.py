@@ -27,11 +27,12 @@ rollout is recorded only once an agent has started it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,14 @@ class _Pending:
     done: threading.Event = field(default_factory=threading.Event)
     observation: dict[str, Any] | None = None
     error: BaseException | None = None
+    # The harness is opening a rollout for it: the agent no longer withdraws it, and
+    # the harness answers it (the observation, or an error) whatever happens.
+    claimed: bool = False
+
+    def answer(self, error: BaseException) -> None:
+        if not self.done.is_set():
+            self.error = error
+            self.done.set()
 
 
 @dataclass
@@ -139,18 +148,19 @@ class OutsideAgents:
         with self._changed:
             if slot.episode is not None and slot.episode.ending is None:
                 slot.episode.ending = "the agent reset before evaluating"
+            if slot.pending is not None:  # an earlier reset still waiting: this one wins,
+                # and takes its place in the rollout the harness may be opening for it
+                pending.claimed = slot.pending.claimed
+                slot.pending.answer(NotOpen(f"a later reset of {name} came after this one"))
             slot.pending = pending
             self._changed.notify_all()
         deadline = time.monotonic() + self.reset_wait_s
         while not pending.done.wait(1.0):
-            if time.monotonic() < deadline and not self.stopping.is_set():
-                continue
             with self._changed:
-                if slot.pending is pending:  # not taken: withdraw it
-                    slot.pending = None
+                late = time.monotonic() >= deadline or self.stopping.is_set()
+                if late and slot.pending is pending and not pending.claimed:
+                    slot.pending = None  # not taken: withdrawn
                     raise NotOpen(f"no rollout opened in {name} in {self.reset_wait_s:g} s")
-            pending.done.wait()  # taken just now: its setup is running
-            break
         if pending.error is not None:
             raise pending.error
         assert pending.observation is not None
@@ -198,18 +208,28 @@ class OutsideAgents:
 
     # -- what the harness calls ---------------------------------------------------------
 
-    def gate(self, name: str) -> bool:
-        """Whether an agent is waiting to start a rollout in ``name``, after waiting up to
-        ``wait_s`` for one (or until the run stops)."""
+    def gate(self, name: str) -> Callable[[], None] | None:
+        """Claim the reset of an agent waiting to start a rollout in ``name``, after
+        waiting up to ``wait_s`` for one (or until the run stops); None when none came.
+        The harness calls what it returns once the rollout is over, however it ended:
+        a reset the rollout never took is then answered ``not_open``."""
         slot = self._slot(name)
         deadline = time.monotonic() + self.wait_s
         with self._changed:
             while slot.pending is None:
                 left = deadline - time.monotonic()
                 if left <= 0 or self.stopping.is_set():
-                    return False
+                    return None
                 self._changed.wait(min(left, 1.0))
-            return True
+            pending = slot.pending
+            pending.claimed = True
+        return functools.partial(self._release, slot, pending)
+
+    def _release(self, slot: _Slot, pending: _Pending) -> None:
+        with self._changed:
+            if slot.pending is pending:
+                slot.pending = None
+        pending.answer(NotOpen("the run could not open a rollout for this reset"))
 
     def task(self, _verify: object = None) -> SmokeTask:
         """A rollout of the harness: the episode of the agent waiting in its environment."""

@@ -5,6 +5,7 @@ environment (the real one is driven in tests/integration/harness)."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -114,14 +115,22 @@ class _Caller(threading.Thread):
 
 
 def _rollout(agents: OutsideAgents, env: str = "env01") -> _Caller:
-    """The harness's side: the gate, then the rollout (in a thread)."""
-    assert agents.gate(env)
-    return _Caller(attempt_rollout, agents.task(), _ctx(env))
+    """The harness's side: the gate, then the rollout (in a thread), then the release."""
+    release = agents.gate(env)
+    assert release is not None
+
+    def rollout() -> Outcome:
+        try:
+            return attempt_rollout(agents.task(), _ctx(env))
+        finally:
+            release()
+
+    return _Caller(rollout)
 
 
 def test_no_agent_no_rollout_and_no_rollout_no_reset() -> None:
     agents = _agents(wait_s=0.2, reset_wait_s=0.2)
-    assert not agents.gate("env01")
+    assert agents.gate("env01") is None
     with pytest.raises(NotOpen):
         agents.reset("env01", TASK)
     with pytest.raises(NoEpisode):
@@ -258,3 +267,30 @@ def test_a_fault_of_the_infrastructure_under_a_step_makes_the_rollout_invalid() 
     outcome: Outcome = rollout.outcome()
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
     assert "could not start the code" in outcome.detail
+
+
+def test_a_reset_the_harness_claimed_but_could_not_open_is_answered_not_open() -> None:
+    agents = _agents(reset_wait_s=0.2)
+    reset = _Caller(agents.reset, "env01", TASK)
+    release = agents.gate("env01")
+    assert release is not None
+    time.sleep(0.5)  # past its own wait: claimed, so it waits for the harness
+    assert reset.is_alive()
+    release()  # the rollout ended before it took the reset (its reset failed, say)
+    with pytest.raises(NotOpen, match="could not open"):
+        reset.outcome()
+
+
+def test_a_second_waiting_reset_takes_the_first_ones_place() -> None:
+    agents = _agents()
+    first = _Caller(agents.reset, "env01", TASK)
+    release = agents.gate("env01")
+    assert release is not None
+    second = _Caller(agents.reset, "env01", {**TASK, "id": "task-2"})
+    with pytest.raises(NotOpen, match="later reset"):
+        first.outcome()
+    rollout = _Caller(attempt_rollout, agents.task(), _ctx("env01"))
+    assert second.outcome()["instruction"] == "do it"
+    agents.evaluate("env01")
+    assert rollout.outcome().details["task"] == "task-2"
+    release()
