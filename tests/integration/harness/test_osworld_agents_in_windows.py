@@ -72,18 +72,20 @@ def scripted_agent(leak: bool = False) -> Any:
 
 
 def _plant_a_neighbours_token(env: OSWorldDesktopEnv) -> None:
-    """Write the token of the other environment's running rollout into this one's home,
-    by hand: what a leak between the two would leave."""
+    """Write the token of the other environment's rollout in the window into this one's
+    home, by hand: what a leak between the two would leave."""
     pool = env.handle.pool
     here = env.handle.env
     other = "env02" if here == "env01" else "env01"
 
-    def running() -> str | None:
+    def neighbours() -> str | None:
+        # Running or already over (on a loaded machine the other agent may be done): the
+        # sweep at the window's close looks for every token of the window's rollouts.
         rollouts = pool.store.rollouts(2)
-        return next((r.token for r in rollouts if r.env == other and not r.finished), None)
+        return next((r.token for r in rollouts if r.env == other), None)
 
-    token = wait_until(running, 30)
-    assert token, f"{other} has no rollout running beside {here}'s"
+    token = wait_until(neighbours, 30)
+    assert token, f"{other} has no rollout beside {here}'s"
     account = pool.env(here).account
     path = account.home / "Documents" / "copied.txt"
     path.parent.mkdir(exist_ok=True)
@@ -172,6 +174,9 @@ def test_a_leak_injected_by_hand_during_an_agents_rollout_fails_the_window(
     # One agent is clean; the other has its neighbour's token written into its home
     # mid-rollout.
     result = run_window(live, WindowPlan(2, (CLEAN, LEAKY), [PlannedCheck("clipboard", 1)]))
+    ended = [v.outcome.details.get("ended") for v in live.store.verifier_results()
+             if v.rollout_id and "-w002-" in v.rollout_id]  # fmt: skip
+    assert PLANTED, f"the leak was never planted: {ended}"
     assert result.status == "failed" and live.store.window_status(2) == "failed"
     cross = [
         r
