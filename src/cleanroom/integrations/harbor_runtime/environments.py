@@ -81,6 +81,7 @@ class Environments:
         self.session_prefix = session_prefix[:30]
         self._held: dict[str, Held] = {}
         self._tasks: dict[str, HarborTask] = {}
+        self._verifier_definitions: dict[str, Any] = {}
         self._configs: dict[str, EnvironmentConfig] = {}
         self._pristine: dict[str, Future[Listing]] = {}
         self._stopping: list[Future[None]] = []
@@ -141,6 +142,20 @@ class Environments:
                 self._tasks[image] = found
         return found
 
+    def _verifier_definition(self, image: str, task: HarborTask) -> Any:
+        """Harbor's resolution of ``image``'s separate verifier environment, made once
+        per image under the lock. It walks the task's files through pathspec, whose
+        hyperscan backend (chosen when hyperscan is installed, as cleanroom installs it)
+        shares one scratch space per pattern database: two threads matching at once, a
+        verification and its control fetching fresh environments side by side, fail
+        with ``ScratchInUseError``."""
+        with self._lock:
+            if image not in self._verifier_definitions:
+                self._verifier_definitions[image] = resolve_verifier_environment_definition(
+                    task.config, task.paths
+                )
+            return self._verifier_definitions[image]
+
     def fresh(self, image: str) -> Held:
         """A fresh environment of ``image``'s task, started, its clock read."""
         task = self.task(image)
@@ -154,7 +169,7 @@ class Environments:
         if image.endswith(VERIFIER_SUFFIX):
             # Harbor's own resolution of a separate verifier's environment: an image, a
             # Dockerfile in tests/, or the task's environment with the tests copied in.
-            found = resolve_verifier_environment_definition(task.config, task.paths)
+            found = self._verifier_definition(image, task)
             if found is None:
                 raise RuntimeUnavailable(f"{image}: the task has no separate verifier")
             directory, config = found.directory, found.config
