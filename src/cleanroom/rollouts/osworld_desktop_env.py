@@ -47,6 +47,8 @@ from cleanroom.environments.osworld_env.actions import (
     rewrite_less_than,
 )
 from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.exec_result import ExecResult
+from cleanroom.guests.base import GuestTimeout
 from cleanroom.guests.desktop import DesktopGuest
 from cleanroom.verifiers.osworld.evaluator import TaskRun, check_task
 from cleanroom.verifiers.osworld.settings import CheckSettings
@@ -177,15 +179,23 @@ class OSWorldDesktopEnv:
         """Run an agent's pyautogui code as OSWorld's server does, in the environment: as
         its user, in its sandbox, on its display, with OSWorld's prefix. What the code
         prints, and whether it failed, does not reach the agent (nor does it in OSWorld);
-        it is kept in ``code_results``. Code aimed at a generation the environment has
-        left (a reset happened under it) is refused like any stale action."""
+        it is kept in ``code_results``, as is code that ran past ``CODE_TIMEOUT_S`` and
+        was killed. Code aimed at a generation the environment has left (a reset happened
+        under it) is refused like any stale action."""
         env = self.handle.env
         current = self.handle.pool.generation(env)
         if current != self.handle.generation:
             raise StaleGeneration(env, self.handle.generation, current)
-        result = self._guest().exec(
-            ["python3", "-c", code.program()], shell=False, timeout=CODE_TIMEOUT_S
-        )
+        started = time.monotonic()
+        try:
+            result = self._guest().exec(
+                ["python3", "-c", code.program()], shell=False, timeout=CODE_TIMEOUT_S
+            )
+        except GuestTimeout:
+            # The agent's own code ran past the limit (OSWorld's server answers an error
+            # and the episode goes on): killed, kept as timed out, never the harness's.
+            elapsed = time.monotonic() - started
+            result = ExecResult(exit_code=None, timed_out=True, seconds=elapsed)
         self.code_results.append(result)
 
     def _guest(self) -> DesktopGuest:

@@ -8,6 +8,7 @@ code aimed at the one before is refused."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from cleanroom.environments.errors import StaleGeneration
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.pool import Pool
+from cleanroom.rollouts import osworld_desktop_env
 from cleanroom.rollouts.osworld_desktop_env import OSWorldDesktopEnv
 from cleanroom.verifiers.osworld.settings import CheckSettings
 
@@ -133,3 +135,22 @@ def test_pyautogui_code_runs_in_the_environment_as_osworlds_server_runs_it(pool:
     with pytest.raises(StaleGeneration):
         stale.step("pyautogui.press('a')", pause=0)
     stale.handle.generation += 1
+
+
+def test_an_agents_code_past_its_limit_is_killed_and_its_episode_goes_on(
+    pool: Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Code of the agent's that runs too long is the agent's doing: it is killed and kept
+    as timed out, the step returns, and the environment takes the next action; nothing
+    is raised that would make the rollout the harness's fault."""
+    monkeypatch.setattr(osworld_desktop_env, "CODE_TIMEOUT_S", 2.0)
+    env = OSWorldDesktopEnv(
+        LocalHandle(pool, "env02"), action_space="pyautogui", require_a11y_tree=False
+    )
+    env.begin(None)
+    started = time.monotonic()
+    obs, _, done, _ = env.step("time.sleep(60)", pause=0)
+    assert time.monotonic() - started < 30 and not done and obs["screenshot"]
+    assert env.code_results[-1].timed_out and env.code_results[-1].exit_code is None
+    env.step("print('after')", pause=0)
+    assert env.code_results[-1].stdout.decode().strip() == "after"
