@@ -37,7 +37,7 @@ from cleanroom.environments.pool.pool_record import RECORDS_DIR
 from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.harness.plan import PlannedCheck, plan_tests
 from cleanroom.harness.progress import LoopProgress
-from cleanroom.harness.smoke import SmokeRunner
+from cleanroom.harness.smoke import Gate, SmokeRunner
 from cleanroom.harness.stopping import StopRequested, stop_on_signals
 from cleanroom.harness.window import (
     WindowPlan,
@@ -52,6 +52,7 @@ from cleanroom.isolation.canary.watcher import CanaryWatcher
 from cleanroom.isolation.checks import CHECKS, observing_for
 from cleanroom.isolation.controls.positive import run_and_store_control
 from cleanroom.reports.machine import limits_info, machine_info
+from cleanroom.rollouts.base import SmokeTask
 from cleanroom.rollouts.osworld_http import build_osworld_app, serving
 from cleanroom.rollouts.osworld_outside import (
     DEFAULT_EPISODE_S,
@@ -60,7 +61,7 @@ from cleanroom.rollouts.osworld_outside import (
     OutsideAgents,
     write_connection,
 )
-from cleanroom.rollouts.registry import TASKS
+from cleanroom.rollouts.registry import TASKS, VerifySupplier
 from cleanroom.store.rundb import RunStore, WatchRecord
 from cleanroom.verify_server.process import VerifyServerProcess
 
@@ -414,7 +415,9 @@ def window_services(
     )
 
 
-def _outside_agents(s: LoopServices, stack: ExitStack) -> tuple[dict, dict]:
+def _outside_agents(
+    s: LoopServices, stack: ExitStack
+) -> tuple[dict[str, Callable[[VerifySupplier], SmokeTask]], dict[str, Gate]]:
     """Serve the OSWorld interface for outside agents for the rest of the run, and write
     its connection file (each environment's own key) into the run folder; the task and
     the gate that make an agent's episode a rollout."""

@@ -91,7 +91,6 @@ class _Episode:
     """The agent's episode in one rollout."""
 
     env: OSWorldDesktopEnv
-    rollout_id: str
     task_id: str
     started: float
     ending: str | None = None  # why the agent's episode ended (evaluate, reset, timeout)
@@ -281,7 +280,7 @@ class OutsideAgents:
             require_a11y_tree=self.require_a11y_tree,
         )
         task_id = str((pending.task_config or {}).get("id", ""))[:200]
-        episode = _Episode(env, ctx.token.rollout_id, task_id, time.monotonic())
+        episode = _Episode(env, task_id, time.monotonic())
         try:
             pending.observation = env.begin(pending.task_config)
         except TaskFileError as exc:  # the agent's task config is malformed: its episode
