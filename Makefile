@@ -21,7 +21,8 @@ test: setup lint typecheck docs
 	.venv-osworld/bin/python -m pytest -q -p no:cacheprovider tests/differential/osworld
 
 # What `make test` samples, in full (every attack of the state and runner classes through
-# Harbor), and the adapters for verifiers, verl and TRL, each in its library's own code.
+# Harbor), the adapters for verifiers, verl and TRL, each in its library's own code, and
+# the long cluster runs (`cleanroom run --ray` on two nodes, the node-loss cases).
 test-integrations: setup-integrations
 	$(VENV)/pytest -n 2 --dist loadgroup -m integrations
 

@@ -5,10 +5,12 @@ another.
 tests form one group, so they run one after another on one worker, as they would alone:
 each starts displays, Writers and browsers whose timing the isolation checks judge (a
 third worker, tried, loaded the machine until Writer missed its start-up limits). The
-other tests (unit, Docker, Harbor, the audit, the verify server) run on the other worker
-beside them. Every Docker object a test makes is labelled with the suite's run id and
-its worker, so a worker removes only its own containers, and the images, which both
-workers share by content, are removed once, after both have finished.
+tests that read the demo's run (the red-team matrix it ran) are in that group too, so
+the demo runs once. The other tests (unit, Docker, Harbor, the red-team CLI, the audit,
+the verify server) run beside them, on whichever worker is free. Every Docker object a
+test makes is labelled with the suite's run id and its worker, so a worker removes only
+its own containers, and the images, which both workers share by content, are removed
+once, after both have finished.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ TEST_LABEL = "cleanroom.test"
 WORKER_LABEL = "cleanroom.worker"
 DESKTOP_GROUP = "desktop"
 # The integration suites whose tests start desktop environments.
-DESKTOP_SUITES = ("cluster", "environments", "harness", "isolation", "redteam", "x11")
+DESKTOP_SUITES = ("cluster", "environments", "harness", "isolation", "x11")
+# A test elsewhere that reads the demo's run shares the session's one run of it.
+DEMO_FIXTURE = "demo_run"
 
 _INTEGRATION = Path(__file__).parent / "integration"
 
@@ -52,7 +56,8 @@ def _group(item: pytest.Item) -> str:
     if not path.is_relative_to(_INTEGRATION):
         return ""
     in_desktop_suite = path.relative_to(_INTEGRATION).parts[0] in DESKTOP_SUITES
-    return DESKTOP_GROUP if in_desktop_suite else ""
+    reads_the_demo = DEMO_FIXTURE in getattr(item, "fixturenames", ())
+    return DESKTOP_GROUP if in_desktop_suite or reads_the_demo else ""
 
 
 @pytest.fixture(scope="session")

@@ -66,7 +66,7 @@ from cleanroom.store.rundb import RunStore, WatchRecord
 from cleanroom.verify_server.process import VerifyServerProcess
 
 HARNESS_ERROR = "harness-error.txt"
-CONTROL_ATTEMPTS = 2
+CONTROL_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -329,8 +329,9 @@ def _parked_console(pool: Pool, store: RunStore, progress: LoopProgress) -> Park
 def run_positive_control(s: LoopServices) -> None:
     """Run the control and store it; a control that cannot run is said, never a zero.
 
-    A control that could not run (a save that timed out on a loaded machine) is tried
-    once more: it told nothing. A control that ran and did not fire is stored as it is.
+    A control that could not run (a save that timed out on a loaded machine) told
+    nothing: it is tried again, up to `CONTROL_ATTEMPTS` times in all. A control that ran
+    and did not fire is stored as it is.
     """
     c = s.config.control
     for attempt in range(1, CONTROL_ATTEMPTS + 1):

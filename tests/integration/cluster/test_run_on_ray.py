@@ -3,7 +3,10 @@ second ``ray start`` on loopback, each declaring two desktops): a pool per node,
 record at the driver, a merged number next to both nodes' fired controls; and, with one
 node's control broken on purpose and that node killed mid-window, the merged number
 refused by the node's name, its open rollout interrupted, the window failed with its
-lost rows, and every record of the other node kept."""
+lost rows, and every record of the other node kept.
+
+Both start a cluster of desktops for minutes on the two cores: they run in `make
+test-integrations`, beside the other long cluster runs."""
 
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ CLI = PYTHON.with_name("cleanroom")
 QUICK = ["--tasks", "writer,form", "--tests", "clipboard", "--trials-scale", "0.1",
          "--no-warm-standby"]  # fmt: skip
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integrations]
 
 
 @pytest.fixture()
@@ -55,6 +58,14 @@ def _report(run: Path) -> dict:
     )
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     return json.loads(proc.stdout)
+
+
+def _control_errors(folder: Path) -> dict[str, str]:
+    """Why a node's control could not run, as it wrote it (its traceback's last lines)."""
+    return {
+        str(path.relative_to(folder)): "\n".join(path.read_text().splitlines()[-12:])
+        for path in sorted(folder.rglob("control-error-*.txt"))
+    }
 
 
 def _counts(store: RunStore) -> tuple[int, int, int, int]:
@@ -96,6 +107,7 @@ def test_two_nodes_publish_a_merged_number_next_to_both_fired_controls(
     assert len(nodes) == 2 and all(n["status"] == "finished" for n in nodes)
     for node in nodes:
         control = node["positive_control"]
+        assert control is not None, (node, _control_errors(tmp_path / "nodes"), proc.stdout[-3000:])
         assert control["typing_cross"] > 0 and control["clipboard_cross"] > 0, node
         assert node["isolation"]["published"], node["isolation"]
         assert len(node["environments"]) == 2

@@ -347,8 +347,16 @@ def test_a_separate_verifier_s_task_is_verified_sealed_in_harbor_s_verifier_envi
 
 @pytest.mark.parametrize(
     ("agent", "expected"),
-    [(["--agent", "oracle"], 1.0), (["--agent-import-path", WRONG_ANSWER_AGENT], 0.0)],
-    ids=["oracle", "wrong-answer"],
+    [
+        pytest.param(["--agent", "oracle"], 1.0, id="oracle"),
+        # The same regrade with another reward: in `make test-integrations`.
+        pytest.param(
+            ["--agent-import-path", WRONG_ANSWER_AGENT],
+            0.0,
+            id="wrong-answer",
+            marks=pytest.mark.integrations,
+        ),
+    ],
 )
 def test_harbor_regrades_recorded_trials_with_the_sealed_verifier(
     runtime: DockerRuntime, tmp_path: Path, agent: list[str], expected: float
@@ -438,15 +446,17 @@ def test_the_sealed_verifier_scores_each_state_and_runner_attack_zero_inside_har
 
 # --- Harbor's podman environment ---------------------------------------------------------
 # Debian's podman, rootful, with podman-compose as its compose frontend: the same cases as
-# on Docker. The oracle scores 1; a planted reward kept alive by a leftover process scores
-# 1 under Harbor's own verifier (the naive baseline) and 0 under `SealedVerifier`, for the
-# agent's tamper; a verifier that cannot give a reward on any state reaches Harbor as an
+# on Docker. The oracle scores 1 and a hang is the agent's 0 (both in `make
+# test-integrations`); a planted reward kept alive by a leftover process scores 1 under
+# Harbor's own verifier (the naive baseline) and 0 under `SealedVerifier`, for the agent's
+# tamper; a verifier that cannot give a reward on any state reaches Harbor as an
 # exception, never a 0. `SealedVerifier` reaches the agent's container through podman's
 # Docker-compatible API.
 
 PODMAN = "podman"
 
 
+@pytest.mark.integrations
 def test_the_oracle_scores_one_on_podman(podman: DockerRuntime, tmp_path: Path) -> None:
     result = harbor_run(podman, tmp_path, TASK, ["--agent", "oracle"], SEALED_ARGS, PODMAN)
     assert result.get("exception_info") is None, result["exception_info"]
@@ -478,6 +488,7 @@ def test_the_sealed_verifier_scores_the_same_attack_zero_on_podman(
     assert seen["details"]["tamper"] == ["A /logs/verifier/reward.txt"]
 
 
+@pytest.mark.integrations
 def test_an_agent_that_hangs_the_tests_gets_its_zero_on_podman(
     podman: DockerRuntime, tmp_path: Path
 ) -> None:

@@ -142,6 +142,7 @@ def test_a_container_no_daemon_holds_is_excluded(cluster: LocalCluster) -> None:
     assert cleanroom.reward_or_none(verified.outcome) is None
 
 
+@pytest.mark.integrations  # a node killed and waited for: `make test-integrations`
 def test_a_node_lost_mid_verification_leaves_its_task_interrupted_never_a_zero(
     docker_labels: dict[str, str], runtime: DockerRuntime
 ) -> None:

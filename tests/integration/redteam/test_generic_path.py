@@ -110,11 +110,14 @@ def compare(fast: Matrix, generic: Matrix) -> list[str]:
     return wrong
 
 
-def test_a_sample_of_the_catalogue_gives_the_fast_paths_outcomes(matrix: Matrix) -> None:
-    """Against the demo's own run of the catalogue on the fast path."""
+def test_a_sample_of_the_catalogue_gives_the_fast_paths_outcomes() -> None:
+    picked = [arg for a in SAMPLE for arg in ("--attack", a)]
+    fast = redteam_json(
+        [str(CLEANROOM), "redteam", "--mode", "sealed", *picked, "--json"], 600, (0, 1)
+    )
     generic = generic_matrix(SAMPLE, timeout=900)
     assert {r.attack.id for r in generic.rows if r.attack} == set(SAMPLE)
-    assert compare(matrix, generic) == []
+    assert compare(fast, generic) == []
     assert generic.summary().sealed_passed
 
 
