@@ -133,12 +133,13 @@ def test_the_html_page_shows_the_flags_counts_and_sorts(
 
 
 def test_a_flaky_verifier_is_flagged_flaky_with_every_run(tmp_path: Path) -> None:
-    # A fair coin decides each run; ten runs all agree with odds of 1 in 512.
+    # A fair coin decides each run; sixteen runs all agree with odds of 1 in 32,768 (ten,
+    # at 1 in 512, were seen to agree).
     run = run_audit(
         str(TASKS / "flaky"),
         "--json",
         "--repeats",
-        "10",
+        "16",
         "--probe",
         "planted-reward-txt",
         run_dir=tmp_path / "run",
@@ -146,7 +147,7 @@ def test_a_flaky_verifier_is_flagged_flaky_with_every_run(tmp_path: Path) -> Non
     assert run.proc.returncode == 1, run.proc.stderr[-2000:]
     task = run.task("flaky")
     assert task["flags"] == ["flaky"]
-    assert len(task["findings"][0]["runs"]) == 10
+    assert len(task["findings"][0]["runs"]) == 16
 
 
 def test_an_osworld_checker_accepting_a_copy_for_a_rename_is_flagged(tmp_path: Path) -> None:

@@ -269,8 +269,16 @@ def with_verifier_limit(tmp_path: Path, seconds: int) -> Path:
 
 @pytest.mark.parametrize(
     ("multiplier", "control"),
-    [((), "alongside"), (("--verifier-timeout-multiplier", "5"), "after")],
-    ids=["harbors-default-budget", "room-for-the-control-after"],
+    [
+        pytest.param((), "alongside", id="harbors-default-budget"),
+        # The same hang with a larger budget: in `make test-integrations`.
+        pytest.param(
+            ("--verifier-timeout-multiplier", "5"),
+            "after",
+            id="room-for-the-control-after",
+            marks=pytest.mark.integrations,
+        ),
+    ],
 )
 def test_an_agent_that_hangs_the_tests_gets_its_zero_not_harbors_timeout(
     runtime: DockerRuntime, tmp_path: Path, multiplier: tuple[str, ...], control: str
@@ -548,6 +556,10 @@ def test_the_oracle_scores_one_on_the_generic_path(runtime: DockerRuntime, tmp_p
     assert fresh_environments_left(result) == []
 
 
+# `make test` proves the generic path's tamper 0 through the red-team sample
+# (tests/integration/redteam/test_generic_path.py); this `harbor run` of it is in `make
+# test-integrations`.
+@pytest.mark.integrations
 def test_a_rewriting_process_is_scored_zero_on_the_generic_path(
     runtime: DockerRuntime, tmp_path: Path
 ) -> None:

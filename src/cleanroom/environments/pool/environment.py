@@ -48,6 +48,10 @@ _ATSPI_BUS_PROPERTY = "AT_SPI_BUS"
 # A Writer window whose document has not reached the AT-SPI bus by then gets a fresh
 # reader, and at half the start time a fresh Writer (a start that lost its bus).
 _READER_RETRY_S = 8.0
+# A Writer started on a shared profile reaches the donor's running Writer, hands it the
+# document and exits within seconds; one still running by then found no donor to reach
+# (the donor was itself being started again) and never will.
+_HAND_OFF_S = 45.0
 
 
 @dataclass(frozen=True)
@@ -294,7 +298,7 @@ class DesktopEnvironment:
         assert self.session is not None
         program = launch("writer", self.session, self.spec.log_dir)
         try:
-            program.proc.wait(timeout=timeout_s)
+            program.proc.wait(timeout=min(timeout_s, _HAND_OFF_S))
         except subprocess.TimeoutExpired:
             program.stop()
             raise StartError(f"{self.name}: Writer did not hand its document over") from None
