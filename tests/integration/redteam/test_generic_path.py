@@ -81,9 +81,13 @@ def generic_matrix(
 ) -> Matrix:
     if not (HARBOR_VENV / "cleanroom").is_file():
         pytest.fail("no .venv-harbor with Harbor: run `make setup` (needs Python 3.12+)")
-    picked = [arg for a in attacks for arg in ("--attack", a)]
     argv = [str(HARBOR_VENV / "cleanroom"), "redteam", "--harbor-environment", "docker"]
-    return redteam_json([*argv, *picked, "--json"], timeout, exits)
+    return redteam_json([*argv, *attack_args(attacks), "--json"], timeout, exits)
+
+
+def attack_args(attacks: tuple[str, ...]) -> list[str]:
+    """``cleanroom redteam``'s options that pick ``attacks`` (none: the whole catalogue)."""
+    return [arg for a in attacks for arg in ("--attack", a)]
 
 
 def verdict(cell: Cell | None) -> tuple[str | None, float | None, str | None]:
@@ -111,9 +115,10 @@ def compare(fast: Matrix, generic: Matrix) -> list[str]:
 
 
 def test_a_sample_of_the_catalogue_gives_the_fast_paths_outcomes() -> None:
-    picked = [arg for a in SAMPLE for arg in ("--attack", a)]
     fast = redteam_json(
-        [str(CLEANROOM), "redteam", "--mode", "sealed", *picked, "--json"], 600, (0, 1)
+        [str(CLEANROOM), "redteam", "--mode", "sealed", *attack_args(SAMPLE), "--json"],
+        600,
+        (0, 1),
     )
     generic = generic_matrix(SAMPLE, timeout=900)
     assert {r.attack.id for r in generic.rows if r.attack} == set(SAMPLE)
