@@ -24,8 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from cleanroom.environments.interface import Screenshot
 from cleanroom.environments.pool.environment import DesktopEnvironment
-from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.environments.pool.plan import PoolConfig
+from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.session.processes import pids_of_uid, process_tree
 from cleanroom.environments.x11.display import XvfbDisplay
 from cleanroom.environments.x11.screen import Screen
@@ -95,7 +97,7 @@ def baseline(shots: int) -> dict[str, float]:
 def _pids(env: DesktopEnvironment) -> list[int]:
     """An environment's processes: its user's, its display and its sandbox's own."""
     pids = list(pids_of_uid(env.account.uid))
-    display = env.display
+    display = env.running.display if env.running is not None else None
     if display is not None:
         pids.append(display.pid)
         if display.sandbox is not None:  # the server itself and its sandbox's first processes
@@ -103,7 +105,7 @@ def _pids(env: DesktopEnvironment) -> list[int]:
             leader = getattr(display.proc, "group_leader", lambda: None)()
             if leader:
                 pids += [p for p in process_tree(leader) if p not in pids]
-    sandbox = env.session.sandbox if env.session is not None else None
+    sandbox = env.running.session.sandbox if env.running is not None else None
     if sandbox is not None:  # its first processes (tini and what it waits on)
         pids += [p for p in process_tree(sandbox.init_pid) if p not in pids]
     return pids
@@ -138,7 +140,7 @@ def measure(
         for i in range(shots):
             name = names[i % len(names)]
             t = time.monotonic()
-            pool.observe(name, pool.generation(name), "screenshot")
+            pool.observe(name, pool.generation(name), Screenshot)
             lat.append(time.monotonic() - t)
         mem, pss, spare_pss = [], [], []
         for name in names:

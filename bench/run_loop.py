@@ -58,8 +58,8 @@ def _canary_pids(s: LoopServices) -> list[int]:
     env = s.pool.env(CANARY_ENV)
     uid = pwd.getpwnam(env.account.user).pw_uid
     pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == uid]
-    if env.display is not None:
-        pids.append(env.display.pid)
+    if env.running is not None:
+        pids.append(env.running.display.pid)
     return pids
 
 

@@ -15,7 +15,7 @@ from cleanroom.cli.shared import AsJson, NewRunFolder, PoolRunFolder, new_run_fo
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak, parse_leak
 from cleanroom.environments.pool.orphans import Collection, collect_garbage, reap_run
-from cleanroom.environments.pool.pool import PoolConfig
+from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.supervisor import PoolProcess, current_run_dir
 from cleanroom.environments.session.programs import DEFAULT_PROGRAMS
 

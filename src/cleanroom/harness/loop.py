@@ -32,7 +32,8 @@ from cleanroom.core.isolation import judge_window
 from cleanroom.environments.osworld_env.actions import ACTION_SPACES
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.orphans import collect_garbage
-from cleanroom.environments.pool.pool import CANARY_CPU_SHARES, DEFAULT_ROOT, Pool, PoolConfig
+from cleanroom.environments.pool.plan import CANARY_CPU_SHARES, DEFAULT_ROOT, PoolConfig
+from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.pool.pool_record import RECORDS_DIR
 from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.harness.plan import PlannedCheck, plan_tests

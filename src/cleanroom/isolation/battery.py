@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.tokens import RolloutId, Token, mint
+from cleanroom.environments.interface import Desktops
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.pool.pool import Pool
 from cleanroom.isolation.fault import Fault
 from cleanroom.store.rundb import LatencySample, RunStore
 from cleanroom.verify_server.client import VerifyClient
@@ -48,7 +48,7 @@ class Schedule:
 class TrialContext:
     """What a trial may use: the pool, the run database, its window and its evidence folder."""
 
-    pool: Pool
+    pool: Desktops
     store: RunStore
     window: int
     run_dir: Path

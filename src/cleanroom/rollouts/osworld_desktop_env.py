@@ -47,6 +47,7 @@ from cleanroom.environments.osworld_env.actions import (
     rewrite_less_than,
 )
 from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import on_host
 from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import GuestTimeout
 from cleanroom.guests.desktop import DesktopGuest
@@ -91,7 +92,7 @@ class OSWorldDesktopEnv:
         self.require_a11y_tree = require_a11y_tree
         self.require_terminal = require_terminal
         if settings is None:  # the environment's own screen, as OSWorld's VM reports its own
-            screen = handle.pool.env(handle.env).spec.screen
+            screen = handle.pool.screen_size(handle.env)
             settings = CheckSettings(screen_width=screen.width, screen_height=screen.height)
         self.settings = settings
         self.screen_size = (self.settings.screen_width, self.settings.screen_height)
@@ -199,8 +200,9 @@ class OSWorldDesktopEnv:
         self.code_results.append(result)
 
     def _guest(self) -> DesktopGuest:
-        pool = self.handle.pool
-        return DesktopGuest(self.handle.env, pool.env(self.handle.env).describe())
+        return DesktopGuest(
+            self.handle.env, on_host(self.handle.pool).env(self.handle.env).describe()
+        )
 
     def _observation(self) -> dict[str, Any]:
         return {

@@ -12,8 +12,10 @@ from collections.abc import Iterator
 import pytest
 
 from cleanroom.environments.errors import StaleGeneration
+from cleanroom.environments.interface import AccessibilityTree
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.environments.pool.plan import PoolConfig
+from cleanroom.environments.pool.pool import Pool
 from cleanroom.lifecycle import wait_until
 
 pytestmark = pytest.mark.slow
@@ -52,7 +54,7 @@ def test_each_environment_sees_its_own_writer_as_osworld_xml(pool: Pool) -> None
         handle.type_text(typed[name])
 
     def trees() -> dict[str, str] | None:
-        out = {n: h.observe("accessibility_tree") for n, h in handles.items()}
+        out = {n: h.accessibility_tree() for n, h in handles.items()}
         return out if all(typed[n] in out[n] for n in ENVS) else None
 
     seen = wait_until(trees, 30, 0.5)
@@ -97,5 +99,5 @@ def test_each_environment_sees_its_own_writer_as_osworld_xml(pool: Pool) -> None
 def test_the_tree_is_refused_to_a_generation_the_environment_has_left(pool: Pool) -> None:
     current = pool.generation("env01")
     with pytest.raises(StaleGeneration):
-        pool.observe("env01", current + 1, "accessibility_tree")
-    assert isinstance(pool.observe("env01", current, "accessibility_tree"), str)
+        pool.observe("env01", current + 1, AccessibilityTree)
+    assert isinstance(pool.observe("env01", current, AccessibilityTree).xml, str)

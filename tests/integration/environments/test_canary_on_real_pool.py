@@ -28,7 +28,7 @@ def test_a_change_to_env00_inside_a_window_invalidates_exactly_the_later_rollout
         store.finish_rollout(early.rollout_id, Outcome.success())
         time.sleep(0.05)
         leak = mint(RolloutId("env02", 1, 1))
-        pool.env("env00").clipboard.set(f"leaked {leak}")  # a leak, wired in by the harness
+        pool.env("env00").set_clipboard(f"leaked {leak}")  # a leak, wired in by the harness
         sample = watcher.sample_once()
         store.finish_rollout(late.rollout_id, Outcome.success())
         store.close_window(1)
@@ -72,7 +72,7 @@ def test_the_canary_control_does_not_fire_when_nothing_reaches_the_canary(pool: 
     # The detector's negative case: a plant that lands somewhere else (env01's clipboard)
     # must leave the canary unchanged, so the control reports that it did not fire.
     def elsewhere(p: Pool, text: str) -> None:
-        p.env("env01").clipboard.set(text)
+        p.env("env01").set_clipboard(text)
 
     missed = Plant("planted: env01's clipboard (not the canary)", elsewhere, lambda p: None)
     [cell] = run_canary_control(pool, see_within_s=2.0, plants=[missed])

@@ -20,7 +20,8 @@ from cleanroom.core.outcomes import Cause
 from cleanroom.environments.containers.desktop_image import DockerUnavailable, docker_client
 from cleanroom.environments.containers.program_container import POOL_LABEL, NoNetworkInContainer
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.environments.pool.plan import PoolConfig
+from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.isolation.battery import TrialContext, run_test
 from cleanroom.isolation.checks.channels import ChannelsCheck
@@ -143,8 +144,8 @@ def test_osworld_pyautogui_code_runs_inside_the_environments_container(contained
 
 def test_a_container_cannot_connect_to_another_environments_display(contained: Pool) -> None:
     one, two = contained.env("env01"), contained.env("env02")
-    assert one.container is not None and one.display is not None and two.display is not None
-    own, other = one.display.number, two.display.number
+    assert one.container is not None
+    own, other = one.live.display.number, two.live.display.number
 
     # The control: the same attempts reach the environment's own display.
     code, out = one.container.run(["python3", "-c", _CONNECT, str(own)])

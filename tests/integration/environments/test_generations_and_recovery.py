@@ -55,7 +55,7 @@ def test_reset_returns_a_ready_environment_with_clean_home_and_clipboard(pool: P
 
 def _leave_a_dead_bus_address(env: DesktopEnvironment) -> None:
     """What a bus launcher killed before it cleaned up leaves on its display."""
-    x = xdisplay.Display(env.display.name if env.display else "")
+    x = xdisplay.Display(env.live.display.name)
     try:
         atom = x.intern_atom("AT_SPI_BUS")
         dead = f"unix:path={env.spec.runtime_dir}/at-spi/bus_dead,guid={'0' * 32}"
@@ -66,7 +66,7 @@ def _leave_a_dead_bus_address(env: DesktopEnvironment) -> None:
 
 
 def _bus_address(env: DesktopEnvironment) -> str:
-    x = xdisplay.Display(env.display.name if env.display else "")
+    x = xdisplay.Display(env.live.display.name)
     try:
         prop = x.screen().root.get_full_property(x.intern_atom("AT_SPI_BUS"), Xatom.STRING)
         return prop.value.decode() if prop else ""
@@ -91,8 +91,7 @@ def test_a_writer_that_started_against_a_dead_bus_is_started_again(pool: Pool) -
         env.start_programs(timeout_s=20)
     assert env.remedies == ["a fresh reader", "a fresh Writer"]
     assert "bus_dead" not in _bus_address(env)
-    assert env.atspi is not None
-    assert any(i["role"] == "paragraph" for i in env.atspi.texts())
+    assert any(i["role"] == "paragraph" for i in env.live.atspi.texts())
 
 
 def test_a_killed_writer_is_recovered_at_a_new_generation(pool: Pool) -> None:
@@ -176,7 +175,7 @@ def _kill_the_harnesss_clipboard_connection(handle: PolicyHandle) -> None:
     """Any client of a display may end another's connection (``KillClient``): the
     harness's clipboard owner's, whose window owns the selection it set."""
     handle.set_clipboard("mine")
-    owner = handle.pool.env(handle.env).clipboard  # type: ignore[attr-defined]
+    owner = handle.pool.env(handle.env).live.clipboard  # type: ignore[attr-defined]
     handle.focus("terminal")
     time.sleep(0.3)
     handle.type_text(f"xkill -id {owner.window_id}\n")
@@ -221,6 +220,6 @@ def test_the_canary_refuses_every_action(pool: Pool) -> None:
 
 
 def parse_set_clipboard(text: str):  # type: ignore[no-untyped-def]
-    from cleanroom.environments.policy.actions import parse_action
+    from cleanroom.environments.actions import parse_action
 
     return parse_action({"kind": "set_clipboard", "text": text})

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cleanroom.environments.pool.plan import PoolConfig
 
-from cleanroom.environments.pool.pool import Pool, PoolConfig
-from cleanroom.environments.x11.screen import WindowInfo
+from cleanroom.environments.interface import WindowInfo
+from cleanroom.environments.pool.pool import Pool
 from cleanroom.guests.desktop import DesktopGuest
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.setup_steps import (

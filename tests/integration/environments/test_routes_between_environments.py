@@ -22,7 +22,8 @@ import pytest
 from Xlib import display as xdisplay
 
 from cleanroom.environments.pool.environment import DesktopEnvironment
-from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.environments.pool.plan import PoolConfig
+from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.session.processes import kill_pids, process_tree
 from cleanroom.environments.x11.screen import client_pid
 from cleanroom.lifecycle import wait_until
@@ -199,12 +200,11 @@ def test_a_full_home_or_runtime_folder_fills_only_its_own_file_system(pool: Pool
     # Each is a sized tmpfs of the environment's own: writing past it stops at its size
     # (ENOSPC) and leaves the pool's folders, the run folder's among them, as they were.
     env01 = pool.env("env01")
-    assert env01.session is not None
     limits = pool.limits_for("env01")
     run_free = shutil.disk_usage(pool.run_dir).free
     for folder, size_mib in (
         (env01.account.home, limits.home_mib),
-        (env01.session.runtime_dir, limits.tmpfs_mib),
+        (env01.live.session.runtime_dir, limits.tmpfs_mib),
     ):
         assert os.path.ismount(folder), folder
         fill = folder / MARK
@@ -219,8 +219,8 @@ def test_each_displays_server_runs_in_a_sandbox_of_its_own_as_nobody(pool: Pool)
     # An X server reads any folder a client names as a font path: sandboxed, it has none
     # of the pool's homes in view, not even its own environment's.
     for name in pool.names:
-        display = pool.env(name).display
-        assert display is not None and display.sandbox is not None, name
+        display = pool.env(name).live.display
+        assert display.sandbox is not None, name
         leader = display.proc.group_leader()  # type: ignore[attr-defined]
         assert leader and Path(f"/proc/{leader}").stat().st_uid == pwd.getpwnam("nobody").pw_uid
         root = Path(f"/proc/{leader}/root")
@@ -229,8 +229,7 @@ def test_each_displays_server_runs_in_a_sandbox_of_its_own_as_nobody(pool: Pool)
     # It still names each client by its host pid (X-Resource), as the harness needs to
     # tell whose window is whose on a display two environments share.
     env01 = pool.env("env01")
-    assert env01.display is not None
-    x = xdisplay.Display(env01.display.name)
+    x = xdisplay.Display(env01.live.display.name)
     try:
         pids = [client_pid(x, w.id) for w in env01.windows()]
     finally:
@@ -245,7 +244,7 @@ def test_every_sandbox_is_in_the_environments_group_with_its_budget(pool: Pool) 
     assert group["cpu_shares"] == 1024 and group["memory_mib"] > 0, group
     for name in pool.names:
         env = pool.env(name)
-        assert env.display is not None and env.display.sandbox is not None
-        leader = env.display.proc.group_leader()  # type: ignore[attr-defined]
+        assert env.live.display.sandbox is not None
+        leader = env.live.display.proc.group_leader()  # type: ignore[attr-defined]
         cgroups = Path(f"/proc/{leader}/cgroup").read_text()
         assert ":cpu:/cleanroom/" in cgroups or ":cpu,cpuacct:/cleanroom/" in cgroups, cgroups

@@ -26,7 +26,8 @@ from cleanroom.core.publish import ControlResult, Refusal
 from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.environments.pool.plan import PoolConfig
+from cleanroom.environments.pool.pool import Pool
 from cleanroom.harness.form_audit_rows import LeasedRollout
 from cleanroom.harness.form_audit_window import audit_window
 from cleanroom.harness.loop import end_of_run_sweep
@@ -53,7 +54,7 @@ class _TakesTheCanaryClipboard(IsolationCheck):
     detects: ClassVar[tuple[Leak, ...]] = ()
 
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
-        owner = ctx.pool.env(CANARY_ENV).clipboard
+        owner = ctx.pool.env(CANARY_ENV).live.clipboard
         assert owner is not None, "the canary has no clipboard owner"
         owner.set(f"leaked {ctx.mint('env01')}", ("CLIPBOARD",))
         return [IsolationRow(self.name, trial, a, b, RowResult.CLEAN, ctx.window)

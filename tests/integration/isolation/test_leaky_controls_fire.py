@@ -13,7 +13,8 @@ from cleanroom.core.isolation import RowResult
 from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import Pool, PoolConfig
+from cleanroom.environments.pool.plan import PoolConfig
+from cleanroom.environments.pool.pool import Pool
 from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.isolation.checks.clipboard import ClipboardCheck
 from cleanroom.isolation.checks.dialog_steal import DialogStealCheck
@@ -74,8 +75,7 @@ def _fires(test: IsolationCheck, ctx: TrialContext) -> bool:
 def test_under_shared_display_env02_works_on_env01s_display(shared_display: TrialContext) -> None:
     pool = shared_display.pool
     one, two = pool.env("env01"), pool.env("env02")
-    assert one.display is not None and two.display is not None
-    assert two.display.name == one.display.name
+    assert two.live.display.name == one.live.display.name
     writers = [w for w in one.windows() if w.wm_class == "libreoffice-writer"]
     assert len(writers) == 2  # env02's Writer is on env01's screen
 

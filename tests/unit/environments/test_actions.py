@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cleanroom.environments.actions import Click, Focus, SetClipboard, TypeText, parse_action
 from cleanroom.environments.errors import BadAction
-from cleanroom.environments.policy.actions import Click, Focus, SetClipboard, TypeText, parse_action
 from cleanroom.environments.x11.keys import parse_hotkey
 
 

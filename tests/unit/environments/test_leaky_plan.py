@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from cleanroom.environments.interface import Unsupported
 from cleanroom.environments.leaky_setups import Leak, Sharing, donor_gives, parse_leak, sharing_for
-from cleanroom.environments.pool.pool import PoolConfig
+from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.session.template import libreoffice_settings, without_document_locks
 
 
@@ -62,9 +63,10 @@ def test_turning_document_locks_off_keeps_the_other_settings() -> None:
     assert "UseDocumentOOoLockFile" in out and "CapitalAtStartSentence" in out
 
 
-def test_a_leaky_setup_is_refused_in_containers_mode() -> None:
-    with pytest.raises(ValueError, match="host pool only"):
+def test_a_leaky_setup_is_refused_in_containers_mode_before_anything_starts() -> None:
+    with pytest.raises(Unsupported, match=r"containers provider .*: leaky setups") as info:
         PoolConfig(envs=2, containers=True, leak=Leak.SHARED_HOME)
+    assert info.value.missing == ["leaky_setups"]
 
 
 def test_only_leaks_that_share_a_session_or_the_host_take_the_sandboxes_away() -> None:

@@ -9,6 +9,16 @@ from typing import Any
 import pytest
 from Xlib import XK
 
+from cleanroom.environments.actions import (
+    MAX_TYPE_CHARS,
+    Click,
+    Hotkey,
+    KeyDown,
+    KeyUp,
+    Move,
+    TypeText,
+    parse_action,
+)
 from cleanroom.environments.errors import BadAction
 from cleanroom.environments.osworld_env.actions import (
     KEYBOARD_KEYS,
@@ -31,16 +41,6 @@ from cleanroom.environments.osworld_env.actions import (
     translate,
     translate_pyautogui,
     x_keysym_name,
-)
-from cleanroom.environments.policy.actions import (
-    MAX_TYPE_CHARS,
-    Click,
-    Hotkey,
-    KeyDown,
-    KeyUp,
-    Move,
-    TypeText,
-    parse_action,
 )
 from cleanroom.environments.x11.keys import keysym_for_name
 

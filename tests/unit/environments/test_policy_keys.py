@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from cleanroom.environments.interface import EnvironmentState, ScreenSize
 from cleanroom.environments.policy.http import KEY_HEADER, build_app, env_key
 
 KEY = "harness-key"
@@ -19,8 +20,8 @@ class _Pool:
 
     book = SimpleNamespace(snapshot=lambda: {"env01": 1, "env02": 1})
 
-    def observe(self, name: str, generation: int, what: str) -> Any:
-        return {"env": name}
+    def observe(self, name: str, generation: int, kind: type) -> Any:
+        return EnvironmentState(name, generation, False, (), ScreenSize())
 
     def describe(self) -> dict[str, Any]:
         return {"environments": []}
@@ -59,8 +60,8 @@ def test_every_route_refuses_no_key_and_another_environments_key(
 def test_an_environments_key_opens_its_own_observe_route_and_the_harness_key_all(
     http: TestClient,
 ) -> None:
-    own = http.get("/v1/envs/env01/windows?generation=1", headers=_as(env_key(KEY, "env01")))
-    assert own.status_code == 200 and own.json() == {"env": "env01"}
+    own = http.get("/v1/envs/env01/state?generation=1", headers=_as(env_key(KEY, "env01")))
+    assert own.status_code == 200 and own.json()["env"] == "env01"
     assert http.get("/v1/envs", headers=_as(KEY)).status_code == 200
     assert http.get("/v1/admin/status", headers=_as(KEY)).status_code == 200
     assert http.get("/v1/envs/env02/windows?generation=1", headers=_as(KEY)).status_code == 200

@@ -38,8 +38,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
-from cleanroom.environments.errors import BadAction
-from cleanroom.environments.policy.actions import (
+from cleanroom.environments.actions import (
     MAX_TYPE_CHARS,
     Action,
     Click,
@@ -49,6 +48,7 @@ from cleanroom.environments.policy.actions import (
     Move,
     TypeText,
 )
+from cleanroom.environments.errors import BadAction
 
 ACTION_SPACES = ("computer_13", "pyautogui")
 CONTROL_TYPES = ("WAIT", "FAIL", "DONE")

@@ -12,8 +12,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from cleanroom.environments.policy.actions import Action, parse_action
-from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.actions import Action, parse_action
+from cleanroom.environments.interface import (
+    AccessibilityTree,
+    Clipboard,
+    Desktops,
+    FocusedText,
+    Observation,
+    Screenshot,
+    WindowList,
+    Wire,
+)
 
 
 class PolicyHandle(ABC):
@@ -29,8 +38,8 @@ class PolicyHandle(ABC):
         """Apply one action (its JSON form) at this handle's generation; return its value."""
 
     @abstractmethod
-    def observe(self, what: str) -> Any:
-        """One observation at this handle's generation."""
+    def observe(self, kind: type[Observation]) -> Wire:
+        """One observation of ``kind`` at this handle's generation, in its wire form."""
 
     @abstractmethod
     def reset(self) -> int:
@@ -44,27 +53,32 @@ class PolicyHandle(ABC):
 
     def screenshot(self) -> bytes:
         """The screen as PNG bytes."""
-        data: bytes = self.observe("screenshot")
+        data = self.observe(Screenshot)
+        assert isinstance(data, bytes)
         return data
 
     def windows(self) -> list[dict[str, Any]]:
         """Top-level windows: id, title, wm_class, geometry."""
-        data: list[dict[str, Any]] = self.observe("windows")
+        data = self.observe(WindowList)
+        assert isinstance(data, list)
         return data
 
     def focused_text(self) -> dict[str, Any]:
         """The focused accessible object: app, role, name, text, document_text."""
-        data: dict[str, Any] = self.observe("focused_text")
+        data = self.observe(FocusedText)
+        assert isinstance(data, dict)
         return data
 
     def accessibility_tree(self) -> str:
         """The environment's accessibility tree as OSWorld's XML (``obs["accessibility_tree"]``)."""
-        data: str = self.observe("accessibility_tree")
+        data = self.observe(AccessibilityTree)
+        assert isinstance(data, str)
         return data
 
     def clipboard(self) -> dict[str, str | None]:
         """Both selections as any client of the display would read them (an observation)."""
-        data: dict[str, str | None] = self.observe("clipboard")
+        data = self.observe(Clipboard)
+        assert isinstance(data, dict)
         return data
 
     def type_text(self, text: str) -> None:
@@ -111,9 +125,9 @@ class PolicyHandle(ABC):
 
 
 class LocalHandle(PolicyHandle):
-    """A handle on an in-process `Pool`."""
+    """A handle on a pool of desktops in this process (`interface.Desktops`)."""
 
-    def __init__(self, pool: Pool, env: str) -> None:
+    def __init__(self, pool: Desktops, env: str) -> None:
         self.pool = pool
         self.env = env
         self.generation = pool.generation(env)
@@ -122,8 +136,8 @@ class LocalHandle(PolicyHandle):
         parsed = action if isinstance(action, Action) else parse_action(action)
         return self.pool.act(self.env, self.generation, parsed).value
 
-    def observe(self, what: str) -> Any:
-        return self.pool.observe(self.env, self.generation, what)
+    def observe(self, kind: type[Observation]) -> Wire:
+        return self.pool.observe(self.env, self.generation, kind).to_json()
 
     def reset(self) -> int:
         self.generation = self.pool.policy_reset(self.env, self.generation)

@@ -39,6 +39,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from cleanroom.core.breakage import Breakage
+from cleanroom.environments.actions import parse_action
 from cleanroom.environments.errors import (
     BadAction,
     CanaryIsReadOnly,
@@ -47,9 +48,9 @@ from cleanroom.environments.errors import (
     StaleGeneration,
     UnknownEnvironment,
 )
-from cleanroom.environments.policy.actions import parse_action
+from cleanroom.environments.interface import OBSERVATIONS, Observation, Screenshot, Wire
 from cleanroom.environments.policy.handle import PolicyHandle
-from cleanroom.environments.pool.pool import OBSERVATIONS, Pool
+from cleanroom.environments.pool.pool import Pool
 
 KEY_HEADER = "Authorization"
 
@@ -135,13 +136,14 @@ def build_app(pool: Pool, key: str, on_shutdown: Callable[[], None]) -> Starlett
         if not authorised(request, name):
             return _error(401, "unauthorised")
         try:
-            if what not in OBSERVATIONS:
+            kind = OBSERVATIONS.get(what)
+            if kind is None:
                 raise BadAction(f"unknown observation {what!r}")
             generation = _generation(request.query_params.get("generation"))
-            value = await run_in_threadpool(pool.observe, name, generation, what)
+            value = (await run_in_threadpool(pool.observe, name, generation, kind)).to_json()
         except PoolError as exc:
             return _failure(exc)
-        if what == "screenshot":
+        if isinstance(value, bytes):
             return Response(value, media_type="image/png")
         return JSONResponse(value)
 
@@ -314,11 +316,14 @@ class HttpHandle(PolicyHandle):
         body = {"generation": self.generation, "action": action}
         return self.client.request("POST", f"/v1/envs/{self.env}/act", json=body).json()["value"]
 
-    def observe(self, what: str) -> Any:
+    def observe(self, kind: type[Observation]) -> Wire:
         response = self.client.request(
-            "GET", f"/v1/envs/{self.env}/{what}", params={"generation": self.generation}
+            "GET", f"/v1/envs/{self.env}/{kind.kind}", params={"generation": self.generation}
         )
-        return response.content if what == "screenshot" else response.json()
+        if kind is Screenshot:
+            return response.content
+        data: Wire = response.json()
+        return data
 
     def reset(self) -> int:
         body = {"generation": self.generation}

@@ -10,13 +10,23 @@ import contextlib
 import shutil
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cleanroom.core.breakage import Evidence, Part, Problem
 from cleanroom.environments.containers.program_container import ContainerPlan, ProgramContainer
-from cleanroom.environments.errors import BadAction, StartError
+from cleanroom.environments.errors import BadAction, NoSuchWindow, StartError
+from cleanroom.environments.interface import (
+    AccessibilityTree,
+    ClipboardRead,
+    CommandResult,
+    FocusedText,
+    ProgramInfo,
+    ScreenSize,
+    WindowInfo,
+)
 from cleanroom.environments.session.accounts import Account, chown_tree
 from cleanroom.environments.session.cgroups import memory_count
 from cleanroom.environments.session.login import Session
@@ -33,12 +43,13 @@ from cleanroom.environments.session.programs import (
 from cleanroom.environments.session.sandbox import Sandbox
 from cleanroom.environments.session.sandbox_spec import SandboxLayout, SandboxProtections
 from cleanroom.environments.session.template import LIBREOFFICE_PROFILE, without_document_locks
-from cleanroom.environments.x11.atspi import AtspiReader, AtspiUnavailable, FocusedText
-from cleanroom.environments.x11.clipboard import ClipboardOwner, ClipboardRead, read_selection
-from cleanroom.environments.x11.display import DisplayView, ScreenSize, XvfbDisplay
-from cleanroom.environments.x11.screen import Screen, WindowInfo
+from cleanroom.environments.x11.atspi import AtspiReader, AtspiUnavailable
+from cleanroom.environments.x11.clipboard import ClipboardOwner, read_selection
+from cleanroom.environments.x11.display import DisplayView, XvfbDisplay
+from cleanroom.environments.x11.screen import Screen
 from cleanroom.environments.x11.xauth import write_cookie
 from cleanroom.environments.x11.xinput import XInput
+from cleanroom.host_files import NotARegularFile, read_beneath
 from cleanroom.lifecycle import stop_group, wait_until
 
 # How long a Writer whose readiness cannot be read through AT-SPI is given to take keys.
@@ -99,25 +110,51 @@ class Borrowed:
         return self.libreoffice_profile == donor_profile
 
 
+@dataclass
+class Running:
+    """A started desktop: its login session, its display and the harness's connections
+    to it. Every part is there; an environment whose desktop is not running has none."""
+
+    session: Session
+    display: XvfbDisplay
+    input: XInput
+    clipboard: ClipboardOwner
+    screen: Screen
+    atspi: AtspiReader
+
+    def connections(self) -> tuple[XInput, ClipboardOwner, Screen, AtspiReader]:
+        """The harness's connections to the display, for closing."""
+        return (self.input, self.clipboard, self.screen, self.atspi)
+
+
+def _close_all(connections: Iterable[XInput | ClipboardOwner | Screen | AtspiReader]) -> None:
+    for connection in connections:
+        with contextlib.suppress(Exception):
+            connection.close()
+
+
 class DesktopEnvironment:
-    """A running environment. Build with `start`; `stop` removes everything it made."""
+    """A running environment. Build with `create`; `destroy` removes everything it made."""
 
     def __init__(self, spec: EnvSpec, account: Account, template: Path) -> None:
         self.spec = spec
         self.account = account
         self.template = template
-        self.session: Session | None = None
-        self.display: XvfbDisplay | None = None
-        self.input: XInput | None = None
-        self.clipboard: ClipboardOwner | None = None
-        self.screen: Screen | None = None
-        self.atspi: AtspiReader | None = None
+        self.running: Running | None = None  # set by `start_desktop`
         self.programs: list[Program] = []
+        # Its programs' container, in containers mode, while they run.
         self.container: ProgramContainer | None = None
         self.ready_at: float | None = None
         self.borrow: Borrowed | None = None  # set by the pool for a leaky setup
         self.handed_off: list[Program] = []  # Writer starts that went to another instance
         self.remedies: list[str] = []  # what the last start of the programs had to retry
+
+    @property
+    def live(self) -> Running:
+        """The started desktop; `StartError` when it is not running."""
+        if self.running is None:
+            raise StartError(f"{self.name}: the desktop is not running")
+        return self.running
 
     @property
     def name(self) -> str:
@@ -169,9 +206,7 @@ class DesktopEnvironment:
         self.spec.log_dir.mkdir(parents=True, exist_ok=True)
         borrow = self.borrow
         if borrow is not None and borrow.session:
-            if borrow.donor.session is None:
-                raise StartError(f"{self.name}: the donor's session is not running")
-            session = Session.join(self.account, borrow.donor.session, "")
+            session = Session.join(self.account, borrow.donor.live.session, "")
         else:
             limits = self.spec.protections.limits
             session = Session.prepare(
@@ -183,61 +218,73 @@ class DesktopEnvironment:
         session.screen_size = (self.spec.screen.width, self.spec.screen.height)
         if borrow is not None and borrow.libreoffice_profile is not None:
             session.libreoffice_profile = borrow.libreoffice_profile
-        self.session = session
-        if borrow is not None and borrow.display:
-            display = borrow.donor.display
-            if display is None:
-                raise StartError(f"{self.name}: the donor's display is not running")
-            # Our programs may open the donor's display: its cookie goes in our file.
-            write_cookie(session.xauthority, display.number, display.cookie)
-        else:
-            display = XvfbDisplay.start(
-                session.xauthority,
-                self.spec.screen,
-                log=self.spec.log_dir / "xvfb.log",
-                view=self._display_view(),
-            )
-        self.display = display
+        try:
+            if borrow is not None and borrow.display:
+                display = borrow.donor.live.display
+                # Our programs may open the donor's display: its cookie goes in our file.
+                write_cookie(session.xauthority, display.number, display.cookie)
+            else:
+                display = XvfbDisplay.start(
+                    session.xauthority,
+                    self.spec.screen,
+                    log=self.spec.log_dir / "xvfb.log",
+                    view=self._display_view(),
+                )
+        except BaseException:
+            session.remove()
+            raise
         session.display = display.name
-        session.sandbox = self._start_sandbox()
-        session.start_bus()
-        self.input = XInput(display.name)
-        self.clipboard = ClipboardOwner(display.name)
-        self.screen = Screen(display.name)
-        self.atspi = AtspiReader(session)
+        opened: list[XInput | ClipboardOwner | Screen | AtspiReader] = []
+        try:
+            session.sandbox = self._start_sandbox(session, display)
+            session.start_bus()
+            opened.append(xin := XInput(display.name))
+            opened.append(clipboard := ClipboardOwner(display.name))
+            opened.append(screen := Screen(display.name))
+            opened.append(atspi := AtspiReader(session))
+        except BaseException:
+            _close_all(opened)
+            self._end_session_processes(session)
+            if self.owns_display:
+                display.stop()
+            session.remove()
+            raise
+        self.running = Running(session, display, xin, clipboard, screen, atspi)
 
     def end_processes(self) -> None:
         """End every process of the account (its sandbox, programs, session bus and
         whatever it left outside a sandbox); the display and the harness's connections
         to it stay, for `stop_desktop`."""
-        self._stop_sandbox()  # every process in it at once (see `restart_session`)
+        if self.running is None:
+            self.stop_programs()
+            kill_uid(self.account.uid)
+            return
+        self._end_session_processes(self.running.session)
+
+    def _end_session_processes(self, session: Session) -> None:
+        if session.sandbox is not None:  # every process in it at once (`restart_session`)
+            session.sandbox.stop()
+            session.sandbox = None
         self.stop_programs()
-        if self.session is not None:
-            self.session.stop_bus()
+        session.stop_bus()
         kill_uid(self.account.uid)  # anything left outside a sandbox (a leaky setup's)
 
     def stop_desktop(self) -> None:
         """End programs, every process of the account, the connections and the display."""
         self.end_processes()
-        for closer in (self.input, self.clipboard, self.screen, self.atspi):
-            if closer is not None:
-                with contextlib.suppress(Exception):
-                    closer.close()
-        self.input = self.clipboard = self.screen = self.atspi = None
-        if self.display is not None:
-            if self.owns_display:
-                self.display.stop()
-            self.display = None
-        if self.session is not None:
-            self.session.remove()
-            self.session = None
+        running, self.running = self.running, None
+        if running is None:
+            return
+        _close_all(running.connections())
+        if self.owns_display:
+            running.display.stop()
+        running.session.remove()
 
     # -- programs ------------------------------------------------------------------------
 
     def start_programs(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Start the configured programs and wait until each shows its window."""
-        if self.session is None or self.screen is None or self.display is None:
-            raise StartError(f"{self.name}: the desktop is not running")
+        live = self.live
         names = list(self.spec.programs)
         self._prepare_private_profile()
         self.handed_off = []
@@ -250,15 +297,15 @@ class DesktopEnvironment:
         if self.spec.container is not None:
             self.container = ProgramContainer.start(
                 self.spec.container,
-                self.session,
-                self.display.number,
+                live.session,
+                live.display.number,
                 self.spec.log_dir,
                 self.spec.protections.limits,
             )
             self.programs = [self.container.launch(name) for name in names]
         else:
-            self.programs = [launch(name, self.session, self.spec.log_dir) for name in names]
-        wait_ready(self.programs, self.screen, timeout_s)
+            self.programs = [launch(name, live.session, self.spec.log_dir) for name in names]
+        wait_ready(self.programs, live.screen, timeout_s)
         if "writer" in names and self.owns_display:
             self._wait_document_accessible(timeout_s)
         elif "writer" in names:
@@ -269,8 +316,7 @@ class DesktopEnvironment:
         # On a borrowed display our Writer publishes its tree on the donor's AT-SPI bus
         # (the bus address is a property of the display's root window), which refuses
         # our user: readiness is our window beside the donor's, then time to take keys.
-        screen = self.screen
-        assert screen is not None
+        screen = self.live.screen
 
         def two_writers() -> bool:
             writers = [w for w in screen.windows() if w.wm_class == "libreoffice-writer"]
@@ -295,8 +341,7 @@ class DesktopEnvironment:
             chown_tree(profile, self.account.uid, self.account.gid)
 
     def _hand_off_writer(self, timeout_s: float) -> Program:
-        assert self.session is not None
-        program = launch("writer", self.session, self.spec.log_dir)
+        program = launch("writer", self.live.session, self.spec.log_dir)
         try:
             program.proc.wait(timeout=min(timeout_s, _HAND_OFF_S))
         except subprocess.TimeoutExpired:
@@ -311,8 +356,7 @@ class DesktopEnvironment:
         # forever: each gets one fresh start on the way (no Writer restart in a container).
         # A bus address left on the display by a bus that died before it could remove it
         # is the usual cause; it is forgotten before Writer starts again.
-        atspi = self.atspi
-        assert atspi is not None
+        atspi = self.live.atspi
         started = time.monotonic()
         remedies = [(started + _READER_RETRY_S, "a fresh reader", atspi.close)]
         if self.container is None:
@@ -342,14 +386,14 @@ class DesktopEnvironment:
         )
 
     def _restart_writer(self) -> None:
-        assert self.session is not None and self.screen is not None
+        live = self.live
         self._forget_accessibility_bus()
         for program in [p for p in self.programs if p.name == "writer"]:
             program.stop()
             self.programs.remove(program)
-            fresh = launch("writer", self.session, self.spec.log_dir)
+            fresh = launch("writer", live.session, self.spec.log_dir)
             self.programs.append(fresh)
-            wait_ready([fresh], self.screen)
+            wait_ready([fresh], live.screen)
 
     def stop_programs(self) -> None:
         """End every program (and, through the account, anything they started)."""
@@ -359,9 +403,9 @@ class DesktopEnvironment:
         if self.container is not None:
             self.container.remove()  # a fresh one comes with the next start
             self.container = None
-        if self.input is not None:
+        if self.running is not None:
             with contextlib.suppress(Exception):
-                self.input.release_all()
+                self.running.input.release_all()
 
     def restart_session(self) -> None:
         """End every process of the account (programs, session bus, AT-SPI bus, reader,
@@ -369,18 +413,17 @@ class DesktopEnvironment:
 
         The display stays: it belongs to the harness, not to the account.
         """
-        if self.session is None:
-            raise StartError(f"{self.name}: the desktop is not running")
+        live = self.live
         # The sandbox first: its end takes every process in it at once, where ending the
         # programs one by one first leaves their orphans to die slowly with the sandbox.
         self._stop_sandbox()
         self.stop_programs()
-        self.session.stop_bus()
+        live.session.stop_bus()
         # No grace period: the home is thrown away next, so nothing needs a clean exit.
         kill_uid(self.account.uid, grace_s=0.0)
         self._forget_accessibility_bus()
-        self.session.sandbox = self._start_sandbox()
-        self.session.start_bus()
+        live.session.sandbox = self._start_sandbox(live.session, live.display)
+        live.session.start_bus()
 
     def _display_view(self) -> DisplayView | None:
         if not self.spec.display_sandboxed:
@@ -395,16 +438,15 @@ class DesktopEnvironment:
         # The folders holding every environment's homes and runtime folders.
         return tuple(dict.fromkeys((self.spec.home.parent, self.spec.runtime_dir.parent)))
 
-    def _start_sandbox(self) -> Sandbox | None:
+    def _start_sandbox(self, session: Session, display: XvfbDisplay) -> Sandbox | None:
         # A fresh one for every session: nothing of a generation's /tmp, IPC objects or
         # loopback services is left for the next.
-        assert self.session is not None and self.display is not None
         if not self.spec.sandboxed:
             return None
         layout = SandboxLayout(
-            writable=tuple(dict.fromkeys((self.account.home, self.session.runtime_dir))),
+            writable=tuple(dict.fromkeys((self.account.home, session.runtime_dir))),
             hidden=self._hidden(),
-            display_number=self.display.number,
+            display_number=display.number,
         )
         return Sandbox.start(
             self.name,
@@ -415,17 +457,17 @@ class DesktopEnvironment:
         )
 
     def _stop_sandbox(self) -> None:
-        if self.session is not None and self.session.sandbox is not None:
-            self.session.sandbox.stop()
-            self.session.sandbox = None
+        if self.running is not None and self.running.session.sandbox is not None:
+            self.running.session.sandbox.stop()
+            self.running.session.sandbox = None
 
     def _forget_accessibility_bus(self) -> None:
         # A bus launcher killed before it could clean up leaves its address on the
         # display; programs that read it publish their tree to a dead bus, for good. With
         # the address gone they ask the session bus, which starts a new one (and it
         # publishes its own address).
-        if self.owns_display and self.screen is not None:
-            self.screen.delete_root_property(_ATSPI_BUS_PROPERTY)
+        if self.owns_display and self.running is not None:
+            self.running.screen.delete_root_property(_ATSPI_BUS_PROPERTY)
 
     def restore_home(self) -> None:
         """Replace the home with a fresh copy of the template."""
@@ -433,26 +475,25 @@ class DesktopEnvironment:
 
     def clear_clipboard(self) -> None:
         """Leave CLIPBOARD and PRIMARY without an owner."""
-        if self.clipboard is not None:
-            self.clipboard.clear()
+        if self.running is not None:
+            self.running.clipboard.clear()
 
     def open_url(self, url: str) -> None:
         """Ask the running browser for a new tab at ``url`` and wait until it shows."""
-        if self.session is None:
-            raise StartError(f"{self.name}: the desktop is not running")
+        live = self.live
         if not any(p.name == "browser" and p.alive() for p in self.programs):
             raise StartError(f"{self.name} runs no browser")
         if not url.startswith(("http://", "https://", "about:")):
             raise BadAction(f"only http(s) and about: URLs can be opened, got {url!r}")
         port = loopback_port(url)
         # The page's port, and only it, is forwarded to where the browser runs.
-        where = self.container or self.session.sandbox
+        where = self.container or live.session.sandbox
         if port is not None and where is not None:
             where.forward_port(port)
         if self.container is not None:
             helper: ProgramProcess = self.container.launch_url("browser", url)
         else:
-            helper = launch_url("browser", self.session, self.spec.log_dir, url)
+            helper = launch_url("browser", live.session, self.spec.log_dir, url)
         with contextlib.suppress(subprocess.TimeoutExpired):
             helper.wait(timeout=15)  # the helper hands the URL to the running browser
 
@@ -466,23 +507,21 @@ class DesktopEnvironment:
     def start_inside(self, argv: list[str], log_name: str) -> tuple[ProgramProcess, Path]:
         """Start ``argv`` where the environment's programs run (its sandbox or container),
         as its user, with its output in a log file of its own; return it and the file."""
-        if self.session is None:
-            raise StartError(f"{self.name}: the desktop is not running")
+        session = self.live.session
         log = self.spec.log_dir / f"{log_name}.log"
         log.unlink(missing_ok=True)
         if self.container is not None:
             return self.container.exec(log_name, argv), log
         with open(log, "ab") as out:
-            return self.session.spawn(argv, stdout=out, stderr=out), log
+            return session.spawn(argv, stdout=out, stderr=out), log
 
     def run_inside(self, argv: list[str], timeout_s: float = 60.0) -> tuple[int, str]:
         """Run ``argv`` where the environment's programs run, as its user; its exit code
         and output (`subprocess.TimeoutExpired` after ``timeout_s``)."""
-        if self.session is None:
-            raise StartError(f"{self.name}: the desktop is not running")
+        session = self.live.session
         if self.container is not None:
             return self.container.run(argv, timeout_s)
-        proc = self.session.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = session.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             out, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -499,13 +538,19 @@ class DesktopEnvironment:
 
     def damage(self) -> list[Problem]:
         """Every part of the environment found dead right now (empty when healthy)."""
+        live = self.running
+        if live is None:
+            return [
+                Problem(Part.DISPLAY, "display is dead"),
+                Problem(Part.SESSION_BUS, "session bus is dead"),
+            ]
         out = []
-        if self.display is None or not self.display.alive():
+        if not live.display.alive():
             out.append(Problem(Part.DISPLAY, "display is dead"))
-        if self.session is None or not self.session.bus_alive():
+        if not live.session.bus_alive():
             out.append(Problem(Part.SESSION_BUS, "session bus is dead"))
-        if self.spec.sandboxed and self.session is not None:
-            sandbox = self.session.sandbox
+        if self.spec.sandboxed:
+            sandbox = live.session.sandbox
             if sandbox is None or not sandbox.alive():
                 out.append(Problem(Part.SANDBOX, "sandbox is dead"))
         out.extend(
@@ -514,11 +559,11 @@ class DesktopEnvironment:
             if not p.alive()
         )
         for what, connection in (
-            ("input", self.input),
-            ("clipboard", self.clipboard),
-            ("screen", self.screen),
+            ("input", live.input),
+            ("clipboard", live.clipboard),
+            ("screen", live.screen),
         ):
-            if connection is not None and connection.closed:
+            if connection.closed:
                 out.append(
                     Problem(
                         Part.HARNESS_CONNECTION,
@@ -537,12 +582,13 @@ class DesktopEnvironment:
         problems = tuple(self.damage())
         if not problems:
             return Evidence(problems, injected=injected)
-        display = self.display.sandbox if self.display is not None and self.owns_display else None
+        live = self.running
+        display = live.display.sandbox if live is not None and self.owns_display else None
         own: str | None = None
         if self.container is not None:
             own = self.container.id
-        elif self.session is not None and self.session.sandbox is not None:
-            own = self.session.sandbox.container
+        elif live is not None and live.session.sandbox is not None:
+            own = live.session.sandbox.container
         return Evidence(
             problems,
             display_memory=memory_count(display.container) if display is not None else None,
@@ -555,31 +601,68 @@ class DesktopEnvironment:
             injected=injected,
         )
 
+    # -- acting (`interface.ActionTarget`) -----------------------------------------------
+
+    def type_text(self, text: str) -> None:
+        """Type ``text`` into the focused window."""
+        self.live.input.type_text(text)
+
+    def key_down(self, key: str) -> None:
+        """Hold a key down."""
+        self.live.input.key_down(key)
+
+    def key_up(self, key: str) -> None:
+        """Release a key."""
+        self.live.input.key_up(key)
+
+    def hotkey(self, keys: str) -> None:
+        """Press a combination such as ``ctrl+s``."""
+        self.live.input.hotkey(keys)
+
+    def click(self, x: int, y: int, button: int = 1, count: int = 1) -> None:
+        """Click at screen coordinates."""
+        self.live.input.click(x, y, button, count)
+
+    def move(self, x: int, y: int) -> None:
+        """Move the pointer."""
+        self.live.input.move(x, y)
+
+    def focus_window(self, window_id: int) -> None:
+        """Raise a window and give it the focus."""
+        self.live.input.focus(window_id)
+
+    def focus_program(self, program: str) -> None:
+        """Raise a program's window and give it the focus (`NoSuchWindow`: none shows)."""
+        window = self.window_of(program)
+        if window is None:
+            raise NoSuchWindow(f"{self.name} shows no {program} window")
+        self.live.input.focus(window.id)
+
+    def set_clipboard(self, text: str, selections: tuple[str, ...] = ("CLIPBOARD",)) -> None:
+        """Own the selections with ``text``."""
+        self.live.clipboard.set(text, selections)
+
     # -- observing -----------------------------------------------------------------------
 
     def screenshot_png(self) -> bytes:
         """The screen as PNG."""
-        return self._screen().screenshot_png()
+        return self.live.screen.screenshot_png()
 
     def windows(self) -> list[WindowInfo]:
         """Top-level windows."""
-        return self._screen().windows()
+        return self.live.screen.windows()
 
     def focused_text(self) -> FocusedText:
         """The focused text through AT-SPI."""
-        if self.atspi is None:
-            raise StartError(f"{self.name}: the desktop is not running")
-        return self.atspi.focused()
+        return self.live.atspi.focused()
 
-    def accessibility_tree(self) -> str:
+    def accessibility_tree(self) -> AccessibilityTree:
         """The accessibility tree of this environment's own bus, in OSWorld's XML format."""
-        if self.atspi is None:
-            raise StartError(f"{self.name}: the desktop is not running")
-        return self.atspi.tree()
+        return self.live.atspi.accessibility_tree()
 
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead:
         """Read a selection as any client of this display would."""
-        return read_selection(self._display().name, selection)
+        return read_selection(self.live.display.name, selection)
 
     def window_of(self, program: str) -> WindowInfo | None:
         """The current top-level window of a program kind, if it shows one."""
@@ -589,36 +672,43 @@ class DesktopEnvironment:
                 return match[-1] if match else None
         return None
 
-    def _sandbox(self) -> Sandbox | None:
-        return self.session.sandbox if self.session is not None else None
+    def program_infos(self) -> list[ProgramInfo]:
+        """Its programs, each with its process and whether that still runs."""
+        return [ProgramInfo(p.name, p.pid, p.alive()) for p in self.programs]
 
-    def _screen(self) -> Screen:
-        if self.screen is None:
-            raise StartError(f"{self.name}: the desktop is not running")
-        return self.screen
+    def read_home_file(self, relative: str, limit: int) -> bytes | None:
+        """A file beneath the home, read no-follow and non-blocking, at most ``limit``
+        bytes; None when no regular file of at most ``limit`` bytes is there."""
+        try:
+            return read_beneath(self.account.home, self.account.home / relative, limit)
+        except (FileNotFoundError, NotARegularFile):
+            return None
 
-    def _display(self) -> XvfbDisplay:
-        if self.display is None:
-            raise StartError(f"{self.name}: the desktop is not running")
-        return self.display
+    def run_command(self, argv: list[str], timeout_s: float = 60.0) -> CommandResult:
+        """`run_inside` as a typed record."""
+        code, output = self.run_inside(argv, timeout_s)
+        return CommandResult(code, output)
 
     def describe(self) -> dict[str, Any]:
         """What `status` shows: display, user, home, programs with pids, problems."""
+        live = self.running
+        display = live.display if live is not None else None
+        session = live.session if live is not None else None
         return {
             "name": self.name,
-            "display": self.display.name if self.display else None,
-            "display_pid": self.display.pid if self.display else None,
-            "display_server": self.display.describe() if self.display else None,
+            "display": display.name if display else None,
+            "display_pid": display.pid if display else None,
+            "display_server": display.describe() if display else None,
             "user": self.account.user,
             "uid": self.account.uid,
             "home": str(self.account.home),
             "runtime_dir": str(self.spec.runtime_dir),
-            "xauthority": str(self.session.xauthority) if self.session else None,
-            "dbus": self.session.bus_address if self.session else None,
+            "xauthority": str(session.xauthority) if session else None,
+            "dbus": session.bus_address if session else None,
             "programs": [{"name": p.name, "pid": p.pid, "alive": p.alive()} for p in self.programs],
             "borrows": self._describe_borrow(),
             "container": self.container.name if self.container else None,
-            "sandbox": sandbox.describe() if (sandbox := self._sandbox()) else None,
+            "sandbox": session.sandbox.describe() if session and session.sandbox else None,
             "start_remedies": list(self.remedies),
             "problems": self.problems(),
         }

@@ -211,7 +211,7 @@ def reap_run(run_dir: Path, records_dir: Path = RECORDS_DIR) -> Removed | None:
 
 def collect_garbage(records_dir: Path = RECORDS_DIR, pools_root: Path | None = None) -> Collection:
     """Find and remove the orphans of every dead pool on this machine."""
-    from cleanroom.environments.pool.pool import DEFAULT_ROOT
+    from cleanroom.environments.pool.plan import DEFAULT_ROOT
 
     pools_root = pools_root or DEFAULT_ROOT
     out = Collection()

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cleanroom.environments.errors import StartError
+from cleanroom.environments.interface import WindowInfo
 from cleanroom.environments.session.login import Session
 from cleanroom.environments.session.template import DOCUMENT
-from cleanroom.environments.x11.screen import Screen, WindowInfo
+from cleanroom.environments.x11.screen import Screen
 from cleanroom.lifecycle import stop_group, wait_until
 
 DEFAULT_PROGRAMS = ("writer", "terminal", "browser")

@@ -19,11 +19,11 @@ import select
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cleanroom.environments.errors import PoolError
+from cleanroom.environments.interface import AccessibilityTree, FocusedText
 from cleanroom.environments.session.login import Session
 
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -42,43 +42,6 @@ _READ_CHUNK = 1024 * 1024
 
 class AtspiUnavailable(PoolError):
     """The accessibility tree could not be read (reader dead, bus gone, timeout)."""
-
-
-@dataclass(frozen=True)
-class FocusedText:
-    """The focused accessible object and its text; for a document, the whole text too."""
-
-    app: str | None
-    role: str | None
-    name: str | None
-    text: str | None
-    document_text: str | None
-
-    @property
-    def content(self) -> str | None:
-        """What a reader of the focused thing sees: the document if there is one."""
-        return self.document_text if self.document_text is not None else self.text
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "app": self.app,
-            "role": self.role,
-            "name": self.name,
-            "text": self.text,
-            "document_text": self.document_text,
-        }
-
-
-@dataclass(frozen=True)
-class AccessibilityTree:
-    """The accessibility tree in OSWorld's XML format, and whether a bound cut it short
-    (``cut`` names the bounds: nodes, size, time, depth, width, text, value)."""
-
-    xml: str
-    truncated: bool
-    cut: tuple[str, ...]
-    nodes: int
 
 
 def send_request(fd: int, data: bytes, deadline: float) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import select
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from Xlib import X, Xatom
@@ -20,25 +19,17 @@ from Xlib.protocol import event as xevent
 from Xlib.protocol import request
 
 from cleanroom.environments.errors import BadAction, PoolError
+from cleanroom.environments.interface import SELECTIONS, ClipboardRead
 
 # What python-xlib raises when the display went away or refused us.
 _GONE = (XError, OSError, ConnectionError, ConnectionClosedError, DisplayError)
 
-SELECTIONS = ("CLIPBOARD", "PRIMARY")
 MAX_TEXT_BYTES = 64 * 1024
 _READ_TIMEOUT_S = 1.0
 
 
 class ClipboardUnreadable(PoolError):
     """The selection's owner did not answer in time, or the display is gone."""
-
-
-@dataclass(frozen=True)
-class ClipboardRead:
-    """What one read returned: the text, or None when nobody owns the selection."""
-
-    selection: str
-    text: str | None
 
 
 class ClipboardOwner:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.environments.errors import StartError
+from cleanroom.environments.interface import ScreenSize
 from cleanroom.environments.session.sandbox import Sandbox, SandboxedProcess, runtime_environment
 from cleanroom.environments.session.sandbox_spec import (
     DISPLAY_NAMESPACES,
@@ -58,19 +59,6 @@ _SERVER_SCRIPT = (
     "umask 077; : > /tmp/server.auth; xauth -q -f /tmp/server.auth source - || exit 1; "
     'exec Xvfb "$@" -auth /tmp/server.auth'
 )
-
-
-@dataclass(frozen=True)
-class ScreenSize:
-    """Width, height and depth of a virtual screen."""
-
-    width: int = 1280
-    height: int = 800
-    depth: int = 24
-
-    def xvfb_arg(self) -> str:
-        """The ``-screen 0`` argument Xvfb takes."""
-        return f"{self.width}x{self.height}x{self.depth}"
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import threading
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import mss
@@ -13,22 +12,7 @@ from Xlib import X
 from Xlib import display as xdisplay
 from Xlib.error import XError
 
-
-@dataclass(frozen=True)
-class WindowInfo:
-    """One top-level window as the X server knows it."""
-
-    id: int
-    title: str
-    wm_class: str
-    x: int
-    y: int
-    width: int
-    height: int
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
+from cleanroom.environments.interface import WindowInfo
 
 
 class Screen:

@@ -108,7 +108,7 @@ class ParkedConsole:
     def _launch(self) -> None:
         env = self.pool.env(CANARY_ENV)
         with self.pool.lock(CANARY_ENV):
-            if env.session is None:
+            if env.running is None:
                 raise ConsoleUnavailable("env00's desktop is not running")
             self.generation = self.pool.generation(CANARY_ENV)
             argv = ["tmux", "-S", str(self.socket), "-f", "/dev/null",

@@ -47,6 +47,7 @@ from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.pool.environment import DesktopEnvironment
+from cleanroom.environments.pool.pool import on_host
 from cleanroom.environments.session.processes import kill_pids, process_tree
 from cleanroom.environments.session.programs import ProgramProcess
 from cleanroom.environments.session.sandbox_spec import SandboxLimits
@@ -80,7 +81,7 @@ class ChannelsCheck(IsolationCheck):
         return [(a, b) for a in names for b in names if a != b]
 
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
-        pool = ctx.pool
+        pool = on_host(on_host(ctx.pool))
         names = pool.names
         envs = {n: pool.env(n) for n in names}
         tokens = {n: ctx.mint(n) for n in names}
@@ -187,7 +188,7 @@ def _own_config(env: DesktopEnvironment, name: str, token: str) -> dict[str, Any
         "me": name,
         "token": token,
         "home": str(env.account.home),
-        "runtime_dir": str(env.session.runtime_dir) if env.session else "",
+        "runtime_dir": str(env.running.session.runtime_dir) if env.running else "",
     }
 
 

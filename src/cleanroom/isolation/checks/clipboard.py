@@ -10,9 +10,9 @@ from typing import ClassVar
 from cleanroom.core.detectors import Delivery, delivery_rows
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.core.tokens import scan_text
+from cleanroom.environments.interface import SELECTIONS
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle, PolicyHandle
-from cleanroom.environments.x11.clipboard import SELECTIONS
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.together import at_once
 

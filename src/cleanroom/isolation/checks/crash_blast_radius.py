@@ -31,7 +31,7 @@ from typing import ClassVar
 from cleanroom.core.detectors import Bystander, blast_radius_rows
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.pool.pool import Pool, on_host
 from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.environments.session.processes import kill_uid
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
@@ -90,7 +90,7 @@ class CrashBlastRadiusCheck(IsolationCheck):
 
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
         """Kill one environment, wait for it to come back, and judge every bystander."""
-        pool = ctx.pool
+        pool = on_host(on_host(ctx.pool))
         target = ctx.acting_envs[trial % len(ctx.acting_envs)]
         bystanders = [n for n in pool.names if n != target]
         before = {b: programs(pool, b) for b in bystanders}
@@ -166,7 +166,7 @@ class CrashBlastRadiusCheck(IsolationCheck):
 def programs(pool: Pool, env: str) -> tuple[int, ...]:
     """The pids of an environment's display and programs, in a fixed order."""
     e = pool.env(env)
-    display = e.display.pid if e.display is not None else -1
+    display = e.running.display.pid if e.running is not None else -1
     return (display, *(p.pid for p in e.programs))
 
 

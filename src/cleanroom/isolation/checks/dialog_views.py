@@ -172,7 +172,8 @@ class DialogViews:
 
     def _bus_namespace(self, env: str) -> tuple[str, int | None]:
         """Whose sandbox runs ``env``'s session bus, and that sandbox's PID namespace."""
-        session = self.pool.env(env).session
+        running = self.pool.env(env).running
+        session = running.session if running is not None else None
         if session is not None and session.host is not None:
             session = session.host
         sandbox = session.sandbox if session is not None else None
@@ -184,9 +185,9 @@ class DialogViews:
         """Each environment's display name."""
         out = {}
         for name in self.envs:
-            display = self.pool.env(name).display
-            if display is not None:
-                out[name] = display.name
+            running = self.pool.env(name).running
+            if running is not None:
+                out[name] = running.display.name
         return out
 
     def save_windows(self) -> dict[str, list[SaveWindow]]:
@@ -210,11 +211,11 @@ class DialogViews:
         trees: dict[str, list[dict[str, Any]] | None] = {}
         errors = {}
         for env in self.envs:
-            reader = self.pool.env(env).atspi
+            running = self.pool.env(env).running
             try:
-                if reader is None:
+                if running is None:
                     raise AtspiUnavailable("no AT-SPI reader")
-                trees[env] = reader.texts()
+                trees[env] = running.atspi.texts()
             except AtspiUnavailable as exc:
                 trees[env], errors[env] = None, str(exc)[:200]
         return Look(

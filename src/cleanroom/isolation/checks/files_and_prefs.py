@@ -26,6 +26,7 @@ from cleanroom.core.tokens import TokenHit
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import on_host
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.holdings import holdings, profile_dirs
 from cleanroom.lifecycle import wait_until
@@ -77,7 +78,7 @@ class FilesAndPrefsCheck(IsolationCheck):
 
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
         """Write the three tokens in one environment, then search every other one."""
-        pool = ctx.pool
+        pool = on_host(on_host(ctx.pool))
         writer = ctx.acting_envs[trial % len(ctx.acting_envs)]
         others = [n for n in pool.names if n != writer]
         tokens = [ctx.mint(writer) for _ in range(3)]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from cleanroom.core.tokens import TokenHit, scan_text
 from cleanroom.environments.errors import PoolError
+from cleanroom.environments.interface import SELECTIONS
 from cleanroom.environments.pool.pool import Pool
-from cleanroom.environments.x11.clipboard import SELECTIONS
 from cleanroom.tree_scan import scan_tree
 
 _PROFILE_FLAGS = ("-env:UserInstallation=file://", "--user-data-dir=")
@@ -39,8 +39,9 @@ def profile_dirs(pool: Pool, env: str) -> list[Path]:
     its session hands them, and those its running programs were started with."""
     e = pool.env(env)
     found: list[Path] = []
-    if e.session is not None:
-        declared = [e.session.libreoffice_profile, e.session.browser_profile]
+    if e.running is not None:
+        session = e.running.session
+        declared = [session.libreoffice_profile, session.browser_profile]
         found.extend(p for p in declared if p.exists())
     for program in e.programs:
         args = program.proc.args

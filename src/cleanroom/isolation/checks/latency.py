@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from cleanroom.environments.interface import Screenshot
 from cleanroom.isolation.battery import TrialContext
 
 
@@ -33,14 +34,14 @@ class LatencyTimer:
             phase = self.phase
             started = time.perf_counter()
             try:
-                png = self.ctx.pool.observe(env, self.ctx.pool.generation(env), "screenshot")
+                shot = self.ctx.pool.observe(env, self.ctx.pool.generation(env), Screenshot)
             except Exception as exc:  # whatever the screen library raises: a failed shot
                 self.failures.setdefault(env, []).append((phase, repr(exc)[:200]))
                 continue
             ms = (time.perf_counter() - started) * 1000
             self.samples.setdefault(env, []).append((phase, ms))
             self.ctx.record_latency(self.test, env, ms, phase)
-            digest = hashlib.sha256(png).hexdigest()[:16] if isinstance(png, bytes) else None
+            digest = hashlib.sha256(shot.png).hexdigest()[:16]
             self.shots.append(
                 {
                     "env": env,

@@ -37,6 +37,7 @@ from cleanroom.core.detectors import Bystander, HogBounds, HogReport, noisy_neig
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.pool import on_host
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.canary.watcher import take_sample
 from cleanroom.isolation.checks.crash_blast_radius import LATENCY_BOUND_MS, programs
@@ -69,7 +70,7 @@ class NoisyNeighborCheck(IsolationCheck):
         return [(a, b) for a in ctx.acting_envs for b in ctx.pool.names if a != b]
 
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
-        pool = ctx.pool
+        pool = on_host(on_host(ctx.pool))
         hog_env = ctx.acting_envs[trial % len(ctx.acting_envs)]
         limits = pool.limits_for(hog_env)
         bounds = HogBounds(limits.memory_mib, limits.pids, limits.tmpfs_mib, limits.home_mib)

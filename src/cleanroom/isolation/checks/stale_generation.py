@@ -19,9 +19,9 @@ from typing import ClassVar
 
 from cleanroom.core.detectors import stale_generation_row
 from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.environments.actions import Click
 from cleanroom.environments.errors import PoolError, StaleGeneration
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.policy.actions import Click
 from cleanroom.environments.pool.generations import read_action_log
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.fault import Fault
@@ -50,7 +50,7 @@ class StaleGenerationCheck(IsolationCheck):
         envs = ctx.acting_envs
         env = envs[trial % len(envs)]
         pool = ctx.pool
-        screen = pool.env(env).spec.screen
+        screen = pool.screen_size(env)
         # The bottom-right corner: a status bar or empty desktop, harmless if it lands.
         click = Click("click", screen.width - 4, screen.height - 4)
         old = pool.generation(env)
@@ -89,7 +89,7 @@ class StaleGenerationCheck(IsolationCheck):
         after = _click(ctx, env, old, click)
         all_outcomes = [*outcomes, after]
 
-        records = [r for r in read_action_log(pool.log.path) if r.at >= began]
+        records = [r for r in read_action_log(pool.action_log) if r.at >= began]
         ctx.write_evidence(
             NAME,
             trial,

@@ -72,7 +72,7 @@ from cleanroom.core.sweep import (
 from cleanroom.core.tokens import Token, scan_bytes
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.pool.pool import Pool, on_host
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.holdings import clipboard_hits, profile_dirs
 from cleanroom.store.rundb import RunStore
@@ -99,7 +99,7 @@ def tree_mentions(pool: Pool) -> list[tuple[str, str, str]]:
     mentions = []
     for name in pool.names:
         e = pool.env(name)
-        runtime = e.session.runtime_dir if e.session is not None else e.spec.runtime_dir
+        runtime = e.running.session.runtime_dir if e.running is not None else e.spec.runtime_dir
         mentions.append((os.path.abspath(e.account.home), name, HOME))
         mentions.extend((os.path.abspath(p), name, PROFILE) for p in profile_dirs(pool, name))
         mentions.append((os.path.abspath(runtime), name, RUNTIME))
@@ -178,7 +178,7 @@ def write_proofs(ctx: TrialContext) -> list[Proof]:
     own user where its programs run."""
     proofs = []
     for env in ctx.acting_envs:
-        e = ctx.pool.env(env)
+        e = on_host(on_host(ctx.pool)).env(env)
         token = ctx.mint(env)
         path = proof_path(e.account.home, token)
         argv = ["sh", "-c", 'printf "%s\\n" "$1" > "$2"', "sh", str(token), str(path)]
@@ -218,11 +218,11 @@ def sweep_before_wipe(ctx: TrialContext, trial: int, env: str) -> list[Isolation
     sees (its homes' own tokens).
     """
     since = window_start(ctx.store, ctx.window) or time.time()
-    mentions = [m for m in tree_mentions(ctx.pool) if m[1] == env]
+    mentions = [m for m in tree_mentions(on_host(ctx.pool)) if m[1] == env]
     readings = [read_tree(p, since) for p in merge_places(mentions)]
-    display = ctx.pool.env(env).display
-    if display is not None and display.alive():
-        readings.append(read_clipboard(ctx.pool, env))
+    running = on_host(on_host(ctx.pool)).env(env).running
+    if running is not None and running.display.alive():
+        readings.append(read_clipboard(on_host(ctx.pool), env))
     rows = sweep_rows(trial, ctx.window, readings, [env])
     return [r for r in rows if r.result is not RowResult.CLEAN]
 
@@ -261,7 +261,7 @@ class TokenSweepCheck(IsolationCheck):
         since = window_start(ctx.store, ctx.window) or started
         proofs = write_proofs(ctx)
         try:
-            readings = read_places(ctx.pool, since, ctx.submissions_db)
+            readings = read_places(on_host(ctx.pool), since, ctx.submissions_db)
         finally:
             for p in proofs:
                 with contextlib.suppress(OSError):

@@ -53,22 +53,14 @@ class Plant:
 
 def _type_into_writer(pool: Pool, text: str) -> None:
     env = pool.env(CANARY_ENV)
-    if env.input is None:
-        raise PoolError(f"{CANARY_ENV} has no input connection")
     with pool.lock(CANARY_ENV):
-        writer = env.window_of("writer")
-        if writer is None:
-            raise PoolError(f"{CANARY_ENV} shows no Writer window")
-        env.input.focus(writer.id)
-        env.input.type_text(f" {text} ")
+        env.focus_program("writer")
+        env.type_text(f" {text} ")
 
 
 def _set_clipboard(pool: Pool, text: str) -> None:
-    env = pool.env(CANARY_ENV)
-    if env.clipboard is None:
-        raise PoolError(f"{CANARY_ENV} has no clipboard owner")
     with pool.lock(CANARY_ENV):
-        env.clipboard.set(text)
+        pool.env(CANARY_ENV).set_clipboard(text)
 
 
 def _nothing(pool: Pool) -> None:

@@ -24,7 +24,8 @@ from typing import Any
 
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.pool.pool import DEFAULT_ROOT, Pool, PoolConfig
+from cleanroom.environments.pool.plan import DEFAULT_ROOT, PoolConfig
+from cleanroom.environments.pool.pool import Pool, on_host
 from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.isolation.checks import observing_for
 from cleanroom.isolation.checks.observation_privacy import DURATION_S, ObservationPrivacyCheck
@@ -381,7 +382,7 @@ def _run_one(
     """Run ``test``'s trials, with ``fault`` in place on the pool when there is one."""
     if fault is None:
         return run_test(test, ctx, trials)
-    with with_fault(fault, ctx.pool) as faulty:
+    with with_fault(fault, on_host(ctx.pool)) as faulty:
         if faulty.name != test.name:
             raise ValueError(f"fault {fault.value} proves {faulty.name}, not {test.name}")
         return run_test(faulty, ctx, trials)

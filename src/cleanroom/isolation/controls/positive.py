@@ -98,7 +98,7 @@ class ControlSession:
         self.env = env
         env.start_desktop()
         home = env.account.home
-        assert env.session is not None and env.screen is not None
+        live = env.live
         for side in ALPHABETS:
             profile = home / f".config/control-profile-{side}"
             shutil.copytree(home / LIBREOFFICE_PROFILE, profile)
@@ -107,8 +107,8 @@ class ControlSession:
             for path in (profile, document):
                 _chown(path, env.account.uid, env.account.gid)
             self.documents[side] = document
-            self.writers[side] = launch_writer(env.session, spec.log_dir, profile, document, side)
-        wait_ready(list(self.writers.values()), env.screen)
+            self.writers[side] = launch_writer(live.session, spec.log_dir, profile, document, side)
+        wait_ready(list(self.writers.values()), live.screen)
         time.sleep(1.0)  # let both windows settle before focus is moved between them
 
     def window_id(self, side: str) -> int:
@@ -118,8 +118,8 @@ class ControlSession:
         return window.id
 
     def display(self) -> str:
-        assert self.env is not None and self.env.display is not None
-        return self.env.display.name
+        assert self.env is not None
+        return self.env.live.display.name
 
     def close(self) -> None:
         """Stop everything and remove the temporary user and files."""

@@ -1,7 +1,8 @@
 """The actions a policy may take, as plain data, parsed strictly from JSON.
 
-Pure: no display is touched here. The pool applies an `Action` after checking its
-environment and generation.
+Pure: no display is touched here. The controller applies an `Action` after checking its
+environment and generation, by calling its `apply` with the environment as an
+`interface.ActionTarget`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from cleanroom.environments.errors import BadAction
-from cleanroom.environments.x11.clipboard import SELECTIONS
+from cleanroom.environments.interface import SELECTIONS, ActionTarget
 from cleanroom.environments.x11.keys import keysym_for_char, keysym_for_name, parse_hotkey
 
 MAX_TYPE_CHARS = 4096
@@ -26,25 +27,45 @@ class Action:
         """The wire form."""
         return asdict(self)
 
+    def apply(self, target: ActionTarget) -> str | None:
+        """Carry the action out on ``target``; what it reads, if anything."""
+        raise BadAction(f"unknown action {self.kind!r}")
+
 
 @dataclass(frozen=True)
 class TypeText(Action):
     text: str
+
+    def apply(self, target: ActionTarget) -> str | None:
+        target.type_text(self.text)
+        return None
 
 
 @dataclass(frozen=True)
 class KeyDown(Action):
     key: str
 
+    def apply(self, target: ActionTarget) -> str | None:
+        target.key_down(self.key)
+        return None
+
 
 @dataclass(frozen=True)
 class KeyUp(Action):
     key: str
 
+    def apply(self, target: ActionTarget) -> str | None:
+        target.key_up(self.key)
+        return None
+
 
 @dataclass(frozen=True)
 class Hotkey(Action):
     keys: str
+
+    def apply(self, target: ActionTarget) -> str | None:
+        target.hotkey(self.keys)
+        return None
 
 
 @dataclass(frozen=True)
@@ -54,11 +75,19 @@ class Click(Action):
     button: int = 1
     count: int = 1
 
+    def apply(self, target: ActionTarget) -> str | None:
+        target.click(self.x, self.y, self.button, self.count)
+        return None
+
 
 @dataclass(frozen=True)
 class Move(Action):
     x: int
     y: int
+
+    def apply(self, target: ActionTarget) -> str | None:
+        target.move(self.x, self.y)
+        return None
 
 
 @dataclass(frozen=True)
@@ -68,16 +97,30 @@ class Focus(Action):
     window_id: int | None = None
     program: str | None = None
 
+    def apply(self, target: ActionTarget) -> str | None:
+        if self.program is not None:
+            target.focus_program(self.program)
+        elif self.window_id is not None:
+            target.focus_window(self.window_id)
+        return None
+
 
 @dataclass(frozen=True)
 class SetClipboard(Action):
     text: str
     selections: tuple[str, ...] = ("CLIPBOARD",)
 
+    def apply(self, target: ActionTarget) -> str | None:
+        target.set_clipboard(self.text, self.selections)
+        return None
+
 
 @dataclass(frozen=True)
 class GetClipboard(Action):
     selection: str = "CLIPBOARD"
+
+    def apply(self, target: ActionTarget) -> str | None:
+        return target.read_clipboard(self.selection).text
 
 
 def _field(data: dict[str, Any], name: str, kind: type, default: Any = ...) -> Any:

@@ -1,0 +1,399 @@
+"""The desktop half's one interface: a provider for lifecycle, a controller for acting and
+observing, the records they exchange and the capabilities a provider declares.
+
+Split as OSWorld splits a desktop: the *provider* makes environments, starts and stops
+them, resets one to a new generation (swapping in a warm spare where it keeps one) and
+says what each may take of the machine; the *controller* applies typed actions and
+returns typed observations, always aimed at one environment and the generation the
+caller believes current (a stale one is refused, never applied).
+
+Everything outside ``environments`` (isolation checks and controls, rollouts, the
+harness, the cluster code, the OSWorld layer) holds a `Desktops`, which is both, and
+imports this module, `actions`, `errors` and `leaky_setups` only (an import contract in
+``pyproject.toml`` says so). A provider declares its `Capabilities` up front; a run
+checks them with `require` before anything starts, so nothing is found missing by an
+exception mid-run.
+
+Implementations: `pool.Pool` on the host, each environment in a sandbox of its own or
+with its programs in a container of their own, and `memory.MemoryDesktops`, an in-memory
+stand-in on which a check's trial or a control is unit-tested without X. Every one
+passes the contract suite (``tests/contract``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+from cleanroom.environments.errors import PoolError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from cleanroom.core.breakage import Breakage, Problem
+    from cleanroom.environments.actions import Action
+    from cleanroom.environments.leaky_setups import Leak
+    from cleanroom.environments.session.sandbox_spec import SandboxLimits
+
+# The two X selections every environment has, by their X names.
+SELECTIONS = ("CLIPBOARD", "PRIMARY")
+
+
+# -- records ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScreenSize:
+    """Width, height and depth of a virtual screen."""
+
+    width: int = 1280
+    height: int = 800
+    depth: int = 24
+
+    def xvfb_arg(self) -> str:
+        """The ``-screen 0`` argument Xvfb takes."""
+        return f"{self.width}x{self.height}x{self.depth}"
+
+
+@dataclass(frozen=True)
+class WindowInfo:
+    """One top-level window as the X server knows it."""
+
+    id: int
+    title: str
+    wm_class: str
+    x: int
+    y: int
+    width: int
+    height: int
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FocusedText:
+    """The focused accessible object and its text; for a document, the whole text too."""
+
+    kind: ClassVar[str] = "focused_text"
+
+    app: str | None
+    role: str | None
+    name: str | None
+    text: str | None
+    document_text: str | None
+
+    @property
+    def content(self) -> str | None:
+        """What a reader of the focused thing sees: the document if there is one."""
+        return self.document_text if self.document_text is not None else self.text
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ClipboardRead:
+    """What one read returned: the text, or None when nobody owns the selection."""
+
+    selection: str
+    text: str | None
+
+
+@dataclass(frozen=True)
+class ProgramInfo:
+    """One of an environment's programs: its kind (``writer``, ``terminal``, ``browser``),
+    its process and whether that still runs."""
+
+    name: str
+    pid: int
+    alive: bool
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a command run in an environment returned: its exit code and output."""
+
+    code: int
+    output: str
+
+
+# -- observations ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Screenshot:
+    """The screen as PNG."""
+
+    kind: ClassVar[str] = "screenshot"
+
+    png: bytes
+
+    def to_json(self) -> bytes:
+        """The wire form: the PNG itself."""
+        return self.png
+
+
+@dataclass(frozen=True)
+class WindowList:
+    """The top-level windows, bottom first."""
+
+    kind: ClassVar[str] = "windows"
+
+    windows: tuple[WindowInfo, ...]
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The wire form: one object per window."""
+        return [w.to_json() for w in self.windows]
+
+
+@dataclass(frozen=True)
+class Clipboard:
+    """Both selections as any client of the display reads them (None: no owner)."""
+
+    kind: ClassVar[str] = "clipboard"
+
+    texts: tuple[ClipboardRead, ...]
+
+    def text(self, selection: str = "CLIPBOARD") -> str | None:
+        """One selection's text."""
+        return next((r.text for r in self.texts if r.selection == selection), None)
+
+    def to_json(self) -> dict[str, str | None]:
+        """The wire form: selection name to text."""
+        return {r.selection: r.text for r in self.texts}
+
+
+@dataclass(frozen=True)
+class AccessibilityTree:
+    """The accessibility tree in OSWorld's XML format, and whether a bound cut it short
+    (``cut`` names the bounds: nodes, size, time, depth, width, text, value)."""
+
+    kind: ClassVar[str] = "accessibility_tree"
+
+    xml: str
+    truncated: bool = False
+    cut: tuple[str, ...] = ()
+    nodes: int = 0  # how many nodes the reader wrote
+
+    def to_json(self) -> str:
+        """The wire form: the XML, as OSWorld's ``obs["accessibility_tree"]``."""
+        return self.xml
+
+
+@dataclass(frozen=True)
+class EnvironmentState:
+    """What a policy may know about an environment: its generation and programs."""
+
+    kind: ClassVar[str] = "state"
+
+    env: str
+    generation: int
+    canary: bool
+    programs: tuple[str, ...]
+    screen: ScreenSize
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire form."""
+        return {
+            "env": self.env,
+            "generation": self.generation,
+            "canary": self.canary,
+            "programs": list(self.programs),
+            "screen": {"width": self.screen.width, "height": self.screen.height},
+        }
+
+
+Observation = (
+    Screenshot | WindowList | FocusedText | Clipboard | AccessibilityTree | EnvironmentState
+)
+Obs = TypeVar("Obs", bound=Observation)
+# An observation's wire form (`to_json`): PNG bytes, XML text, or JSON.
+Wire = bytes | str | dict[str, Any] | list[dict[str, Any]]
+# Every observation by its name on the wire, in the order the docs list them.
+OBSERVATIONS: dict[str, type[Observation]] = {
+    o.kind: o
+    for o in (Screenshot, WindowList, FocusedText, Clipboard, AccessibilityTree, EnvironmentState)
+}
+
+
+@dataclass(frozen=True)
+class ActResult:
+    """What an applied action returned (only reading the clipboard returns a value)."""
+
+    env: str
+    generation: int
+    kind: str
+    value: str | None = None
+
+
+# -- capabilities ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a provider can do, declared up front (a run checks them with `require`)."""
+
+    # Leaky setups: one protection removed between env01 and env02 on purpose.
+    leaky_setups: bool
+    # A warm spare per acting environment, swapped in at a reset.
+    warm_standby: bool
+    # The accessibility tree and the focused text, read from the environment's own bus.
+    accessibility: bool
+    # Commands run in the environment, as its user, where its programs run.
+    commands: bool
+    # URLs opened in the environment's browser.
+    open_url: bool
+    # Real X displays, programs and processes: the isolation checks' trials need them.
+    real_desktops: bool
+    # Each environment's programs in a container of their own.
+    containers: bool = False
+
+    def missing(self, needs: Needs) -> list[str]:
+        """The capabilities ``needs`` asks for that this provider lacks, by name."""
+        return [
+            f.name for f in fields(needs) if getattr(needs, f.name) and not getattr(self, f.name)
+        ]
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a run will ask of a provider (each field as in `Capabilities`)."""
+
+    leaky_setups: bool = False
+    warm_standby: bool = False
+    accessibility: bool = False
+    commands: bool = False
+    open_url: bool = False
+    real_desktops: bool = False
+
+
+# How each capability is said to a user who asked for it.
+_SAID = {
+    "leaky_setups": "leaky setups (they run on the host pool only, not with --containers)",
+    "warm_standby": "warm standby",
+    "accessibility": "the accessibility tree and the focused text",
+    "commands": "commands run inside an environment",
+    "open_url": "opening URLs in the browser",
+    "real_desktops": "real displays, programs and processes",
+}
+
+
+class Unsupported(PoolError, ValueError):
+    """A run asked a provider for something it declared it cannot do; said before the
+    run starts. ``missing`` names the capabilities (`Capabilities` fields)."""
+
+    def __init__(self, provider: str, missing: list[str]) -> None:
+        self.provider = provider
+        self.missing = missing
+        said = "; ".join(_SAID.get(m, m) for m in missing)
+        super().__init__(f"the {provider} provider cannot do what this run needs: {said}")
+
+
+def require(provider: str, capabilities: Capabilities, needs: Needs) -> None:
+    """Raise `Unsupported` unless ``capabilities`` cover ``needs``."""
+    missing = capabilities.missing(needs)
+    if missing:
+        raise Unsupported(provider, missing)
+
+
+# -- the two halves --------------------------------------------------------------------------
+
+
+@runtime_checkable
+class ActionTarget(Protocol):
+    """One environment as an action applies to it (`actions.Action.apply`)."""
+
+    def type_text(self, text: str) -> None: ...
+    def key_down(self, key: str) -> None: ...
+    def key_up(self, key: str) -> None: ...
+    def hotkey(self, keys: str) -> None: ...
+    def click(self, x: int, y: int, button: int, count: int) -> None: ...
+    def move(self, x: int, y: int) -> None: ...
+    def focus_window(self, window_id: int) -> None: ...
+    def focus_program(self, program: str) -> None: ...
+    def set_clipboard(self, text: str, selections: tuple[str, ...]) -> None: ...
+    def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead: ...
+
+
+class DesktopProvider(Protocol):
+    """The lifecycle of a pool of environments: the canary ``env00`` and ``env01``…"""
+
+    # Called with an environment's name just before a reset or recovery wipes it.
+    before_wipe: list[Callable[[str], None]]
+    # Called with (environment, new generation, why) whenever a generation is raised.
+    on_generation: list[Callable[[str, int, str], None]]
+
+    @property
+    def provider(self) -> str:
+        """The provider's name (``sandbox``, ``containers``, ``memory``)."""
+        ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    @property
+    def names(self) -> list[str]:
+        """Every environment, the canary first."""
+        ...
+
+    @property
+    def leak(self) -> Leak | None:
+        """The leaky setup this pool runs (None: the isolated pool)."""
+        ...
+
+    @property
+    def action_log(self) -> Path:
+        """The JSON-lines log of every action, applied or refused (`pool.generations`)."""
+        ...
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def generation(self, name: str) -> int: ...
+    def lock(self, name: str) -> threading.RLock: ...
+
+    def reset(self, name: str, generation: int | None = None, *, why: str = "reset") -> int:
+        """A new generation with a fresh home, clipboard and programs; returned once ready."""
+        ...
+
+    def policy_reset(self, name: str, generation: int) -> int: ...
+    def recover(self, name: str, why: str, left_by: Breakage | None = None) -> int: ...
+    def standby_ready(self, name: str, timeout_s: float = 60.0) -> bool: ...
+    def limits_for(self, name: str) -> SandboxLimits: ...
+    def health(self, name: str) -> list[Problem]:
+        """Every part of the environment found dead right now (empty: healthy)."""
+        ...
+
+    def breakage(self, name: str) -> Breakage | None: ...
+    def inject_fault(self, name: str, what: str) -> None: ...
+
+
+class DesktopController(Protocol):
+    """Acting on and observing one environment at a time, aimed at a generation."""
+
+    def act(self, name: str, generation: int, action: Action) -> ActResult: ...
+
+    def observe(self, name: str, generation: int, kind: type[Obs]) -> Obs:
+        """One observation of kind ``kind`` (`Screenshot`, `WindowList`, ...)."""
+        ...
+
+    def programs(self, name: str) -> list[ProgramInfo]: ...
+    def screen_size(self, name: str) -> ScreenSize: ...
+    def read_home_file(self, name: str, relative: str, limit: int) -> bytes | None:
+        """A file beneath the environment's home, read no-follow and non-blocking, at most
+        ``limit`` bytes; None when there is no regular file there."""
+        ...
+
+    def run_inside(self, name: str, argv: list[str], timeout_s: float = 60.0) -> CommandResult:
+        """``argv`` run where the environment's programs run, as its user."""
+        ...
+
+    def open_url(self, name: str, url: str) -> None: ...
+
+
+class Desktops(DesktopProvider, DesktopController, Protocol):
+    """A pool of desktops, both halves: what everything outside ``environments`` holds."""

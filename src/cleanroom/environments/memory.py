@@ -1,0 +1,353 @@
+"""An in-memory pool of desktops (`interface.Desktops`), for unit tests of what runs on
+desktops: an isolation check's trial, a control, a policy, the HTTP API.
+
+Each environment is a few plain values: a focused program, the text typed into each
+program, two selections, files beneath a home and programs that can be made to die.
+Generations, the stale-action gate and breakage attribution are the real ones (`gate`).
+Four leaky setups are modelled, each by one value two environments share, so a check's
+leaky control can be shown to fire here: ``shared-clipboard`` (one pair of selections),
+``shared-display`` (one keyboard focus, one clipboard, one set of windows),
+``shared-home`` (one home) and ``shared-profile`` (one program state). No process, display
+or file is made; commands and URLs are declared out of reach (`Capabilities`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import threading
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cleanroom.core.breakage import Breakage, Evidence, Part, Problem
+from cleanroom.core.canary import CANARY_ENV
+from cleanroom.environments.actions import Action
+from cleanroom.environments.errors import BadAction, CanaryIsReadOnly, NoSuchWindow
+from cleanroom.environments.interface import (
+    SELECTIONS,
+    AccessibilityTree,
+    ActResult,
+    Capabilities,
+    Clipboard,
+    ClipboardRead,
+    CommandResult,
+    EnvironmentState,
+    FocusedText,
+    Obs,
+    Observation,
+    ProgramInfo,
+    Screenshot,
+    ScreenSize,
+    Unsupported,
+    WindowInfo,
+    WindowList,
+)
+from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak
+from cleanroom.environments.pool.gate import Gate
+from cleanroom.environments.session.sandbox_spec import SandboxLimits
+
+CAPABILITIES = Capabilities(
+    leaky_setups=True,
+    warm_standby=False,
+    accessibility=True,
+    commands=False,
+    open_url=False,
+    real_desktops=False,
+)
+MODELLED_LEAKS = (Leak.SHARED_CLIPBOARD, Leak.SHARED_DISPLAY, Leak.SHARED_HOME, Leak.SHARED_PROFILE)
+_PIDS = iter(range(100_000, 10**9))
+
+
+@dataclass
+class Desk:
+    """What one display holds: the focused program and the two selections."""
+
+    focus: str | None = None
+    selections: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class MemoryEnvironment:
+    """One environment's state (`interface.ActionTarget`)."""
+
+    name: str
+    programs: tuple[str, ...]
+    desk: Desk
+    texts: dict[str, str]  # program -> its document's text
+    home: dict[str, bytes]
+    pids: dict[str, int] = field(default_factory=dict)
+    dead: set[str] = field(default_factory=set)
+    keys_down: set[str] = field(default_factory=set)
+
+    def start(self) -> None:
+        """Every program running again, the focus on the first."""
+        self.pids = {p: next(_PIDS) for p in self.programs}
+        self.dead.clear()
+        self.desk.focus = self.programs[0] if self.programs else None
+
+    def type_text(self, text: str) -> None:
+        focus = self.desk.focus
+        if focus is None:
+            return
+        self.texts[focus] = self.texts.get(focus, "") + text
+
+    def key_down(self, key: str) -> None:
+        self.keys_down.add(key)
+
+    def key_up(self, key: str) -> None:
+        self.keys_down.discard(key)
+
+    def hotkey(self, keys: str) -> None:
+        return None
+
+    def click(self, x: int, y: int, button: int, count: int) -> None:
+        return None
+
+    def move(self, x: int, y: int) -> None:
+        return None
+
+    def focus_window(self, window_id: int) -> None:
+        for program, pid in self.pids.items():
+            if pid == window_id:
+                self.desk.focus = program
+                return
+        raise NoSuchWindow(f"{self.name} shows no window {window_id}")
+
+    def focus_program(self, program: str) -> None:
+        if program not in self.pids or program in self.dead:
+            raise NoSuchWindow(f"{self.name} shows no {program} window")
+        self.desk.focus = program
+
+    def set_clipboard(self, text: str, selections: tuple[str, ...]) -> None:
+        for s in selections:
+            self.desk.selections[s] = text
+
+    def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead:
+        if selection not in SELECTIONS:
+            raise BadAction(f"unknown selection {selection!r}; use one of {', '.join(SELECTIONS)}")
+        return ClipboardRead(selection, self.desk.selections.get(selection))
+
+    def windows(self) -> list[WindowInfo]:
+        return [
+            WindowInfo(pid, f"{program} - {self.name}", program, 0, 0, 640, 480)
+            for program, pid in self.pids.items()
+            if program not in self.dead
+        ]
+
+    def damage(self) -> list[Problem]:
+        return [
+            Problem(Part.PROGRAM, f"{p} (pid {self.pids[p]}) is dead") for p in sorted(self.dead)
+        ]
+
+
+class MemoryDesktops:
+    """The canary and ``envs`` acting environments, in memory (`interface.Desktops`)."""
+
+    provider = "memory"
+    capabilities = CAPABILITIES
+
+    def __init__(
+        self,
+        run_dir: Path,
+        envs: int = 2,
+        programs: tuple[str, ...] = ("writer", "terminal"),
+        leak: Leak | None = None,
+        home: dict[str, bytes] | None = None,
+        screen: ScreenSize | None = None,
+    ) -> None:
+        if leak is not None and leak not in MODELLED_LEAKS:
+            raise Unsupported(self.provider, [f"leaky_setups ({leak.value} is not modelled)"])
+        self.run_dir = run_dir
+        self.leak = leak
+        self.screen = screen or ScreenSize()
+        self._programs = programs
+        self._template = dict(home or {})
+        self._names = [f"env{i:02d}" for i in range(envs + 1)]
+        self.envs: dict[str, MemoryEnvironment] = {}
+        self.gate = Gate(run_dir, self._evidence)
+        self.before_wipe: list[Callable[[str], None]] = []
+        self.on_generation = self.gate.on_generation
+
+    # -- the provider ----------------------------------------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.envs)
+
+    def start(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        for name in self._names:
+            self.envs[name] = self._make(name)
+            self.envs[name].start()
+            self.gate.add(name)
+
+    def _make(self, name: str) -> MemoryEnvironment:
+        donor = self.envs.get(DONOR) if name == TAKER else None
+        leak = self.leak if donor is not None else None
+        programs = ("writer",) if name == CANARY_ENV else self._programs
+        return MemoryEnvironment(
+            name,
+            programs,
+            desk=donor.desk
+            if donor and leak in (Leak.SHARED_CLIPBOARD, Leak.SHARED_DISPLAY)
+            else Desk(),
+            texts=donor.texts
+            if donor and leak in (Leak.SHARED_DISPLAY, Leak.SHARED_PROFILE)
+            else {},
+            home=donor.home if donor and leak is Leak.SHARED_HOME else dict(self._template),
+        )
+
+    def stop(self) -> None:
+        self.envs.clear()
+        self.gate.log.close()
+
+    def _env(self, name: str) -> MemoryEnvironment:
+        self.gate.lock(name)  # an unknown environment raises here
+        return self.envs[name]
+
+    def generation(self, name: str) -> int:
+        return self.gate.book.current(name)
+
+    def lock(self, name: str) -> threading.RLock:
+        return self.gate.lock(name)
+
+    def reset(self, name: str, generation: int | None = None, *, why: str = "reset") -> int:
+        if generation is not None:
+            self.gate.check(name, generation, "reset")
+        return self._renew(name, "reset", why, None)
+
+    def policy_reset(self, name: str, generation: int) -> int:
+        if name == CANARY_ENV:
+            raise CanaryIsReadOnly(f"{CANARY_ENV} is the canary and is never reset by a policy")
+        return self.reset(name, generation, why="policy reset")
+
+    def recover(self, name: str, why: str, left_by: Breakage | None = None) -> int:
+        return self._renew(name, "recover", why, left_by)
+
+    def _renew(self, name: str, kind: str, why: str, left_by: Breakage | None) -> int:
+        env = self._env(name)
+        for hook in list(self.before_wipe):
+            hook(name)
+        before = self.generation(name)
+        new = self.gate.raise_generation(name, why, left_by)
+        with self.lock(name):
+            self.gate.log.write(name, before, new, kind, "applied", why)
+            env.home.clear()
+            env.home.update(self._template)
+            env.texts.clear()
+            env.desk.selections.clear()
+            env.start()
+        return new
+
+    def standby_ready(self, name: str, timeout_s: float = 60.0) -> bool:
+        return False
+
+    def limits_for(self, name: str) -> SandboxLimits:
+        return SandboxLimits()
+
+    def health(self, name: str) -> list[Problem]:
+        return self._env(name).damage()
+
+    def _evidence(self, name: str, injected: str | None) -> Evidence:
+        return Evidence(tuple(self._env(name).damage()), injected=injected)
+
+    def breakage(self, name: str) -> Breakage | None:
+        self._env(name)
+        return self.gate.breakage(name)
+
+    def inject_fault(self, name: str, what: str) -> None:
+        self.gate.inject_fault(name, what)
+
+    def kill(self, name: str, program: str) -> None:
+        """End one program of ``name``, as a crash would (for tests of recovery)."""
+        self._env(name).dead.add(program)
+
+    # -- the controller --------------------------------------------------------------------
+
+    def act(self, name: str, generation: int, action: Action) -> ActResult:
+        if name == CANARY_ENV:
+            raise CanaryIsReadOnly(f"{CANARY_ENV} is the canary and never receives an action")
+        env = self._env(name)
+        with self.lock(name):
+            self.gate.check(name, generation, action.kind)
+            try:
+                value = action.apply(env)
+            except BadAction as exc:
+                self.gate.log.write(name, generation, generation, action.kind, "rejected", str(exc))
+                raise
+            self.gate.log.write(name, generation, generation, action.kind, "applied")
+        return ActResult(name, generation, action.kind, value)
+
+    def observe(self, name: str, generation: int, kind: type[Obs]) -> Obs:
+        env = self._env(name)
+        with self.lock(name):
+            self.gate.check(name, generation, f"observe:{kind.kind}")
+            observation = self._read(env, kind)
+        assert isinstance(observation, kind)
+        return observation
+
+    @property
+    def action_log(self) -> Path:
+        return self.gate.log.path
+
+    def _read(self, env: MemoryEnvironment, kind: type) -> Observation:
+        focus = env.desk.focus
+        text = env.texts.get(focus, "") if focus is not None else None
+        if kind is Screenshot:
+            return Screenshot(_png(self.screen, repr(sorted(env.texts.items()))))
+        if kind is WindowList:
+            return WindowList(tuple(env.windows()))
+        if kind is FocusedText:
+            return FocusedText(focus, "document text", focus, text, text)
+        if kind is Clipboard:
+            return Clipboard(tuple(env.read_clipboard(s) for s in SELECTIONS))
+        if kind is AccessibilityTree:
+            items = "".join(
+                f'<document name="{program}">{body}</document>'
+                for program, body in env.texts.items()
+            )
+            return AccessibilityTree(
+                f"<desktop-frame>{items}</desktop-frame>", nodes=len(env.texts)
+            )
+        return EnvironmentState(
+            env.name, self.generation(env.name), env.name == CANARY_ENV, env.programs, self.screen
+        )
+
+    def programs(self, name: str) -> list[ProgramInfo]:
+        env = self._env(name)
+        return [ProgramInfo(p, pid, p not in env.dead) for p, pid in env.pids.items()]
+
+    def screen_size(self, name: str) -> ScreenSize:
+        self._env(name)
+        return self.screen
+
+    def read_home_file(self, name: str, relative: str, limit: int) -> bytes | None:
+        data = self._env(name).home.get(relative)
+        return None if data is None or len(data) > limit else data
+
+    def run_inside(self, name: str, argv: list[str], timeout_s: float = 60.0) -> CommandResult:
+        raise Unsupported(self.provider, ["commands"])
+
+    def open_url(self, name: str, url: str) -> None:
+        raise Unsupported(self.provider, ["open_url"])
+
+
+def _png(size: ScreenSize, seen: str) -> bytes:
+    """A small PNG whose one colour stands for what the screen shows."""
+    r, g, b = hashlib.sha256(seen.encode()).digest()[:3]
+    width, height = max(1, size.width // 64), max(1, size.height // 64)
+    raw = b"".join(b"\x00" + bytes((r, g, b)) * width for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
