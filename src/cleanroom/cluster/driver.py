@@ -183,7 +183,7 @@ class _Driver:
                 self._stop_nodes(result.status)
                 if puller.is_alive():
                     puller.join(timeout=c.pull_timeout_s)
-                self._finish(result)
+                store.end(result.status)
         return result
 
     def _start_nodes(self, ray_nodes: list[RayNode]) -> None:
@@ -416,18 +416,6 @@ class _Driver:
         if self.store is None:
             raise RuntimeError("the run database is not open")
         return self.store
-
-    def _finish(self, result: ClusterResult) -> None:
-        store = self._store()
-        run_dir = store.run_dir
-        if result.status == "finished":
-            store.finish_run()
-            store.close()
-            return
-        store.close()
-        with RunStore.open(run_dir) as recovered:  # unfinished rollouts become interrupted
-            if result.status == "failed":
-                recovered.finish_run("failed")
 
 
 def _settings_json(settings: NodeSettings) -> dict[str, Any]:

@@ -257,7 +257,7 @@ def run_loop(
             progress.step("stopping the pool and the verify server")
             stack.close()
             progress.follow_rows(None)  # the store is about to close
-            _finish(store, result)
+            store.end(result.status)
     return result
 
 
@@ -452,20 +452,6 @@ def end_of_run_sweep(s: WindowServices, last: WindowResult) -> WindowResult:
     s.store.fail_window(last.index)
     s.progress.step(f"window {last.index} failed after its close: {verdict.failure}")
     return replace(last, status="failed", verdict=verdict)
-
-
-def _finish(store: RunStore, result: LoopResult) -> None:
-    run_dir = store.run_dir
-    if result.status == "finished":
-        store.finish_run()
-        store.close()
-        return
-    # Reopening as the owner is the crash-recovery path: every rollout and window left
-    # unfinished becomes interrupted, and the run with them.
-    store.close()
-    with RunStore.open(run_dir) as recovered:
-        if result.status == "failed":
-            recovered.finish_run("failed")
 
 
 def _config_json(config: LoopConfig) -> dict[str, object]:
