@@ -36,8 +36,9 @@ from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import SWEEP_TEST
-from cleanroom.harness.loop import LoopConfig, LoopServices, run_loop
+from cleanroom.harness.loop import LoopServices, run_loop
 from cleanroom.harness.own_controls import leaky_controls
+from cleanroom.harness.settings import LoopConfig
 from cleanroom.store.rundb import RunStore
 from results_md import write_section
 

@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +148,7 @@ class _Driver:
             "job": c.job,
             "machine": machine_info(),
             "config": {
-                **_settings_json(c.settings),
+                **c.settings.model_dump(mode="json"),
                 "address": c.address,
                 "windows": c.windows,
                 "hours": c.hours,
@@ -183,7 +183,7 @@ class _Driver:
                 self._stop_nodes(result.status)
                 if puller.is_alive():
                     puller.join(timeout=c.pull_timeout_s)
-                self._finish(result)
+                store.end(result.status)
         return result
 
     def _start_nodes(self, ray_nodes: list[RayNode]) -> None:
@@ -192,7 +192,7 @@ class _Driver:
         refs = {}
         for ray_node in ray_nodes:
             envs = min(ray_node.units(DESKTOPS_RESOURCE), MAX_ENVS_PER_NODE)
-            mine = replace(settings, envs=envs)
+            mine = settings.changed(envs=envs)
             if self.config.for_node is not None:
                 mine = self.config.for_node(ray_node, mine)
             actor = start_actor(self.ray, ray_node, mine)
@@ -416,22 +416,3 @@ class _Driver:
         if self.store is None:
             raise RuntimeError("the run database is not open")
         return self.store
-
-    def _finish(self, result: ClusterResult) -> None:
-        store = self._store()
-        run_dir = store.run_dir
-        if result.status == "finished":
-            store.finish_run()
-            store.close()
-            return
-        store.close()
-        with RunStore.open(run_dir) as recovered:  # unfinished rollouts become interrupted
-            if result.status == "failed":
-                recovered.finish_run("failed")
-
-
-def _settings_json(settings: NodeSettings) -> dict[str, Any]:
-    data = asdict(settings)
-    data["tasks"] = list(settings.tasks)
-    data["tests"] = None if settings.tests is None else list(settings.tests)
-    return data

@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import threading
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
 from rich.console import Console
 
 from cleanroom.cluster.evidence import EvidenceBatch, evidence_since, node_folder_name
 from cleanroom.core.isolation import judge_window
 from cleanroom.harness.loop import (
-    ControlSettings,
-    LoopConfig,
     LoopServices,
     battery_and_plan,
     end_of_run_sweep,
@@ -35,9 +34,9 @@ from cleanroom.harness.loop import (
 from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.plan import PlannedCheck
 from cleanroom.harness.progress import LoopProgress
+from cleanroom.harness.settings import LoopConfig, LoopSettings
 from cleanroom.harness.window import WindowPlan, WindowResult, WindowServices, run_window
 from cleanroom.rollouts.osworld_outside import OUTSIDE_TASK
-from cleanroom.rollouts.registry import TASKS
 from cleanroom.store.node_records import Cursor, NodeBatch
 from cleanroom.store.rundb import RunStore
 
@@ -45,66 +44,30 @@ DEFAULT_NODE_RUNS = Path("/var/lib/cleanroom/node-runs")
 LOG_NAME = "node.log"
 
 
-@dataclass(frozen=True)
-class NodeSettings:
-    """What the driver tells every node: the run's settings, as plain data."""
+class NodeSettings(LoopSettings):
+    """What the driver tells every node: the loop's settings (each node's acting
+    environments come from its desktops, its windows from the driver) and where the node
+    keeps its share of the run."""
 
-    run_key: str  # the run's folder name on every node
-    envs: int = 1
-    tasks: tuple[str, ...] = TASKS
-    trials_scale: float = 1.0
-    soak: bool = False
-    tests: tuple[str, ...] | None = None
-    on_demand: bool = False
-    control: ControlSettings = field(default_factory=ControlSettings)
-    window_minutes: float = 0.0
-    observation_s: float | None = None
-    leaky_controls: bool = True
-    warm_standby: bool = True
-    node_runs: str = str(DEFAULT_NODE_RUNS)
+    run_key: str = Field(description="The run's folder name on every node.")
+    node_runs: str = Field(
+        default=str(DEFAULT_NODE_RUNS), description="Where each node keeps its share of the run."
+    )
 
     @classmethod
     def of_loop(cls, config: LoopConfig, *, run_key: str, node_runs: str) -> NodeSettings:
-        """What every node runs of ``config`` (its acting environments come from each
-        node's desktops, its windows from the driver); `loop_config` is the way back."""
+        """What every node runs of ``config``; `loop_config` is the way back."""
         if OUTSIDE_TASK in config.tasks:
             raise ValueError(
                 f"'{OUTSIDE_TASK}' runs on one machine only: across nodes, each node would"
                 " serve its own OSWorld interface on its own loopback"
             )
-        return cls(
-            run_key=run_key,
-            node_runs=node_runs,
-            tasks=config.tasks,
-            trials_scale=config.trials_scale,
-            soak=config.soak,
-            tests=config.tests,
-            on_demand=config.on_demand,
-            control=config.control,
-            window_minutes=config.window_minutes,
-            observation_s=config.observation_s,
-            leaky_controls=config.leaky_controls,
-            warm_standby=config.warm_standby,
-        )
+        return cls(**config.fields_of(LoopSettings), run_key=run_key, node_runs=node_runs)
 
     def loop_config(self, run_dir: Path) -> LoopConfig:
-        """The one-machine loop settings of a node's share, in ``run_dir``."""
-        return LoopConfig(
-            run_dir=run_dir,
-            envs=self.envs,
-            windows=1,  # the driver opens the windows
-            tasks=self.tasks,
-            trials_scale=self.trials_scale,
-            soak=self.soak,
-            tests=self.tests,
-            on_demand=self.on_demand,
-            control=self.control,
-            window_minutes=self.window_minutes,
-            observation_s=self.observation_s,
-            leaky_controls=self.leaky_controls,
-            warm_standby=self.warm_standby,
-            job="node",
-        )
+        """The one-machine loop settings of a node's share, in ``run_dir``; the driver
+        opens the windows."""
+        return LoopConfig(**self.fields_of(LoopSettings), run_dir=run_dir, windows=1, job="node")
 
     def plan(self) -> list[PlannedCheck]:
         """The tests each window runs, as every node and the driver plan them."""

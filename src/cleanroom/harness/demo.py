@@ -39,9 +39,10 @@ from cleanroom.core.outcomes import Outcome
 from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.guests.local import LocalGuest
 from cleanroom.harness.form_audit_rows import AUDIT_TEST
-from cleanroom.harness.loop import LoopConfig, LoopResult, LoopServices, run_loop
+from cleanroom.harness.loop import LoopResult, LoopServices, run_loop
 from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.report_step import print_report
+from cleanroom.harness.settings import LoopConfig
 from cleanroom.isolation.checks.observation_privacy import DURATION_S
 from cleanroom.reports.model import RunReport
 from cleanroom.reports.redteam_section import REDTEAM_FILE

@@ -15,29 +15,28 @@ way the loop ends, `cleanroom report` can read the run.
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV, PARKED_CONSOLE_TEST
 from cleanroom.core.isolation import judge_window
-from cleanroom.environments.osworld_env.actions import ACTION_SPACES
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.orphans import collect_garbage
-from cleanroom.environments.pool.plan import CANARY_CPU_SHARES, DEFAULT_ROOT, PoolConfig
+from cleanroom.environments.pool.plan import CANARY_CPU_SHARES, PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.pool.pool_record import RECORDS_DIR
 from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.harness.plan import PlannedCheck, plan_tests
 from cleanroom.harness.progress import LoopProgress
+from cleanroom.harness.settings import LoopConfig
 from cleanroom.harness.smoke import Gate, SmokeRunner
 from cleanroom.harness.stopping import StopRequested, stop_on_signals
 from cleanroom.harness.window import (
@@ -55,101 +54,13 @@ from cleanroom.isolation.controls.positive import run_and_store_control
 from cleanroom.reports.machine import limits_info, machine_info
 from cleanroom.rollouts.base import SmokeTask
 from cleanroom.rollouts.osworld_http import build_osworld_app, serving
-from cleanroom.rollouts.osworld_outside import (
-    DEFAULT_EPISODE_S,
-    DEFAULT_WAIT_S,
-    OUTSIDE_TASK,
-    OutsideAgents,
-    write_connection,
-)
-from cleanroom.rollouts.registry import TASKS, VerifySupplier
+from cleanroom.rollouts.osworld_outside import OUTSIDE_TASK, OutsideAgents, write_connection
+from cleanroom.rollouts.registry import VerifySupplier
 from cleanroom.store.rundb import RunStore, WatchRecord
 from cleanroom.verify_server.process import VerifyServerProcess
 
 HARNESS_ERROR = "harness-error.txt"
 CONTROL_ATTEMPTS = 3
-
-
-@dataclass(frozen=True)
-class ControlSettings:
-    """How much of the positive control to run: typing rounds, characters, clipboard trials."""
-
-    typing_rounds: int = 3
-    chars: int = 40
-    clipboard_trials: int = 20
-
-
-@dataclass(frozen=True)
-class OutsideAgentSettings:
-    """The OSWorld interface a run serves when its tasks name ``osworld-agent``: agents
-    that run elsewhere drive its acting environments, one episode per rollout
-    (`rollouts.osworld_outside`)."""
-
-    port: int = 0  # 0: any free port (the connection file names it)
-    # Loopback unless the agents run on other machines; every route needs a key either way.
-    host: str = "127.0.0.1"
-    action_space: str = "pyautogui"
-    wait_s: float = DEFAULT_WAIT_S  # per batch: how long an environment waits for its agent
-    episode_s: float = DEFAULT_EPISODE_S  # how long one agent's episode may run
-    a11y_tree: bool = True  # observations carry the accessibility tree, as OSWorld's do
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"port {self.port} is not a TCP port")
-        try:
-            ipaddress.ip_address(self.host)
-        except ValueError:
-            raise ValueError(f"the agents' host {self.host!r} is not an IP address") from None
-        if self.action_space not in ACTION_SPACES:
-            raise ValueError(
-                f"action space {self.action_space!r}: choose {', '.join(ACTION_SPACES)}"
-            )
-        if self.wait_s <= 0 or self.episode_s <= 0:
-            raise ValueError("an agent's wait and episode are positive numbers of seconds")
-
-
-@dataclass(frozen=True)
-class LoopConfig:
-    """Everything ``cleanroom run`` and ``cleanroom soak`` can set."""
-
-    run_dir: Path
-    envs: int = 3
-    windows: int | None = 1  # None: windows until ``hours`` have passed
-    hours: float | None = None
-    window_minutes: float = 0.0
-    tasks: tuple[str, ...] = TASKS
-    trials_scale: float = 1.0
-    soak: bool = False  # the soak's trial counts
-    tests: tuple[str, ...] | None = None  # None: every scheduled test
-    on_demand: bool = False  # also the on-demand tests
-    control: ControlSettings = field(default_factory=ControlSettings)
-    pool_root: Path = DEFAULT_ROOT
-    job: str = "run"
-    # observation_privacy's watch, when shorter than its window's 120 s (the demo's)
-    observation_s: float | None = None
-    # Whether the caller runs the leaky and planted controls after the windows; recorded,
-    # so that a report can say why its checks were not proven.
-    leaky_controls: bool = True
-    # A spare slot per acting environment, so that a reset swaps it in (`Pool`); the
-    # run's own controls on the isolated pool use the same resets.
-    warm_standby: bool = True
-    outside_agents: OutsideAgentSettings = field(default_factory=OutsideAgentSettings)
-
-    def __post_init__(self) -> None:
-        if (self.windows is None) == (self.hours is None):
-            raise ValueError("give either a number of windows or a number of hours")
-        if self.windows is not None and self.windows < 1:
-            raise ValueError("at least one window")
-        if self.hours is not None and self.hours <= 0:
-            raise ValueError("the soak needs a positive number of hours")
-        if self.window_minutes < 0:
-            raise ValueError("window minutes cannot be negative")
-        if self.observation_s is not None and self.observation_s <= 0:
-            raise ValueError("the observation period must be positive")
-        known = (*TASKS, OUTSIDE_TASK)
-        unknown = sorted(set(self.tasks) - set(known))
-        if unknown:
-            raise ValueError(f"unknown task(s) {', '.join(unknown)}; use {', '.join(known)}")
 
 
 @dataclass
@@ -225,7 +136,7 @@ def run_loop(
     meta = {
         "job": config.job,
         "machine": run_machine_info(),
-        "config": _config_json(config),
+        "config": config.model_dump(mode="json"),
         "tests": {p.name: p.trials for p in plan},
     }
     store = RunStore.create(config.run_dir, meta=meta)
@@ -258,7 +169,7 @@ def run_loop(
             progress.step("stopping the pool and the verify server")
             stack.close()
             progress.follow_rows(None)  # the store is about to close
-            _finish(store, result)
+            store.end(result.status)
     return result
 
 
@@ -453,24 +364,3 @@ def end_of_run_sweep(s: WindowServices, last: WindowResult) -> WindowResult:
     s.store.fail_window(last.index)
     s.progress.step(f"window {last.index} failed after its close: {verdict.failure}")
     return replace(last, status="failed", verdict=verdict)
-
-
-def _finish(store: RunStore, result: LoopResult) -> None:
-    run_dir = store.run_dir
-    if result.status == "finished":
-        store.finish_run()
-        store.close()
-        return
-    # Reopening as the owner is the crash-recovery path: every rollout and window left
-    # unfinished becomes interrupted, and the run with them.
-    store.close()
-    with RunStore.open(run_dir) as recovered:
-        if result.status == "failed":
-            recovered.finish_run("failed")
-
-
-def _config_json(config: LoopConfig) -> dict[str, object]:
-    data = asdict(config)
-    data["run_dir"] = str(config.run_dir)
-    data["pool_root"] = str(config.pool_root)
-    return data

@@ -17,7 +17,9 @@ import functools
 import os
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from cleanroom.core.outcomes import Outcome
 from cleanroom.docker_layer import PODMAN_HOST
@@ -43,21 +45,82 @@ ENGINES = ("docker", "podman")
 
 __all__ = [
     "ENGINES",
+    "ContainerOptions",
+    "ContainerVerification",
     "check_budget",
+    "check_engine",
     "mount_baseline",
     "runtime_of",
     "verify_compose_service",
     "verify_container",
     "verify_container_async",
+    "verify_requested",
 ]
+
+
+class ContainerOptions(TypedDict, total=False):
+    """How a container is verified, besides which one: the keywords `verify_container`
+    and every entry point over it take, each a field of `ContainerVerification`."""
+
+    mode: Mode | str
+    step: str | None
+    budget_s: float | None
+    engine: str
+    harness_dirs: Iterable[str]
+
+
+@dataclass(frozen=True)
+class ContainerVerification:
+    """A verification of ``container`` (a name or ID on ``engine``'s daemon), in which an
+    agent already acted, against the Harbor task in ``task_dir``.
+
+    ``mode`` is ``sealed`` (the default), ``cleared`` or ``shared`` (forgeable; for
+    comparison only). ``step`` names the step just done, in a multi-step task.
+    ``budget_s`` is the time the caller allows the whole verification (None: no limit):
+    the verification is fitted into it, or `BudgetTooShortError` says what would do.
+    ``harness_dirs`` are the folders the caller made in the container before the agent
+    started (bound from the host or not): their being there is not the agent's doing.
+    The fields after ``container`` are the keywords of `ContainerOptions`.
+    """
+
+    task_dir: Path
+    container: str
+    mode: Mode = Mode.SEALED
+    step: str | None = None
+    budget_s: float | None = None
+    engine: str = "docker"
+    harness_dirs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "task_dir", Path(self.task_dir))
+        object.__setattr__(self, "mode", Mode(self.mode))
+        object.__setattr__(self, "harness_dirs", tuple(self.harness_dirs))
+        check_engine(self.engine)
+
+    @classmethod
+    def of(
+        cls,
+        task_dir: str | os.PathLike[str],
+        container: str,
+        **options: Unpack[ContainerOptions],
+    ) -> ContainerVerification:
+        """The verification the keywords describe (a mode may be given by its name, the
+        harness's folders as any iterable)."""
+        # __post_init__ makes the mode a Mode and the folders a tuple.
+        return cls(Path(task_dir), container, **options)  # type: ignore[arg-type]
+
+
+def check_engine(engine: str) -> None:
+    """Refuse an engine no container can be verified on (`ENGINES`)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r}: choose one of {', '.join(ENGINES)}")
 
 
 def runtime_of(engine: str, labels: Mapping[str, str] | None = None) -> Callable[[], DockerRuntime]:
     """How to reach the daemon of ``engine``: Docker's (``DOCKER_HOST`` or the local
     socket) or podman's Docker-compatible API; ``labels`` go on everything the runtime
     creates."""
-    if engine not in ENGINES:
-        raise ValueError(f"engine={engine!r}: choose one of {', '.join(ENGINES)}")
+    check_engine(engine)
     host = PODMAN_HOST if engine == "podman" else None
     return functools.partial(DockerRuntime.connect, labels, host=host)
 
@@ -75,68 +138,52 @@ def mount_baseline(destinations: Iterable[str]) -> tuple[Change, ...]:
 
 
 def verify_container(
-    task_dir: str | os.PathLike[str],
-    container: str,
-    *,
-    mode: Mode | str = Mode.SEALED,
-    step: str | None = None,
-    budget_s: float | None = None,
-    engine: str = "docker",
-    harness_dirs: Iterable[str] = (),
+    task_dir: str | os.PathLike[str], container: str, **options: Unpack[ContainerOptions]
 ) -> Outcome:
-    """Verify ``container`` (a name or ID on ``engine``'s daemon), in which an agent
-    already acted, against the Harbor task in ``task_dir``.
-
-    ``mode`` is ``sealed`` (the default), ``cleared`` or ``shared`` (forgeable; for
-    comparison only). ``step`` names the step just done, in a multi-step task.
-    ``budget_s`` is the time the caller allows the whole verification (None: no limit):
-    the verification is fitted into it, or `BudgetTooShortError` says what would do.
-    ``harness_dirs`` are the folders the caller made in the container before the agent
-    started (bound from the host or not): their being there is not the agent's doing.
+    """Verify ``container`` (a name or ID on the daemon of ``engine``, ``docker`` by
+    default), in which an agent already acted, against the Harbor task in ``task_dir``,
+    as ``options`` say (`ContainerVerification`: ``mode``, ``step``, ``budget_s``,
+    ``engine``, ``harness_dirs``).
 
     The container is left to its owner, frozen or killed as the mode needs, never
     removed. Everything else that goes wrong is in the outcome.
     """
-    chosen = Mode(mode)
-    root = Path(task_dir)
-    ev = Evidence(chosen, details={"task": str(root), "container": container})
-    task = load_into(ev, root)
+    return verify_requested(ContainerVerification.of(task_dir, container, **options))
+
+
+async def verify_container_async(
+    task_dir: str | os.PathLike[str], container: str, **options: Unpack[ContainerOptions]
+) -> Outcome:
+    """`verify_container` for an event loop: the verification runs in a worker thread,
+    so the loop goes on serving the caller's other rollouts."""
+    request = ContainerVerification.of(task_dir, container, **options)
+    return await asyncio.to_thread(verify_requested, request)
+
+
+def verify_requested(request: ContainerVerification) -> Outcome:
+    """`verify_container` of a verification described already."""
+    ev = Evidence(
+        request.mode, details={"task": str(request.task_dir), "container": request.container}
+    )
+    task = load_into(ev, request.task_dir)
     if task is None:
         return decide(ev)
-    budget = _plan(task, chosen, step, budget_s)
+    budget = _plan(task, request.mode, request.step, request.budget_s)
     try:
-        runtime = runtime_of(engine)()
+        runtime = runtime_of(request.engine)()
     except RuntimeUnavailable as exc:
         ev.unavailable = str(exc)
         return decide(ev)
     return _verify_found(
-        task, runtime, ev, container, None, harness_dirs, step=step, mode=chosen, budget=budget
-    )
-
-
-async def verify_container_async(
-    task_dir: str | os.PathLike[str],
-    container: str,
-    *,
-    mode: Mode | str = Mode.SEALED,
-    step: str | None = None,
-    budget_s: float | None = None,
-    engine: str = "docker",
-    harness_dirs: Iterable[str] = (),
-) -> Outcome:
-    """`verify_container` for an event loop: the verification runs in a worker thread,
-    so the loop goes on serving the caller's other rollouts."""
-    return await asyncio.to_thread(
-        functools.partial(
-            verify_container,
-            task_dir,
-            container,
-            mode=mode,
-            step=step,
-            budget_s=budget_s,
-            engine=engine,
-            harness_dirs=tuple(harness_dirs),
-        )
+        task,
+        runtime,
+        ev,
+        request.container,
+        None,
+        request.harness_dirs,
+        step=request.step,
+        mode=request.mode,
+        budget=budget,
     )
 
 
@@ -171,22 +218,15 @@ def verify_compose_service(
     )
 
 
-def check_budget(
-    task_dir: str | os.PathLike[str],
-    *,
-    mode: Mode | str = Mode.SEALED,
-    step: str | None = None,
-    budget_s: float | None = None,
-) -> None:
-    """Refuse, as `verify_container` would, a ``budget_s`` too short for any verification
-    of the task in ``task_dir`` (`BudgetTooShortError`), before anything runs. A task
-    folder that cannot be loaded passes: its verification's outcome says what is wrong."""
-    if budget_s is None:
+def check_budget(request: ContainerVerification) -> None:
+    """Refuse, as `verify_container` would, a budget too short for any verification of
+    ``request`` (`BudgetTooShortError`), before anything runs. A task folder that cannot
+    be loaded passes: its verification's outcome says what is wrong."""
+    if request.budget_s is None:
         return
-    ev = Evidence(Mode(mode))
-    task = load_into(ev, Path(task_dir))
+    task = load_into(Evidence(request.mode), request.task_dir)
     if task is not None:
-        _plan(task, Mode(mode), step, budget_s)
+        _plan(task, request.mode, request.step, request.budget_s)
 
 
 def _plan(task: Task, mode: Mode, step: str | None, budget_s: float | None) -> BudgetPlan:

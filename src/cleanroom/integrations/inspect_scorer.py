@@ -31,7 +31,11 @@ from typing import Any
 from cleanroom.core.errors import ExtraNotInstalledError
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.tally import RewardTally, tally
-from cleanroom.integrations.container import runtime_of, verify_container_async
+from cleanroom.integrations.container import (
+    ContainerOptions,
+    check_engine,
+    verify_container_async,
+)
 from cleanroom.verifiers.container.modes import Mode
 
 try:
@@ -99,12 +103,13 @@ def sealed_harbor_scorer(
     kill the container, which no later scorer can then use.
     """
     chosen = Mode(mode)
-    runtime_of(engine)  # a wrong engine fails the task's construction, not every sample
+    check_engine(engine)  # a wrong engine fails the task's construction, not every sample
+    options = ContainerOptions(mode=chosen, budget_s=budget_s, engine=engine)
 
     async def score(state: TaskState, target: Target) -> Score:
         context: dict[str, Any] = {"mode": chosen.value, "engine": engine}
         started = time.monotonic()
-        outcome = await verify_sample(state.metadata, chosen, budget_s, engine, context)
+        outcome = await verify_sample(state.metadata, options, context)
         context["seconds"] = round(time.monotonic() - started, 2)
         return score_of(outcome, context)
 
@@ -112,14 +117,11 @@ def sealed_harbor_scorer(
 
 
 async def verify_sample(
-    metadata: Mapping[str, Any],
-    mode: Mode,
-    budget_s: float | None,
-    engine: str,
-    context: dict[str, Any],
+    metadata: Mapping[str, Any], options: ContainerOptions, context: dict[str, Any]
 ) -> Outcome:
-    """The outcome of the current sample's container (named in ``context`` when found);
-    whatever goes wrong on the way is an invalid outcome, never an exception."""
+    """The outcome of the current sample's container (named in ``context`` when found),
+    verified as ``options`` say; whatever goes wrong on the way is an invalid outcome,
+    never an exception."""
     task_dir = metadata.get("task_dir")
     if not isinstance(task_dir, str) or not task_dir:
         return Outcome.invalid(
@@ -138,9 +140,7 @@ async def verify_sample(
         )
     context["container"] = connection.container
     try:
-        return await verify_container_async(
-            task_dir, connection.container, mode=mode, budget_s=budget_s, engine=engine
-        )
+        return await verify_container_async(task_dir, connection.container, **options)
     except Exception as exc:  # cleanroom's own fault (or a budget refused): excluded
         return Outcome.invalid(
             Reason.HARNESS_ERROR, f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()

@@ -28,18 +28,20 @@ import contextlib
 import os
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Unpack
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.integrations.container import (
-    ENGINES,
+    ContainerOptions,
+    ContainerVerification,
     check_budget,
+    check_engine,
     runtime_of,
-    verify_container,
+    verify_requested,
 )
 from cleanroom.ray_cluster import tasks
 from cleanroom.ray_cluster.session import (
@@ -77,11 +79,6 @@ RAY_VERIFICATION_LABEL = "cleanroom.ray.verification"
 TRACE_CHARS = 3000
 
 
-def _check_engine(engine: str) -> None:
-    if engine not in ENGINES:
-        raise ValueError(f"engine={engine!r}: choose one of {', '.join(ENGINES)}")
-
-
 @dataclass(frozen=True)
 class TaskVerification:
     """A whole verification of the task in ``task_dir``, as ``cleanroom verify TASK``
@@ -96,28 +93,7 @@ class TaskVerification:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "task_dir", Path(self.task_dir))
-        _check_engine(self.engine)
-
-
-@dataclass(frozen=True)
-class ContainerVerification:
-    """A verification of ``container`` (a name or ID), in which an agent of another
-    harness already acted, against the task in ``task_dir``: `verify_container`'s
-    arguments, run on the node whose daemon of ``engine`` holds the container."""
-
-    task_dir: Path
-    container: str
-    mode: Mode = Mode.SEALED
-    step: str | None = None
-    budget_s: float | None = None
-    engine: str = "docker"
-    harness_dirs: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "task_dir", Path(self.task_dir))
-        object.__setattr__(self, "mode", Mode(self.mode))
-        object.__setattr__(self, "harness_dirs", tuple(self.harness_dirs))
-        _check_engine(self.engine)
+        check_engine(self.engine)
 
 
 RayRequest = TaskVerification | ContainerVerification
@@ -258,9 +234,7 @@ def verify_on_ray(
     """
     for request in requests:
         if isinstance(request, ContainerVerification):
-            check_budget(
-                request.task_dir, mode=request.mode, step=request.step, budget_s=request.budget_s
-            )
+            check_budget(request)
     if not requests:
         return []
     with _connected(address) as ray:
@@ -272,19 +246,12 @@ def verify_container_on_ray(
     address: str,
     task_dir: str | os.PathLike[str],
     container: str,
-    *,
-    mode: Mode | str = Mode.SEALED,
-    step: str | None = None,
-    budget_s: float | None = None,
-    engine: str = "docker",
-    harness_dirs: Iterable[str] = (),
+    **options: Unpack[ContainerOptions],
 ) -> RayVerification:
     """`verify_container` on the node of the Ray cluster at ``address`` whose daemon holds
     ``container``: its outcome (``.outcome``) and that node (``.node``). Raises as
     `verify_on_ray` does."""
-    request = ContainerVerification(
-        Path(task_dir), container, Mode(mode), step, budget_s, engine, tuple(harness_dirs)
-    )
+    request = ContainerVerification.of(task_dir, container, **options)
     (verified,) = verify_on_ray(address, [request])
     return verified
 
@@ -440,15 +407,7 @@ def _verify_on_node(request: RayRequest, label: str) -> dict[str, Any]:
 
 def _verify_here(request: RayRequest, label: str) -> Outcome:
     if isinstance(request, ContainerVerification):
-        return verify_container(
-            request.task_dir,
-            request.container,
-            mode=request.mode,
-            step=request.step,
-            budget_s=request.budget_s,
-            engine=request.engine,
-            harness_dirs=request.harness_dirs,
-        )
+        return verify_requested(request)
     connect = runtime_of(request.engine, {RAY_VERIFICATION_LABEL: label})
     return verify_path(request.task_dir, request.agent, request.options, connect)
 

@@ -37,15 +37,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Unpack
 
 from cleanroom.core.errors import ExtraNotInstalledError
 from cleanroom.core.outcomes import Outcome
 from cleanroom.core.tally import DEFAULT_PREFIX, tally
-from cleanroom.integrations.container import verify_container, verify_container_async
+from cleanroom.integrations.container import (
+    ContainerOptions,
+    ContainerVerification,
+    verify_container_async,
+    verify_requested,
+)
 from cleanroom.integrations.rewards import rewards_of
-from cleanroom.verifiers.container.modes import Mode
 
 if TYPE_CHECKING:
     from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
@@ -111,27 +116,14 @@ async def verify_agent_loop_output(
     output: AgentLoopOutput,
     task_dir: str | os.PathLike[str],
     container: str,
-    *,
-    mode: Mode | str = Mode.SEALED,
-    step: str | None = None,
-    budget_s: float | None = None,
-    engine: str = "docker",
-    harness_dirs: Iterable[str] = (),
+    **options: Unpack[ContainerOptions],
 ) -> AgentLoopOutput:
     """The hook an agent loop calls at the end of its ``run`` for the ``container`` it
     drove: verifies it against the task in ``task_dir`` (`verify_container_async`, which
-    takes the other arguments) and records the outcome on ``output`` (`record_outcome`).
+    takes the ``options``) and records the outcome on ``output`` (`record_outcome`).
     Raises `InvalidOutcomeError` for an invalid outcome: let it out of ``run``, and
     verl's v1 trainer leaves the session out of its group."""
-    outcome = await verify_container_async(
-        task_dir,
-        container,
-        mode=mode,
-        step=step,
-        budget_s=budget_s,
-        engine=engine,
-        harness_dirs=harness_dirs,
-    )
+    outcome = await verify_container_async(task_dir, container, **options)
     return record_outcome(output, outcome)
 
 
@@ -166,14 +158,9 @@ def _outcome_for(extra_info: Mapping[str, Any]) -> Outcome:
             '{"task_dir": ..., "container": ...} '
             f'or an outcome in extra_info["{OUTCOME_KEY}"]; got keys {sorted(extra_info)}'
         )
-    return verify_container(
-        target["task_dir"],
-        target["container"],
-        mode=target.get("mode", Mode.SEALED),
-        step=target.get("step"),
-        budget_s=target.get("budget_s"),
-        engine=target.get("engine", "docker"),
-        harness_dirs=target.get("harness_dirs", ()),
+    given = {k: v for k, v in target.items() if k in ContainerOptions.__annotations__}
+    return verify_requested(
+        ContainerVerification(Path(target["task_dir"]), target["container"], **given)
     )
 
 

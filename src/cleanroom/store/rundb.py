@@ -484,6 +484,20 @@ class RunStore(NodeRecords):
                 "UPDATE runs SET status = ?, ended_at = ? WHERE id = 1", (status, time.time())
             )
 
+    def end(self, status: str) -> None:
+        """Close the run as its owner's loop ended: ``finished``, ``interrupted`` or
+        ``failed``. A run that did not finish is reopened as its owner, the crash-recovery
+        path: every rollout and window left unfinished becomes interrupted, and the run
+        with them (or failed, when it failed)."""
+        if status == "finished":
+            self.finish_run()
+            self.close()
+            return
+        self.close()
+        with RunStore.open(self.run_dir) as recovered:
+            if status == "failed":
+                recovered.finish_run("failed")
+
     # -- environments -------------------------------------------------------------------
 
     def add_environment(

@@ -129,17 +129,16 @@ def test_two_nodes_publish_a_merged_number_next_to_both_fired_controls(
 
 DRIVER = """
 import sys
-from dataclasses import replace
 from pathlib import Path
 from rich.console import Console
 from cleanroom.cluster.driver import ClusterConfig, run_across_nodes
 from cleanroom.cluster.node_run import NodeSettings
-from cleanroom.harness.loop import ControlSettings
+from cleanroom.harness.settings import ControlSettings
 
 def break_control(node, settings):
     # The node that declares the marker gets a control with nothing to see: it cannot fire.
     if node.units("broken_control"):
-        return replace(settings, control=ControlSettings(typing_rounds=1, clipboard_trials=0))
+        return settings.changed(control=ControlSettings(typing_rounds=1, clipboard_trials=0))
     return settings
 
 settings = NodeSettings(run_key="broken", node_runs=sys.argv[3], tasks=("writer", "form"),

@@ -248,3 +248,26 @@ def test_close_waits_for_a_write_in_progress_and_later_writes_fail_cleanly(
     closer.join()
     with pytest.raises(sqlite3.ProgrammingError):
         store.open_window(1)
+
+
+@pytest.mark.parametrize(
+    ("ended", "run_status", "rollout_reason"),
+    [
+        ("finished", "finished", None),
+        ("interrupted", "interrupted", Reason.INTERRUPTED),
+        ("failed", "failed", Reason.INTERRUPTED),
+    ],
+)
+def test_a_run_ends_as_its_loop_ended_and_what_it_left_open_is_interrupted(
+    tmp_path: Path, ended: str, run_status: str, rollout_reason: Reason | None
+) -> None:
+    # given a run whose loop left a window and a rollout open
+    store = RunStore.create(tmp_path / "run")
+    store.open_window(1)
+    store.start_rollout(mint("env01-w001-r0001"), task="rename")
+    # when it ends
+    store.end(ended)
+    # then the run records how, and an unfinished run's rollout is interrupted
+    with RunStore.open(tmp_path / "run", owner=False) as reader:
+        assert reader.run_info()["status"] == run_status
+        assert [r.reason for r in reader.rollouts()] == [rollout_reason]
