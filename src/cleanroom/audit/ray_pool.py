@@ -15,7 +15,7 @@ from typing import Any
 from cleanroom.audit.findings import TaskAudit, could_not_audit
 from cleanroom.audit.job import AuditSettings, run_job
 from cleanroom.audit.jobs import AuditJob
-from cleanroom.audit.pool import Done, Lost, Started
+from cleanroom.audit.pool import JobEvents
 from cleanroom.core.outcomes import Reason
 from cleanroom.ray_cluster import tasks
 from cleanroom.ray_cluster.session import (
@@ -44,14 +44,7 @@ class RayPool:
         self.address = address
         self.where = f"Ray cluster at {address}"
 
-    def run(
-        self,
-        jobs: list[AuditJob],
-        settings: AuditSettings,
-        started: Started,
-        done: Done,
-        lost: Lost,
-    ) -> None:
+    def run(self, jobs: list[AuditJob], settings: AuditSettings, events: JobEvents) -> None:
         with joined(self.address, "audit --ray") as ray:
             require_nodes(ray, self.address, DOCKER_RESOURCE)
             ends = tasks.run_each(
@@ -60,13 +53,14 @@ class RayPool:
                 jobs,
                 lambda job: (job.to_json(), settings.to_json()),
                 resource=DOCKER_RESOURCE,
-                started=lambda job: started(job, "ray"),
+                started=lambda job: events.started(job, "ray"),
             )
             for ended in ends:
                 job, end = ended.item, ended.end
                 if isinstance(end, tasks.Finished):
-                    done(job, TaskAudit.from_json(end.value["audit"]), end.value["node"])
+                    events.done(job, TaskAudit.from_json(end.value["audit"]), end.value["node"])
                 elif isinstance(end, tasks.Failed):  # run_job raised after all: a bug of ours
-                    done(job, could_not_audit("audit", Reason.HARNESS_ERROR.value, end.why), "ray")
+                    failed = could_not_audit("audit", Reason.HARNESS_ERROR.value, end.why)
+                    events.done(job, failed, "ray")
                 else:
-                    lost(job, f"the Ray worker running this job was lost: {end.why}")
+                    events.lost(job, f"the Ray worker running this job was lost: {end.why}")

@@ -8,27 +8,15 @@ from dataclasses import dataclass
 
 from cleanroom.audit.findings import TaskAudit
 from cleanroom.audit.jobs import AuditJob, JobKind
-from cleanroom.store.auditdb import AuditStore, JobRow, StoredJob
+from cleanroom.store.auditdb import AuditStore, JobProgress, JobRow, StoredJob
 
 
 @dataclass(frozen=True)
-class JobRecord:
-    """One job as stored: the task, where it stands, and (once done) what was found."""
+class JobRecord(JobProgress):
+    """One job as stored: where it stands, the task, and (once done) what was found."""
 
     job: AuditJob
-    status: str
-    attempts: int
-    node: str
-    started_at: float | None
-    ended_at: float | None
-    detail: str
     audit: TaskAudit | None
-
-    @property
-    def seconds(self) -> float | None:
-        if self.started_at is None or self.ended_at is None:
-            return None
-        return self.ended_at - self.started_at
 
 
 def add_jobs(store: AuditStore, jobs: Iterable[AuditJob]) -> None:
@@ -48,12 +36,12 @@ def job_records(store: AuditStore, statuses: Iterable[str] | None = None) -> lis
 
 def _record(row: JobRow) -> JobRecord:
     return JobRecord(
-        AuditJob(JobKind(row.kind), row.path),
-        row.status,
-        row.attempts,
-        row.node,
-        row.started_at,
-        row.ended_at,
-        row.detail,
-        TaskAudit.from_json(row.result) if row.result is not None else None,
+        status=row.status,
+        attempts=row.attempts,
+        node=row.node,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+        detail=row.detail,
+        job=AuditJob(JobKind(row.kind), row.path),
+        audit=TaskAudit.from_json(row.result) if row.result is not None else None,
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 from cleanroom.audit.findings import TaskAudit
 from cleanroom.audit.job import AuditSettings, remove_job_containers
 from cleanroom.audit.jobs import AuditJob, find_jobs
-from cleanroom.audit.pool import JobPool
+from cleanroom.audit.pool import JobEvents, JobPool
 from cleanroom.audit.records import add_jobs, job_records, record_finished
 from cleanroom.audit.summary import AuditSummary
 from cleanroom.store.auditdb import AuditStore
@@ -63,7 +63,7 @@ def run_audit(
             notify(job, "interrupted", None)
 
         try:
-            pool.run(todo, settings, started, done, lost)
+            pool.run(todo, settings, JobEvents(started, done, lost))
         finally:
             wanted = {j.id for j in jobs}
             records = tuple(r for r in job_records(store) if r.job.id in wanted)

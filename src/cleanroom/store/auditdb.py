@@ -50,19 +50,33 @@ class StoredJob:
 
 
 @dataclass(frozen=True)
-class JobRow:
-    """One job as stored: what it is, where it stands, and (once done) the audit's own
-    JSON record of what was found, which this module keeps without reading it."""
+class JobProgress:
+    """Where a job stands: its status, how many times it started, the node it ran on,
+    when it started and ended, and the detail of its end (why it was lost)."""
 
-    job_id: str
-    kind: str
-    path: str
     status: str
     attempts: int
     node: str
     started_at: float | None
     ended_at: float | None
     detail: str
+
+    @property
+    def seconds(self) -> float | None:
+        """How long its last run took; None before it ended."""
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return self.ended_at - self.started_at
+
+
+@dataclass(frozen=True)
+class JobRow(JobProgress):
+    """One job as stored: where it stands, what it is, and (once done) the audit's own
+    JSON record of what was found, which this module keeps without reading it."""
+
+    job_id: str
+    kind: str
+    path: str
     result: dict[str, Any] | None
 
 
@@ -234,7 +248,18 @@ class AuditStore:
         ) in self._conn.execute(sql, args):
             record = json.loads(result) if result else None
             rows.append(
-                JobRow(job_id, kind, path, status, attempts, node, started, ended, detail, record)
+                JobRow(
+                    status=status,
+                    attempts=attempts,
+                    node=node,
+                    started_at=started,
+                    ended_at=ended,
+                    detail=detail,
+                    job_id=job_id,
+                    kind=kind,
+                    path=path,
+                    result=record,
+                )
             )
         return rows
 

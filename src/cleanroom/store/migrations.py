@@ -7,6 +7,29 @@ shipped: add a new one.
 
 from __future__ import annotations
 
+# The records a node's run copies to the driver, each with the columns its by-node index
+# orders by after the node (migration 6).
+_NODE_RECORDS = (
+    ("isolation_rows", "node, window"),
+    ("canary_samples", "node, window, at"),
+    ("console_samples", "node, window, at"),
+    ("verifier_results", "node, rollout_id"),
+    ("control_results", "node"),
+    ("latency_samples", "node, test"),
+    ("leaky_controls", "node"),
+)
+
+
+def _copied_from_nodes(table: str) -> str:
+    """Migration 6's columns for ``table``: the node a record came from, and the id it had
+    in the node's own database, unique per node, so a record copied twice is kept once."""
+    return f"""    ALTER TABLE {table} ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    ALTER TABLE {table} ADD COLUMN source_id INTEGER;
+    CREATE UNIQUE INDEX {table}_from_nodes ON {table} (node, source_id)
+        WHERE source_id IS NOT NULL;
+"""
+
+
 MIGRATIONS: tuple[str, ...] = (
     # 1: the first schema.
     """
@@ -228,42 +251,12 @@ MIGRATIONS: tuple[str, ...] = (
         SELECT name, active, detail, at FROM watches;
     DROP TABLE watches;
     ALTER TABLE watches_by_node RENAME TO watches;
-    ALTER TABLE isolation_rows ADD COLUMN node TEXT NOT NULL DEFAULT '';
-    ALTER TABLE isolation_rows ADD COLUMN source_id INTEGER;
-    CREATE UNIQUE INDEX isolation_rows_from_nodes ON isolation_rows (node, source_id)
-        WHERE source_id IS NOT NULL;
-    ALTER TABLE canary_samples ADD COLUMN node TEXT NOT NULL DEFAULT '';
-    ALTER TABLE canary_samples ADD COLUMN source_id INTEGER;
-    CREATE UNIQUE INDEX canary_samples_from_nodes ON canary_samples (node, source_id)
-        WHERE source_id IS NOT NULL;
-    ALTER TABLE console_samples ADD COLUMN node TEXT NOT NULL DEFAULT '';
-    ALTER TABLE console_samples ADD COLUMN source_id INTEGER;
-    CREATE UNIQUE INDEX console_samples_from_nodes ON console_samples (node, source_id)
-        WHERE source_id IS NOT NULL;
-    ALTER TABLE verifier_results ADD COLUMN node TEXT NOT NULL DEFAULT '';
-    ALTER TABLE verifier_results ADD COLUMN source_id INTEGER;
-    CREATE UNIQUE INDEX verifier_results_from_nodes ON verifier_results (node, source_id)
-        WHERE source_id IS NOT NULL;
-    ALTER TABLE control_results ADD COLUMN node TEXT NOT NULL DEFAULT '';
-    ALTER TABLE control_results ADD COLUMN source_id INTEGER;
-    CREATE UNIQUE INDEX control_results_from_nodes ON control_results (node, source_id)
-        WHERE source_id IS NOT NULL;
-    ALTER TABLE latency_samples ADD COLUMN node TEXT NOT NULL DEFAULT '';
-    ALTER TABLE latency_samples ADD COLUMN source_id INTEGER;
-    CREATE UNIQUE INDEX latency_samples_from_nodes ON latency_samples (node, source_id)
-        WHERE source_id IS NOT NULL;
-    ALTER TABLE leaky_controls ADD COLUMN node TEXT NOT NULL DEFAULT '';
-    ALTER TABLE leaky_controls ADD COLUMN source_id INTEGER;
-    CREATE UNIQUE INDEX leaky_controls_from_nodes ON leaky_controls (node, source_id)
-        WHERE source_id IS NOT NULL;
-    CREATE INDEX isolation_rows_by_node ON isolation_rows (node, window);
-    CREATE INDEX canary_samples_by_node ON canary_samples (node, window, at);
-    CREATE INDEX console_samples_by_node ON console_samples (node, window, at);
-    CREATE INDEX verifier_results_by_node ON verifier_results (node, rollout_id);
-    CREATE INDEX control_results_by_node ON control_results (node);
-    CREATE INDEX latency_samples_by_node ON latency_samples (node, test);
-    CREATE INDEX leaky_controls_by_node ON leaky_controls (node);
-    """,
+    """
+    + "".join(_copied_from_nodes(table) for table, _ in _NODE_RECORDS)
+    + "".join(
+        f"    CREATE INDEX {table}_by_node ON {table} ({columns});\n"
+        for table, columns in _NODE_RECORDS
+    ),
 )
 
 # An audit's database (`auditdb`), in its own run folder: the same rules, its own count.

@@ -130,20 +130,11 @@ class NewSubmission:
     cross: bool
 
 
-@dataclass(frozen=True, slots=True)
-class SubmissionRecord:
-    """A stored submission, exactly as it was received."""
+@dataclass(slots=True)  # not frozen: a frozen dataclass cannot extend NewSubmission
+class SubmissionRecord(NewSubmission):
+    """A stored submission, exactly as it was received, with the id it was stored under."""
 
     id: int
-    lease_id: str
-    env: str
-    rollout_id: str
-    window: int
-    submitted_at: float
-    body: bytes
-    found_tokens: tuple[str, ...]
-    found_envs: tuple[str, ...]
-    cross: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -605,17 +605,17 @@ def test_an_invalid_outcome_reaches_harbor_as_an_exception_on_the_generic_path(
     assert fresh_environments_left(result) == []
 
 
-def test_the_readme_names_every_environment_type_harbor_has() -> None:
-    """The README's list of Harbor's environment types (which are proven here, which rest
-    on the generic path alone) names each type Harbor itself declares."""
+def test_the_status_page_names_every_environment_type_harbor_has() -> None:
+    """The status page's list of Harbor's environment types (which are proven here, which
+    rest on the generic path alone) names each type Harbor itself declares."""
     listing = subprocess.run(
         [str(HARBOR.parent / "python"), "-c",
          "from harbor.models.environment_type import EnvironmentType as E; "
          "print(' '.join(e.value for e in E))"],
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Harbor's environment types") :]
+    status = (REPO / "docs" / "status.md").read_text()
+    section = status[status.index("## Harbor's environment types") :]
     section = section[: section.index("\n## ", 4)]
     missing = [t for t in listing.stdout.split() if f"`{t}`" not in section]
     assert missing == []

@@ -13,7 +13,16 @@ from cleanroom.audit.summary import AuditSummary
 
 def summary_of(*audits: tuple[str, TaskAudit]) -> AuditSummary:
     records = tuple(
-        JobRecord(AuditJob(JobKind.CONTAINER, f"/t/{name}"), "done", 1, "local", 0.0, 1.0, "", a)
+        JobRecord(
+            status="done",
+            attempts=1,
+            node="local",
+            started_at=0.0,
+            ended_at=1.0,
+            detail="",
+            job=AuditJob(JobKind.CONTAINER, f"/t/{name}"),
+            audit=a,
+        )
         for name, a in audits
     )
     return AuditSummary(records, "/runs/a", "local pool of 1 worker(s)", {})

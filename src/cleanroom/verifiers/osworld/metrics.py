@@ -144,39 +144,36 @@ def check_json(result: CachedFile | None, rules: dict[str, Any], is_yaml: bool =
             document = json.loads(text)
     except Exception:
         return 0.0
-    ok: Any = True
+    ok = True
     for rule in rules.get("expect", {}):
-        try:
-            value = document
-            for key in rule["key"]:
-                try:
-                    value = value[key]
-                except (KeyError, TypeError):
-                    return 0.0
-            ok = ok and match_value_to_rule(value, rule)
-        except UnsupportedRule:
-            if rule["method"] in _OSWORLD_ONLY_RULES:
-                raise
-            return 0.0  # OSWorld's NotImplementedError, caught like the rest
-        except Exception:
-            return 0.0
+        ok = ok and _json_rule_holds(document, rule, expected=True)
     for rule in rules.get("unexpect", {}):
-        try:
-            value = document
-            for key in rule["key"]:
-                try:
-                    value = value[key]
-                except (KeyError, TypeError):
-                    value = None
-                    break
-            ok = ok and not match_value_to_rule(value, rule)
-        except UnsupportedRule:
-            if rule["method"] in _OSWORLD_ONLY_RULES:
-                raise
-            return 0.0
-        except Exception:
-            return 0.0
+        ok = ok and _json_rule_holds(document, rule, expected=False)
     return float(ok)
+
+
+def _json_rule_holds(document: Any, rule: dict[str, Any], *, expected: bool) -> bool:
+    """Whether one of `check_json`'s rules holds for ``document``: an ``expect`` rule
+    (``expected``) matches the value at its key path, which must be there; an
+    ``unexpect`` rule does not match it, a path that is not there testing None. A rule
+    that raises does not hold, but for a rule method only OSWorld has."""
+    try:
+        value = document
+        for key in rule["key"]:
+            try:
+                value = value[key]
+            except (KeyError, TypeError):
+                if expected:
+                    return False
+                value = None
+                break
+        return bool(match_value_to_rule(value, rule)) is expected
+    except UnsupportedRule:
+        if rule["method"] in _OSWORLD_ONLY_RULES:
+            raise
+        return False  # OSWorld's NotImplementedError, caught like the rest
+    except Exception:
+        return False
 
 
 def check_direct_json_object(result: Any, rules: Any) -> float:
