@@ -147,7 +147,7 @@ def measure(
             pids = _pids(pool.env(name))
             mem.append(sum(_rss_mb(p) for p in pids))
             pss.append(sum(_pss_mb(p) for p in pids))
-            spare = pool.standby.spare(name) if pool.standby is not None else None
+            spare = pool.life.standby.spare(name) if pool.life.standby is not None else None
             if spare is not None:
                 spare_pss.append(sum(_pss_mb(p) for p in _pids(spare)))
     finally:

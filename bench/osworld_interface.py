@@ -35,10 +35,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cleanroom.environments.pool.plan import PoolConfig
-
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.policy.http import env_key
+from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.rollouts.osworld_desktop_env import OSWorldDesktopEnv
 from cleanroom.rollouts.osworld_http import OSWorldHTTPEnv, PoolEnvs, build_osworld_app, serving

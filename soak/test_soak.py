@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanroom.environments.pool.plan import STANDBY_SLOT
 
 from cleanroom.core.isolation import CONTROL_WINDOW
 from cleanroom.core.outcomes import Status
 from cleanroom.environments.pool.generations import read_action_log
+from cleanroom.environments.pool.plan import STANDBY_SLOT
 from cleanroom.harness.loop import load_battery
 from cleanroom.harness.plan import plan_tests
 from cleanroom.store.rundb import DB_NAME, RunStore

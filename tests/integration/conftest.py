@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanroom.environments.pool.plan import PoolConfig
 
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.docker_layer import PODMAN_HOST
+from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.lifecycle import wait_until

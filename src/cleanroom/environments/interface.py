@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, fields
+from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from cleanroom.environments.errors import PoolError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from cleanroom.core.breakage import Breakage, Problem
     from cleanroom.environments.actions import Action
     from cleanroom.environments.leaky_setups import Leak
@@ -105,13 +106,41 @@ class ClipboardRead:
 
 
 @dataclass(frozen=True)
-class ProgramInfo:
-    """One of an environment's programs: its kind (``writer``, ``terminal``, ``browser``),
-    its process and whether that still runs."""
+class ProcessInfo:
+    """One process of an environment: its display server (``display``) or one of its
+    programs (``writer``, ``terminal``, ``browser``), its pid and whether it still runs."""
 
     name: str
     pid: int
     alive: bool
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """A file beneath an environment's home as looked at, never through a link."""
+
+    size: int
+    mtime_ns: int
+    regular: bool
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where an environment's state lives on the harness's host, each path absolute and
+    never resolved through a link the environment left: its home, its programs' profiles,
+    its runtime folder and its log folder in the run folder."""
+
+    home: Path
+    profiles: tuple[Path, ...]
+    runtime_dir: Path
+    log_dir: Path
+
+
+class Kill(StrEnum):
+    """What the harness ends in an environment when it breaks one on purpose."""
+
+    EVERYTHING = "everything"  # every process of the environment's user, as a crash
+    PROGRAMS = "programs"  # its programs only
 
 
 @dataclass(frozen=True)
@@ -371,6 +400,29 @@ class DesktopProvider(Protocol):
     def breakage(self, name: str) -> Breakage | None: ...
     def inject_fault(self, name: str, what: str) -> None: ...
 
+    def ready_since(self, name: str) -> float | None:
+        """When the environment's current generation became ready (None: not yet)."""
+        ...
+
+    def kill(self, name: str, scope: Kill, why: str) -> None:
+        """End ``scope`` of the environment as a crash would, said first as the harness's
+        own doing (`inject_fault`): a check's fault, or a control's."""
+        ...
+
+    def without_generation_check(self) -> AbstractContextManager[None]:
+        """Within the block stale actions are applied: a deliberate fault of the
+        provider's own, the only leaky control of the stale-generation check."""
+        ...
+
+    def places(self, name: str) -> Places:
+        """Where the environment's state lives on the harness's host (for the sweeps)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Every environment's status, for people (``cleanroom envs status``); nothing
+        decides on it."""
+        ...
+
 
 class DesktopController(Protocol):
     """Acting on and observing one environment at a time, aimed at a generation."""
@@ -381,8 +433,24 @@ class DesktopController(Protocol):
         """One observation of kind ``kind`` (`Screenshot`, `WindowList`, ...)."""
         ...
 
-    def programs(self, name: str) -> list[ProgramInfo]: ...
+    def processes(self, name: str) -> list[ProcessInfo]:
+        """Its display server first, then its programs."""
+        ...
+
     def screen_size(self, name: str) -> ScreenSize: ...
+    def python(self, name: str) -> str:
+        """The environment's own Python interpreter, for `run_inside`."""
+        ...
+
+    def release_keys(self, name: str) -> None:
+        """Release every key and button the harness holds down there."""
+        ...
+
+    def stat_home_file(self, name: str, relative: str) -> FileStat | None:
+        """A file beneath the environment's home as looked at, never through a link;
+        None when nothing is there."""
+        ...
+
     def read_home_file(self, name: str, relative: str, limit: int) -> bytes | None:
         """A file beneath the environment's home, read no-follow and non-blocking, at most
         ``limit`` bytes; None when there is no regular file there."""

@@ -16,10 +16,13 @@ from __future__ import annotations
 import hashlib
 import struct
 import threading
+import time
 import zlib
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cleanroom.core.breakage import Breakage, Evidence, Part, Problem
 from cleanroom.core.canary import CANARY_ENV
@@ -34,10 +37,13 @@ from cleanroom.environments.interface import (
     ClipboardRead,
     CommandResult,
     EnvironmentState,
+    FileStat,
     FocusedText,
+    Kill,
     Obs,
     Observation,
-    ProgramInfo,
+    Places,
+    ProcessInfo,
     Screenshot,
     ScreenSize,
     Unsupported,
@@ -80,10 +86,12 @@ class MemoryEnvironment:
     pids: dict[str, int] = field(default_factory=dict)
     dead: set[str] = field(default_factory=set)
     keys_down: set[str] = field(default_factory=set)
+    ready_at: float | None = None
 
     def start(self) -> None:
         """Every program running again, the focus on the first."""
-        self.pids = {p: next(_PIDS) for p in self.programs}
+        self.pids = {"display": next(_PIDS)} | {p: next(_PIDS) for p in self.programs}
+        self.ready_at = time.time()
         self.dead.clear()
         self.desk.focus = self.programs[0] if self.programs else None
 
@@ -133,7 +141,7 @@ class MemoryEnvironment:
         return [
             WindowInfo(pid, f"{program} - {self.name}", program, 0, 0, 640, 480)
             for program, pid in self.pids.items()
-            if program not in self.dead
+            if program not in self.dead and program != "display"
         ]
 
     def damage(self) -> list[Problem]:
@@ -260,9 +268,32 @@ class MemoryDesktops:
     def inject_fault(self, name: str, what: str) -> None:
         self.gate.inject_fault(name, what)
 
-    def kill(self, name: str, program: str) -> None:
-        """End one program of ``name``, as a crash would (for tests of recovery)."""
-        self._env(name).dead.add(program)
+    def kill(self, name: str, scope: Kill, why: str) -> None:
+        self.inject_fault(name, why)
+        env = self._env(name)
+        env.dead.update(env.pids)
+
+    def ready_since(self, name: str) -> float | None:
+        env = self._env(name)
+        return None if env.dead else env.ready_at
+
+    def without_generation_check(self) -> AbstractContextManager[None]:
+        return self.gate.unchecked()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "leak": self.leak.value if self.leak else None,
+            "environments": [
+                {"name": n, "generation": self.generation(n), "problems": self.health(n)}
+                for n in self.names
+            ],
+        }
+
+    def places(self, name: str) -> Places:
+        self._env(name)
+        folder = self.run_dir / "places" / name
+        return Places(folder / "home", (), folder / "run", self.run_dir / "logs" / name)
 
     # -- the controller --------------------------------------------------------------------
 
@@ -315,9 +346,20 @@ class MemoryDesktops:
             env.name, self.generation(env.name), env.name == CANARY_ENV, env.programs, self.screen
         )
 
-    def programs(self, name: str) -> list[ProgramInfo]:
+    def processes(self, name: str) -> list[ProcessInfo]:
         env = self._env(name)
-        return [ProgramInfo(p, pid, p not in env.dead) for p, pid in env.pids.items()]
+        return [ProcessInfo(p, pid, p not in env.dead) for p, pid in env.pids.items()]
+
+    def python(self, name: str) -> str:
+        self._env(name)
+        return "python3"
+
+    def release_keys(self, name: str) -> None:
+        self._env(name).keys_down.clear()
+
+    def stat_home_file(self, name: str, relative: str) -> FileStat | None:
+        data = self._env(name).home.get(relative)
+        return None if data is None else FileStat(len(data), 0, True)
 
     def screen_size(self, name: str) -> ScreenSize:
         self._env(name)

@@ -33,7 +33,7 @@ from cleanroom.environments.pool.orphans import collect_garbage
 from cleanroom.environments.pool.plan import CANARY_CPU_SHARES, PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.pool.pool_record import RECORDS_DIR
-from cleanroom.environments.pool.watchdog import Watchdog
+from cleanroom.environments.watchdog import Watchdog
 from cleanroom.harness.plan import PlannedCheck, plan_tests
 from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.settings import LoopConfig

@@ -22,7 +22,7 @@ from cleanroom.environments.containers.program_container import POOL_LABEL, NoNe
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
-from cleanroom.environments.pool.watchdog import Watchdog
+from cleanroom.environments.watchdog import Watchdog
 from cleanroom.isolation.battery import TrialContext, run_test
 from cleanroom.isolation.checks.channels import ChannelsCheck
 from cleanroom.lifecycle import wait_until

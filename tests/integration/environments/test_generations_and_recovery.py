@@ -19,7 +19,7 @@ from cleanroom.environments.policy.handle import LocalHandle, PolicyHandle
 from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.pool.generations import read_action_log
 from cleanroom.environments.pool.pool import Pool
-from cleanroom.environments.pool.watchdog import Watchdog
+from cleanroom.environments.watchdog import Watchdog
 from cleanroom.lifecycle import wait_until
 from cleanroom.rollouts.base import RolloutContext, SmokeTask
 from cleanroom.rollouts.smoke_rollout import attempt_rollout

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanroom.environments.pool.plan import PoolConfig
 
 from cleanroom.environments.interface import WindowInfo
+from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.guests.desktop import DesktopGuest
 from cleanroom.verifiers.osworld.settings import CheckSettings

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cleanroom.environments.pool.plan import PoolConfig
 
 from cleanroom.environments.policy.http import env_key
+from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.rollouts.osworld_http import PoolEnvs, build_osworld_app, serving
 from cleanroom.verifiers.osworld.settings import CheckSettings

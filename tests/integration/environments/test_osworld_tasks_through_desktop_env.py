@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanroom.environments.pool.plan import PoolConfig
 
 from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.rollouts.osworld_desktop_env import OSWorldDesktopEnv
 from cleanroom.verifiers.osworld.settings import CheckSettings

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cleanroom.environments.pool.plan import PoolConfig
 
 from cleanroom.core.canary import PARKED_CONSOLE_TEST
 from cleanroom.core.isolation import RowResult
 from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.isolation.canary.parked_console import ParkedConsole
 from cleanroom.isolation.canary.watcher import CanaryWatcher, apply_parked_console

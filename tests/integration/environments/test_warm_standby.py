@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cleanroom.environments.pool.plan import STANDBY_SLOT, PoolConfig
 
 from cleanroom.core.isolation import RowResult
 from cleanroom.environments.actions import SetClipboard
 from cleanroom.environments.errors import StaleGeneration
+from cleanroom.environments.pool.plan import STANDBY_SLOT, PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.session.processes import kill_uid, pids_of_uid
 from cleanroom.isolation.battery import TrialContext, run_test

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanroom.environments.pool.plan import PoolConfig
 from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import SWEEP_TEST, RowResult
 from cleanroom.core.outcomes import Reason, Status
 from cleanroom.environments.policy.handle import LocalHandle
+from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.harness.loop import load_battery
 from cleanroom.harness.plan import PlannedCheck

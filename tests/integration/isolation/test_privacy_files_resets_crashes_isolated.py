@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from cleanroom.environments.pool.plan import PoolConfig
 
 from cleanroom.core.isolation import RowResult
+from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.isolation.battery import TrialContext, run_test
 from cleanroom.isolation.checks.channels import ChannelsCheck
 from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck

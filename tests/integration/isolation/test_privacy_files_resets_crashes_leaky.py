@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cleanroom.environments.pool.plan import PoolConfig
 
 from cleanroom.core.channels import CLASSES
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.leaky_setups import Leak
+from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.isolation.checks.channels import ChannelsCheck
 from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck

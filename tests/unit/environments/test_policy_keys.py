@@ -3,33 +3,24 @@ environment's observe and act routes."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
-from cleanroom.environments.interface import EnvironmentState, ScreenSize
+from cleanroom.environments.memory import MemoryDesktops
 from cleanroom.environments.policy.http import KEY_HEADER, build_app, env_key
 
 KEY = "harness-key"
 
 
-class _Pool:
-    """Just enough of a pool for the routes to answer once authorised."""
-
-    book = SimpleNamespace(snapshot=lambda: {"env01": 1, "env02": 1})
-
-    def observe(self, name: str, generation: int, kind: type) -> Any:
-        return EnvironmentState(name, generation, False, (), ScreenSize())
-
-    def describe(self) -> dict[str, Any]:
-        return {"environments": []}
-
-
 @pytest.fixture
-def http() -> TestClient:
-    return TestClient(build_app(_Pool(), KEY, lambda: None))  # type: ignore[arg-type]
+def http(tmp_path: Path) -> Iterator[TestClient]:
+    pool = MemoryDesktops(tmp_path, envs=2)
+    pool.start()
+    yield TestClient(build_app(pool, KEY, lambda: None))
+    pool.stop()
 
 
 def _as(key: str | None) -> dict[str, str]:
@@ -40,7 +31,7 @@ def _as(key: str | None) -> dict[str, str]:
     ("method", "path"),
     [
         ("GET", "/v1/envs"),
-        ("GET", "/v1/envs/env02/windows?generation=1"),
+        ("GET", "/v1/envs/env02/windows?generation=0"),
         ("POST", "/v1/envs/env02/act"),
         ("POST", "/v1/envs/env02/reset"),
         ("GET", "/v1/admin/status"),
@@ -60,8 +51,8 @@ def test_every_route_refuses_no_key_and_another_environments_key(
 def test_an_environments_key_opens_its_own_observe_route_and_the_harness_key_all(
     http: TestClient,
 ) -> None:
-    own = http.get("/v1/envs/env01/state?generation=1", headers=_as(env_key(KEY, "env01")))
+    own = http.get("/v1/envs/env01/state?generation=0", headers=_as(env_key(KEY, "env01")))
     assert own.status_code == 200 and own.json()["env"] == "env01"
     assert http.get("/v1/envs", headers=_as(KEY)).status_code == 200
     assert http.get("/v1/admin/status", headers=_as(KEY)).status_code == 200
-    assert http.get("/v1/envs/env02/windows?generation=1", headers=_as(KEY)).status_code == 200
+    assert http.get("/v1/envs/env02/windows?generation=0", headers=_as(KEY)).status_code == 200

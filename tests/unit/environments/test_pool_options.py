@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanroom.environments.pool.plan import PoolConfig
 from typer.testing import CliRunner
 
 from cleanroom.cli import app
 from cleanroom.environments.leaky_setups import Leak
+from cleanroom.environments.pool.plan import PoolConfig
 
 
 @pytest.mark.parametrize(

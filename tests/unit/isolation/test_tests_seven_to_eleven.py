@@ -4,23 +4,21 @@ pieces they are built from (page colours, the writer's command, the faults) do t
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
 from cleanroom.core.detectors import missing_tokens, unless_seen
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.tokens import scan_text
+from cleanroom.environments.actions import TypeText
 from cleanroom.environments.errors import StaleGeneration
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.pool.generations import GenerationBook
+from cleanroom.environments.memory import MemoryDesktops
 from cleanroom.isolation.battery import Schedule
 from cleanroom.isolation.checks import CHECKS
 from cleanroom.isolation.checks.files_and_prefs import write_command
 from cleanroom.isolation.checks.observation_privacy import PAGE_COLOURS, is_actor, page_colour
 from cleanroom.isolation.checks.reset_during_write import clipboard_missing
-from cleanroom.isolation.controls.faults import bypass_generation_check
 from cleanroom.isolation.fault import Fault
 
 EXPECTED = {
@@ -74,16 +72,18 @@ def test_every_fault_is_declared_by_exactly_one_check() -> None:
     assert all(f.description for f in Fault)
 
 
-def test_the_bypass_fault_lets_stale_generations_through_and_then_restores_the_check() -> None:
-    book = GenerationBook(["env01"])
-    pool: Any = SimpleNamespace(book=book)
-    with bypass_generation_check(pool):
-        pool.book.raise_("env01")
-        pool.book.check("env01", 0)  # stale, and let through
-    assert pool.book is book
-    assert book.current("env01") == 1  # the generation raised inside is kept
+def test_the_bypass_fault_lets_stale_generations_through_and_then_restores_the_check(
+    tmp_path: Path,
+) -> None:
+    pool = MemoryDesktops(tmp_path, envs=2)
+    pool.start()
+    with pool.without_generation_check():
+        pool.reset("env01")
+        applied = pool.act("env01", 0, TypeText("type", "stale"))  # stale, and let through
+    assert applied.generation == 0
+    assert pool.generation("env01") == 1  # the generation raised inside is kept
     with pytest.raises(StaleGeneration):
-        book.check("env01", 0)
+        pool.act("env01", 0, TypeText("type", "stale"))
 
 
 def test_each_test_names_the_programs_it_needs() -> None:

@@ -48,9 +48,14 @@ from cleanroom.environments.errors import (
     StaleGeneration,
     UnknownEnvironment,
 )
-from cleanroom.environments.interface import OBSERVATIONS, Observation, Screenshot, Wire
+from cleanroom.environments.interface import (
+    OBSERVATIONS,
+    Desktops,
+    Observation,
+    Screenshot,
+    Wire,
+)
 from cleanroom.environments.policy.handle import PolicyHandle
-from cleanroom.environments.pool.pool import Pool
 
 KEY_HEADER = "Authorization"
 
@@ -115,7 +120,7 @@ def env_key(key: str, env: str) -> str:
     return hmac.new(key.encode(), f"policy:{env}".encode(), hashlib.sha256).hexdigest()
 
 
-def build_app(pool: Pool, key: str, on_shutdown: Callable[[], None]) -> Starlette:
+def build_app(pool: Desktops, key: str, on_shutdown: Callable[[], None]) -> Starlette:
     """The HTTP app over one pool, guarded by the harness ``key`` where it matters."""
 
     def authorised(request: Request, env: str | None = None) -> bool:
@@ -129,7 +134,7 @@ def build_app(pool: Pool, key: str, on_shutdown: Callable[[], None]) -> Starlett
     async def envs(request: Request) -> Response:
         if not authorised(request):
             return _error(401, "unauthorised")
-        return JSONResponse({"envs": pool.book.snapshot()})
+        return JSONResponse({"envs": {n: pool.generation(n) for n in pool.names}})
 
     async def observe(request: Request) -> Response:
         name, what = request.path_params["env"], request.path_params["what"]

@@ -7,7 +7,9 @@ policies: the pool decides when to act, reset or recover; this object does it.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import stat
 import subprocess
 import time
 from collections.abc import Iterable
@@ -22,8 +24,11 @@ from cleanroom.environments.interface import (
     AccessibilityTree,
     ClipboardRead,
     CommandResult,
+    FileStat,
     FocusedText,
-    ProgramInfo,
+    Kill,
+    Places,
+    ProcessInfo,
     ScreenSize,
     WindowInfo,
 )
@@ -31,7 +36,7 @@ from cleanroom.environments.session.accounts import Account, chown_tree
 from cleanroom.environments.session.cgroups import memory_count
 from cleanroom.environments.session.login import Session
 from cleanroom.environments.session.port_forward import loopback_port
-from cleanroom.environments.session.processes import kill_uid
+from cleanroom.environments.session.processes import kill_pids, kill_uid
 from cleanroom.environments.session.programs import (
     READY_TIMEOUT_S,
     Program,
@@ -49,9 +54,11 @@ from cleanroom.environments.x11.display import DisplayView, XvfbDisplay
 from cleanroom.environments.x11.screen import Screen
 from cleanroom.environments.x11.xauth import write_cookie
 from cleanroom.environments.x11.xinput import XInput
-from cleanroom.host_files import NotARegularFile, read_beneath
+from cleanroom.host_files import OPEN_FOLDER_NOFOLLOW, NotARegularFile, read_beneath
 from cleanroom.lifecycle import stop_group, wait_until
 
+# How a program is told where its profile is, on its command line.
+_PROFILE_FLAGS = ("-env:UserInstallation=file://", "--user-data-dir=")
 # How long a Writer whose readiness cannot be read through AT-SPI is given to take keys.
 _SETTLE_S = 3.0
 # The accessibility bus launcher publishes its address as this root-window property.
@@ -672,9 +679,70 @@ class DesktopEnvironment:
                 return match[-1] if match else None
         return None
 
-    def program_infos(self) -> list[ProgramInfo]:
-        """Its programs, each with its process and whether that still runs."""
-        return [ProgramInfo(p.name, p.pid, p.alive()) for p in self.programs]
+    def processes(self) -> list[ProcessInfo]:
+        """Its display server (-1 when none runs) and its programs, each with its pid and
+        whether it still runs."""
+        live = self.running
+        display = (
+            ProcessInfo("display", live.display.pid, live.display.alive())
+            if live is not None
+            else ProcessInfo("display", -1, False)
+        )
+        return [display, *(ProcessInfo(p.name, p.pid, p.alive()) for p in self.programs)]
+
+    def places(self) -> Places:
+        """Where its state lives on the host: home, its programs' profiles (those its
+        session hands them and those they were started with), runtime and log folders."""
+        found: list[Path] = []
+        live = self.running
+        if live is not None:
+            declared = [live.session.libreoffice_profile, live.session.browser_profile]
+            found.extend(p for p in declared if p.exists())
+        for program in self.programs:
+            args = program.proc.args
+            argv = [str(a) for a in args] if isinstance(args, list | tuple) else [str(args)]
+            found.extend(
+                Path(arg[len(flag) :])
+                for arg in argv
+                for flag in _PROFILE_FLAGS
+                if arg.startswith(flag)
+            )
+        runtime = live.session.runtime_dir if live is not None else self.spec.runtime_dir
+        return Places(
+            home=Path(os.path.abspath(self.account.home)),
+            profiles=tuple(Path(os.path.abspath(p)) for p in dict.fromkeys(found)),
+            runtime_dir=Path(os.path.abspath(runtime)),
+            log_dir=Path(os.path.abspath(self.spec.log_dir)),
+        )
+
+    def kill(self, scope: Kill) -> None:
+        """End every process of its user (a crash), or its programs only, at once."""
+        if scope is Kill.EVERYTHING:
+            kill_uid(self.account.uid, grace_s=0.0)
+        else:
+            kill_pids([p.pid for p in self.programs], grace_s=0.0)
+
+    def stat_home_file(self, relative: str) -> FileStat | None:
+        """A file beneath the home as looked at: each folder on the way opened without
+        following a link, the file itself never followed; None when nothing is there."""
+        parts = Path(relative).parts
+        if not parts or ".." in parts or Path(relative).is_absolute():
+            raise BadAction(f"{relative!r} names no file beneath the home")
+        try:
+            fd = os.open(self.account.home, OPEN_FOLDER_NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, OPEN_FOLDER_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            seen = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return FileStat(seen.st_size, seen.st_mtime_ns, stat.S_ISREG(seen.st_mode))
 
     def read_home_file(self, relative: str, limit: int) -> bytes | None:
         """A file beneath the home, read no-follow and non-blocking, at most ``limit``

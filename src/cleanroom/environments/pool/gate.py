@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from cleanroom.core.breakage import Breakage, Evidence, judge
@@ -24,6 +25,15 @@ from cleanroom.environments.errors import (
 )
 from cleanroom.environments.pool.generations import ACTION_LOG, ActionLog, GenerationBook
 from cleanroom.store.rundb import RunStore
+
+
+class UncheckedGenerationBook(GenerationBook):
+    """A generation book whose check passes every generation (the fault, on purpose)."""
+
+    def check(self, name: str, aimed: int) -> None:
+        """Accept ``aimed`` whatever it is (the environment must still exist)."""
+        self.current(name)
+
 
 # How long a failed action waits for the part of the environment it needed to be seen dead.
 FAILURE_SETTLE_S = 2.0
@@ -67,6 +77,23 @@ class Gate:
         except StaleGeneration as exc:
             self.log.write(name, generation, exc.current, kind, "refused-stale")
             raise
+
+    @contextmanager
+    def unchecked(self) -> Iterator[None]:
+        """Within the block every generation passes the check (a deliberate fault, the
+        stale-generation check's leaky control); generations still count up, and the
+        book leaves the block with them."""
+        honest = self.book
+        faulty = UncheckedGenerationBook()
+        for name, generation in honest.snapshot().items():
+            faulty.add(name, generation)
+        self.book = faulty
+        try:
+            yield
+        finally:
+            for name, generation in faulty.snapshot().items():
+                honest.add(name, generation)
+            self.book = honest
 
     def raise_generation(self, name: str, why: str, left_by: Breakage | None = None) -> int:
         """Move ``name`` to its next generation (recorded, and told to every hook)."""

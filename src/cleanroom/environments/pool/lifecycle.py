@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from cleanroom.environments.containers.desktop_image import ensure_image
 from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak, sharing_for
@@ -211,6 +213,25 @@ class Lifecycle:
             d = spare.describe()
             self.store.move_environment(name, unix_user=d["user"], display=d["display"])
         return True
+
+    def describe(self, generation: Callable[[str], int]) -> dict[str, Any]:
+        """Every environment's status, with its generation, for ``cleanroom envs status``."""
+        out = []
+        for name in sorted(self.envs):
+            d = self.envs[name].describe()
+            d["generation"] = generation(name)
+            d["healthy"] = not d["problems"]
+            d["standby"] = self.standby.state(name) if self.standby is not None else "none"
+            out.append(d)
+        config = self.plan.config
+        return {
+            "pool_id": self.plan.pool_id,
+            "run_dir": str(self.plan.run_dir),
+            "leak": config.leak.value if config.leak else None,
+            # The environments' cgroup: its memory budget, weight, and what could not be set.
+            "environments_group": self.group.describe() if self.group else None,
+            "environments": out,
+        }
 
     def stop(self) -> None:
         """Stop every environment, remove its user and home, and the pool's files."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cleanroom.core.canary import CANARY_ENV
 from cleanroom.environments.interface import (
     SELECTIONS,
     AccessibilityTree,
@@ -20,7 +21,15 @@ from cleanroom.environments.interface import (
 )
 from cleanroom.environments.pool.environment import DesktopEnvironment
 
-Reader = Callable[[DesktopEnvironment, EnvironmentState], Observation]
+# A reader takes the environment and its current generation.
+Reader = Callable[[DesktopEnvironment, int], Observation]
+
+
+def state_of(env: DesktopEnvironment, generation: int) -> EnvironmentState:
+    """What a policy may know about an environment: its generation and programs."""
+    programs = tuple(p.name for p in env.programs)
+    return EnvironmentState(env.name, generation, env.name == CANARY_ENV, programs, env.spec.screen)
+
 
 READERS: dict[type, Reader] = {
     Screenshot: lambda env, _: Screenshot(env.screenshot_png()),
@@ -28,5 +37,5 @@ READERS: dict[type, Reader] = {
     FocusedText: lambda env, _: env.focused_text(),
     Clipboard: lambda env, _: Clipboard(tuple(env.read_clipboard(s) for s in SELECTIONS)),
     AccessibilityTree: lambda env, _: env.accessibility_tree(),
-    EnvironmentState: lambda _, state: state,
+    EnvironmentState: state_of,
 }

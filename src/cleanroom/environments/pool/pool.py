@@ -15,6 +15,7 @@ import contextlib
 import secrets
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -33,19 +34,20 @@ from cleanroom.environments.interface import (
     CommandResult,
     Desktops,
     EnvironmentState,
+    FileStat,
+    Kill,
     Obs,
-    ProgramInfo,
+    Places,
+    ProcessInfo,
     ScreenSize,
     Unsupported,
 )
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.pool.gate import Gate
-from cleanroom.environments.pool.generations import ActionLog, GenerationBook
 from cleanroom.environments.pool.lifecycle import Lifecycle
-from cleanroom.environments.pool.observations import READERS
+from cleanroom.environments.pool.observations import READERS, state_of
 from cleanroom.environments.pool.plan import PoolConfig, PoolPlan
-from cleanroom.environments.pool.standby import Standby
 from cleanroom.environments.session.sandbox_spec import SandboxLimits
 from cleanroom.store.rundb import RunStore
 
@@ -98,22 +100,6 @@ class Pool:
         """Every environment, the canary first."""
         return sorted(self.life.envs)
 
-    @property
-    def book(self) -> GenerationBook:
-        return self.gate.book
-
-    @book.setter
-    def book(self, book: GenerationBook) -> None:
-        self.gate.book = book
-
-    @property
-    def log(self) -> ActionLog:
-        return self.gate.log
-
-    @property
-    def standby(self) -> Standby | None:
-        return self.life.standby
-
     def start(self) -> None:
         """Create every environment and return when all are ready; on failure undo all."""
         self.life.start()
@@ -153,6 +139,23 @@ class Pool:
         """Every part of the environment found dead right now (empty: healthy)."""
         return self.env(name).damage()
 
+    def ready_since(self, name: str) -> float | None:
+        """When the environment's current generation became ready (None: not yet)."""
+        return self.env(name).ready_at
+
+    def kill(self, name: str, scope: Kill, why: str) -> None:
+        """End ``scope`` of the environment as a crash would, said first as the harness's."""
+        self.inject_fault(name, why)
+        self.env(name).kill(scope)
+
+    def without_generation_check(self) -> AbstractContextManager[None]:
+        """Within the block stale actions are applied (a deliberate fault)."""
+        return self.gate.unchecked()
+
+    def places(self, name: str) -> Places:
+        """Where the environment's state lives on the harness's host."""
+        return self.env(name).places()
+
     def inject_fault(self, name: str, what: str) -> None:
         """Say, before the harness breaks an environment itself, that what breaks in it
         until its next generation is the harness's doing."""
@@ -176,7 +179,7 @@ class Pool:
     def policy_reset(self, name: str, generation: int) -> int:
         """A reset a policy asked for: refused on the canary, stale generations refused."""
         if name == CANARY_ENV:
-            self.log.write(name, generation, self.generation(name), "reset", "refused-canary")
+            self.gate.log.write(name, generation, self.generation(name), "reset", "refused-canary")
             raise CanaryIsReadOnly(f"{CANARY_ENV} is the canary and is never reset by a policy")
         return self.reset(name, generation, why="policy reset")
 
@@ -194,7 +197,7 @@ class Pool:
         reason = why if kind == "reset" else f"recover: {why}"
         new = self.gate.raise_generation(name, reason, left_by)
         with self.lock(name):
-            self.log.write(name, before, new, kind, "applied", why)
+            self.gate.log.write(name, before, new, kind, "applied", why)
             if not self.life.swap_in_spare(name):
                 env = self.env(name)
                 self.life.reset(env) if kind == "reset" else self.life.rebuild(env)
@@ -205,7 +208,9 @@ class Pool:
     def act(self, name: str, generation: int, action: Action) -> ActResult:
         """Apply one action if its generation is current; refuse (and log) otherwise."""
         if name == CANARY_ENV:
-            self.log.write(name, generation, self.generation(name), action.kind, "refused-canary")
+            self.gate.log.write(
+                name, generation, self.generation(name), action.kind, "refused-canary"
+            )
             raise CanaryIsReadOnly(f"{CANARY_ENV} is the canary and never receives an action")
         self.env(name)
         with self.lock(name):
@@ -218,11 +223,11 @@ class Pool:
                     raise
                 raise failure from exc
             except BadAction as exc:
-                self.log.write(name, generation, generation, action.kind, "rejected", str(exc))
+                self.gate.log.write(name, generation, generation, action.kind, "rejected", str(exc))
                 raise
             except Exception as exc:
                 raise self.gate.failed(name, generation, action.kind, exc) from exc
-            self.log.write(name, generation, generation, action.kind, "applied")
+            self.gate.log.write(name, generation, generation, action.kind, "applied")
         return ActResult(name, generation, action.kind, value)
 
     def observe(self, name: str, generation: int, kind: type[Obs]) -> Obs:
@@ -232,7 +237,7 @@ class Pool:
         with self.lock(name):
             self.gate.check(name, generation, what)
             try:
-                observation = READERS[kind](self.env(name), self.state(name))
+                observation = READERS[kind](self.env(name), self.generation(name))
             except BadAction:
                 raise
             except Exception as exc:
@@ -242,18 +247,24 @@ class Pool:
 
     def state(self, name: str) -> EnvironmentState:
         """What a policy may know about an environment: its generation and programs."""
-        env = self.env(name)
-        return EnvironmentState(
-            name,
-            self.generation(name),
-            name == CANARY_ENV,
-            tuple(p.name for p in env.programs),
-            env.spec.screen,
-        )
+        return state_of(self.env(name), self.generation(name))
 
-    def programs(self, name: str) -> list[ProgramInfo]:
-        """The environment's programs, each with its process and whether it runs."""
-        return self.env(name).program_infos()
+    def processes(self, name: str) -> list[ProcessInfo]:
+        """Its display server first, then its programs."""
+        return self.env(name).processes()
+
+    def python(self, name: str) -> str:
+        """The environment's own Python interpreter."""
+        return self.env(name).python
+
+    def release_keys(self, name: str) -> None:
+        """Release every key and button the harness holds down there."""
+        with contextlib.suppress(Exception):
+            self.env(name).live.input.release_all()
+
+    def stat_home_file(self, name: str, relative: str) -> FileStat | None:
+        """A file beneath the environment's home as looked at, never through a link."""
+        return self.env(name).stat_home_file(relative)
 
     def screen_size(self, name: str) -> ScreenSize:
         """The size of the environment's screen."""
@@ -272,23 +283,8 @@ class Pool:
         with self.lock(name):
             self.env(name).open_url(url)
         current = self.generation(name)
-        self.log.write(name, current, current, "open_url", "applied", url)
+        self.gate.log.write(name, current, current, "open_url", "applied", url)
 
     def describe(self) -> dict[str, Any]:
         """Every environment's status, for ``cleanroom envs status``."""
-        out = []
-        for name in self.names:
-            d = self.env(name).describe()
-            d["generation"] = self.generation(name)
-            d["healthy"] = not d["problems"]
-            standby = self.life.standby
-            d["standby"] = standby.state(name) if standby is not None else "none"
-            out.append(d)
-        return {
-            "pool_id": self.pool_id,
-            "run_dir": str(self.run_dir),
-            "leak": self.config.leak.value if self.config.leak else None,
-            # The environments' cgroup: its memory budget, weight, and what could not be set.
-            "environments_group": self.life.group.describe() if self.life.group else None,
-            "environments": out,
-        }
+        return self.life.describe(self.generation)

@@ -33,8 +33,8 @@ from cleanroom.environments.errors import PoolError, StartError
 from cleanroom.environments.leaky_setups import Leak, parse_leak
 from cleanroom.environments.pool.plan import DEFAULT_ROOT, PoolConfig
 from cleanroom.environments.pool.pool import Pool
-from cleanroom.environments.pool.watchdog import Watchdog
 from cleanroom.environments.session.processes import alive, kill_pids
+from cleanroom.environments.watchdog import Watchdog
 from cleanroom.lifecycle import ChildService, wait_until
 from cleanroom.store.folders import private_folder
 from cleanroom.store.rundb import DB_NAME, RunStore

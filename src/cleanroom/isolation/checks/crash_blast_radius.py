@@ -30,10 +30,9 @@ from typing import ClassVar
 
 from cleanroom.core.detectors import Bystander, blast_radius_rows
 from cleanroom.core.isolation import IsolationRow
+from cleanroom.environments.interface import Desktops, Kill
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.pool.pool import Pool, on_host
-from cleanroom.environments.pool.watchdog import Watchdog
-from cleanroom.environments.session.processes import kill_uid
+from cleanroom.environments.watchdog import Watchdog
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.latency import LatencyTimer
 from cleanroom.isolation.fault import Fault
@@ -44,13 +43,12 @@ BACK_WITHIN_S = 120.0  # a full rebuild: display, session, home and every progra
 LATENCY_BOUND_MS = 5000.0  # one screenshot of a bystander while another env restarts
 PHASE_S = 3.0  # how long bystanders are timed before the kill and after the return
 
-Kill = Callable[[Pool, str], list[str]]
+Killer = Callable[[Desktops, str], list[str]]
 
 
-def kill_environment(pool: Pool, target: str) -> list[str]:
+def kill_environment(pool: Desktops, target: str) -> list[str]:
     """Kill every process of the target's Unix user at once; return what was hit."""
-    pool.inject_fault(target, "the crash test killed every process of its user")
-    kill_uid(pool.env(target).account.uid, grace_s=0.0)
+    pool.kill(target, Kill.EVERYTHING, "the crash test killed every process of its user")
     return [target]
 
 
@@ -77,7 +75,7 @@ class CrashBlastRadiusCheck(IsolationCheck):
         back_within_s: float = BACK_WITHIN_S,
         latency_bound_ms: float = LATENCY_BOUND_MS,
         phase_s: float = PHASE_S,
-        kill: Kill = kill_environment,
+        kill: Killer = kill_environment,
     ) -> None:
         self.back_within_s = back_within_s
         self.latency_bound_ms = latency_bound_ms
@@ -90,7 +88,7 @@ class CrashBlastRadiusCheck(IsolationCheck):
 
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
         """Kill one environment, wait for it to come back, and judge every bystander."""
-        pool = on_host(on_host(ctx.pool))
+        pool = ctx.pool
         target = ctx.acting_envs[trial % len(ctx.acting_envs)]
         bystanders = [n for n in pool.names if n != target]
         before = {b: programs(pool, b) for b in bystanders}
@@ -128,7 +126,7 @@ class CrashBlastRadiusCheck(IsolationCheck):
                     env=b,
                     pids_before=before[b],
                     pids_after=pids_after,
-                    dead_after=tuple(pool.env(b).problems()),
+                    dead_after=tuple(p.detail for p in pool.health(b)),
                     generation_before=generations[b],
                     generation_after=pool.generation(b),
                     latencies_ms=tuple(during),
@@ -163,15 +161,13 @@ class CrashBlastRadiusCheck(IsolationCheck):
         )
 
 
-def programs(pool: Pool, env: str) -> tuple[int, ...]:
+def programs(pool: Desktops, env: str) -> tuple[int, ...]:
     """The pids of an environment's display and programs, in a fixed order."""
-    e = pool.env(env)
-    display = e.running.display.pid if e.running is not None else -1
-    return (display, *(p.pid for p in e.programs))
+    return tuple(p.pid for p in pool.processes(env))
 
 
-def _back(pool: Pool, target: str, generation_before: int, killed_at: float) -> bool:
+def _back(pool: Desktops, target: str, generation_before: int, killed_at: float) -> bool:
     """Whether the target runs again: a new generation, and programs ready since the kill."""
-    env = pool.env(target)
-    ready = env.ready_at is not None and env.ready_at > killed_at
-    return pool.generation(target) > generation_before and ready and not env.problems()
+    ready_at = pool.ready_since(target)
+    ready = ready_at is not None and ready_at > killed_at
+    return pool.generation(target) > generation_before and ready and not pool.health(target)

@@ -37,7 +37,6 @@ from cleanroom.core.detectors import Bystander, HogBounds, HogReport, noisy_neig
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import on_host
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.canary.watcher import take_sample
 from cleanroom.isolation.checks.crash_blast_radius import LATENCY_BOUND_MS, programs
@@ -70,7 +69,7 @@ class NoisyNeighborCheck(IsolationCheck):
         return [(a, b) for a in ctx.acting_envs for b in ctx.pool.names if a != b]
 
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
-        pool = on_host(on_host(ctx.pool))
+        pool = ctx.pool
         hog_env = ctx.acting_envs[trial % len(ctx.acting_envs)]
         limits = pool.limits_for(hog_env)
         bounds = HogBounds(limits.memory_mib, limits.pids, limits.tmpfs_mib, limits.home_mib)
@@ -84,12 +83,11 @@ class NoisyNeighborCheck(IsolationCheck):
             "tmp_mib": limits.tmpfs_mib + PAST_LIMIT_MIB,
             "tmp": "/tmp",
             "home_mib": limits.home_mib + PAST_LIMIT_MIB,
-            "home": str(pool.env(hog_env).account.home),
+            "home": str(pool.places(hog_env).home),
             "hold_s": self.hold_s,
         }
-        env = pool.env(hog_env)
         pool.inject_fault(hog_env, "the noisy-neighbour check ran its hog past every limit")
-        argv = [env.python, "-I", "-c", HOG_SOURCE.read_text(), json.dumps(cfg)]
+        argv = [pool.python(hog_env), "-I", "-c", HOG_SOURCE.read_text(), json.dumps(cfg)]
         timer = LatencyTimer(ctx, NAME, bystanders)
         sampler = threading.Thread(target=timer.run, name="noisy-latency", daemon=True)
         looks = _CanaryLooks(LocalHandle(pool, CANARY_ENV)) if CANARY_ENV in bystanders else None
@@ -100,7 +98,8 @@ class NoisyNeighborCheck(IsolationCheck):
 
         def hog() -> None:
             try:
-                outcome["answer"] = env.run_inside(argv, HOG_WITHIN_S)
+                answer = pool.run_inside(hog_env, argv, HOG_WITHIN_S)
+                outcome["answer"] = (answer.code, answer.output)
             except Exception as exc:  # whatever running inside raised: no report
                 outcome["error"] = f"{type(exc).__name__}: {exc}"
 
@@ -131,7 +130,7 @@ class NoisyNeighborCheck(IsolationCheck):
                 env=b,
                 pids_before=before[b],
                 pids_after=programs(pool, b),
-                dead_after=tuple(pool.env(b).problems()),
+                dead_after=tuple(p.detail for p in pool.health(b)),
                 generation_before=generations[b],
                 generation_after=pool.generation(b),
                 latencies_ms=tuple(ms for p, ms in timer.samples.get(b, []) if p == "during"),
@@ -162,7 +161,7 @@ class NoisyNeighborCheck(IsolationCheck):
         )
         # What the kernel killed in the hog's environment at its limits was its own: an
         # environment left with a dead program is reset, at a new generation.
-        if pool.env(hog_env).problems():
+        if pool.health(hog_env):
             pool.reset(hog_env, why="noisy_neighbor left it broken")
         return noisy_neighbor_rows(
             NAME,

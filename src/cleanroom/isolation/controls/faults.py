@@ -14,55 +14,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from cleanroom.core.canary import CANARY_ENV
-from cleanroom.environments.pool.generations import GenerationBook
-from cleanroom.environments.pool.pool import Pool
-from cleanroom.environments.session.processes import kill_pids
+from cleanroom.environments.interface import Desktops, Kill
 from cleanroom.isolation.battery import IsolationCheck
 from cleanroom.isolation.checks.crash_blast_radius import CrashBlastRadiusCheck, kill_environment
 from cleanroom.isolation.checks.stale_generation import StaleGenerationCheck
 from cleanroom.isolation.fault import Fault
 
 
-class UncheckedGenerationBook(GenerationBook):
-    """A generation book whose check passes every generation (the fault, on purpose)."""
-
-    def check(self, name: str, aimed: int) -> None:
-        """Accept ``aimed`` whatever it is (the environment must still exist)."""
-        self.current(name)
-
-
-@contextmanager
-def bypass_generation_check(pool: Pool) -> Iterator[None]:
-    """Within the block the pool applies stale actions; generations still count up."""
-    honest = pool.book
-    faulty = UncheckedGenerationBook()
-    for name, generation in honest.snapshot().items():
-        faulty.add(name, generation)
-    pool.book = faulty
-    try:
-        yield
-    finally:
-        # Carry over what the block raised, so the pool leaves with true generations.
-        for name, generation in faulty.snapshot().items():
-            honest.add(name, generation)
-        pool.book = honest
-
-
-def kill_with_bystander(pool: Pool, target: str) -> list[str]:
+def kill_with_bystander(pool: Desktops, target: str) -> list[str]:
     """Kill the target as `kill_environment` does, and the programs of the next
     environment as well: the blast radius the crash test must see."""
     hit = kill_environment(pool, target)
     bystander = next(n for n in pool.names if n not in (target, CANARY_ENV))
-    pool.inject_fault(bystander, "the crash test's leaky control killed its programs")
-    kill_pids([p.pid for p in pool.env(bystander).programs], grace_s=0.0)
+    pool.kill(bystander, Kill.PROGRAMS, "the crash test's leaky control killed its programs")
     return [*hit, bystander]
 
 
 @contextmanager
-def with_fault(fault: Fault, pool: Pool) -> Iterator[IsolationCheck]:
+def with_fault(fault: Fault, pool: Desktops) -> Iterator[IsolationCheck]:
     """The test that ``fault`` proves, set up to run on ``pool`` with the fault in place."""
     if fault is Fault.GENERATION_CHECK_BYPASSED:
-        with bypass_generation_check(pool):
+        with pool.without_generation_check():
             yield StaleGenerationCheck()
     elif fault is Fault.CRASH_HITS_BYSTANDER:
         yield CrashBlastRadiusCheck(kill=kill_with_bystander)

@@ -1,9 +1,10 @@
 """The watchdog: notices dead programs or a dead display and recovers the environment.
 
-Recovery is `Pool.recover`: a new generation, then a fresh display, session, home and
-programs. Who broke the generation it leaves (`Pool.breakage`, judged before anything is
-touched) goes with it, so a rollout still aimed at it is scored or excluded by that rule.
-An environment that is being reset is left alone (its lock is held).
+It works on any provider (`interface.Desktops`). Recovery is the provider's `recover`: a
+new generation, then a fresh display, session, home and programs. Who broke the
+generation it leaves (its `breakage`, judged before anything is touched) goes with it, so
+a rollout still aimed at it is scored or excluded by that rule. An environment that is
+being reset is left alone (its lock is held).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 import threading
 
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.interface import Desktops
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 class Watchdog:
     """A thread that checks every environment every ``interval_s`` seconds."""
 
-    def __init__(self, pool: Pool, interval_s: float = 1.0) -> None:
+    def __init__(self, pool: Desktops, interval_s: float = 1.0) -> None:
         self.pool = pool
         self.interval_s = interval_s
         self.recoveries: list[tuple[str, int, str]] = []
