@@ -36,10 +36,24 @@ if TYPE_CHECKING:
     from cleanroom.core.breakage import Breakage, Problem
     from cleanroom.environments.actions import Action
     from cleanroom.environments.leaky_setups import Leak
-    from cleanroom.environments.session.sandbox_spec import SandboxLimits
 
 # The two X selections every environment has, by their X names.
 SELECTIONS = ("CLIPBOARD", "PRIMARY")
+# What every environment's home holds when a generation begins: the folders of a desktop
+# home, and Writer's document, beneath the home.
+DESKTOP_SKELETON: tuple[str, ...] = (
+    "Desktop",
+    "Documents",
+    "Downloads",
+    "Music",
+    "Pictures",
+    "Public",
+    "Templates",
+    "Videos",
+)
+DOCUMENT = "Documents/notes.odt"
+# The programs an environment starts unless told otherwise.
+DEFAULT_PROGRAMS = ("writer", "terminal", "browser")
 
 
 # -- records ---------------------------------------------------------------------------------
@@ -149,6 +163,41 @@ class CommandResult:
 
     code: int
     output: str
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """What one environment may take of the machine (its cgroup and its tmpfs mounts).
+
+    The defaults are sized for a machine of 2 cores and 24 GiB running a handful of
+    environments: a Writer and a browser fit in 3 GiB with room to spare; 4096 tasks
+    (threads count) is ten times what a busy desktop session runs; the CPU weight is
+    within the environments' group (`cgroups.ENVIRONMENTS`), a quarter of the canary's;
+    the home is a tmpfs of ``home_mib`` (its pages count against the memory limit), on
+    no file system the run folders or anyone else's home live on.
+    """
+
+    memory_mib: int = 3072
+    pids: int = 4096
+    cpu_shares: int = 512
+    tmpfs_mib: int = 512
+    home_mib: int = 1024
+
+    def __post_init__(self) -> None:
+        for name in ("memory_mib", "pids", "cpu_shares", "tmpfs_mib", "home_mib"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"sandbox limit {name} must be at least 1")
+        if self.cpu_shares < 2:
+            raise ValueError("sandbox limit cpu_shares must be at least 2 (the kernel's floor)")
+
+    def describe(self) -> dict[str, int]:
+        return {
+            "memory_mib": self.memory_mib,
+            "pids": self.pids,
+            "cpu_shares": self.cpu_shares,
+            "tmpfs_mib": self.tmpfs_mib,
+            "home_mib": self.home_mib,
+        }
 
 
 # -- observations ----------------------------------------------------------------------------
@@ -376,6 +425,11 @@ class DesktopProvider(Protocol):
         ...
 
     @property
+    def run_dir(self) -> Path:
+        """The run folder: the environments' logs and the action log are kept there."""
+        ...
+
+    @property
     def action_log(self) -> Path:
         """The JSON-lines log of every action, applied or refused (`pool.generations`)."""
         ...
@@ -418,6 +472,16 @@ class DesktopProvider(Protocol):
         """Where the environment's state lives on the harness's host (for the sweeps)."""
         ...
 
+    def harness_act(self, name: str, action: Action) -> str | None:
+        """An action of the harness's own, at whatever generation is current and on the
+        canary too (its controls wire a change in on purpose); what it reads, if anything."""
+        ...
+
+    def write_home_file(self, name: str, relative: str, data: bytes) -> Path:
+        """A file planted beneath the environment's home, owned by its user (a control's
+        plant); the path it was written to on the host."""
+        ...
+
     def describe(self) -> dict[str, Any]:
         """Every environment's status, for people (``cleanroom envs status``); nothing
         decides on it."""
@@ -440,6 +504,11 @@ class DesktopController(Protocol):
     def screen_size(self, name: str) -> ScreenSize: ...
     def python(self, name: str) -> str:
         """The environment's own Python interpreter, for `run_inside`."""
+        ...
+
+    def read_selection(self, name: str, selection: str = "CLIPBOARD") -> ClipboardRead:
+        """A selection as any client of the environment's display reads it, outside the
+        gate (the harness's sweeps read it at any generation)."""
         ...
 
     def release_keys(self, name: str) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cleanroom.core.breakage import Breakage, Evidence, Part, Problem
 from cleanroom.core.canary import CANARY_ENV
@@ -36,6 +36,7 @@ from cleanroom.environments.interface import (
     Clipboard,
     ClipboardRead,
     CommandResult,
+    Desktops,
     EnvironmentState,
     FileStat,
     FocusedText,
@@ -44,6 +45,7 @@ from cleanroom.environments.interface import (
     Observation,
     Places,
     ProcessInfo,
+    SandboxLimits,
     Screenshot,
     ScreenSize,
     Unsupported,
@@ -52,7 +54,6 @@ from cleanroom.environments.interface import (
 )
 from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak
 from cleanroom.environments.pool.gate import Gate
-from cleanroom.environments.session.sandbox_spec import SandboxLimits
 
 CAPABILITIES = Capabilities(
     leaky_setups=True,
@@ -354,6 +355,17 @@ class MemoryDesktops:
         self._env(name)
         return "python3"
 
+    def read_selection(self, name: str, selection: str = "CLIPBOARD") -> ClipboardRead:
+        return self._env(name).read_clipboard(selection)
+
+    def harness_act(self, name: str, action: Action) -> str | None:
+        with self.lock(name):
+            return action.apply(self._env(name))
+
+    def write_home_file(self, name: str, relative: str, data: bytes) -> Path:
+        self._env(name).home[relative] = data
+        return self.places(name).home / relative
+
     def release_keys(self, name: str) -> None:
         self._env(name).keys_down.clear()
 
@@ -393,3 +405,7 @@ def _png(size: ScreenSize, seen: str) -> bytes:
         + chunk(b"IDAT", zlib.compress(raw))
         + chunk(b"IEND", b"")
     )
+
+
+if TYPE_CHECKING:  # the in-memory provider is a whole `Desktops`, as mypy checks here
+    _CONFORMS: type[Desktops] = MemoryDesktops

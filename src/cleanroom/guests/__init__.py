@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cleanroom.environments.session.template import DESKTOP_SKELETON
+from cleanroom.environments.interface import DESKTOP_SKELETON
 from cleanroom.guests.base import (
     CommandNotStarted,
     Guest,

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from cleanroom.docker_layer import Docker, DockerError
-from cleanroom.environments.session.template import DESKTOP_SKELETON
+from cleanroom.environments.interface import DESKTOP_SKELETON
 from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import (
     Command,

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cleanroom.environments.session.template import DESKTOP_SKELETON
+from cleanroom.environments.interface import DESKTOP_SKELETON
 from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import (
     Command,

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cleanroom.environments.session.sandbox_spec import SandboxLimits
+from cleanroom.environments.interface import SandboxLimits
 
 # Debian package names of the parts whose versions a report names.
 PACKAGES = {

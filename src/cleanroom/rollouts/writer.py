@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
+from cleanroom.core.odt import OdtError, odt_text
 from cleanroom.core.outcomes import Outcome, Reason
-from cleanroom.environments.session.odt import OdtError, odt_text
-from cleanroom.environments.session.template import DOCUMENT
+from cleanroom.environments.interface import DOCUMENT
 from cleanroom.host_files import read_beneath
 from cleanroom.lifecycle import wait_until
 from cleanroom.rollouts.base import RolloutContext, SmokeTask

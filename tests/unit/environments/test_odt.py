@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from cleanroom.environments.session.odt import OdtError, empty_odt, odt_text
+from cleanroom.core.odt import OdtError, empty_odt, odt_text
 
 
 def _doc(body: str) -> bytes:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cleanroom.environments.session.sandbox_spec import SandboxLimits
+from cleanroom.environments.interface import SandboxLimits
 from cleanroom.reports.machine import limits_info
 
 

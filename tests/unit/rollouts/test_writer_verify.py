@@ -12,7 +12,7 @@ import pytest
 
 from cleanroom.core.outcomes import Status
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.environments.session.template import DOCUMENT
+from cleanroom.environments.interface import DOCUMENT
 from cleanroom.rollouts import writer
 from cleanroom.rollouts.base import RolloutContext
 

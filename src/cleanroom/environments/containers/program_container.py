@@ -33,12 +33,12 @@ from typing import Any
 from cleanroom.docker_layer import Docker
 from cleanroom.environments.containers.desktop_image import DockerUnavailable, docker_client
 from cleanroom.environments.errors import BadAction, StartError
+from cleanroom.environments.interface import SandboxLimits
 from cleanroom.environments.session.cgroups import ENVIRONMENTS
 from cleanroom.environments.session.login import Session
 from cleanroom.environments.session.port_forward import ForwardedPorts, loopback_port
 from cleanroom.environments.session.processes import alive, kill_pids, process_tree, start_time
 from cleanroom.environments.session.programs import PROGRAM_KINDS, Program, ProgramKind
-from cleanroom.environments.session.sandbox_spec import SandboxLimits
 from cleanroom.lifecycle import wait_until
 
 POOL_LABEL = "cleanroom.pool"

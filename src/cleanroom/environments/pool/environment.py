@@ -722,6 +722,31 @@ class DesktopEnvironment:
         else:
             kill_pids([p.pid for p in self.programs], grace_s=0.0)
 
+    def write_home_file(self, relative: str, data: bytes) -> Path:
+        """Plant ``data`` beneath the home, owned by the account, no link followed on the
+        way (the file is made new; one already there is replaced)."""
+        parts = Path(relative).parts
+        if not parts or ".." in parts or Path(relative).is_absolute():
+            raise BadAction(f"{relative!r} names no file beneath the home")
+        fd = os.open(self.account.home, OPEN_FOLDER_NOFOLLOW)
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, OPEN_FOLDER_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(parts[-1], dir_fd=fd)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            out = os.open(parts[-1], flags, 0o600, dir_fd=fd)
+            try:
+                os.write(out, data)
+                os.fchown(out, self.account.uid, self.account.gid)
+            finally:
+                os.close(out)
+        finally:
+            os.close(fd)
+        return self.account.home / relative
+
     def stat_home_file(self, relative: str) -> FileStat | None:
         """A file beneath the home as looked at: each folder on the way opened without
         following a link, the file itself never followed; None when nothing is there."""

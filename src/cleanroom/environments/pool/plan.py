@@ -12,11 +12,18 @@ from pathlib import Path
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.environments.containers.program_container import plan_for
-from cleanroom.environments.interface import Capabilities, Needs, ScreenSize, require
+from cleanroom.environments.interface import (
+    DEFAULT_PROGRAMS,
+    Capabilities,
+    Needs,
+    SandboxLimits,
+    ScreenSize,
+    require,
+)
 from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak, Sharing, donor_gives
 from cleanroom.environments.pool.environment import EnvSpec
-from cleanroom.environments.session.programs import DEFAULT_PROGRAMS, check_programs
-from cleanroom.environments.session.sandbox_spec import SandboxLimits, SandboxProtections
+from cleanroom.environments.session.programs import check_programs
+from cleanroom.environments.session.sandbox_spec import SandboxProtections
 
 DEFAULT_ROOT = Path("/var/lib/cleanroom/pools")
 CANARY_CPU_SHARES = 2048

@@ -31,6 +31,7 @@ from cleanroom.environments.errors import (
 from cleanroom.environments.interface import (
     ActResult,
     Capabilities,
+    ClipboardRead,
     CommandResult,
     Desktops,
     EnvironmentState,
@@ -39,6 +40,7 @@ from cleanroom.environments.interface import (
     Obs,
     Places,
     ProcessInfo,
+    SandboxLimits,
     ScreenSize,
     Unsupported,
 )
@@ -48,7 +50,6 @@ from cleanroom.environments.pool.gate import Gate
 from cleanroom.environments.pool.lifecycle import Lifecycle
 from cleanroom.environments.pool.observations import READERS, state_of
 from cleanroom.environments.pool.plan import PoolConfig, PoolPlan
-from cleanroom.environments.session.sandbox_spec import SandboxLimits
 from cleanroom.store.rundb import RunStore
 
 
@@ -256,6 +257,22 @@ class Pool:
     def python(self, name: str) -> str:
         """The environment's own Python interpreter."""
         return self.env(name).python
+
+    def read_selection(self, name: str, selection: str = "CLIPBOARD") -> ClipboardRead:
+        """A selection as any client of the environment's display reads it."""
+        return self.env(name).read_clipboard(selection)
+
+    def harness_act(self, name: str, action: Action) -> str | None:
+        """An action of the harness's own, at the current generation, the canary's too."""
+        with self.lock(name):
+            value = action.apply(self.env(name))
+            current = self.generation(name)
+            self.gate.log.write(name, current, current, action.kind, "applied", "harness")
+        return value
+
+    def write_home_file(self, name: str, relative: str, data: bytes) -> Path:
+        """Plant a file beneath the environment's home, owned by its user."""
+        return self.env(name).write_home_file(relative, data)
 
     def release_keys(self, name: str) -> None:
         """Release every key and button the harness holds down there."""

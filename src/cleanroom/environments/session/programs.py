@@ -15,13 +15,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cleanroom.environments.errors import StartError
-from cleanroom.environments.interface import WindowInfo
+from cleanroom.environments.interface import DOCUMENT, WindowInfo
 from cleanroom.environments.session.login import Session
-from cleanroom.environments.session.template import DOCUMENT
 from cleanroom.environments.x11.screen import Screen
 from cleanroom.lifecycle import stop_group, wait_until
 
-DEFAULT_PROGRAMS = ("writer", "terminal", "browser")
 # How long a program may take to show its window. Generous: a first start of Writer from
 # a cold page cache (a new machine, a fresh desktop image) on a loaded 2-core machine
 # takes over 40 s, and a pool that gives up on a slow start loses all its work.

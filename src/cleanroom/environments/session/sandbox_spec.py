@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cleanroom.environments.interface import SandboxLimits
 from cleanroom.environments.session import syscall_filter
 
 # World-writable folders every program expects: each is an empty tmpfs of the sandbox's.
@@ -77,41 +78,6 @@ _PTS_MAJOR = 136
 MASKED = ("/proc/keys", "/proc/kcore", "/proc/timer_list", "/proc/sched_debug", "/proc/acpi")
 READ_ONLY_PROC = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 _MIB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """What one environment may take of the machine (its cgroup and its tmpfs mounts).
-
-    The defaults are sized for a machine of 2 cores and 24 GiB running a handful of
-    environments: a Writer and a browser fit in 3 GiB with room to spare; 4096 tasks
-    (threads count) is ten times what a busy desktop session runs; the CPU weight is
-    within the environments' group (`cgroups.ENVIRONMENTS`), a quarter of the canary's;
-    the home is a tmpfs of ``home_mib`` (its pages count against the memory limit), on
-    no file system the run folders or anyone else's home live on.
-    """
-
-    memory_mib: int = 3072
-    pids: int = 4096
-    cpu_shares: int = 512
-    tmpfs_mib: int = 512
-    home_mib: int = 1024
-
-    def __post_init__(self) -> None:
-        for name in ("memory_mib", "pids", "cpu_shares", "tmpfs_mib", "home_mib"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"sandbox limit {name} must be at least 1")
-        if self.cpu_shares < 2:
-            raise ValueError("sandbox limit cpu_shares must be at least 2 (the kernel's floor)")
-
-    def describe(self) -> dict[str, int]:
-        return {
-            "memory_mib": self.memory_mib,
-            "pids": self.pids,
-            "cpu_shares": self.cpu_shares,
-            "tmpfs_mib": self.tmpfs_mib,
-            "home_mib": self.home_mib,
-        }
 
 
 @dataclass(frozen=True)

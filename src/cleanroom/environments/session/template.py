@@ -10,22 +10,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from cleanroom.environments.session.odt import empty_odt
+from cleanroom.core.odt import empty_odt
+from cleanroom.environments.interface import DESKTOP_SKELETON, DOCUMENT
 
 # The folders a fresh desktop account has (xdg-user-dirs), as on OSWorld's VM user.
-DESKTOP_SKELETON: tuple[str, ...] = (
-    "Desktop",
-    "Documents",
-    "Downloads",
-    "Music",
-    "Pictures",
-    "Public",
-    "Templates",
-    "Videos",
-)
-
-
-DOCUMENT = "Documents/notes.odt"
 LIBREOFFICE_PROFILE = ".config/cleanroom-libreoffice"
 BROWSER_PROFILE = ".config/cleanroom-chromium"
 

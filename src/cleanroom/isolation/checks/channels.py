@@ -45,12 +45,12 @@ from cleanroom.core.channels import (
 )
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.errors import PoolError
+from cleanroom.environments.interface import SandboxLimits
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.pool.pool import on_host
 from cleanroom.environments.session.processes import kill_pids, process_tree
 from cleanroom.environments.session.programs import ProgramProcess
-from cleanroom.environments.session.sandbox_spec import SandboxLimits
 from cleanroom.environments.x11.display import CONTROL_FONT_NAME, CONTROL_FONTS
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.lifecycle import wait_until

@@ -7,10 +7,10 @@ import os
 import time
 from pathlib import Path
 
+from cleanroom.core.odt import OdtError, odt_text
+from cleanroom.environments.interface import DOCUMENT
 from cleanroom.environments.policy.handle import PolicyHandle
 from cleanroom.environments.pool.pool import Pool
-from cleanroom.environments.session.odt import OdtError, odt_text
-from cleanroom.environments.session.template import DOCUMENT
 from cleanroom.host_files import read_beneath
 from cleanroom.lifecycle import wait_until
 

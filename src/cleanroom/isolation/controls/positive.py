@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.core.detectors import clipboard_cross_reads, foreign_letter_runs
+from cleanroom.core.odt import OdtError, odt_text
 from cleanroom.core.publish import NOT_CLAIMED, ControlResult, clipboard_gate
 from cleanroom.environments.pool.environment import DesktopEnvironment, EnvSpec
-from cleanroom.environments.session.odt import OdtError, odt_text
 from cleanroom.environments.session.programs import Program, launch_writer, wait_ready
 from cleanroom.environments.session.template import (
     DOCUMENT,
