@@ -124,7 +124,7 @@ def redteam(
 def _harbor_runtime(kind: str) -> VerificationRuntime:
     """The generic path's runtime on Harbor environments of type ``kind``."""
     try:
-        from cleanroom.integrations.harbor_runtime import HarborRuntime, environment_class_of
+        from cleanroom.verifiers.container.runtime.harbor import HarborRuntime, environment_class_of
     except ImportError as exc:
         raise RuntimeUnavailable(
             f"--harbor-environment needs Harbor (cleanroom[harbor], Python 3.12+): {exc}"

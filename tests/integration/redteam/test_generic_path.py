@@ -155,7 +155,7 @@ ONE_ROLLOUT = """
 import json, sys
 from pathlib import Path
 from typing import Any
-from cleanroom.integrations.harbor_runtime import HarborRuntime, environment_class_of
+from cleanroom.verifiers.container.runtime.harbor import HarborRuntime, environment_class_of
 from cleanroom.verifiers.container.task import load_task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
 runtime = HarborRuntime(environment_class_of("docker"))

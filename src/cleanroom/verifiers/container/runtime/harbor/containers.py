@@ -19,11 +19,11 @@ from pathlib import Path
 
 from cleanroom.docker_layer import OUTPUT_CAP_BYTES
 from cleanroom.exec_result import ExecResult
-from cleanroom.integrations.harbor_runtime.bridge import CALL_LIMIT_S, outlasted_its_limit
-from cleanroom.integrations.harbor_runtime.environments import Environments, Held
-from cleanroom.integrations.harbor_runtime.files import Transfer
-from cleanroom.integrations.harbor_runtime.state import HarborStateTransfer
 from cleanroom.verifiers.container.runtime import Limits, RuntimeUnavailable, ServiceState
+from cleanroom.verifiers.container.runtime.harbor.bridge import CALL_LIMIT_S, outlasted_its_limit
+from cleanroom.verifiers.container.runtime.harbor.environments import Environments, Held
+from cleanroom.verifiers.container.runtime.harbor.files import Transfer
+from cleanroom.verifiers.container.runtime.harbor.state import HarborStateTransfer
 from cleanroom.verifiers.container.task.compose_model import Service
 
 # Signals every process but the environment's own, this shell and its ancestors (the

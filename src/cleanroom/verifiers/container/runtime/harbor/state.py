@@ -23,8 +23,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import IO
 
-from cleanroom.integrations.harbor_runtime.environments import START_LIMIT_S, Environments, Held
-from cleanroom.integrations.harbor_runtime.files import AgentWithheld, Transfer
 from cleanroom.verifiers.container.agent_state import state_archive
 from cleanroom.verifiers.container.agent_state.listing import (
     Listing,
@@ -37,6 +35,12 @@ from cleanroom.verifiers.container.decision.tamper import Diff
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, StateCopy, StateTooLarge
 from cleanroom.verifiers.container.runtime.checked_archive import checked_copy
 from cleanroom.verifiers.container.runtime.docker.state import CLEAR_STATE_SCRIPT
+from cleanroom.verifiers.container.runtime.harbor.environments import (
+    START_LIMIT_S,
+    Environments,
+    Held,
+)
+from cleanroom.verifiers.container.runtime.harbor.files import AgentWithheld, Transfer
 
 # Files every engine writes anew into each container it starts.
 PER_CONTAINER = ("/etc/hostname", "/etc/hosts", "/etc/resolv.conf")
