@@ -106,7 +106,9 @@ async def verify_environment_async(
     the factor needed on ``budget_base_s`` when given). ``path`` picks how the
     environment is reached (`PATHS`). In Harbor's separate verifier mode, ``environment``
     is the verifier's own, holding the agent's artifacts: they are verified the sealed
-    way. The environment is left to its owner, its processes frozen or killed.
+    way. The environment is left to its owner, its processes frozen or killed. A task
+    the chosen path cannot verify is refused (`UnsupportedByRuntimeError`, as
+    `UnsupportedEnvironmentError` refuses an environment).
     """
     if path not in PATHS:
         raise ValueError(f"path={path!r}: choose one of {', '.join(PATHS)}")
@@ -229,7 +231,9 @@ def verify_generic(
 ) -> Outcome:
     """Verify the Harbor environment ``environment`` the agent acted in, against the task
     in ``task_dir``, on the generic path; every failure is an outcome, as in
-    `container.verify_compose_service` (whose Docker fast path this stands in for).
+    `container.verify_compose_service` (whose Docker fast path this stands in for). A
+    task the generic path cannot verify (a ``live_processes`` verifier) is refused with
+    `UnsupportedByRuntimeError` before the environment is touched.
 
     ``harness_dirs`` are the folders the harness made before the agent started (their
     own changes, not the agent's). ``loop`` is the event loop ``environment`` belongs to,

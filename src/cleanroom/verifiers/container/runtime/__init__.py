@@ -4,6 +4,7 @@ or podman daemon this machine reaches, the fast path) and `harbor` (Harbor's own
 environments, the generic path; needs ``cleanroom[harbor]`` and is imported only by
 those who ask for it)."""
 
+from cleanroom.verifiers.container.runtime.capabilities import RuntimeCapabilities
 from cleanroom.verifiers.container.runtime.interface import VerificationRuntime
 from cleanroom.verifiers.container.runtime.records import (
     Limits,
@@ -16,6 +17,7 @@ from cleanroom.verifiers.container.runtime.records import (
 
 __all__ = [
     "Limits",
+    "RuntimeCapabilities",
     "RuntimeUnavailable",
     "ServiceState",
     "StartedContainer",

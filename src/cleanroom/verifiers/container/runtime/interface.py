@@ -4,9 +4,10 @@
 to start, run commands in, freeze, thaw and stop, what the agent changed, its state taken
 out and installed elsewhere, files read capped without running anything of the agent's,
 and networks for a task's compose services. `docker.DockerRuntime` implements them on a
-local Docker daemon; any other implementation answers the same calls with the same
-records and raises `RuntimeUnavailable` where it cannot (the run then ends `invalid`,
-never 0).
+local Docker daemon, `harbor.HarborRuntime` on Harbor's own environments; each answers
+the same calls with the same records. What a runtime cannot do at all (compose services,
+say) it declares in its `capabilities`, and a run that needs it is refused before it
+starts; a call it makes anyway is `RuntimeUnavailable`.
 
 Every method is one effect. Whether a failure is the agent's or the infrastructure's is
 decided by the caller from what comes back: a call the runtime answered and refused
@@ -24,6 +25,7 @@ from cleanroom.exec_result import ExecResult
 from cleanroom.verifiers.container.agent_state.links import Entry
 from cleanroom.verifiers.container.agent_state.state_archive import ArtifactRules
 from cleanroom.verifiers.container.decision.tamper import Diff
+from cleanroom.verifiers.container.runtime.capabilities import RuntimeCapabilities
 from cleanroom.verifiers.container.runtime.records import Limits, ServiceState, StateCopy
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.task.compose_model import Service
@@ -208,7 +210,11 @@ class Networks(Protocol):
 
 
 class VerificationRuntime(Protocol):
-    """Where verification runs, by resource."""
+    """Where verification runs, by resource, and what it can do of what not every
+    runtime can."""
+
+    @property
+    def capabilities(self) -> RuntimeCapabilities: ...
 
     @property
     def images(self) -> Images: ...

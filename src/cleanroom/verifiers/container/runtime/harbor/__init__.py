@@ -12,8 +12,8 @@ brought back and read on the host by the same parser and decision code as on Doc
 Where Docker's daemon is on this machine, `runtime.docker.DockerRuntime` is the fast path
 (pause, diff and archive calls, no command in the agent's container). Compose services,
 a verifier in the agent's network namespace (``live_processes``) and ``shared``'s
-in-container reader need that path; here they are refused by name (`invalid`, never a
-score).
+in-container reader need that path: `HarborRuntime.capabilities` says so, and a run that
+needs one is refused before it starts.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ except ImportError as exc:  # imported only by a caller that has Harbor
 
 from cleanroom.core.observed_file import ObservedFile
 from cleanroom.verifiers.container.agent_state.links import Entry
+from cleanroom.verifiers.container.runtime.capabilities import RuntimeCapabilities
 from cleanroom.verifiers.container.runtime.harbor.bridge import Bridge
 from cleanroom.verifiers.container.runtime.harbor.containers import HarborContainers, unavailable
 from cleanroom.verifiers.container.runtime.harbor.environments import VERIFIER_SUFFIX, Environments
@@ -121,6 +122,12 @@ class HarborRuntime:
     harness's, when a Harbor verifier drives the verification from a worker thread) or on
     a loop of the runtime's own. `close` stops whatever fresh environment is left.
     """
+
+    # Harbor's interface has no networks to share and no container of its own to read
+    # with: what needs them needs a container daemon on this machine.
+    capabilities = RuntimeCapabilities(
+        compose_services=False, verifier_in_agent_network=False, container_programs_reader=False
+    )
 
     def __init__(
         self,

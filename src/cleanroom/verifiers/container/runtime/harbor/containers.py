@@ -85,7 +85,9 @@ _NOT_ON_THIS_PATH = (
 
 
 def unavailable(what: str) -> RuntimeUnavailable:
-    """A call this runtime cannot make at all (nothing answered it)."""
+    """A call this runtime cannot make at all (nothing answered it). A run checks the
+    runtime's capabilities first (`run.capability_check`), so only a caller that did not
+    meets this."""
     return RuntimeUnavailable(f"{what} {_NOT_ON_THIS_PATH}")
 
 
