@@ -7,15 +7,20 @@ those who ask for it)."""
 from cleanroom.verifiers.container.runtime.capabilities import RuntimeCapabilities
 from cleanroom.verifiers.container.runtime.interface import VerificationRuntime
 from cleanroom.verifiers.container.runtime.records import (
+    AgentContainerSpec,
+    ExecOptions,
     Limits,
     RuntimeUnavailable,
     ServiceState,
     StartedContainer,
     StateCopy,
     StateTooLarge,
+    VerifierContainerSpec,
 )
 
 __all__ = [
+    "AgentContainerSpec",
+    "ExecOptions",
     "Limits",
     "RuntimeCapabilities",
     "RuntimeUnavailable",
@@ -24,4 +29,5 @@ __all__ = [
     "StateCopy",
     "StateTooLarge",
     "VerificationRuntime",
+    "VerifierContainerSpec",
 ]

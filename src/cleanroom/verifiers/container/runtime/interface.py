@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Unpack
 
 from cleanroom.core.observed_file import ObservedFile
 from cleanroom.exec_result import ExecResult
@@ -26,7 +26,13 @@ from cleanroom.verifiers.container.agent_state.links import Entry
 from cleanroom.verifiers.container.agent_state.state_archive import ArtifactRules
 from cleanroom.verifiers.container.decision.tamper import Diff
 from cleanroom.verifiers.container.runtime.capabilities import RuntimeCapabilities
-from cleanroom.verifiers.container.runtime.records import Limits, ServiceState, StateCopy
+from cleanroom.verifiers.container.runtime.records import (
+    AgentContainerSpec,
+    ExecOptions,
+    ServiceState,
+    StateCopy,
+    VerifierContainerSpec,
+)
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.task.compose_model import Service
 
@@ -55,35 +61,12 @@ class Images(Protocol):
 class Containers(Protocol):
     """Containers of a task's images: started idle, commands run in them, stopped."""
 
-    def start_agent(
-        self,
-        image: str,
-        limits: Limits,
-        workdir: str | None,
-        name_hint: str,
-        binds: Mapping[Path, str] | None = None,
-        environment: Mapping[str, str] | None = None,
-        logs_hidden: Sequence[str] = (),
-        logs_on_volume: bool = False,
-        services_network: str | None = None,
-    ) -> str:
-        """The agent's container, idle, ``/logs`` its own; returns its id."""
+    def start_agent(self, spec: AgentContainerSpec) -> str:
+        """The agent's container as ``spec`` says, idle; returns its id."""
         ...
 
-    def start_verifier(
-        self,
-        image: str,
-        limits: Limits,
-        workdir: str | None,
-        binds: Mapping[Path, str],
-        join_network_of: str | None,
-        read_only: Sequence[str] = (),
-        network: bool = False,
-        environment: Mapping[str, str] | None = None,
-        services_network: str | None = None,
-    ) -> str:
-        """A fresh idle verifier's container of the pristine image, host folders bound
-        in; no network but what is named."""
+    def start_verifier(self, spec: VerifierContainerSpec) -> str:
+        """A fresh idle verifier's container as ``spec`` says; returns its id."""
         ...
 
     def start_service(self, service: Service, image: str, network: str, public: bool) -> str:
@@ -91,15 +74,7 @@ class Containers(Protocol):
         ...
 
     def exec(
-        self,
-        container: str,
-        argv: Sequence[str],
-        *,
-        user: str | None = None,
-        env: Mapping[str, str] | None = None,
-        workdir: str | None = None,
-        timeout: float | None = None,
-        cap: int = ...,
+        self, container: str, argv: Sequence[str], **options: Unpack[ExecOptions]
     ) -> ExecResult:
         """Run a command and wait for it, its output capped; on timeout it is left
         running and ``timed_out`` is set."""
@@ -185,7 +160,10 @@ class StateTransfer(Protocol):
     def install(
         self, container: str, copies: Sequence[StateCopy], *, cleared: Sequence[str] = ()
     ) -> None:
-        """Replace each state path in the container by the agent's version."""
+        """Replace each state path in the container by the agent's version. What the
+        pristine image holds at a state path is removed first (`clear`; ``cleared`` names
+        paths already cleared, or found to need no clearing), so the verifier sees the
+        agent's state exactly (a file the agent deleted stays deleted)."""
         ...
 
 
