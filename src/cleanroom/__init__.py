@@ -25,6 +25,7 @@ from cleanroom.core.errors import (
     CleanroomError,
     ExtraNotInstalledError,
     InvalidOutcomeError,
+    UnsupportedByRuntimeError,
     VerifierUnavailableError,
 )
 from cleanroom.core.isolation import IsolationRow, RowResult, Window, judge_window
@@ -92,6 +93,7 @@ __all__ = [
     "TaskError",
     "Token",
     "TokenHit",
+    "UnsupportedByRuntimeError",
     "VerifierUnavailableError",
     "Window",
     "judge_window",

@@ -23,6 +23,7 @@ from cleanroom.redteam.run_matrix import (
     example_tasks,
     plan_for,
     plan_rows,
+    refused_rows,
     run_matrix,
 )
 from cleanroom.redteam.table import matrix_table
@@ -101,6 +102,8 @@ def redteam(
         err.print(f"redteam: {exc}", markup=False)
         raise typer.Exit(2) from exc
     try:
+        rows = _runnable(tasks, rows, modes, runtime, err, chosen=bool(task_dirs or attack_ids))
+        tasks = [t for t in tasks if any(r.task == t.name for r in rows)]
         matrix = _run(tasks, rows, modes, runtime, jobs, err)
     finally:
         close = getattr(runtime, "close", None)
@@ -124,7 +127,7 @@ def redteam(
 def _harbor_runtime(kind: str) -> VerificationRuntime:
     """The generic path's runtime on Harbor environments of type ``kind``."""
     try:
-        from cleanroom.integrations.harbor_runtime import HarborRuntime, environment_class_of
+        from cleanroom.verifiers.container.runtime.harbor import HarborRuntime, environment_class_of
     except ImportError as exc:
         raise RuntimeUnavailable(
             f"--harbor-environment needs Harbor (cleanroom[harbor], Python 3.12+): {exc}"
@@ -136,6 +139,26 @@ def _harbor_runtime(kind: str) -> VerificationRuntime:
     # Harbor's logger speaks at DEBUG on the console; the matrix is the report here.
     logging.getLogger("harbor").setLevel(logging.WARNING)
     return HarborRuntime(environment_class)
+
+
+def _runnable(
+    tasks: list[Task],
+    rows: list[Row],
+    modes: list[Mode],
+    runtime: VerificationRuntime,
+    err: Console,
+    *,
+    chosen: bool,
+) -> list[Row]:
+    """``rows`` but those that need what ``runtime`` cannot do, found before any runs:
+    left out of the example tasks' catalogue, saying why; refused (exit 2) when the user
+    chose the tasks or attacks."""
+    refused = refused_rows(tasks, rows, runtime, modes)
+    for message in dict.fromkeys(str(exc) for exc in refused.values()):
+        err.print(f"redteam: {'refused' if chosen else 'left out'}: {message}", markup=False)
+    if refused and chosen:
+        raise typer.Exit(2)
+    return [r for r in rows if r.id not in refused]
 
 
 def _run(

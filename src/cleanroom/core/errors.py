@@ -1,10 +1,11 @@
 """The exceptions cleanroom raises to its library users, under one root.
 
 Catching `CleanroomError` catches every error of cleanroom's own making: a task folder
-that cannot be used, a budget too short for a verification, an outcome that must not be
-scored, an integration whose extra is not installed. A verification itself never raises
-for what it finds: what went wrong is an `Outcome` with a reason. These exceptions are for
-the callers who need one (a harness that records no reward when it catches one).
+that cannot be used, a budget too short for a verification, a run its runtime cannot do,
+an outcome that must not be scored, an integration whose extra is not installed. A
+verification itself never raises for what it finds: what went wrong is an `Outcome` with
+a reason. These exceptions are for the callers who need one (a harness that records no
+reward when it catches one).
 """
 
 from __future__ import annotations
@@ -50,6 +51,19 @@ class BudgetTooShortError(CleanroomError):
     def __init__(self, message: str, *, allowed_s: float, needed_s: float) -> None:
         self.allowed_s = allowed_s
         self.needed_s = needed_s
+        super().__init__(message)
+
+
+class UnsupportedByRuntimeError(CleanroomError):
+    """A run that needs what its verification runtime cannot do (compose services, a
+    verifier in the agent's network namespace...), refused before anything starts rather
+    than failing halfway: another try on the same runtime meets the same refusal.
+    ``runtime`` names the runtime; ``missing`` names each capability it lacks, as its
+    capabilities record (`runtime.capabilities.RuntimeCapabilities`) calls it."""
+
+    def __init__(self, message: str, *, runtime: str, missing: tuple[str, ...]) -> None:
+        self.runtime = runtime
+        self.missing = missing
         super().__init__(message)
 
 

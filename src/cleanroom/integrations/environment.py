@@ -7,9 +7,9 @@ environment and returns the `Outcome`. Two paths do it. Harbor's docker and podm
 environments run the agent's container as the ``main`` service of a Compose project on
 this machine's daemon: the fast path reaches it through the daemon's API
 (`container.verify_compose_service`). Every other environment type goes through Harbor's
-own environment interface (`harbor_runtime`): ``exec``, uploads, downloads and fresh
-environments of the same class. ``path="generic"`` takes that path on docker and podman
-too.
+own environment interface (`verify_generic`, on the runtime in
+`verifiers.container.runtime.harbor`): ``exec``, uploads, downloads and fresh environments
+of the same class. ``path="generic"`` takes that path on docker and podman too.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from cleanroom.core.errors import CleanroomError, ExtraNotInstalledError
 from cleanroom.core.outcomes import Outcome
@@ -28,7 +30,7 @@ from cleanroom.integrations.budget import (
     BudgetPlan,
     plan_budget,
 )
-from cleanroom.integrations.container import runtime_of, verify_compose_service
+from cleanroom.integrations.container import mount_baseline, runtime_of, verify_compose_service
 from cleanroom.verifiers.container.decision.verdict import Evidence, decide
 from cleanroom.verifiers.container.modes import Mode
 
@@ -48,7 +50,8 @@ except ImportError as exc:  # the module is only imported by a caller that has H
         "verifying a Harbor environment", "harbor", exc.name or "harbor"
     ) from exc
 
-from cleanroom.integrations.harbor_runtime import verify_generic
+from cleanroom.verifiers.container.runtime.harbor import HarborRuntime, verifier_image
+from cleanroom.verifiers.container.verify import ActedOn, VerifyOptions, load_into, verify_acted_on
 
 # Harbor's environments whose containers the fast path reaches on this machine's daemon.
 LOCAL_ENVIRONMENTS = ("docker", "podman")
@@ -103,7 +106,9 @@ async def verify_environment_async(
     the factor needed on ``budget_base_s`` when given). ``path`` picks how the
     environment is reached (`PATHS`). In Harbor's separate verifier mode, ``environment``
     is the verifier's own, holding the agent's artifacts: they are verified the sealed
-    way. The environment is left to its owner, its processes frozen or killed.
+    way. The environment is left to its owner, its processes frozen or killed. A task
+    the chosen path cannot verify is refused (`UnsupportedByRuntimeError`, as
+    `UnsupportedEnvironmentError` refuses an environment).
     """
     if path not in PATHS:
         raise ValueError(f"path={path!r}: choose one of {', '.join(PATHS)}")
@@ -212,6 +217,69 @@ def verify_environment(
             task_dir, environment, mode=mode, step=step, budget_s=budget_s, path=path
         )
     )
+
+
+def verify_generic(
+    task_dir: Path,
+    environment: BaseEnvironment,
+    mode: Mode = Mode.SEALED,
+    harness_dirs: Sequence[str] = (),
+    *,
+    loop: asyncio.AbstractEventLoop | None = None,
+    step: str | None = None,
+    budget: BudgetPlan | None = None,
+) -> Outcome:
+    """Verify the Harbor environment ``environment`` the agent acted in, against the task
+    in ``task_dir``, on the generic path; every failure is an outcome, as in
+    `container.verify_compose_service` (whose Docker fast path this stands in for). A
+    task the generic path cannot verify (a ``live_processes`` verifier) is refused with
+    `UnsupportedByRuntimeError` before the environment is touched.
+
+    ``harness_dirs`` are the folders the harness made before the agent started (their
+    own changes, not the agent's). ``loop`` is the event loop ``environment`` belongs to,
+    when this runs in a worker thread of it. Fresh environments are made of the same
+    class and options, and stopped before this returns; ``environment`` is left to its
+    owner, its processes killed.
+    """
+    details = {"task": str(task_dir), "environment": environment.session_id, "path": "generic"}
+    ev = Evidence(mode, details=details)
+    task = load_into(ev, task_dir)
+    if task is None:
+        return decide(ev)
+    runtime = HarborRuntime(
+        type(environment),
+        _options_of(environment),
+        loop=loop,
+        session_prefix=environment.session_id,
+    )
+    try:
+        # In separate mode Harbor hands over the verifier's environment, holding the agent's
+        # artifacts: fresh ones are of the verifier's image too.
+        separate = task.verifier_environment() is not None
+        image = verifier_image(str(task_dir)) if separate else str(task_dir)
+        acted = ActedOn(
+            container=runtime.adopt(environment, image),
+            image=image,
+            baseline=mount_baseline(harness_dirs),
+            label=environment.session_id,
+            step=step,
+        )
+        budget = budget or BudgetPlan()
+        options = VerifyOptions(mode, test_limit_s=budget.test_limit_s)
+        outcome = verify_acted_on(
+            task, acted, runtime, options, control_alongside=budget.control_alongside
+        )
+    finally:
+        runtime.close()
+    return outcome
+
+
+def _options_of(environment: BaseEnvironment) -> dict[str, Any]:
+    """The keyword options ``environment`` was made with, to make its fresh siblings."""
+    options = getattr(environment, "options", None)
+    if options is None or not hasattr(options, "model_dump"):
+        return {}
+    return dict(options.model_dump(exclude_unset=True))
 
 
 def _step(task: HarborTask, name: str | None) -> StepConfig | None:

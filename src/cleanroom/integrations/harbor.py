@@ -13,8 +13,9 @@ records the trial's exception and no reward rather than a 0.
 Two paths do it. Harbor's docker and podman environments run the agent's container as
 the ``main`` service of a Compose project on this machine's daemon: the fast path reaches
 it through the daemon's API (`container.verify_compose_service`). Every other environment
-type goes through Harbor's own environment interface (`harbor_runtime`): ``exec``,
-uploads, downloads and fresh environments from the same class. ``--verifier-kwarg
+type goes through Harbor's own environment interface (`environment.verify_generic`, on
+the runtime `verifiers.container.runtime.harbor`): ``exec``, uploads, downloads and fresh
+environments from the same class. ``--verifier-kwarg
 path=generic`` takes that path on docker and podman too.
 """
 

@@ -43,7 +43,7 @@ from cleanroom.exec_result import ExecResult as CommandResult
 from cleanroom.host_files import remove_tree
 from cleanroom.verifiers.container.run.commands import check_health
 from cleanroom.verifiers.container.run.context import resolve_environments
-from cleanroom.verifiers.container.runtime import Limits, RuntimeUnavailable
+from cleanroom.verifiers.container.runtime import AgentContainerSpec, Limits, RuntimeUnavailable
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.runtime.docker.tar import kind_of_mode
 from cleanroom.verifiers.container.task import ARTIFACTS_DIR, Task, load_task
@@ -340,13 +340,15 @@ def start_task_container(task_dir: str, labels: dict[str, str]) -> CleanroomSand
         # is found in them afterwards is the agent's.
         logs = sorted({reward_dir, VERIFIER_LOGS, AGENT_LOGS, ARTIFACTS_DIR})
         container = runtime.containers.start_agent(
-            image,
-            Limits.of(task),
-            workdir,
-            task.name,
-            binds={reward_on_host: reward_dir},
-            environment=envs.task,
-            logs_hidden=logs,
+            AgentContainerSpec(
+                image,
+                Limits.of(task),
+                workdir,
+                task.name,
+                binds={reward_on_host: reward_dir},
+                environment=envs.task,
+                logs_hidden=logs,
+            )
         )
         # Harbor gives the agent these folders writable by every user.
         made = runtime.containers.exec(

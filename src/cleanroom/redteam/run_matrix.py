@@ -10,10 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from cleanroom.core.errors import UnsupportedByRuntimeError
 from cleanroom.redteam.assets import assets_for
 from cleanroom.redteam.catalogue import Attack
 from cleanroom.redteam.matrix import Cell, Matrix, Row, RowKind
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.run.capability_check import (
+    refuse_unless_capable,
+    required_capabilities,
+)
 from cleanroom.verifiers.container.runtime import VerificationRuntime
 from cleanroom.verifiers.container.side_by_side import build_images, side_by_side
 from cleanroom.verifiers.container.task import Task, load_task
@@ -103,6 +108,28 @@ def options_for(row: Row, mode: Mode) -> VerifyOptions:
     return VerifyOptions(mode=mode, in_container_reader=naive)
 
 
+def refused_rows(
+    tasks: Sequence[Task],
+    rows: Sequence[Row],
+    runtime: VerificationRuntime,
+    modes: Sequence[Mode] = ALL_MODES,
+) -> dict[str, UnsupportedByRuntimeError]:
+    """The rows (by id) that need, under one of ``modes``, what ``runtime`` cannot do,
+    each with its refusal; found before anything runs."""
+    by_name = {t.name: t for t in tasks}
+    refused: dict[str, UnsupportedByRuntimeError] = {}
+    for row in rows:
+        task = by_name[row.task]
+        for mode in modes:
+            needed = required_capabilities(task, options_for(row, mode), services=True)
+            try:
+                refuse_unless_capable(task, needed, runtime)
+            except UnsupportedByRuntimeError as exc:
+                refused[row.id] = exc
+                break
+    return refused
+
+
 def run_matrix(
     tasks: Sequence[Task],
     rows: Sequence[Row],
@@ -112,7 +139,11 @@ def run_matrix(
     jobs: int = 2,
     on_cell: OnCell | None = None,
 ) -> Matrix:
-    """Run every row under every mode and return the filled matrix."""
+    """Run every row under every mode and return the filled matrix; when ``runtime``
+    cannot do what a row needs, `UnsupportedByRuntimeError` before anything runs."""
+    refused = refused_rows(tasks, rows, runtime, modes)
+    if refused:
+        raise next(iter(refused.values()))
     by_name = {t.name: t for t in tasks}
     matrix = Matrix(tuple(modes), list(rows))
     build_images(tasks, runtime)

@@ -18,7 +18,7 @@ from cleanroom.core.outcomes import Reason, Status
 from cleanroom.redteam.catalogue import by_id
 from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.modes import Mode
-from cleanroom.verifiers.container.runtime import Limits
+from cleanroom.verifiers.container.runtime import AgentContainerSpec, Limits
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
@@ -47,7 +47,8 @@ rm -f /usr/bin/head /usr/bin/stat /usr/bin/cat /bin/dash /bin/bash
 @pytest.fixture
 def agent_container(runtime: DockerRuntime, example: Callable[[str], Task]) -> Iterator[str]:
     image, _ = runtime.images.for_task(example("fix-median"))
-    ctr = runtime.containers.start_agent(image, Limits(), None, "archive-read", logs_on_volume=True)
+    spec = AgentContainerSpec(image, Limits(), None, "archive-read", logs_on_volume=True)
+    ctr = runtime.containers.start_agent(spec)
     try:
         assert runtime.containers.exec(ctr, ["sh", "-c", LEAVES], user="0").exit_code == 0
         yield ctr

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
-from cleanroom.verifiers.container.runtime import Limits
+from cleanroom.verifiers.container.runtime import AgentContainerSpec, Limits
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task
 
@@ -23,7 +23,7 @@ def test_the_host_side_diff_agrees_with_docker_diff(
     runtime: DockerRuntime, example: Callable[[str], Task]
 ) -> None:
     image, _ = runtime.images.for_task(example("fix-median"))
-    ctr = runtime.containers.start_agent(image, Limits(), None, "diff-check")
+    ctr = runtime.containers.start_agent(AgentContainerSpec(image, Limits(), None, "diff-check"))
     try:
         assert runtime.containers.exec(ctr, ["sh", "-c", CHANGES], user="0").exit_code == 0
         runtime.containers.freeze(ctr)
@@ -57,7 +57,9 @@ def test_task_containers_have_no_network_and_the_tasks_limits(
 ) -> None:
     task = example("fix-median")
     image, _ = runtime.images.for_task(task)
-    ctr = runtime.containers.start_agent(image, Limits.of(task), None, "limits-check")
+    ctr = runtime.containers.start_agent(
+        AgentContainerSpec(image, Limits.of(task), None, "limits-check")
+    )
     try:
         host = runtime.docker.api.inspect_container(ctr)["HostConfig"]
         links = runtime.containers.exec(ctr, ["cat", "/proc/net/dev"]).stdout.decode()

@@ -38,9 +38,9 @@ DIFFERENCES = {
     # unsolved task 0).
     "trojan-bash": ("failure", 0.0, "workspace_broken"),
 }
-# A verifier in the agent's network namespace (live_processes) needs the fast path:
-# refused by name, an exclusion, never a score.
-REFUSED_TASKS = {"http-sum": "live_processes"}
+# A verifier in the agent's network namespace (live_processes) needs the fast path: the
+# generic path's runtime declares it cannot, and the catalogue leaves the task out.
+REFUSED_TASKS = {"http-sum": "verifier_in_agent_network"}
 
 # The routes where the generic path does its own work: what the agent planted in, linked
 # into or put in place of its reward folder (brought back from a listing), odd files
@@ -102,9 +102,7 @@ def compare(fast: Matrix, generic: Matrix) -> list[str]:
     for row in generic.rows:
         got = generic.get(row, Mode.SEALED)
         if row.task in REFUSED_TASKS:
-            assert got is not None
-            if got.status != "invalid" or REFUSED_TASKS[row.task] not in got.detail:
-                wrong.append(f"{row.id}: {got} (expected refused: {REFUSED_TASKS[row.task]})")
+            wrong.append(f"{row.id}: ran, though {REFUSED_TASKS[row.task]} is refused: {got}")
             continue
         expected = verdict(fast.get(row, Mode.SEALED))
         if row.attack is not None and row.attack.id in DIFFERENCES:
@@ -129,9 +127,9 @@ def test_a_sample_of_the_catalogue_gives_the_fast_paths_outcomes() -> None:
 @pytest.mark.integrations
 def test_the_whole_catalogue_gives_the_fast_paths_outcomes() -> None:
     fast = redteam_json([str(CLEANROOM), "redteam", "--mode", "sealed", "--json"], 1500, (0, 1))
-    # http-sum's honest row is refused on the generic path (REFUSED_TASKS): exit 1.
-    generic = generic_matrix((), timeout=2400, exits=(0, 1))
-    assert {r.id for r in generic.rows} == {r.id for r in fast.rows}
+    # http-sum's rows are left out on the generic path (REFUSED_TASKS), before any runs.
+    generic = generic_matrix((), timeout=2400)
+    assert {r.id for r in generic.rows} == {r.id for r in fast.rows if r.task not in REFUSED_TASKS}
     assert compare(fast, generic) == []
 
 
@@ -155,7 +153,7 @@ ONE_ROLLOUT = """
 import json, sys
 from pathlib import Path
 from typing import Any
-from cleanroom.integrations.harbor_runtime import HarborRuntime, environment_class_of
+from cleanroom.verifiers.container.runtime.harbor import HarborRuntime, environment_class_of
 from cleanroom.verifiers.container.task import load_task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
 runtime = HarborRuntime(environment_class_of("docker"))

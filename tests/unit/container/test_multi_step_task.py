@@ -188,7 +188,10 @@ def test_an_unknown_key_in_a_step_is_a_warning_with_its_line() -> None:
 
 
 class NoDaemon:
-    """A runtime that fails any call: naming a wrong step is refused before Docker."""
+    """A runtime that declares Docker's capabilities and fails any call: naming a wrong
+    step is refused before Docker."""
+
+    capabilities = DockerRuntime.capabilities
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"{name} was called")

@@ -23,6 +23,11 @@ from cleanroom.verifiers.container.decision.verdict import (
     needs_pristine_control,
 )
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.run.capability_check import (
+    acted_on_uses_services,
+    refuse_unless_capable,
+    required_capabilities,
+)
 from cleanroom.verifiers.container.run.existing_container import (
     ActedOn,
     verify_existing_container,
@@ -63,7 +68,7 @@ def verify_path(
     connect: Callable[[], VerificationRuntime] = DockerRuntime.connect,
 ) -> Outcome:
     """Load the task folder, connect to the runtime, and verify; every failure is an
-    outcome."""
+    outcome (a run the runtime cannot do is refused, as `verify_task` refuses it)."""
     ev = Evidence(options.mode, details={"task": str(task_dir), "agent": agent.label})
     task = load_into(ev, task_dir)
     if task is None:
@@ -85,7 +90,11 @@ def verify_task(
     caused (over time, a junk reward, a failed setup command) runs again on the pristine
     state, as a no-op agent leaves it: the failure is the agent's 0 when the pristine run
     is clean (`verdict.blame_state`). An agent cannot make itself invalid that way.
+
+    A run that needs what ``runtime`` cannot do (`RuntimeCapabilities`) is refused with
+    `UnsupportedByRuntimeError` before anything starts.
     """
+    refuse_unless_capable(task, required_capabilities(task, options, services=True), runtime)
     verified = run_rollout(task, agent, runtime, options)
     if options.mode is not Mode.SEALED or agent.kind == "noop":
         return verified.outcome
@@ -112,7 +121,12 @@ def verify_acted_on(
     after it, when a harness's budget has no room for one after the other: the control
     is started at once (its tests limited to half the verifier's limit, the most a
     control that counts may take) and its result read only if the verification needs it.
+
+    A verification that needs what ``runtime`` cannot do (`RuntimeCapabilities`) is
+    refused with `UnsupportedByRuntimeError` before the container is touched.
     """
+    services = acted_on_uses_services(task, options, bool(acted.services))
+    refuse_unless_capable(task, required_capabilities(task, options, services=services), runtime)
     if options.mode is not Mode.SEALED:
         return verify_existing_container(task, acted, runtime, options).outcome
     control_options = VerifyOptions(options.mode, test_limit_s=options.test_limit_s)

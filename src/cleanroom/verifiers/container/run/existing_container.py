@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cleanroom.verifiers.container.decision.tamper import Change
 from cleanroom.verifiers.container.decision.verdict import Evidence, Verified
+from cleanroom.verifiers.container.run.capability_check import acted_on_uses_services
 from cleanroom.verifiers.container.run.context import (
     AgentContainer,
     Resources,
@@ -80,8 +81,7 @@ def _verify(
         if ctx is None:
             return decide_run(res, ev, started)
         compose = task.compose
-        sealed_apart = ctx.plan.freezes_agent and not ctx.verifier.live_processes
-        if compose is not None and acted.services and sealed_apart and not ctx.separate:
+        if compose is not None and acted_on_uses_services(task, options, bool(acted.services)):
             # The sealed verifier reaches that harness's services by name, on a network
             # of its own (theirs may lead out), as in cleanroom's rollouts.
             res.services = SidecarGroup.of_another_harness(res.rt, compose, task.name)

@@ -41,7 +41,11 @@ from cleanroom.verifiers.container.run.verification import (
     verify_agent_container,
     with_separate_image,
 )
-from cleanroom.verifiers.container.runtime import RuntimeUnavailable, VerificationRuntime
+from cleanroom.verifiers.container.runtime import (
+    AgentContainerSpec,
+    RuntimeUnavailable,
+    VerificationRuntime,
+)
 from cleanroom.verifiers.container.task import ARTIFACTS_DIR, Task, TaskStep
 from cleanroom.verifiers.container.verify_options import AgentSpec, VerifyOptions
 
@@ -200,15 +204,17 @@ def _start_agent_container(ctx: RunContext, res: Resources, image: str) -> Agent
     # Where the reward is read in this container, /logs is a volume: the runtime's
     # files, which read it, do not see a tmpfs.
     ctr = rt.containers.start_agent(
-        image,
-        ctx.limits,
-        ctx.workdir,
-        ctx.task.name,
-        binds,
-        ctx.envs.task,
-        hidden,
-        logs_on_volume=not ctx.plan.freezes_agent,
-        services_network=res.services.network if res.services else None,
+        AgentContainerSpec(
+            image,
+            ctx.limits,
+            ctx.workdir,
+            ctx.task.name,
+            binds,
+            ctx.envs.task,
+            hidden,
+            logs_on_volume=not ctx.plan.freezes_agent,
+            services_network=res.services.network if res.services else None,
+        )
     )
     res.containers.append(ctr)
     # Harbor gives the agent a world-writable /logs/verifier; the naive modes need the

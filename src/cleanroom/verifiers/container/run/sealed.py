@@ -51,6 +51,7 @@ from cleanroom.verifiers.container.runtime import (
     Limits,
     RuntimeUnavailable,
     StateCopy,
+    VerifierContainerSpec,
 )
 
 
@@ -109,21 +110,25 @@ def _start(
         binds[folders.tests] = TESTS_DIR
     with timed(ev, "start_s"):
         vctr = res.rt.containers.start_verifier(
-            image,
-            limits,
-            "/",
-            binds,
-            join_network_of=agent_ctr if vcfg.live_processes else None,
-            read_only=(PYTHON_GUARD_DIR,),
-            network=(
-                vcfg.network_mode == "public"
-                if vcfg.network_mode is not None
-                else ctx.task.config.verifier_network
-            ),
-            environment=environment,
-            # A separate verifier is an environment of its own, as in Harbor: the
-            # agent's services reach it only through artifacts.
-            services_network=(res.services.network if res.services and separate is None else None),
+            VerifierContainerSpec(
+                image,
+                limits,
+                "/",
+                binds,
+                join_network_of=agent_ctr if vcfg.live_processes else None,
+                read_only=(PYTHON_GUARD_DIR,),
+                network=(
+                    vcfg.network_mode == "public"
+                    if vcfg.network_mode is not None
+                    else ctx.task.config.verifier_network
+                ),
+                environment=environment,
+                # A separate verifier is an environment of its own, as in Harbor: the
+                # agent's services reach it only through artifacts.
+                services_network=(
+                    res.services.network if res.services and separate is None else None
+                ),
+            )
         )
     res.containers.append(vctr)
     # The task's readiness check holds for the verifier's environment too; it runs

@@ -4,9 +4,10 @@
 to start, run commands in, freeze, thaw and stop, what the agent changed, its state taken
 out and installed elsewhere, files read capped without running anything of the agent's,
 and networks for a task's compose services. `docker.DockerRuntime` implements them on a
-local Docker daemon; any other implementation answers the same calls with the same
-records and raises `RuntimeUnavailable` where it cannot (the run then ends `invalid`,
-never 0).
+local Docker daemon, `harbor.HarborRuntime` on Harbor's own environments; each answers
+the same calls with the same records. What a runtime cannot do at all (compose services,
+say) it declares in its `capabilities`, and a run that needs it is refused before it
+starts; a call it makes anyway is `RuntimeUnavailable`.
 
 Every method is one effect. Whether a failure is the agent's or the infrastructure's is
 decided by the caller from what comes back: a call the runtime answered and refused
@@ -17,14 +18,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Unpack
 
 from cleanroom.core.observed_file import ObservedFile
 from cleanroom.exec_result import ExecResult
 from cleanroom.verifiers.container.agent_state.links import Entry
 from cleanroom.verifiers.container.agent_state.state_archive import ArtifactRules
 from cleanroom.verifiers.container.decision.tamper import Diff
-from cleanroom.verifiers.container.runtime.records import Limits, ServiceState, StateCopy
+from cleanroom.verifiers.container.runtime.capabilities import RuntimeCapabilities
+from cleanroom.verifiers.container.runtime.records import (
+    AgentContainerSpec,
+    ExecOptions,
+    ServiceState,
+    StateCopy,
+    VerifierContainerSpec,
+)
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.task.compose_model import Service
 
@@ -53,35 +61,12 @@ class Images(Protocol):
 class Containers(Protocol):
     """Containers of a task's images: started idle, commands run in them, stopped."""
 
-    def start_agent(
-        self,
-        image: str,
-        limits: Limits,
-        workdir: str | None,
-        name_hint: str,
-        binds: Mapping[Path, str] | None = None,
-        environment: Mapping[str, str] | None = None,
-        logs_hidden: Sequence[str] = (),
-        logs_on_volume: bool = False,
-        services_network: str | None = None,
-    ) -> str:
-        """The agent's container, idle, ``/logs`` its own; returns its id."""
+    def start_agent(self, spec: AgentContainerSpec) -> str:
+        """The agent's container as ``spec`` says, idle; returns its id."""
         ...
 
-    def start_verifier(
-        self,
-        image: str,
-        limits: Limits,
-        workdir: str | None,
-        binds: Mapping[Path, str],
-        join_network_of: str | None,
-        read_only: Sequence[str] = (),
-        network: bool = False,
-        environment: Mapping[str, str] | None = None,
-        services_network: str | None = None,
-    ) -> str:
-        """A fresh idle verifier's container of the pristine image, host folders bound
-        in; no network but what is named."""
+    def start_verifier(self, spec: VerifierContainerSpec) -> str:
+        """A fresh idle verifier's container as ``spec`` says; returns its id."""
         ...
 
     def start_service(self, service: Service, image: str, network: str, public: bool) -> str:
@@ -89,15 +74,7 @@ class Containers(Protocol):
         ...
 
     def exec(
-        self,
-        container: str,
-        argv: Sequence[str],
-        *,
-        user: str | None = None,
-        env: Mapping[str, str] | None = None,
-        workdir: str | None = None,
-        timeout: float | None = None,
-        cap: int = ...,
+        self, container: str, argv: Sequence[str], **options: Unpack[ExecOptions]
     ) -> ExecResult:
         """Run a command and wait for it, its output capped; on timeout it is left
         running and ``timed_out`` is set."""
@@ -183,7 +160,10 @@ class StateTransfer(Protocol):
     def install(
         self, container: str, copies: Sequence[StateCopy], *, cleared: Sequence[str] = ()
     ) -> None:
-        """Replace each state path in the container by the agent's version."""
+        """Replace each state path in the container by the agent's version. What the
+        pristine image holds at a state path is removed first (`clear`; ``cleared`` names
+        paths already cleared, or found to need no clearing), so the verifier sees the
+        agent's state exactly (a file the agent deleted stays deleted)."""
         ...
 
 
@@ -208,7 +188,11 @@ class Networks(Protocol):
 
 
 class VerificationRuntime(Protocol):
-    """Where verification runs, by resource."""
+    """Where verification runs, by resource, and what it can do of what not every
+    runtime can."""
+
+    @property
+    def capabilities(self) -> RuntimeCapabilities: ...
 
     @property
     def images(self) -> Images: ...

@@ -1,13 +1,16 @@
-"""What a verification runtime hands back, whichever implementation runs it: the
-errors every implementation raises, the agent's state taken out as a checked archive,
-the limits a task puts on its containers, and a service container's state."""
+"""What a verification runtime takes and hands back, whichever implementation runs it:
+the errors every implementation raises, the containers to start (`AgentContainerSpec`,
+`VerifierContainerSpec`) and the options of a command run in one (`ExecOptions`), the
+agent's state taken out as a checked archive, the limits a task puts on its containers,
+and a service container's state."""
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from pathlib import Path
+from typing import IO, Any, TypedDict
 
 from cleanroom.docker_layer import DockerError
 from cleanroom.verifiers.container.agent_state.links import Entry
@@ -84,6 +87,65 @@ class Limits:
         if self.pids_limit is not None:
             out["pids_limit"] = self.pids_limit
         return out
+
+
+@dataclass(frozen=True)
+class AgentContainerSpec:
+    """The agent's container to start: idle, ``/logs`` its own (a folder the agent can
+    write, as Harbor's shared folder is: the naive modes need what it plants there).
+
+    ``binds`` puts host folders inside it (sealed watches the reward folder from the
+    host). ``environment`` is the task's ``[environment.env]``, seen by every command run
+    in it. What the image holds under ``/logs`` (inputs some tasks put there) is there
+    too, but for the folders in ``logs_hidden`` (the verifier's and the agent's log
+    folders, which Harbor mounts over the image's), which start empty. ``logs_on_volume``
+    keeps ``/logs`` where the runtime's `Files` read it (the modes that read the reward in
+    this container). With ``services_network`` it starts beside the task's compose
+    services, known there as ``main``.
+    """
+
+    image: str
+    limits: Limits
+    workdir: str | None
+    name_hint: str
+    binds: Mapping[Path, str] = field(default_factory=dict)
+    environment: Mapping[str, str] = field(default_factory=dict)
+    logs_hidden: Sequence[str] = ()
+    logs_on_volume: bool = False
+    services_network: str | None = None
+
+
+@dataclass(frozen=True)
+class VerifierContainerSpec:
+    """A fresh idle verifier's container of the pristine image, host folders bound in
+    (``read_only`` names those bound read-only). No network, unless ``join_network_of``
+    names a container whose network namespace (and so its localhost) it joins,
+    ``services_network`` names the task's compose services' network (the services,
+    nothing beyond), or ``network`` asks for one of its own (the task's ``[verifier]
+    network_mode = "public"``)."""
+
+    image: str
+    limits: Limits
+    workdir: str | None
+    binds: Mapping[Path, str]
+    join_network_of: str | None = None
+    read_only: Sequence[str] = ()
+    network: bool = False
+    environment: Mapping[str, str] = field(default_factory=dict)
+    services_network: str | None = None
+
+
+class ExecOptions(TypedDict, total=False):
+    """How a command runs in a container (`Containers.exec`): as ``user`` (the image's
+    own by default), with ``env`` over the container's, in ``workdir``, for at most
+    ``timeout`` seconds (no limit by default), its output capped at ``cap`` bytes (the
+    runtime's default cap otherwise)."""
+
+    user: str | None
+    env: Mapping[str, str] | None
+    workdir: str | None
+    timeout: float | None
+    cap: int
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 
 from cleanroom.docker_layer import Docker
+from cleanroom.verifiers.container.runtime.capabilities import FULL
 from cleanroom.verifiers.container.runtime.docker.containers import DockerContainers
 from cleanroom.verifiers.container.runtime.docker.files import DockerFiles
 from cleanroom.verifiers.container.runtime.docker.images import DockerImages
@@ -29,6 +30,8 @@ __all__ = ["LABEL", "LABELS_ENV", "DockerRuntime", "labels_from_env"]
 
 class DockerRuntime:
     """`VerificationRuntime` on one Docker connection, by resource."""
+
+    capabilities = FULL
 
     def __init__(self, docker: Docker, labels: Mapping[str, str] | None = None):
         self.docker = docker

@@ -10,17 +10,19 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
-from cleanroom.docker_layer import OUTPUT_CAP_BYTES, Docker, anonymous_volume
+from cleanroom.docker_layer import Docker, anonymous_volume
 from cleanroom.exec_result import ExecResult
 from cleanroom.verifiers.container.runtime.docker.images import KEEPALIVE, DockerImages
 from cleanroom.verifiers.container.runtime.docker.tar import renamed_top, tar_folder
 from cleanroom.verifiers.container.runtime.records import (
-    Limits,
+    AgentContainerSpec,
+    ExecOptions,
     RuntimeUnavailable,
     ServiceState,
     StartedContainer,
+    VerifierContainerSpec,
 )
 from cleanroom.verifiers.container.task import ARTIFACTS_DIR
 from cleanroom.verifiers.container.task.compose_model import MAIN, Service
@@ -37,70 +39,50 @@ class DockerContainers:
         self.labels = dict(labels)
         self.images = images
 
-    def start_agent(
-        self,
-        image: str,
-        limits: Limits,
-        workdir: str | None,
-        name_hint: str,
-        binds: Mapping[Path, str] | None = None,
-        environment: Mapping[str, str] | None = None,
-        logs_hidden: Sequence[str] = (),
-        logs_on_volume: bool = False,
-        services_network: str | None = None,
-    ) -> str:
-        """Start the task container idle, no network unless asked, ``/logs`` its own.
+    def start_agent(self, spec: AgentContainerSpec) -> str:
+        """Start the task container idle, no network unless its limits give one.
 
-        With ``services_network`` (the task's compose services) it starts on that
-        network as ``main``, and joins the default bridge too when ``limits`` give it a
-        network.
-
-        ``/logs`` is a folder the agent can write (as in Harbor, where it is a shared
-        folder): the naive modes need the planted files to be there. It is a tmpfs, or
+        With a services network it starts on that network as ``main``, and joins the
+        default bridge too when its limits give it a network. ``/logs`` is a tmpfs, or
         with ``logs_on_volume`` an anonymous volume removed with the container: the
         Docker archive API, which reads the reward without running anything in the
-        container, sees volumes but not tmpfs mounts. What the image itself holds under
-        ``/logs`` (inputs some tasks put there) is there too, but for the folders in
-        ``logs_hidden`` (the verifier's and the agent's log folders, which Harbor mounts
-        over the image's too), which start empty. ``binds`` puts host folders inside it
-        (sealed mode watches the reward folder from the host). ``environment`` is the
-        task's ``[environment.env]``, seen by every command run in the container.
+        container, sees volumes but not tmpfs mounts.
         """
-        volumes = {str(h): {"bind": d, "mode": "rw"} for h, d in (binds or {}).items()}
+        volumes = {str(h): {"bind": d, "mode": "rw"} for h, d in spec.binds.items()}
         # Under a tmpfs /logs, Harbor's artifacts folder is a volume of its own (empty,
         # as Harbor mounts an empty host folder there): it outlives the agent's
         # processes, and the archive API that carries it to the verifier can read it.
         logs: dict[str, Any] = (
             {"mounts": [anonymous_volume("/logs")]}
-            if logs_on_volume
+            if spec.logs_on_volume
             else {
                 "tmpfs": {"/logs": LOGS_TMPFS},
                 "mounts": [anonymous_volume(ARTIFACTS_DIR, empty=True)],
             }
         )
         ctr = self.docker.run_container(
-            image,
+            spec.image,
             KEEPALIVE,
-            **network_options(limits.network, services_network, (MAIN,)),
+            **network_options(spec.limits.network, spec.services_network, (MAIN,)),
             **logs,
             volumes=volumes,
-            working_dir=workdir or "",
-            environment=dict(environment or {}),
-            labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": name_hint},
+            working_dir=spec.workdir or "",
+            environment=dict(spec.environment),
+            labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": spec.name_hint},
             # Docker's default capabilities on podman too, which leaves out MKNOD: an
             # agent may make a device node on either, and is judged the same for it.
             cap_add=["MKNOD"] if self.docker.podman else [],
-            **limits.host_config(),
+            **spec.limits.host_config(),
         )
-        if services_network is not None and limits.network:
+        if spec.services_network is not None and spec.limits.network:
             self.docker.connect_network("bridge", ctr)
-        if logs_on_volume:
+        if spec.logs_on_volume:
             # Docker fills a new volume with what the image holds at its mount point.
-            self._empty_logs(ctr, logs_hidden)
+            self._empty_logs(ctr, spec.logs_hidden)
             return ctr
-        inputs = self.images.logs(image)
+        inputs = self.images.logs(spec.image)
         if inputs is not None:
-            self._restore_logs(ctr, inputs, logs_hidden)
+            self._restore_logs(ctr, inputs, spec.logs_hidden)
         return ctr
 
     def _empty_logs(self, ctr: str, hidden: Sequence[str]) -> None:
@@ -127,47 +109,29 @@ class DockerContainers:
         if copied.exit_code != 0:
             raise RuntimeUnavailable(f"copying the image's /logs inputs: {copied.output[-300:]!r}")
 
-    def start_verifier(
-        self,
-        image: str,
-        limits: Limits,
-        workdir: str | None,
-        binds: Mapping[Path, str],
-        join_network_of: str | None,
-        read_only: Sequence[str] = (),
-        network: bool = False,
-        environment: Mapping[str, str] | None = None,
-        services_network: str | None = None,
-    ) -> str:
-        """Start a fresh idle verifier container from the pristine task image.
-
-        Host folders are bound in (``read_only`` names those bound read-only). No network,
-        unless ``join_network_of`` names a container whose network namespace (and so its
-        localhost) this one joins, ``services_network`` names the task's compose services'
-        network (internal: the services, nothing beyond), or ``network`` asks for one of
-        its own (the task's ``[verifier] network_mode = "public"``). It cannot make
-        device nodes.
-        """
-        if join_network_of:
-            networking: dict[str, Any] = {"network_mode": f"container:{join_network_of}"}
+    def start_verifier(self, spec: VerifierContainerSpec) -> str:
+        """Start a fresh idle verifier container from the pristine task image; it cannot
+        make device nodes."""
+        if spec.join_network_of:
+            networking: dict[str, Any] = {"network_mode": f"container:{spec.join_network_of}"}
         else:
-            networking = network_options(network, services_network, ())
+            networking = network_options(spec.network, spec.services_network, ())
         volumes = {
-            str(host): {"bind": dest, "mode": "ro" if dest in read_only else "rw"}
-            for host, dest in binds.items()
+            str(host): {"bind": dest, "mode": "ro" if dest in spec.read_only else "rw"}
+            for host, dest in spec.binds.items()
         }
         ctr = self.docker.run_container(
-            image,
+            spec.image,
             KEEPALIVE,
             **networking,
             volumes=volumes,
             cap_drop=["MKNOD"],
-            environment=dict(environment or {}),
-            working_dir=workdir or "",
+            environment=dict(spec.environment),
+            working_dir=spec.workdir or "",
             labels={**self.labels, "cleanroom.role": "verifier"},
-            **limits.host_config(),
+            **spec.limits.host_config(),
         )
-        if services_network is not None and network and not join_network_of:
+        if spec.services_network is not None and spec.network and not spec.join_network_of:
             self.docker.connect_network("bridge", ctr)
         return ctr
 
@@ -218,24 +182,11 @@ class DockerContainers:
         self.docker.put_archive(container, parent or "/", tar_folder(source, name))
 
     def exec(
-        self,
-        container: str,
-        argv: Sequence[str],
-        *,
-        user: str | None = None,
-        env: Mapping[str, str] | None = None,
-        workdir: str | None = None,
-        timeout: float | None = None,
-        cap: int = OUTPUT_CAP_BYTES,
+        self, container: str, argv: Sequence[str], **options: Unpack[ExecOptions]
     ) -> ExecResult:
-        """Run a command and wait for it (not for children that keep its output open).
-
-        On timeout the command is left running and ``timed_out`` is set: the caller
-        decides what that means and kills the container when it must.
-        """
-        return self.docker.exec(
-            container, argv, user=user, env=env, workdir=workdir, timeout=timeout, cap=cap
-        )
+        """Wait for the command, not for children that keep its output open; one that
+        times out is left running (the caller kills the container when it must)."""
+        return self.docker.exec(container, argv, **options)
 
     def lift_cpu_limit(self, container: str) -> None:
         """Let the container's processes use every CPU: freezing or killing a process
@@ -251,7 +202,6 @@ class DockerContainers:
         self.docker.pause(container)
 
     def thaw(self, container: str) -> None:
-        """Thaw a paused container."""
         self.docker.unpause(container)
 
     def kill(self, container: str) -> None:
@@ -268,13 +218,11 @@ class DockerContainers:
         self.docker.remove_container(container, volumes=True)
 
     def state(self, container: str) -> ServiceState:
-        """Where a service's container is: running or not, and its health."""
         state = self.docker.inspect_container(container).get("State") or {}
         health = (state.get("Health") or {}).get("Status")
         return ServiceState(str(state.get("Status", "")), health, state.get("ExitCode"))
 
     def logs_tail(self, container: str, lines: int = 20) -> str:
-        """The last lines a container printed, for an error message."""
         return self.docker.container_logs(container, lines).decode("utf-8", "replace")
 
     # Containers another harness started ---------------------------------------------

@@ -11,8 +11,14 @@ from typing import IO
 
 from cleanroom.docker_layer import Docker
 from cleanroom.verifiers.container.agent_state import state_archive
+from cleanroom.verifiers.container.agent_state.state_archive import ArtifactRules
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, Diff
 from cleanroom.verifiers.container.runtime.checked_archive import checked_copy
+from cleanroom.verifiers.container.runtime.clear_state import (
+    CLEAR_STATE_SCRIPT,
+    absent_probed,
+    clear_state_args,
+)
 from cleanroom.verifiers.container.runtime.docker import overlay
 from cleanroom.verifiers.container.runtime.docker.files import _NOT_A_FOLDER, _UNREACHABLE
 from cleanroom.verifiers.container.runtime.docker.tar import kind_of_mode
@@ -22,22 +28,6 @@ from cleanroom.verifiers.container.runtime.records import (
     StateTooLarge,
     close_stream,
 )
-
-# Removes each state path, then makes each parent folder, then names (NUL-ended) each
-# probed path that is absent and has its parent folder, so needs no clearing:
-# ``clear PATH... -- PARENT... --probe PROBED...``.
-CLEAR_STATE_SCRIPT = r"""
-part=0
-for p in "$@"; do
-  case "$p" in --) part=1; continue;; --probe) part=2; continue;; esac
-  case $part in
-    0) rm -rf -- "$p";;
-    1) mkdir -p -- "$p";;
-    2) d=${p%/*}
-       if [ ! -e "$p" ] && [ ! -L "$p" ] && [ -d "${d:-/}" ]; then printf '%s\0' "$p"; fi;;
-  esac
-done
-"""
 
 
 class DockerStateTransfer:
@@ -67,20 +57,12 @@ class DockerStateTransfer:
     # State carried from the agent's container to the verifier's -----------------------
 
     def export(
-        self,
-        container: str,
-        path: str,
-        cap: int,
-        artifact: state_archive.ArtifactRules | None = None,
+        self, container: str, path: str, cap: int, artifact: ArtifactRules | None = None
     ) -> StateCopy:
-        """Take ``path`` from a (paused) container as a checked tar archive.
-
-        Raises `StateTooLarge` past ``cap`` bytes, and `StateArchiveError` when what
-        arrived cannot be read as an archive or the path is reached through a loop of
-        links (a transport failure is `RuntimeUnavailable` instead); device nodes and
-        sockets are dropped and listed; a name near PATH_MAX is reported in ``too_long``.
-        An ``artifact`` passes its stricter rules too.
-        """
+        """Through the archive API. A path reached through a loop of links is a
+        `StateArchiveError` too (a transport failure is `RuntimeUnavailable`); device
+        nodes and sockets are dropped and listed; a name near PATH_MAX is reported in
+        ``too_long``. An ``artifact`` passes its stricter rules too."""
         try:
             chunks, info = self.docker.get_archive(container, path)
         except RuntimeUnavailable as exc:
@@ -114,29 +96,17 @@ class DockerStateTransfer:
         return checked_copy(path, kind, spooled, artifact)
 
     def clear(self, container: str, paths: Sequence[str], probe: Sequence[str] = ()) -> set[str]:
-        """Remove what the pristine image holds at each of ``paths`` in the verifier's
-        container, and make their parent folders, ready for `install`; return the
-        ``probe`` paths that are absent there and have their parent folder (installing
-        at them needs no clearing)."""
         if not paths and not probe:
             return set()
-        parents = sorted({posixpath.dirname(p) or "/" for p in paths})
-        argv = ["sh", "-c", CLEAR_STATE_SCRIPT, "clear", *paths, "--", *parents]
-        cleared = self.docker.exec(container, [*argv, "--probe", *probe], user="0", workdir="/")
+        argv = ["sh", "-c", CLEAR_STATE_SCRIPT, "clear", *clear_state_args(paths, probe)]
+        cleared = self.docker.exec(container, argv, user="0", workdir="/")
         if cleared.exit_code != 0:
             raise RuntimeUnavailable(f"clearing state paths {paths}: {cleared.output[-300:]!r}")
-        named = cleared.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
-        return {p for p in named if p in probe}
+        return absent_probed(cleared.stdout.decode("utf-8", "surrogateescape"), probe)
 
     def install(
         self, container: str, copies: Sequence[StateCopy], *, cleared: Sequence[str] = ()
     ) -> None:
-        """Replace each state path in the verifier's container by the agent's version.
-
-        What the pristine image holds at a state path is removed first (`clear`;
-        ``cleared`` names paths already cleared, or found to need no clearing), so the
-        verifier sees the agent's state exactly (a file the agent deleted stays deleted).
-        """
         self.clear(container, [c.path for c in copies if c.path not in cleared])
         for copy in copies:
             if copy.archive is None:

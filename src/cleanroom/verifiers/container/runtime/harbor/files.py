@@ -22,11 +22,11 @@ from pathlib import Path
 
 from cleanroom.core.observed_file import ObservedFile
 from cleanroom.host_files import read_capped
-from cleanroom.integrations.harbor_runtime.bridge import Bridge, outlasted_its_limit
-from cleanroom.integrations.harbor_runtime.environments import Environments, Held
-from cleanroom.integrations.remote_files import materialize, parse_records
 from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime.harbor.bridge import Bridge, outlasted_its_limit
+from cleanroom.verifiers.container.runtime.harbor.environments import Environments, Held
+from cleanroom.verifiers.container.runtime.remote_files import materialize, parse_records
 
 _FORMAT_IN_FOLDER = r"%y\0%m\0%s\0%T@\0%l\0%P\0"
 _FORMAT_ONE = r"%y\0%m\0%s\0%T@\0%l\0%f\0"

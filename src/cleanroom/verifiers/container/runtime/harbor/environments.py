@@ -28,10 +28,10 @@ from harbor.models.task.task import Task as HarborTask
 from harbor.models.task.verifier_mode import resolve_verifier_environment_definition
 from harbor.models.trial.paths import TrialPaths
 
-from cleanroom.integrations.harbor_runtime.bridge import Bridge
-from cleanroom.integrations.remote_files import Clock
 from cleanroom.verifiers.container.agent_state.listing import Listing
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
+from cleanroom.verifiers.container.runtime.harbor.bridge import Bridge
+from cleanroom.verifiers.container.runtime.remote_files import Clock
 
 # A task folder's name with this added names its separate verifier's environment.
 VERIFIER_SUFFIX = "#verifier"

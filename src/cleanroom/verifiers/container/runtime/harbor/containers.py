@@ -16,14 +16,20 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Unpack
 
 from cleanroom.docker_layer import OUTPUT_CAP_BYTES
 from cleanroom.exec_result import ExecResult
-from cleanroom.integrations.harbor_runtime.bridge import CALL_LIMIT_S, outlasted_its_limit
-from cleanroom.integrations.harbor_runtime.environments import Environments, Held
-from cleanroom.integrations.harbor_runtime.files import Transfer
-from cleanroom.integrations.harbor_runtime.state import HarborStateTransfer
-from cleanroom.verifiers.container.runtime import Limits, RuntimeUnavailable, ServiceState
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable, ServiceState
+from cleanroom.verifiers.container.runtime.harbor.bridge import CALL_LIMIT_S, outlasted_its_limit
+from cleanroom.verifiers.container.runtime.harbor.environments import Environments, Held
+from cleanroom.verifiers.container.runtime.harbor.files import Transfer
+from cleanroom.verifiers.container.runtime.harbor.state import HarborStateTransfer
+from cleanroom.verifiers.container.runtime.records import (
+    AgentContainerSpec,
+    ExecOptions,
+    VerifierContainerSpec,
+)
 from cleanroom.verifiers.container.task.compose_model import Service
 
 # Signals every process but the environment's own, this shell and its ancestors (the
@@ -85,7 +91,9 @@ _NOT_ON_THIS_PATH = (
 
 
 def unavailable(what: str) -> RuntimeUnavailable:
-    """A call this runtime cannot make at all (nothing answered it)."""
+    """A call this runtime cannot make at all (nothing answered it). A run checks the
+    runtime's capabilities first (`run.capability_check`), so only a caller that did not
+    meets this."""
     return RuntimeUnavailable(f"{what} {_NOT_ON_THIS_PATH}")
 
 
@@ -132,53 +140,31 @@ class HarborContainers:
                 self._spares.setdefault(image, []).append(held)
         return self.environments.workdirs.get(image)
 
-    def start_agent(
-        self,
-        image: str,
-        limits: Limits,
-        workdir: str | None,
-        name_hint: str,
-        binds: Mapping[Path, str] | None = None,
-        environment: Mapping[str, str] | None = None,
-        logs_hidden: Sequence[str] = (),
-        logs_on_volume: bool = False,
-        services_network: str | None = None,
-    ) -> str:
+    def start_agent(self, spec: AgentContainerSpec) -> str:
         """A fresh environment for the agent; what the image holds at ``logs_hidden``
         removed, the host folders of ``binds`` copied in (a folder bound empty is brought
         back to the host when the environment's processes are stopped)."""
-        if services_network is not None:
+        if spec.services_network is not None:
             raise unavailable("an agent beside compose services")
-        held = self._fresh(image)
+        held = self._fresh(spec.image)
         held.agent = True
-        held.environment = dict(environment or {})
-        if logs_hidden:
-            self._run_root(held, 'rm -rf -- "$@" && mkdir -p -- "$@"', *logs_hidden)
-        self._bind(held, binds or {}, ())
+        held.environment = dict(spec.environment)
+        if spec.logs_hidden:
+            self._run_root(held, 'rm -rf -- "$@" && mkdir -p -- "$@"', *spec.logs_hidden)
+        self._bind(held, spec.binds, ())
         return held.id
 
-    def start_verifier(
-        self,
-        image: str,
-        limits: Limits,
-        workdir: str | None,
-        binds: Mapping[Path, str],
-        join_network_of: str | None,
-        read_only: Sequence[str] = (),
-        network: bool = False,
-        environment: Mapping[str, str] | None = None,
-        services_network: str | None = None,
-    ) -> str:
+    def start_verifier(self, spec: VerifierContainerSpec) -> str:
         """A fresh environment of the pristine image for the verifier, the host folders
         of ``binds`` copied in (``read_only`` ones owned by root and not writable). Its
         network is what the task's environment gives Harbor's."""
-        if join_network_of is not None:
+        if spec.join_network_of is not None:
             raise unavailable("a verifier in the agent's network namespace (live_processes)")
-        if services_network is not None:
+        if spec.services_network is not None:
             raise unavailable("a verifier beside compose services")
-        held = self._fresh(image)
-        held.environment = dict(environment or {})
-        self._bind(held, binds, read_only)
+        held = self._fresh(spec.image)
+        held.environment = dict(spec.environment)
+        self._bind(held, spec.binds, spec.read_only)
         return held.id
 
     def _bind(self, held: Held, binds: Mapping[Path, str], read_only: Sequence[str]) -> None:
@@ -205,27 +191,25 @@ class HarborContainers:
     # Commands --------------------------------------------------------------------------
 
     def exec(
-        self,
-        container: str,
-        argv: Sequence[str],
-        *,
-        user: str | None = None,
-        env: Mapping[str, str] | None = None,
-        workdir: str | None = None,
-        timeout: float | None = None,
-        cap: int = OUTPUT_CAP_BYTES,
+        self, container: str, argv: Sequence[str], **options: Unpack[ExecOptions]
     ) -> ExecResult:
-        """Run a command through Harbor's ``exec``; past ``timeout`` it is left running
-        and ``timed_out`` is set. Only the head of its output comes back."""
+        """Run through Harbor's ``exec``; only the head of the output comes back."""
         held = self.environments.get(container)
-        merged = {**held.environment, **(env or {})}
+        timeout, cap = options.get("timeout"), options.get("cap", OUTPUT_CAP_BYTES)
+        merged = {**held.environment, **(options.get("env") or {})}
         merged["__cr_out"] = f"/tmp/.cleanroom-out-{time.monotonic_ns()}"
         command = _CAPPED.format(command=shlex.join(argv), cap=cap)
         limit = math.ceil(timeout) if timeout else None
         started = time.monotonic()
         try:
             done = self.transfer.bridge.call(
-                held.env.exec(command, cwd=workdir, env=merged, timeout_sec=limit, user=user),
+                held.env.exec(
+                    command,
+                    cwd=options.get("workdir"),
+                    env=merged,
+                    timeout_sec=limit,
+                    user=options.get("user"),
+                ),
                 f"running {argv[0] if argv else 'a command'} in {container}",
                 (limit or CALL_LIMIT_S) + 60,
             )
@@ -240,7 +224,6 @@ class HarborContainers:
         )
 
     def put_dir(self, container: str, source: Path, dest: str) -> None:
-        """Copy a host folder into the environment at ``dest``."""
         held = self.environments.get(container)
         self._run_root(held, 'mkdir -p -- "$1"', dest)
         self.transfer.upload_dir(held, source, dest)

@@ -13,7 +13,7 @@ import pytest
 
 from cleanroom.core.observed_file import FileKind
 from cleanroom.host_files import read_capped
-from cleanroom.integrations.remote_files import (
+from cleanroom.verifiers.container.runtime.remote_files import (
     MAX_ENTRIES,
     Clock,
     Record,

@@ -12,41 +12,42 @@ brought back and read on the host by the same parser and decision code as on Doc
 Where Docker's daemon is on this machine, `runtime.docker.DockerRuntime` is the fast path
 (pause, diff and archive calls, no command in the agent's container). Compose services,
 a verifier in the agent's network namespace (``live_processes``) and ``shared``'s
-in-container reader need that path; here they are refused by name (`invalid`, never a
-score).
+in-container reader need that path: `HarborRuntime.capabilities` says so, and a run that
+needs one is refused before it starts.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from harbor.environments.base import BaseEnvironment
-from harbor.environments.factory import EnvironmentFactory
-from harbor.models.environment_type import EnvironmentType
+from cleanroom.core.errors import ExtraNotInstalledError
+
+try:
+    from harbor.environments.base import BaseEnvironment
+    from harbor.environments.factory import EnvironmentFactory
+    from harbor.models.environment_type import EnvironmentType
+except ImportError as exc:  # imported only by a caller that has Harbor
+    raise ExtraNotInstalledError(
+        "the verification runtime on Harbor's environments", "harbor", exc.name or "harbor"
+    ) from exc
 
 from cleanroom.core.observed_file import ObservedFile
-from cleanroom.core.outcomes import Outcome
-from cleanroom.integrations.budget import BudgetPlan
-from cleanroom.integrations.container import mount_baseline
-from cleanroom.integrations.harbor_runtime.bridge import Bridge
-from cleanroom.integrations.harbor_runtime.containers import HarborContainers, unavailable
-from cleanroom.integrations.harbor_runtime.environments import VERIFIER_SUFFIX, Environments
-from cleanroom.integrations.harbor_runtime.files import Transfer
-from cleanroom.integrations.harbor_runtime.state import HarborStateTransfer
 from cleanroom.verifiers.container.agent_state.links import Entry
-from cleanroom.verifiers.container.decision.verdict import Evidence, decide
-from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.runtime.capabilities import RuntimeCapabilities
+from cleanroom.verifiers.container.runtime.harbor.bridge import Bridge
+from cleanroom.verifiers.container.runtime.harbor.containers import HarborContainers, unavailable
+from cleanroom.verifiers.container.runtime.harbor.environments import VERIFIER_SUFFIX, Environments
+from cleanroom.verifiers.container.runtime.harbor.files import Transfer
+from cleanroom.verifiers.container.runtime.harbor.state import HarborStateTransfer
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.task.compose_model import Service
-from cleanroom.verifiers.container.verify import ActedOn, VerifyOptions, load_into, verify_acted_on
 
 # The places listed whole (they may be mounts of their own): the tests' and the logs'.
 WATCHED = ("/tests", "/logs")
 
-__all__ = ["WATCHED", "HarborRuntime", "environment_class_of", "verify_generic"]
+__all__ = ["WATCHED", "HarborRuntime", "environment_class_of", "verifier_image"]
 
 
 def verifier_image(task_dir: str) -> str:
@@ -122,6 +123,12 @@ class HarborRuntime:
     a loop of the runtime's own. `close` stops whatever fresh environment is left.
     """
 
+    # Harbor's interface has no networks to share and no container of its own to read
+    # with: what needs them needs a container daemon on this machine.
+    capabilities = RuntimeCapabilities(
+        compose_services=False, verifier_in_agent_network=False, container_programs_reader=False
+    )
+
     def __init__(
         self,
         environment_class: type[BaseEnvironment],
@@ -152,64 +159,3 @@ class HarborRuntime:
             self.environments.close()
         finally:
             self.bridge.close()
-
-
-def options_of(environment: BaseEnvironment) -> dict[str, Any]:
-    """The keyword options ``environment`` was made with, to make its fresh siblings."""
-    options = getattr(environment, "options", None)
-    if options is None or not hasattr(options, "model_dump"):
-        return {}
-    return dict(options.model_dump(exclude_unset=True))
-
-
-def verify_generic(
-    task_dir: Path,
-    environment: BaseEnvironment,
-    mode: Mode = Mode.SEALED,
-    harness_dirs: Sequence[str] = (),
-    *,
-    loop: asyncio.AbstractEventLoop | None = None,
-    step: str | None = None,
-    budget: BudgetPlan | None = None,
-) -> Outcome:
-    """Verify the Harbor environment ``environment`` the agent acted in, against the task
-    in ``task_dir``, on the generic path; every failure is an outcome, as in
-    `container.verify_compose_service` (whose Docker fast path this stands in for).
-
-    ``harness_dirs`` are the folders the harness made before the agent started (their
-    own changes, not the agent's). ``loop`` is the event loop ``environment`` belongs to,
-    when this runs in a worker thread of it. Fresh environments are made of the same
-    class and options, and stopped before this returns; ``environment`` is left to its
-    owner, its processes killed.
-    """
-    details = {"task": str(task_dir), "environment": environment.session_id, "path": "generic"}
-    ev = Evidence(mode, details=details)
-    task = load_into(ev, task_dir)
-    if task is None:
-        return decide(ev)
-    runtime = HarborRuntime(
-        type(environment),
-        options_of(environment),
-        loop=loop,
-        session_prefix=environment.session_id,
-    )
-    try:
-        # In separate mode Harbor hands over the verifier's environment, holding the agent's
-        # artifacts: fresh ones are of the verifier's image too.
-        separate = task.verifier_environment() is not None
-        image = verifier_image(str(task_dir)) if separate else str(task_dir)
-        acted = ActedOn(
-            container=runtime.adopt(environment, image),
-            image=image,
-            baseline=mount_baseline(harness_dirs),
-            label=environment.session_id,
-            step=step,
-        )
-        budget = budget or BudgetPlan()
-        options = VerifyOptions(mode, test_limit_s=budget.test_limit_s)
-        outcome = verify_acted_on(
-            task, acted, runtime, options, control_alongside=budget.control_alongside
-        )
-    finally:
-        runtime.close()
-    return outcome

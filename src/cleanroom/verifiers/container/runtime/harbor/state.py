@@ -23,8 +23,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import IO
 
-from cleanroom.integrations.harbor_runtime.environments import START_LIMIT_S, Environments, Held
-from cleanroom.integrations.harbor_runtime.files import AgentWithheld, Transfer
 from cleanroom.verifiers.container.agent_state import state_archive
 from cleanroom.verifiers.container.agent_state.listing import (
     Listing,
@@ -33,10 +31,21 @@ from cleanroom.verifiers.container.agent_state.listing import (
     listing_command,
     parse_listing,
 )
+from cleanroom.verifiers.container.agent_state.state_archive import ArtifactRules
 from cleanroom.verifiers.container.decision.tamper import Diff
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, StateCopy, StateTooLarge
 from cleanroom.verifiers.container.runtime.checked_archive import checked_copy
-from cleanroom.verifiers.container.runtime.docker.state import CLEAR_STATE_SCRIPT
+from cleanroom.verifiers.container.runtime.clear_state import (
+    CLEAR_STATE_SCRIPT,
+    absent_probed,
+    clear_state_args,
+)
+from cleanroom.verifiers.container.runtime.harbor.environments import (
+    START_LIMIT_S,
+    Environments,
+    Held,
+)
+from cleanroom.verifiers.container.runtime.harbor.files import AgentWithheld, Transfer
 
 # Files every engine writes anew into each container it starts.
 PER_CONTAINER = ("/etc/hostname", "/etc/hosts", "/etc/resolv.conf")
@@ -116,14 +125,10 @@ class HarborStateTransfer:
         return changes_between(pristine, after, "listing")
 
     def export(
-        self,
-        container: str,
-        path: str,
-        cap: int,
-        artifact: state_archive.ArtifactRules | None = None,
+        self, container: str, path: str, cap: int, artifact: ArtifactRules | None = None
     ) -> StateCopy:
-        """``path`` taken out of the agent's environment as a checked archive;
-        `StateTooLarge` past ``cap``, `StateArchiveError` for what cannot be archived."""
+        """Archived by the environment's own ``tar`` and downloaded, watched against
+        ``cap``."""
         held = self.environments.get(container)
         path = posixpath.normpath(path)
         inside = f"/.cleanroom-state-{secrets.token_hex(6)}.tar"
@@ -160,15 +165,10 @@ class HarborStateTransfer:
         return spooled
 
     def clear(self, container: str, paths: Sequence[str], probe: Sequence[str] = ()) -> set[str]:
-        """Remove what the pristine image holds at ``paths`` and make their parents;
-        return the ``probe`` paths absent there whose parent exists."""
         if not paths and not probe:
             return set()
         held = self.environments.get(container)
-        parents = sorted({posixpath.dirname(p) or "/" for p in paths})
-        code, output = self.transfer.sh(
-            held, CLEAR_STATE_SCRIPT, *paths, "--", *parents, "--probe", *probe
-        )
+        code, output = self.transfer.sh(held, CLEAR_STATE_SCRIPT, *clear_state_args(paths, probe))
         if code != 0:
             raise RuntimeUnavailable(f"clearing state paths {list(paths)}: {output[-300:]!r}")
         # An engine starts every command in the image's working folder: one that is gone
@@ -179,13 +179,11 @@ class HarborStateTransfer:
             made, said = self.transfer.sh(held, 'mkdir -p -- "$1"', workdir)
             if made != 0:
                 raise RuntimeUnavailable(f"making the work dir {workdir}: {said[-300:]!r}")
-        named = output.split("\0")[:-1]
-        return {p for p in named if p in probe}
+        return absent_probed(output, probe)
 
     def install(
         self, container: str, copies: Sequence[StateCopy], *, cleared: Sequence[str] = ()
     ) -> None:
-        """Replace each state path in the verifier's environment by the agent's version."""
         self.clear(container, [c.path for c in copies if c.path not in cleared])
         held = self.environments.get(container)
         for copy in copies:
