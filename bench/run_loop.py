@@ -36,6 +36,7 @@ from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import SWEEP_TEST
+from cleanroom.environments.pool.pool import on_host
 from cleanroom.harness.loop import LoopServices, run_loop
 from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.settings import LoopConfig
@@ -56,7 +57,7 @@ def _cpu_of_stat(path: Path) -> float:
 
 
 def _canary_pids(s: LoopServices) -> list[int]:
-    env = s.pool.env(CANARY_ENV)
+    env = on_host(s.pool).env(CANARY_ENV)
     uid = pwd.getpwnam(env.account.user).pw_uid
     pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == uid]
     if env.running is not None:

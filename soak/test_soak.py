@@ -36,7 +36,7 @@ import pytest
 
 from cleanroom.core.isolation import CONTROL_WINDOW
 from cleanroom.core.outcomes import Status
-from cleanroom.environments.pool.generations import read_action_log
+from cleanroom.environments.interface import read_action_log
 from cleanroom.environments.pool.plan import STANDBY_SLOT
 from cleanroom.harness.loop import load_battery
 from cleanroom.harness.plan import plan_tests

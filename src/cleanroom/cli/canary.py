@@ -10,7 +10,7 @@ import typer
 from cleanroom.cli.shared import PoolRunFolder
 from cleanroom.core.canary import CANARY_ENV, INTERVAL_S, CanarySample
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.pool.supervisor import PoolProcess
+from cleanroom.environments.providers import PoolProcess
 from cleanroom.isolation.canary.watcher import CanaryWatcher
 from cleanroom.store.rundb import RunStore
 

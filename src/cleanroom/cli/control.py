@@ -13,7 +13,7 @@ from cleanroom.cli.shared import AsJson
 from cleanroom.core.outcomes import EXIT_INVALID
 from cleanroom.core.publish import NOT_CLAIMED
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.pool.supervisor import NoPool, PoolProcess, current_run_dir
+from cleanroom.environments.providers import NoPool, PoolProcess, current_run_dir
 from cleanroom.isolation.controls.positive import run_and_store_control
 from cleanroom.store.rundb import DB_NAME, RunBusy, RunStore
 

@@ -15,9 +15,14 @@ from cleanroom.cli.shared import AsJson, NewRunFolder, PoolRunFolder, new_run_fo
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.interface import DEFAULT_PROGRAMS
 from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak, parse_leak
-from cleanroom.environments.pool.orphans import Collection, collect_garbage, reap_run
-from cleanroom.environments.pool.plan import PoolConfig
-from cleanroom.environments.pool.supervisor import PoolProcess, current_run_dir
+from cleanroom.environments.providers import (
+    Collection,
+    PoolConfig,
+    PoolProcess,
+    collect_garbage,
+    current_run_dir,
+    reap_run,
+)
 
 app = typer.Typer(no_args_is_help=True)
 

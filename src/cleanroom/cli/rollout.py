@@ -11,7 +11,7 @@ from cleanroom.cli.shared import AsJson, PoolRunFolder
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.outcomes import EXIT_INVALID
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.pool.supervisor import PoolProcess
+from cleanroom.environments.providers import PoolProcess
 from cleanroom.rollouts.registry import TASKS
 from cleanroom.rollouts.smoke_rollout import run_rollout
 

@@ -123,6 +123,16 @@ class GetClipboard(Action):
         return target.read_clipboard(self.selection).text
 
 
+@dataclass(frozen=True)
+class ClearClipboard(Action):
+    """Leave both selections without an owner: the harness's own action (a control's
+    undo), never parsed from a policy's request."""
+
+    def apply(self, target: ActionTarget) -> str | None:
+        target.clear_clipboard()
+        return None
+
+
 def _field(data: dict[str, Any], name: str, kind: type, default: Any = ...) -> Any:
     if name not in data:
         if default is ...:

@@ -22,6 +22,7 @@ passes the contract suite (``tests/contract``).
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -309,6 +310,34 @@ class ActResult:
     value: str | None = None
 
 
+@dataclass(frozen=True)
+class ActionRecord:
+    """One line of the action log."""
+
+    at: float
+    env: str
+    generation: int  # the generation the action aimed at
+    current: int  # the environment's generation when the action arrived
+    kind: str
+    outcome: str  # applied, refused-stale, refused-canary, refused-busy, rejected, failed
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def read_action_log(path: Path) -> list[ActionRecord]:
+    """Every record of an action log, in order."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            out.append(ActionRecord(**json.loads(line)))
+    return out
+
+
 # -- capabilities ----------------------------------------------------------------------------
 
 
@@ -395,6 +424,7 @@ class ActionTarget(Protocol):
     def focus_window(self, window_id: int) -> None: ...
     def focus_program(self, program: str) -> None: ...
     def set_clipboard(self, text: str, selections: tuple[str, ...]) -> None: ...
+    def clear_clipboard(self) -> None: ...
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead: ...
 
 

@@ -133,6 +133,9 @@ class MemoryEnvironment:
         for s in selections:
             self.desk.selections[s] = text
 
+    def clear_clipboard(self) -> None:
+        self.desk.selections.clear()
+
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead:
         if selection not in SELECTIONS:
             raise BadAction(f"unknown selection {selection!r}; use one of {', '.join(SELECTIONS)}")

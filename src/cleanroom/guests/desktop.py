@@ -29,7 +29,7 @@ _SESSION_KEYS = ("DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_A
 def environment_details(name: str, run_dir: Path | None = None) -> dict[str, Any]:
     """The pool's live description of one environment; `GuestError` if unreachable."""
     from cleanroom.environments.errors import PoolError
-    from cleanroom.environments.pool.supervisor import PoolProcess
+    from cleanroom.environments.providers import PoolProcess
 
     run = run_dir or (Path(os.environ[RUN_ENV]) if os.environ.get(RUN_ENV) else None)
     try:

@@ -28,11 +28,15 @@ from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV, PARKED_CONSOLE_TEST
 from cleanroom.core.isolation import judge_window
+from cleanroom.environments.interface import Desktops
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.orphans import collect_garbage
-from cleanroom.environments.pool.plan import CANARY_CPU_SHARES, PoolConfig
-from cleanroom.environments.pool.pool import Pool
-from cleanroom.environments.pool.pool_record import RECORDS_DIR
+from cleanroom.environments.providers import (
+    CANARY_CPU_SHARES,
+    RECORDS_DIR,
+    PoolConfig,
+    collect_garbage,
+    open_pool,
+)
 from cleanroom.environments.watchdog import Watchdog
 from cleanroom.harness.plan import PlannedCheck, plan_tests
 from cleanroom.harness.progress import LoopProgress
@@ -69,7 +73,7 @@ class LoopServices:
 
     config: LoopConfig
     store: RunStore
-    pool: Pool
+    pool: Desktops
     verify_server: VerifyServerProcess
     progress: LoopProgress
     console: Console
@@ -189,7 +193,7 @@ def start_services(
     stack.callback(server.stop)
     progress.event(f"verify server on {server.url}")
     progress.step(f"starting the pool: {CANARY_ENV} (canary) and {config.envs} environment(s)")
-    pool = Pool(
+    pool = open_pool(
         PoolConfig(envs=config.envs, root=config.pool_root, warm_standby=config.warm_standby),
         store.run_dir,
         store,
@@ -199,7 +203,9 @@ def start_services(
     watchdog = Watchdog(pool)
     watchdog.start()
     stack.callback(watchdog.stop)
-    progress.event(f"pool {pool.pool_id} ready: {', '.join(pool.names)}")
+    progress.event(
+        f"pool {pool.describe().get('pool_id', pool.provider)} ready: {', '.join(pool.names)}"
+    )
     services = LoopServices(config, store, pool, server, progress, console, stopping)
     services.parked = _parked_console(pool, store, progress)
     if services.parked is not None:
@@ -222,7 +228,9 @@ def remove_dead_runs(
         event(f"a dead run's {line}")
 
 
-def _parked_console(pool: Pool, store: RunStore, progress: LoopProgress) -> ParkedConsole | None:
+def _parked_console(
+    pool: Desktops, store: RunStore, progress: LoopProgress
+) -> ParkedConsole | None:
     """Start the parked console in env00; one that cannot start is recorded as not
     active, with why, and nothing is claimed for it."""
     progress.step("starting the parked console in env00")

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Self
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from cleanroom.environments.osworld_env.actions import ACTION_SPACES
-from cleanroom.environments.pool.plan import DEFAULT_ROOT
+from cleanroom.environments.providers import DEFAULT_ROOT
 from cleanroom.rollouts.osworld_outside import (
     CONNECTION_FILE,
     DEFAULT_EPISODE_S,

@@ -14,12 +14,13 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.core.tokens import Token, mint
+from cleanroom.environments.errors import UnknownEnvironment
+from cleanroom.environments.interface import Desktops
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import Pool
 from cleanroom.harness.form_audit_rows import LeasedRollout
 from cleanroom.rollouts.base import RolloutContext, SmokeTask
 from cleanroom.rollouts.registry import VerifySupplier, make_smoke_task
@@ -47,7 +48,7 @@ class SmokeRunner:
 
     def __init__(
         self,
-        pool: Pool,
+        pool: Desktops,
         store: RunStore,
         verify: VerifyClient,
         stopping: threading.Event,
@@ -138,11 +139,19 @@ class SmokeRunner:
             handle=LocalHandle(pool, env),
             run_dir=pool.run_dir,
             open_url=pool.open_url,
-            home_of=lambda: Path(pool.env(env).account.home),
-            env_details=lambda name: pool.env(name).describe(),
+            home_of=lambda: pool.places(env).home,
+            env_details=lambda name: environment_status(pool, name),
         )
 
     def _write_fault(self, token: Token, text: str) -> None:
         folder = self.pool.run_dir / "faults"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{token.rollout_id}.txt").write_text(text)
+
+
+def environment_status(pool: Desktops, name: str) -> dict[str, Any]:
+    """One environment's status as the pool describes it (for the rollouts' guests)."""
+    for env in pool.describe()["environments"]:
+        if env["name"] == name:
+            return dict(env)
+    raise UnknownEnvironment(f"no environment named {name!r}")

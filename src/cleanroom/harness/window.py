@@ -29,7 +29,7 @@ from cleanroom.core.isolation import (
     WindowVerdict,
     judge_window,
 )
-from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.interface import Desktops
 from cleanroom.harness.form_audit_window import AuditResult, audit_window
 from cleanroom.harness.plan import FOLLOW_UP_TEST, PlannedCheck, assign_tasks, follow_up_trials
 from cleanroom.harness.progress import LoopProgress
@@ -65,7 +65,7 @@ class WindowPlan:
 class WindowServices:
     """The run's parts a window uses; all started by the loop."""
 
-    pool: Pool
+    pool: Desktops
     store: RunStore
     verify: VerifyClient
     canary: CanaryWatcher

@@ -54,9 +54,9 @@ from cleanroom.environments.errors import (
     StaleGeneration,
     UnknownEnvironment,
 )
+from cleanroom.environments.interface import Desktops
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.policy.http import KEY_HEADER, env_key
-from cleanroom.environments.pool.pool import Pool
 from cleanroom.rollouts.osworld_desktop_env import (
     InvalidEvaluation,
     NoTask,
@@ -100,7 +100,7 @@ class PoolEnvs:
 
     def __init__(
         self,
-        pool: Pool,
+        pool: Desktops,
         *,
         action_space: str = "pyautogui",
         settings: CheckSettings | None = None,
@@ -136,7 +136,7 @@ class PoolEnvs:
     def _env(self, name: str) -> tuple[OSWorldDesktopEnv, threading.Lock]:
         with self._making:
             if name not in self._envs:
-                self.pool.env(name)  # an unknown environment raises here
+                self.pool.generation(name)  # an unknown environment raises here
                 handle = LocalHandle(self.pool, name)
                 env = OSWorldDesktopEnv(
                     handle,

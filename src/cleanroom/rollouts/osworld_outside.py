@@ -44,9 +44,9 @@ from cleanroom.environments.errors import (
     EnvironmentBroken,
     StaleGeneration,
 )
+from cleanroom.environments.interface import Desktops
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.policy.http import env_key
-from cleanroom.environments.pool.pool import Pool
 from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask
 from cleanroom.rollouts.osworld_desktop_env import InvalidEvaluation, NoTask, OSWorldDesktopEnv
 from cleanroom.rollouts.smoke_rollout import broken_outcome
@@ -116,7 +116,7 @@ class OutsideAgents:
 
     def __init__(
         self,
-        pool: Pool,
+        pool: Desktops,
         *,
         action_space: str = "pyautogui",
         settings: CheckSettings | None = None,  # None: each environment's own screen
@@ -254,7 +254,7 @@ class OutsideAgents:
     def _slot(self, name: str) -> _Slot:
         with self._changed:
             if name not in self._slots:
-                self.pool.env(name)  # an unknown environment raises here
+                self.pool.generation(name)  # an unknown environment raises here
                 self._slots[name] = _Slot()
             return self._slots[name]
 

@@ -19,7 +19,7 @@ from cleanroom.core.breakage import Breakage
 from cleanroom.core.outcomes import Cause, Outcome, Reason
 from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.environments.errors import EnvironmentBroken, PoolError, StaleGeneration
-from cleanroom.environments.pool.supervisor import PoolProcess
+from cleanroom.environments.providers import PoolProcess
 from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask, noop_policy
 from cleanroom.rollouts.registry import make_smoke_task
 from cleanroom.store.rundb import RunStore

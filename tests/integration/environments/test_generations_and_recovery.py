@@ -15,9 +15,9 @@ from Xlib import display as xdisplay
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.environments.errors import CanaryIsReadOnly, StaleGeneration
+from cleanroom.environments.interface import read_action_log
 from cleanroom.environments.policy.handle import LocalHandle, PolicyHandle
 from cleanroom.environments.pool.environment import DesktopEnvironment
-from cleanroom.environments.pool.generations import read_action_log
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.watchdog import Watchdog
 from cleanroom.lifecycle import wait_until

@@ -9,7 +9,8 @@ import pytest
 from cleanroom.core.breakage import Breakage
 from cleanroom.core.outcomes import Cause
 from cleanroom.environments.errors import StaleGeneration, UnknownEnvironment
-from cleanroom.environments.pool.generations import ActionLog, GenerationBook, read_action_log
+from cleanroom.environments.interface import read_action_log
+from cleanroom.environments.pool.generations import ActionLog, GenerationBook
 
 
 def test_a_new_environment_starts_at_generation_zero() -> None:

@@ -4,6 +4,7 @@ environment (the real one is driven in tests/integration/harness)."""
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from cleanroom.core.breakage import Breakage
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.environments.errors import BadAction, EnvironmentBroken, UnknownEnvironment
+from cleanroom.environments.memory import MemoryDesktops
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.policy.http import KEY_HEADER, env_key
 from cleanroom.rollouts import osworld_outside
@@ -35,11 +37,11 @@ from cleanroom.verifiers.osworld.task import TaskFileError
 TASK = {"id": "task-1", "instruction": "do it", "evaluator": {"func": "x"}}
 
 
-class _Pool:
-    def env(self, name: str) -> object:
-        if name not in ("env01", "env02"):
-            raise UnknownEnvironment(name)
-        return object()
+def _pool() -> MemoryDesktops:
+    """The canary, env01 and env02, in memory."""
+    pool = MemoryDesktops(Path(tempfile.mkdtemp(prefix="cleanroom-outside-")), envs=2)
+    pool.start()
+    return pool
 
 
 class _Env:
@@ -80,7 +82,7 @@ def _stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _agents(**kw: Any) -> OutsideAgents:
     settings = {"wait_s": 5.0, "episode_s": 5.0, "reset_wait_s": 5.0, **kw}
-    return OutsideAgents(_Pool(), **settings)  # type: ignore[arg-type]
+    return OutsideAgents(_pool(), **settings)
 
 
 def _ctx(env: str = "env01", seq: int = 1) -> RolloutContext:

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from cleanroom.core.breakage import Breakage
 from cleanroom.environments.errors import StaleGeneration, UnknownEnvironment
+from cleanroom.environments.interface import ActionRecord
 
 ACTION_LOG = "actions.jsonl"
 
@@ -70,23 +69,6 @@ class GenerationBook:
             return dict(self._gen)
 
 
-@dataclass(frozen=True)
-class ActionRecord:
-    """One line of the action log."""
-
-    at: float
-    env: str
-    generation: int  # the generation the action aimed at
-    current: int  # the environment's generation when the action arrived
-    kind: str
-    outcome: str  # applied, refused-stale, refused-canary, refused-busy, rejected, failed
-    detail: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
 class ActionLog:
     """Append-only JSON lines in the run folder; every write is flushed at once."""
 
@@ -116,14 +98,3 @@ class ActionLog:
         """Close the file."""
         with self._lock:
             self._fh.close()
-
-
-def read_action_log(path: Path) -> list[ActionRecord]:
-    """Every record of an action log, in order."""
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            out.append(ActionRecord(**json.loads(line)))
-    return out

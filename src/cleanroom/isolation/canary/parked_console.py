@@ -24,7 +24,7 @@ from pathlib import Path
 from cleanroom.core.canary import CANARY_ENV, ConsoleSample, digest
 from cleanroom.core.tokens import scan_text
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.interface import Desktops
 from cleanroom.lifecycle import wait_until
 
 SESSION = "parked"
@@ -45,14 +45,14 @@ class ConsoleUnavailable(PoolError):
 class ParkedConsole:
     """A running parked console in the pool's canary; start with `start`."""
 
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Desktops) -> None:
         self.pool = pool
         # In env00's runtime folder: writable in its sandbox, the same folder outside.
-        self.socket: Path = pool.env(CANARY_ENV).spec.runtime_dir / SOCKET_NAME
+        self.socket: Path = pool.places(CANARY_ENV).runtime_dir / SOCKET_NAME
         self.generation = -1  # env00's generation the console was last started in
 
     @classmethod
-    def start(cls, pool: Pool) -> ParkedConsole:
+    def start(cls, pool: Desktops) -> ParkedConsole:
         """Start the console in env00 and return once its prompt shows and holds still;
         `ConsoleUnavailable` says why it could not."""
         console = cls(pool)
@@ -106,17 +106,15 @@ class ParkedConsole:
             self._tmux("kill-server")
 
     def _launch(self) -> None:
-        env = self.pool.env(CANARY_ENV)
         with self.pool.lock(CANARY_ENV):
-            if env.running is None:
-                raise ConsoleUnavailable("env00's desktop is not running")
             self.generation = self.pool.generation(CANARY_ENV)
             argv = ["tmux", "-S", str(self.socket), "-f", "/dev/null",
                     "new-session", "-d", "-s", SESSION, "-x", "100", "-y", "30", SHELL]  # fmt: skip
             try:
-                code, out = env.run_inside(argv, timeout_s=START_TIMEOUT_S)
-            except (OSError, subprocess.TimeoutExpired) as exc:
+                done = self.pool.run_inside(CANARY_ENV, argv, timeout_s=START_TIMEOUT_S)
+            except (OSError, subprocess.TimeoutExpired, PoolError) as exc:
                 raise ConsoleUnavailable(f"tmux did not start in env00: {exc}") from exc
+        code, out = done.code, done.output
         if code != 0:
             raise ConsoleUnavailable(f"tmux did not start in env00 (exit {code}): {out.strip()}")
         self._settle()

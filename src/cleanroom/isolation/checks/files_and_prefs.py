@@ -26,9 +26,8 @@ from cleanroom.core.tokens import TokenHit
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import on_host
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
-from cleanroom.isolation.checks.holdings import holdings, profile_dirs
+from cleanroom.isolation.checks.holdings import holdings
 from cleanroom.lifecycle import wait_until
 from cleanroom.tree_scan import ScanError, scan_file, scan_tree
 
@@ -78,16 +77,17 @@ class FilesAndPrefsCheck(IsolationCheck):
 
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
         """Write the three tokens in one environment, then search every other one."""
-        pool = on_host(on_host(ctx.pool))
+        pool = ctx.pool
         writer = ctx.acting_envs[trial % len(ctx.acting_envs)]
         others = [n for n in pool.names if n != writer]
         tokens = [ctx.mint(writer) for _ in range(3)]
         wanted = {str(t) for t in tokens}
-        lo_profiles = [p for p in profile_dirs(pool, writer) if "libreoffice" in p.name]
+        places = pool.places(writer)
+        lo_profiles = [p for p in places.profiles if "libreoffice" in p.name]
         if not lo_profiles:
             raise FilesNotWritten(f"{writer} runs no Writer, so it has no LibreOffice profile")
         profile = lo_profiles[0]
-        home = pool.env(writer).account.home
+        home = places.home
 
         handle = LocalHandle(pool, writer)
         handle.focus(program="terminal")

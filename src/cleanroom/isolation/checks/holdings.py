@@ -14,11 +14,8 @@ from pathlib import Path
 
 from cleanroom.core.tokens import TokenHit, scan_text
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.interface import SELECTIONS
-from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.interface import SELECTIONS, Desktops
 from cleanroom.tree_scan import scan_tree
-
-_PROFILE_FLAGS = ("-env:UserInstallation=file://", "--user-data-dir=")
 
 
 class PlaceUnreadable(PoolError):
@@ -34,33 +31,14 @@ class Holdings:
     searched: list[str] = field(default_factory=list)
 
 
-def profile_dirs(pool: Pool, env: str) -> list[Path]:
-    """The profile folders (LibreOffice, Chromium) the environment's programs use: those
-    its session hands them, and those its running programs were started with."""
-    e = pool.env(env)
-    found: list[Path] = []
-    if e.running is not None:
-        session = e.running.session
-        declared = [session.libreoffice_profile, session.browser_profile]
-        found.extend(p for p in declared if p.exists())
-    for program in e.programs:
-        args = program.proc.args
-        argv = [str(a) for a in args] if isinstance(args, list | tuple) else [str(args)]
-        for arg in argv:
-            for flag in _PROFILE_FLAGS:
-                if arg.startswith(flag):
-                    found.append(Path(arg[len(flag) :]))
-    return list(dict.fromkeys(found))
-
-
-def trees_of(pool: Pool, env: str, *, logs: bool = True) -> list[Path]:
+def trees_of(pool: Desktops, env: str, *, logs: bool = True) -> list[Path]:
     """Every folder that belongs to ``env``: its home, its programs' profiles and (with
     ``logs``) its log folder in the run folder; absolute (never resolved through a link the
     environment left) and without repeats."""
-    e = pool.env(env)
-    trees = [e.account.home, *profile_dirs(pool, env)]
+    places = pool.places(env)
+    trees = [places.home, *places.profiles]
     if logs:
-        trees.append(e.spec.log_dir)
+        trees.append(places.log_dir)
     unique: list[Path] = []
     for t in trees:
         r = Path(os.path.abspath(t))  # lexically: a link of the environment's is not followed
@@ -88,17 +66,17 @@ def scan_trees(trees: list[Path]) -> list[TokenHit]:
     return hits
 
 
-def clipboard_hits(pool: Pool, env: str) -> list[TokenHit]:
+def clipboard_hits(pool: Desktops, env: str) -> list[TokenHit]:
     """Every token in the environment's CLIPBOARD and PRIMARY selections."""
     hits: list[TokenHit] = []
     for selection in SELECTIONS:
-        text = pool.env(env).read_clipboard(selection).text  # ClipboardUnreadable is a PoolError
+        text = pool.read_selection(env, selection).text  # ClipboardUnreadable is a PoolError
         if text:
             hits.extend(scan_text(text, f"{env}:{selection}"))
     return hits
 
 
-def holdings(pool: Pool, env: str, *, logs: bool = True, clipboard: bool = True) -> Holdings:
+def holdings(pool: Desktops, env: str, *, logs: bool = True, clipboard: bool = True) -> Holdings:
     """Search everything ``env`` holds; raise `PoolError` if any of it cannot be read."""
     found = Holdings(env)
     if clipboard:

@@ -14,7 +14,6 @@ from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.tokens import Token, scan_text
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle, PolicyHandle
-from cleanroom.environments.pool.pool import on_host
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.together import at_once
 from cleanroom.isolation.checks.writer_steps import (
@@ -56,8 +55,8 @@ class KeyboardStormCheck(IsolationCheck):
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
         """Clear, storm, save, read every saved document from the host."""
         envs = ctx.acting_envs
-        handles = {e: LocalHandle(on_host(ctx.pool), e) for e in envs}
-        paths = {e: document_path(on_host(ctx.pool), e) for e in envs}
+        handles = {e: LocalHandle(ctx.pool, e) for e in envs}
+        paths = {e: document_path(ctx.pool, e) for e in envs}
         tokens = {e: [ctx.mint(e) for _ in range(self.tokens)] for e in envs}
         cleared = at_once({e: partial(clear_document, handles[e]) for e in envs})
         time.sleep(0.3)

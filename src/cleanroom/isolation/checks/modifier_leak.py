@@ -15,7 +15,6 @@ from cleanroom.core.detectors import ModifierEffect, modifier_effect
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import on_host
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.writer_steps import (
     clear_document,
@@ -114,8 +113,8 @@ class ModifierLeakCheck(IsolationCheck):
         self, ctx: TrialContext, trial: int, modifier: str, holder: str, typist: str
     ) -> tuple[list[IsolationRow], dict[str, object]]:
         envs = ctx.acting_envs
-        hold, typ = LocalHandle(on_host(ctx.pool), holder), LocalHandle(on_host(ctx.pool), typist)
-        paths = {e: document_path(on_host(ctx.pool), e) for e in envs}
+        hold, typ = LocalHandle(ctx.pool, holder), LocalHandle(ctx.pool, typist)
+        paths = {e: document_path(ctx.pool, e) for e in envs}
         word = "".join(secrets.choice(SAFE_LETTERS) for _ in range(WORD_LEN))
         check = "".join(secrets.choice("0123456789") for _ in range(CHECK_LEN))
         clear_document(typ)
@@ -163,6 +162,4 @@ class ModifierLeakCheck(IsolationCheck):
 
 def _release_everything(ctx: TrialContext, env: str) -> None:
     # Whatever happens in the phase, no key may stay down for the next test.
-    running = on_host(on_host(ctx.pool)).env(env).running
-    if running is not None:
-        running.input.release_all()
+    ctx.pool.release_keys(env)

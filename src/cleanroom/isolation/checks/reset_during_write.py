@@ -22,7 +22,6 @@ from cleanroom.core.tokens import TokenHit
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import on_host
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.holdings import holdings
 
@@ -47,7 +46,7 @@ class ResetDuringWriteCheck(IsolationCheck):
 
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
         """Write, save, reset 200 ms later, and search every environment 50 ms after."""
-        pool = on_host(on_host(ctx.pool))
+        pool = ctx.pool
         env = ctx.acting_envs[trial % len(ctx.acting_envs)]
         clip, typed = ctx.mint(env), ctx.mint(env)
         handle = LocalHandle(pool, env)

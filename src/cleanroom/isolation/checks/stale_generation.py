@@ -21,8 +21,8 @@ from cleanroom.core.detectors import stale_generation_row
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.actions import Click
 from cleanroom.environments.errors import PoolError, StaleGeneration
+from cleanroom.environments.interface import read_action_log
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.pool.generations import read_action_log
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.fault import Fault
 

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from cleanroom.core.breakage import Part
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import SWEEP_TEST, IsolationRow, RowResult
 from cleanroom.core.outcomes import Reason
@@ -71,10 +72,10 @@ from cleanroom.core.sweep import (
 )
 from cleanroom.core.tokens import Token, scan_bytes
 from cleanroom.environments.errors import PoolError
+from cleanroom.environments.interface import Desktops
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.pool.pool import Pool, on_host
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
-from cleanroom.isolation.checks.holdings import clipboard_hits, profile_dirs
+from cleanroom.isolation.checks.holdings import clipboard_hits
 from cleanroom.store.rundb import RunStore
 from cleanroom.store.submissions import StoreError, SubmissionStore
 from cleanroom.tree_scan import scan_tree
@@ -92,18 +93,17 @@ def proof_path(home: Path, token: Token) -> Path:
     return home / f"{PROOF_PREFIX}{token}.txt"
 
 
-def tree_mentions(pool: Pool) -> list[tuple[str, str, str]]:
+def tree_mentions(pool: Desktops) -> list[tuple[str, str, str]]:
     """Every folder of every environment as ``(absolute path, env, kind)``: lexically,
     never resolved, since a link inside an environment's home is the environment's and
     must not turn another environment's folder into its own."""
     mentions = []
     for name in pool.names:
-        e = pool.env(name)
-        runtime = e.running.session.runtime_dir if e.running is not None else e.spec.runtime_dir
-        mentions.append((os.path.abspath(e.account.home), name, HOME))
-        mentions.extend((os.path.abspath(p), name, PROFILE) for p in profile_dirs(pool, name))
-        mentions.append((os.path.abspath(runtime), name, RUNTIME))
-        mentions.append((os.path.abspath(e.spec.log_dir), name, LOGS))
+        places = pool.places(name)
+        mentions.append((str(places.home), name, HOME))
+        mentions.extend((str(p), name, PROFILE) for p in places.profiles)
+        mentions.append((str(places.runtime_dir), name, RUNTIME))
+        mentions.append((str(places.log_dir), name, LOGS))
     return mentions
 
 
@@ -127,7 +127,7 @@ def _written_since(path: str, since: float) -> bool:
         return True  # a log that cannot be looked at again still held the token
 
 
-def read_clipboard(pool: Pool, env: str) -> Reading:
+def read_clipboard(pool: Desktops, env: str) -> Reading:
     """An environment's CLIPBOARD and PRIMARY, as one place."""
     place = Place(f"{env}'s clipboard", (env,), CLIPBOARD)
     try:
@@ -153,7 +153,7 @@ def read_submissions(db: Path, since: float, envs: tuple[str, ...]) -> list[Read
     return out
 
 
-def read_places(pool: Pool, since: float, submissions_db: Path | None = None) -> list[Reading]:
+def read_places(pool: Desktops, since: float, submissions_db: Path | None = None) -> list[Reading]:
     """Read every place of every environment of the pool (see the module's docstring)."""
     readings = [read_tree(p, since) for p in merge_places(tree_mentions(pool))]
     readings += [read_clipboard(pool, env) for env in pool.names]
@@ -178,15 +178,14 @@ def write_proofs(ctx: TrialContext) -> list[Proof]:
     own user where its programs run."""
     proofs = []
     for env in ctx.acting_envs:
-        e = on_host(on_host(ctx.pool)).env(env)
         token = ctx.mint(env)
-        path = proof_path(e.account.home, token)
+        path = proof_path(ctx.pool.places(env).home, token)
         argv = ["sh", "-c", 'printf "%s\\n" "$1" > "$2"', "sh", str(token), str(path)]
         error = None
         try:
-            code, out = e.run_inside(argv, timeout_s=WRITE_TIMEOUT_S)
-            if code != 0:
-                error = f"the write exited with {code}: {out.strip()[:200]}"
+            done = ctx.pool.run_inside(env, argv, timeout_s=WRITE_TIMEOUT_S)
+            if done.code != 0:
+                error = f"the write exited with {done.code}: {done.output.strip()[:200]}"
         except (PoolError, subprocess.TimeoutExpired) as exc:
             error = f"{type(exc).__name__}: {exc}"
         proofs.append(Proof(env, token, path, error))
@@ -218,11 +217,10 @@ def sweep_before_wipe(ctx: TrialContext, trial: int, env: str) -> list[Isolation
     sees (its homes' own tokens).
     """
     since = window_start(ctx.store, ctx.window) or time.time()
-    mentions = [m for m in tree_mentions(on_host(ctx.pool)) if m[1] == env]
+    mentions = [m for m in tree_mentions(ctx.pool) if m[1] == env]
     readings = [read_tree(p, since) for p in merge_places(mentions)]
-    running = on_host(on_host(ctx.pool)).env(env).running
-    if running is not None and running.display.alive():
-        readings.append(read_clipboard(on_host(ctx.pool), env))
+    if not any(p.part is Part.DISPLAY for p in ctx.pool.health(env)):
+        readings.append(read_clipboard(ctx.pool, env))
     rows = sweep_rows(trial, ctx.window, readings, [env])
     return [r for r in rows if r.result is not RowResult.CLEAN]
 
@@ -261,7 +259,7 @@ class TokenSweepCheck(IsolationCheck):
         since = window_start(ctx.store, ctx.window) or started
         proofs = write_proofs(ctx)
         try:
-            readings = read_places(on_host(ctx.pool), since, ctx.submissions_db)
+            readings = read_places(ctx.pool, since, ctx.submissions_db)
         finally:
             for p in proofs:
                 with contextlib.suppress(OSError):

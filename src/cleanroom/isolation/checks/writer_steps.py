@@ -8,9 +8,8 @@ import time
 from pathlib import Path
 
 from cleanroom.core.odt import OdtError, odt_text
-from cleanroom.environments.interface import DOCUMENT
+from cleanroom.environments.interface import DOCUMENT, Desktops
 from cleanroom.environments.policy.handle import PolicyHandle
-from cleanroom.environments.pool.pool import Pool
 from cleanroom.host_files import read_beneath
 from cleanroom.lifecycle import wait_until
 
@@ -18,9 +17,9 @@ SAVE_TIMEOUT_S = 20.0
 _STABLE_S = 0.5  # a save is finished once the file has not changed for this long
 
 
-def document_path(pool: Pool, env: str) -> Path:
+def document_path(pool: Desktops, env: str) -> Path:
     """The environment's Writer document, as the host sees it."""
-    return pool.env(env).account.home / DOCUMENT
+    return pool.places(env).home / DOCUMENT
 
 
 def modified_ns(path: Path) -> int:

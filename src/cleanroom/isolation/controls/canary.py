@@ -30,9 +30,10 @@ from cleanroom.core.canary import (
 )
 from cleanroom.core.isolation import CONTROL_WINDOW, RowResult, Window
 from cleanroom.core.tokens import RolloutId, Token, mint
+from cleanroom.environments.actions import ClearClipboard, Focus, SetClipboard, TypeText
 from cleanroom.environments.errors import PoolError
+from cleanroom.environments.interface import Desktops
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import Pool
 from cleanroom.isolation.canary.parked_console import ParkedConsole
 from cleanroom.isolation.canary.watcher import take_sample
 from cleanroom.lifecycle import wait_until
@@ -47,29 +48,25 @@ class Plant:
     """One way a leak reaches the canary, and how the harness wires it in."""
 
     leak: str
-    apply: Callable[[Pool, str], None]
-    undo: Callable[[Pool], None]
+    apply: Callable[[Desktops, str], None]
+    undo: Callable[[Desktops], None]
 
 
-def _type_into_writer(pool: Pool, text: str) -> None:
-    env = pool.env(CANARY_ENV)
-    with pool.lock(CANARY_ENV):
-        env.focus_program("writer")
-        env.type_text(f" {text} ")
+def _type_into_writer(pool: Desktops, text: str) -> None:
+    pool.harness_act(CANARY_ENV, Focus("focus", program="writer"))
+    pool.harness_act(CANARY_ENV, TypeText("type", f" {text} "))
 
 
-def _set_clipboard(pool: Pool, text: str) -> None:
-    with pool.lock(CANARY_ENV):
-        pool.env(CANARY_ENV).set_clipboard(text)
+def _set_clipboard(pool: Desktops, text: str) -> None:
+    pool.harness_act(CANARY_ENV, SetClipboard("set_clipboard", text))
 
 
-def _nothing(pool: Pool) -> None:
+def _nothing(pool: Desktops) -> None:
     return None
 
 
-def _clear_clipboard(pool: Pool) -> None:
-    with pool.lock(CANARY_ENV):
-        pool.env(CANARY_ENV).clear_clipboard()
+def _clear_clipboard(pool: Desktops) -> None:
+    pool.harness_act(CANARY_ENV, ClearClipboard("clear_clipboard"))
 
 
 PLANTS = (
@@ -80,7 +77,7 @@ CONSOLE_LEAK = "planted: text typed at env00's parked console"
 
 
 def run_canary_control(
-    pool: Pool,
+    pool: Desktops,
     *,
     source_env: str = "env01",
     see_within_s: float = SEE_WITHIN_S,

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.environments.interface import Desktops
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.pool.plan import DEFAULT_ROOT, PoolConfig
-from cleanroom.environments.pool.pool import Pool, on_host
+from cleanroom.environments.providers import DEFAULT_ROOT, PoolConfig, open_pool
 from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.isolation.checks import observing_for
 from cleanroom.isolation.checks.observation_privacy import DURATION_S, ObservationPrivacyCheck
@@ -351,7 +351,7 @@ def _run_setup(
         # yet) and once per fresh pool: each run gets a folder of its own.
         sub = _fresh_folder(run_dir / "controls", setup.replace(":", "-"))
         sub_store = RunStore.create(sub, meta={"leaky_setup": setup})
-        pool = Pool(config, sub, sub_store)
+        pool = open_pool(config, sub, sub_store)
         try:
             started = time.monotonic()
             try:
@@ -382,12 +382,12 @@ def _run_one(
     """Run ``test``'s trials, with ``fault`` in place on the pool when there is one."""
     if fault is None:
         return run_test(test, ctx, trials)
-    with with_fault(fault, on_host(ctx.pool)) as faulty:
+    with with_fault(fault, ctx.pool) as faulty:
         if faulty.name != test.name:
             raise ValueError(f"fault {fault.value} proves {faulty.name}, not {test.name}")
         return run_test(faulty, ctx, trials)
 
 
-def _condition(pool: Pool) -> dict[str, tuple[int, bool]]:
+def _condition(pool: Desktops) -> dict[str, tuple[int, bool]]:
     """Each environment's generation and whether it is healthy."""
-    return {n: (pool.generation(n), not pool.env(n).problems()) for n in pool.names}
+    return {n: (pool.generation(n), not pool.health(n)) for n in pool.names}

@@ -11,21 +11,20 @@ the sweep was proven in this run. The file is removed again afterwards.
 
 from __future__ import annotations
 
-import os
 import time
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import CONTROL_WINDOW, SWEEP_TEST, RowResult
 from cleanroom.core.sweep import sweep_rows
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.interface import Desktops
 from cleanroom.isolation.checks.token_sweep import read_places
 from cleanroom.store.rundb import LeakyControlResult
 
 CONTROL_SEQ = 950
 
 
-def run_sweep_control(pool: Pool) -> LeakyControlResult:
+def run_sweep_control(pool: Desktops) -> LeakyControlResult:
     """Plant a token of the first acting environment in the home of the second (of the
     canary when there is no second), sweep, and judge whether it was found and named."""
     acting = [n for n in pool.names if n != CANARY_ENV]
@@ -33,11 +32,9 @@ def run_sweep_control(pool: Pool) -> LeakyControlResult:
     target = acting[1] if len(acting) > 1 else CANARY_ENV
     token = mint(RolloutId(source, CONTROL_WINDOW, CONTROL_SEQ))
     leak = f"planted: a file holding {source}'s token in {target}'s home"
-    account = pool.env(target).account
-    path = account.home / f"leaked-{token}.txt"
+    path = pool.places(target).home / f"leaked-{token}.txt"
     try:
-        path.write_text(f"leaked {token}\n")
-        os.chown(path, account.uid, account.gid)
+        path = pool.write_home_file(target, path.name, f"leaked {token}\n".encode())
         readings = read_places(pool, time.time())
     except OSError as exc:
         return LeakyControlResult(SWEEP_TEST, leak, False, 0, 0, f"not wired in: {exc}")
