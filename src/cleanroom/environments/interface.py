@@ -53,6 +53,10 @@ DESKTOP_SKELETON: tuple[str, ...] = (
     "Videos",
 )
 DOCUMENT = "Documents/notes.odt"
+# The folder of fonts every X server may be asked to read, and the font name in it: the
+# channels check asks a display's server to read another environment's folder through it.
+CONTROL_FONTS = Path("/run/cleanroom/x11/control-fonts")
+CONTROL_FONT_NAME = "cleanroom-x-server-control"
 # The programs an environment starts unless told otherwise.
 DEFAULT_PROGRAMS = ("writer", "terminal", "browser")
 
@@ -143,12 +147,27 @@ class FileStat:
 class Places:
     """Where an environment's state lives on the harness's host, each path absolute and
     never resolved through a link the environment left: its home, its programs' profiles,
-    its runtime folder and its log folder in the run folder."""
+    its runtime folder and its log folder in the run folder; and the Unix user whose
+    files they are."""
 
+    user: str
     home: Path
     profiles: tuple[Path, ...]
     runtime_dir: Path
     log_dir: Path
+
+
+class Started(Protocol):
+    """A command started in an environment (`DesktopController.start_inside`)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 class Kill(StrEnum):
@@ -215,6 +234,15 @@ class Screenshot:
     def to_json(self) -> bytes:
         """The wire form: the PNG itself."""
         return self.png
+
+
+@dataclass(frozen=True)
+class Pixels:
+    """The screen as raw RGB, three bytes a pixel, row by row (the harness's own look)."""
+
+    width: int
+    height: int
+    rgb: bytes
 
 
 @dataclass(frozen=True)
@@ -541,6 +569,10 @@ class DesktopController(Protocol):
         gate (the harness's sweeps read it at any generation)."""
         ...
 
+    def pixels(self, name: str) -> Pixels:
+        """The screen as the harness sees it, raw, outside the gate."""
+        ...
+
     def release_keys(self, name: str) -> None:
         """Release every key and button the harness holds down there."""
         ...
@@ -557,6 +589,16 @@ class DesktopController(Protocol):
 
     def run_inside(self, name: str, argv: list[str], timeout_s: float = 60.0) -> CommandResult:
         """``argv`` run where the environment's programs run, as its user."""
+        ...
+
+    def start_inside(self, name: str, argv: list[str], log_name: str) -> tuple[Started, Path]:
+        """``argv`` started where the environment's programs run, as its user, its output
+        in a log file of its own in the run folder; the command and that file."""
+        ...
+
+    def end_inside(self, name: str, started: Started, grace_s: float = 5.0) -> None:
+        """End a command `start_inside` started, and everything it started (SIGTERM, then
+        SIGKILL after ``grace_s``)."""
         ...
 
     def open_url(self, name: str, url: str) -> None: ...

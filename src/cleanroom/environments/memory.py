@@ -43,11 +43,13 @@ from cleanroom.environments.interface import (
     Kill,
     Obs,
     Observation,
+    Pixels,
     Places,
     ProcessInfo,
     SandboxLimits,
     Screenshot,
     ScreenSize,
+    Started,
     Unsupported,
     WindowInfo,
     WindowList,
@@ -297,7 +299,7 @@ class MemoryDesktops:
     def places(self, name: str) -> Places:
         self._env(name)
         folder = self.run_dir / "places" / name
-        return Places(folder / "home", (), folder / "run", self.run_dir / "logs" / name)
+        return Places(name, folder / "home", (), folder / "run", self.run_dir / "logs" / name)
 
     # -- the controller --------------------------------------------------------------------
 
@@ -369,6 +371,12 @@ class MemoryDesktops:
         self._env(name).home[relative] = data
         return self.places(name).home / relative
 
+    def pixels(self, name: str) -> Pixels:
+        env = self._env(name)
+        r, g, b = hashlib.sha256(repr(sorted(env.texts.items())).encode()).digest()[:3]
+        width, height = self.screen.width, self.screen.height
+        return Pixels(width, height, bytes((r, g, b)) * (width * height))
+
     def release_keys(self, name: str) -> None:
         self._env(name).keys_down.clear()
 
@@ -385,6 +393,12 @@ class MemoryDesktops:
         return None if data is None or len(data) > limit else data
 
     def run_inside(self, name: str, argv: list[str], timeout_s: float = 60.0) -> CommandResult:
+        raise Unsupported(self.provider, ["commands"])
+
+    def start_inside(self, name: str, argv: list[str], log_name: str) -> tuple[Started, Path]:
+        raise Unsupported(self.provider, ["commands"])
+
+    def end_inside(self, name: str, started: Started, grace_s: float = 5.0) -> None:
         raise Unsupported(self.provider, ["commands"])
 
     def open_url(self, name: str, url: str) -> None:

@@ -709,6 +709,7 @@ class DesktopEnvironment:
             )
         runtime = live.session.runtime_dir if live is not None else self.spec.runtime_dir
         return Places(
+            user=self.account.user,
             home=Path(os.path.abspath(self.account.home)),
             profiles=tuple(Path(os.path.abspath(p)) for p in dict.fromkeys(found)),
             runtime_dir=Path(os.path.abspath(runtime)),

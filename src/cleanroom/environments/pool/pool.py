@@ -38,10 +38,12 @@ from cleanroom.environments.interface import (
     FileStat,
     Kill,
     Obs,
+    Pixels,
     Places,
     ProcessInfo,
     SandboxLimits,
     ScreenSize,
+    Started,
     Unsupported,
 )
 from cleanroom.environments.leaky_setups import Leak
@@ -50,6 +52,7 @@ from cleanroom.environments.pool.gate import Gate
 from cleanroom.environments.pool.lifecycle import Lifecycle
 from cleanroom.environments.pool.observations import READERS, state_of
 from cleanroom.environments.pool.plan import PoolConfig, PoolPlan
+from cleanroom.environments.session.processes import kill_pids, process_tree
 from cleanroom.store.rundb import RunStore
 
 
@@ -274,6 +277,10 @@ class Pool:
         """Plant a file beneath the environment's home, owned by its user."""
         return self.env(name).write_home_file(relative, data)
 
+    def pixels(self, name: str) -> Pixels:
+        """The screen as the harness sees it, raw, outside the gate."""
+        return Pixels(*self.env(name).live.screen.grab_rgb())
+
     def release_keys(self, name: str) -> None:
         """Release every key and button the harness holds down there."""
         with contextlib.suppress(Exception):
@@ -294,6 +301,17 @@ class Pool:
     def run_inside(self, name: str, argv: list[str], timeout_s: float = 60.0) -> CommandResult:
         """``argv`` run where the environment's programs run, as its user."""
         return self.env(name).run_command(argv, timeout_s)
+
+    def start_inside(self, name: str, argv: list[str], log_name: str) -> tuple[Started, Path]:
+        """``argv`` started where the environment's programs run, its output in a log."""
+        return self.env(name).start_inside(argv, log_name)
+
+    def end_inside(self, name: str, started: Started, grace_s: float = 5.0) -> None:
+        """End a command `start_inside` started, and everything it started."""
+        self.env(name)
+        kill_pids(process_tree(started.pid), grace_s=grace_s)
+        with contextlib.suppress(Exception):
+            started.wait(timeout=grace_s)
 
     def open_url(self, name: str, url: str) -> None:
         """Open a URL in the environment's browser (a harness setup step, not an action)."""

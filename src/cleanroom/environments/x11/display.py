@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.environments.errors import StartError
-from cleanroom.environments.interface import ScreenSize
+from cleanroom.environments.interface import CONTROL_FONT_NAME, CONTROL_FONTS, ScreenSize
 from cleanroom.environments.session.sandbox import Sandbox, SandboxedProcess, runtime_environment
 from cleanroom.environments.session.sandbox_spec import (
     DISPLAY_NAMESPACES,
@@ -40,8 +40,6 @@ from cleanroom.lifecycle import stop_group, wait_until
 SOCKET_DIR = Path("/tmp/.X11-unix")
 # A font folder every display's server can read (the harness's own, read-only): what a
 # probe adds to its font path to prove that its server reads folders given by path.
-CONTROL_FONTS = Path("/run/cleanroom/x11/control-fonts")
-CONTROL_FONT_NAME = "cleanroom-x-server-control"
 # How many free numbers a start tries: a server that fails on one (its number taken by
 # another's socket between the look and the start) starts on the next, one that fails on
 # every number is broken (its socket folder, its binary) and fails the start at once.

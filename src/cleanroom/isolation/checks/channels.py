@@ -45,13 +45,15 @@ from cleanroom.core.channels import (
 )
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.interface import SandboxLimits
+from cleanroom.environments.interface import (
+    CONTROL_FONT_NAME,
+    CONTROL_FONTS,
+    Desktops,
+    Places,
+    SandboxLimits,
+    Started,
+)
 from cleanroom.environments.leaky_setups import Leak
-from cleanroom.environments.pool.environment import DesktopEnvironment
-from cleanroom.environments.pool.pool import on_host
-from cleanroom.environments.session.processes import kill_pids, process_tree
-from cleanroom.environments.session.programs import ProgramProcess
-from cleanroom.environments.x11.display import CONTROL_FONT_NAME, CONTROL_FONTS
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.lifecycle import wait_until
 
@@ -81,32 +83,32 @@ class ChannelsCheck(IsolationCheck):
         return [(a, b) for a in names for b in names if a != b]
 
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
-        pool = on_host(on_host(ctx.pool))
+        pool = ctx.pool
         names = pool.names
-        envs = {n: pool.env(n) for n in names}
+        places = {n: pool.places(n) for n in names}
         tokens = {n: ctx.mint(n) for n in names}
         sentinel = _Sentinel()  # a harness service on the host's loopback, like the pool API
-        base = _base_config(ctx, envs)
+        base = _base_config(ctx, places)
         base["control_ports"]["harness-loopback"] = {"port": sentinel.port}
         plants: dict[str, PlantReport] = {}
-        running: list[ProgramProcess] = []
+        started: dict[str, tuple[Started, Path]] = {}
         try:
-            started = {}
-            for n, env in envs.items():
-                cfg = {**base, **_own_config(env, n, str(tokens[n]))}
+            for n in names:
+                cfg = {**base, **_own_config(pool, n, str(tokens[n]))}
                 try:
-                    started[n] = env.start_inside(_probe_argv(env, "plant", cfg), "channel-plant")
-                    running.append(started[n][0])
+                    started[n] = pool.start_inside(
+                        n, _probe_argv(pool, n, "plant", cfg), "channel-plant"
+                    )
                 except PoolError as exc:
                     plants[n] = PlantReport(n, error=str(exc))
             for n, (proc, log) in started.items():
                 plants[n] = _await_plant(n, proc, log)
-            collects = {
-                n: _collect(env, {**base, **_own_config(env, n, "")}) for n, env in envs.items()
-            }
+            collects = {n: _collect(pool, n, {**base, **_own_config(pool, n, "")}) for n in names}
         finally:
-            for proc in running:
-                _end(proc)
+            for n, (proc, _) in started.items():
+                # SIGTERM lets the plant remove what it made outside a sandbox.
+                with contextlib.suppress(PoolError):
+                    pool.end_inside(n, proc, grace_s=5.0)
             sentinel.close()
         ctx.write_evidence(
             NAME,
@@ -159,7 +161,7 @@ class _Sentinel:
         self._sock.close()
 
 
-def _base_config(ctx: TrialContext, envs: dict[str, DesktopEnvironment]) -> dict[str, Any]:
+def _base_config(ctx: TrialContext, places: dict[str, Places]) -> dict[str, Any]:
     # The pool's API is never to be reached from an environment; the verify server is
     # (its pages are forwarded in), but its keyed routes must refuse a caller with no key.
     control: dict[str, dict[str, Any]] = {}
@@ -171,9 +173,9 @@ def _base_config(ctx: TrialContext, envs: dict[str, DesktopEnvironment]) -> dict
         if port:
             control["verify"] = {"port": port, "keyed_path": "/v1/audit?window=0"}
     return {
-        "envs": list(envs),
-        "users": {n: e.account.user for n, e in envs.items()},
-        "homes": {n: str(e.account.home) for n, e in envs.items()},
+        "envs": list(places),
+        "users": {n: p.user for n, p in places.items()},
+        "homes": {n: str(p.home) for n, p in places.items()},
         "port_base": PORT_BASE,
         "control_ports": control,
         "run_folder": str(ctx.run_dir),
@@ -183,20 +185,21 @@ def _base_config(ctx: TrialContext, envs: dict[str, DesktopEnvironment]) -> dict
     }
 
 
-def _own_config(env: DesktopEnvironment, name: str, token: str) -> dict[str, Any]:
+def _own_config(pool: Desktops, name: str, token: str) -> dict[str, Any]:
+    places = pool.places(name)
     return {
         "me": name,
         "token": token,
-        "home": str(env.account.home),
-        "runtime_dir": str(env.running.session.runtime_dir) if env.running else "",
+        "home": str(places.home),
+        "runtime_dir": str(places.runtime_dir),
     }
 
 
-def _probe_argv(env: DesktopEnvironment, mode: str, cfg: dict[str, Any]) -> list[str]:
-    return [env.python, "-I", "-c", PROBE_SOURCE.read_text(), mode, json.dumps(cfg)]
+def _probe_argv(pool: Desktops, name: str, mode: str, cfg: dict[str, Any]) -> list[str]:
+    return [pool.python(name), "-I", "-c", PROBE_SOURCE.read_text(), mode, json.dumps(cfg)]
 
 
-def _await_plant(name: str, proc: ProgramProcess, log: Path) -> PlantReport:
+def _await_plant(name: str, proc: Started, log: Path) -> PlantReport:
     def answered() -> PlantReport | None:
         line = _first_json_line(log)
         if line is not None:
@@ -212,12 +215,12 @@ def _await_plant(name: str, proc: ProgramProcess, log: Path) -> PlantReport:
     return report
 
 
-def _collect(env: DesktopEnvironment, cfg: dict[str, Any]) -> CollectReport:
-    name = str(cfg["me"])
+def _collect(pool: Desktops, name: str, cfg: dict[str, Any]) -> CollectReport:
     try:
-        code, out = env.run_inside(_probe_argv(env, "collect", cfg), COLLECT_WITHIN_S)
+        done = pool.run_inside(name, _probe_argv(pool, name, "collect", cfg), COLLECT_WITHIN_S)
     except Exception as exc:
         return CollectReport(name, error=f"{type(exc).__name__}: {exc}")
+    code, out = done.code, done.output
     for line in out.splitlines():
         with contextlib.suppress(ValueError):
             data = json.loads(line)
@@ -244,11 +247,3 @@ def _tail(log: Path) -> str:
         return log.read_text(errors="replace")[-300:]
     except OSError:
         return "(no output)"
-
-
-def _end(proc: ProgramProcess) -> None:
-    # SIGTERM lets the plant remove what it made outside a sandbox (IPC objects, files).
-    pids = process_tree(proc.pid)
-    kill_pids(pids, grace_s=5.0)
-    with contextlib.suppress(Exception):
-        proc.wait(timeout=5)

@@ -40,7 +40,6 @@ from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.errors import PoolError
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import on_host
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.lifecycle import wait_until
 from cleanroom.verify_server.client import VerifyClient
@@ -137,7 +136,7 @@ class ObservationPrivacyCheck(IsolationCheck):
             return self._run(ctx, trial, verify)
 
     def _run(self, ctx: TrialContext, trial: int, verify: VerifyClient) -> list[IsolationRow]:
-        pool = on_host(on_host(ctx.pool))
+        pool = ctx.pool
         owners = ctx.acting_envs
         actors = [e for e in owners if is_actor(e)]
         idle = [e for e in owners if not is_actor(e)]
@@ -197,7 +196,7 @@ class ObservationPrivacyCheck(IsolationCheck):
         lease = verify.lease(ctx.mint(env), env=env, ttl_s=self.duration_s + 600)
         started = time.monotonic()
         ctx.pool.open_url(env, f"{lease.form_url}?colour={page_colour(env)}")
-        LocalHandle(on_host(ctx.pool), env).focus(program="browser")
+        LocalHandle(ctx.pool, env).focus(program="browser")
         colour = parse_rgb(page_colour(env))
 
         def showing() -> bool:
@@ -256,7 +255,8 @@ def _verify_client(ctx: TrialContext, trial: int) -> Iterator[VerifyClient]:
 
 
 def _grab(ctx: TrialContext, env: str) -> tuple[int, int, bytes]:
-    return on_host(on_host(ctx.pool)).env(env).live.screen.grab_rgb()
+    pixels = ctx.pool.pixels(env)
+    return pixels.width, pixels.height, pixels.rgb
 
 
 def _lost_if_clean(row: IsolationRow, why: str) -> IsolationRow:
