@@ -157,6 +157,36 @@ class Places:
     log_dir: Path
 
 
+@dataclass(frozen=True)
+class DisplayedWindow:
+    """A mapped top-level window on an environment's display, and whose it is.
+
+    ``owner`` is the environment whose program's process made it (the host pid of its
+    client, as the X server knows it, within that program's process tree); None when no
+    environment's is. ``shown_to`` are the environments whose display shows it (more than
+    one when a display is shared)."""
+
+    id: int
+    title: str
+    pid: int | None
+    owner: str | None
+    shown_to: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TreeItem:
+    """One text-bearing object of an environment's accessibility tree, and whose program
+    published it (``owner``; None when no environment's process is that one)."""
+
+    app: str | None
+    role: str | None
+    name: str | None
+    text: str | None
+    window: str | None
+    window_role: str | None
+    owner: str | None
+
+
 class Started(Protocol):
     """A command started in an environment (`DesktopController.start_inside`)."""
 
@@ -567,6 +597,16 @@ class DesktopController(Protocol):
     def read_selection(self, name: str, selection: str = "CLIPBOARD") -> ClipboardRead:
         """A selection as any client of the environment's display reads it, outside the
         gate (the harness's sweeps read it at any generation)."""
+        ...
+
+    def displayed_windows(self, name: str) -> list[DisplayedWindow]:
+        """Every mapped top-level window the environment's display shows now, each with
+        its owner; empty when the display cannot be read."""
+        ...
+
+    def tree_items(self, name: str) -> list[TreeItem]:
+        """Every text object the environment's accessibility tree shows now, each with its
+        owner; `PoolError` when the tree cannot be read."""
         ...
 
     def pixels(self, name: str) -> Pixels:

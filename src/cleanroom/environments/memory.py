@@ -37,6 +37,7 @@ from cleanroom.environments.interface import (
     ClipboardRead,
     CommandResult,
     Desktops,
+    DisplayedWindow,
     EnvironmentState,
     FileStat,
     FocusedText,
@@ -50,6 +51,7 @@ from cleanroom.environments.interface import (
     Screenshot,
     ScreenSize,
     Started,
+    TreeItem,
     Unsupported,
     WindowInfo,
     WindowList,
@@ -370,6 +372,23 @@ class MemoryDesktops:
     def write_home_file(self, name: str, relative: str, data: bytes) -> Path:
         self._env(name).home[relative] = data
         return self.places(name).home / relative
+
+    def displayed_windows(self, name: str) -> list[DisplayedWindow]:
+        env = self._env(name)
+        shown_to = tuple(n for n, e in self.envs.items() if e.desk is env.desk)
+        return [
+            DisplayedWindow(w.id, w.title, w.id, owner, shown_to)
+            for owner in shown_to
+            for w in self.envs[owner].windows()
+        ]
+
+    def tree_items(self, name: str) -> list[TreeItem]:
+        env = self._env(name)
+        sharing = [n for n, e in self.envs.items() if e.texts is env.texts]
+        return [
+            TreeItem(program, "paragraph", program, text, program, "frame", sharing[0])
+            for program, text in env.texts.items()
+        ]
 
     def pixels(self, name: str) -> Pixels:
         env = self._env(name)

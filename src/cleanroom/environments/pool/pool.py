@@ -34,6 +34,7 @@ from cleanroom.environments.interface import (
     ClipboardRead,
     CommandResult,
     Desktops,
+    DisplayedWindow,
     EnvironmentState,
     FileStat,
     Kill,
@@ -44,9 +45,11 @@ from cleanroom.environments.interface import (
     SandboxLimits,
     ScreenSize,
     Started,
+    TreeItem,
     Unsupported,
 )
 from cleanroom.environments.leaky_setups import Leak
+from cleanroom.environments.pool import attribution
 from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.pool.gate import Gate
 from cleanroom.environments.pool.lifecycle import Lifecycle
@@ -276,6 +279,16 @@ class Pool:
     def write_home_file(self, name: str, relative: str, data: bytes) -> Path:
         """Plant a file beneath the environment's home, owned by its user."""
         return self.env(name).write_home_file(relative, data)
+
+    def displayed_windows(self, name: str) -> list[DisplayedWindow]:
+        """Every mapped top-level window the environment's display shows, with its owner."""
+        self.env(name)
+        return attribution.displayed_windows(self.life.envs, name)
+
+    def tree_items(self, name: str) -> list[TreeItem]:
+        """Every text object of the environment's accessibility tree, with its owner."""
+        self.env(name)
+        return attribution.tree_items(self.life.envs, name)
 
     def pixels(self, name: str) -> Pixels:
         """The screen as the harness sees it, raw, outside the gate."""

@@ -20,7 +20,6 @@ from cleanroom.core.detectors import dialog_rows, dialog_typing_row
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import on_host
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.dialog_views import DialogViews, Look
 from cleanroom.isolation.checks.latency import LatencyTimer
@@ -46,7 +45,7 @@ def open_save_as(ctx: TrialContext, views: DialogViews, opener: str) -> Look:
     dialog, unless the window's owner is another environment (whose tree may be one no
     reader can reach). Returns the last look, whatever it found: no dialog is evidence.
     """
-    handle = LocalHandle(on_host(ctx.pool), opener)
+    handle = LocalHandle(ctx.pool, opener)
     handle.focus(program="writer")
     handle.hotkey("ctrl+shift+s")
     wait_until(views.any_save_window, DIALOG_TIMEOUT_S, poll_s=0.2)
@@ -70,11 +69,11 @@ def close_save_as(ctx: TrialContext, views: DialogViews, opener: str) -> None:
         shown = views.save_windows()
         if not any(shown.values()):
             return
-        LocalHandle(on_host(ctx.pool), opener).hotkey("escape")
+        LocalHandle(ctx.pool, opener).hotkey("escape")
         time.sleep(0.5)
         for env, wins in views.save_windows().items():
             if wins and env != opener:
-                LocalHandle(on_host(ctx.pool), env).hotkey("escape")
+                LocalHandle(ctx.pool, env).hotkey("escape")
                 time.sleep(0.5)
     if not wait_until(lambda: not views.any_save_window(), DIALOG_TIMEOUT_S, poll_s=0.2):
         raise DialogNotShown("Save As never closed")
@@ -98,8 +97,8 @@ class DialogStealCheck(IsolationCheck):
             raise ValueError("dialog_steal needs two acting environments")
         opener, typist = envs[trial % len(envs)], envs[(trial + 1) % len(envs)]
         bystanders = [e for e in envs if e != opener]
-        ty = LocalHandle(on_host(ctx.pool), typist)
-        views = DialogViews(on_host(ctx.pool), envs)
+        ty = LocalHandle(ctx.pool, typist)
+        views = DialogViews(ctx.pool, envs)
         if views.any_save_window():
             raise DialogNotShown("a Save dialog was open before the trial pressed Save As")
         timer = LatencyTimer(ctx, self.name, bystanders)
