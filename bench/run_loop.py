@@ -36,7 +36,6 @@ from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import SWEEP_TEST
-from cleanroom.environments.pool.pool import on_host
 from cleanroom.harness.loop import LoopServices, run_loop
 from cleanroom.harness.own_controls import leaky_controls
 from cleanroom.harness.settings import LoopConfig
@@ -57,11 +56,11 @@ def _cpu_of_stat(path: Path) -> float:
 
 
 def _canary_pids(s: LoopServices) -> list[int]:
-    env = on_host(s.pool).env(CANARY_ENV)
-    uid = pwd.getpwnam(env.account.user).pw_uid
+    uid = pwd.getpwnam(s.pool.places(CANARY_ENV).user).pw_uid
     pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == uid]
-    if env.running is not None:
-        pids.append(env.running.display.pid)
+    display = s.pool.processes(CANARY_ENV)[0]  # the display server comes first
+    if display.alive:
+        pids.append(display.pid)
     return pids
 
 

@@ -31,7 +31,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from cleanroom.environments.errors import PoolError
+from cleanroom.environments.errors import PoolError, UnknownEnvironment
 
 if TYPE_CHECKING:
     from cleanroom.core.breakage import Breakage, Problem
@@ -646,3 +646,12 @@ class DesktopController(Protocol):
 
 class Desktops(DesktopProvider, DesktopController, Protocol):
     """A pool of desktops, both halves: what everything outside ``environments`` holds."""
+
+
+def status_of(desktops: Desktops, name: str) -> dict[str, Any]:
+    """One environment's status as its provider describes it (for people, and for a guest
+    that runs commands in it from another process)."""
+    for env in desktops.describe()["environments"]:
+        if env["name"] == name:
+            return dict(env)
+    raise UnknownEnvironment(f"no environment named {name!r}")

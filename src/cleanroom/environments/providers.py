@@ -3,7 +3,9 @@ starts, supervises and cleans up pools (the harness, the CLI, the cluster nodes)
 
 Everything else about a pool is `interface.Desktops`: `open_pool` hands one out typed as
 that. The supervisor (`PoolProcess`) keeps a pool in a detached process behind the policy
-API; `collect_garbage` and `reap_run` remove what a pool whose owner died left behind.
+API; `enter_described` runs a command in one of its environments' sandboxes from another
+process, given the environment's published status (the OSWorld guest's way in);
+`collect_garbage` and `reap_run` remove what a pool whose owner died left behind.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ from cleanroom.environments.pool.plan import CANARY_CPU_SHARES, DEFAULT_ROOT, Po
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.pool.pool_record import RECORDS_DIR
 from cleanroom.environments.pool.supervisor import NoPool, PoolProcess, current_run_dir
+from cleanroom.environments.session.sandbox import (
+    SandboxedProcess,
+    enter_described,
+    runtime_environment,
+)
 from cleanroom.store.rundb import RunStore
 
 __all__ = [
@@ -26,10 +33,13 @@ __all__ = [
     "NoPool",
     "PoolConfig",
     "PoolProcess",
+    "SandboxedProcess",
     "collect_garbage",
     "current_run_dir",
+    "enter_described",
     "open_pool",
     "reap_run",
+    "runtime_environment",
 ]
 
 

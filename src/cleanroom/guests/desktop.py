@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.environments.errors import StartError
-from cleanroom.environments.session.sandbox import (
+from cleanroom.environments.providers import (
     SandboxedProcess,
     enter_described,
     runtime_environment,

@@ -14,12 +14,10 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from cleanroom.core.outcomes import Outcome, Reason
 from cleanroom.core.tokens import Token, mint
-from cleanroom.environments.errors import UnknownEnvironment
-from cleanroom.environments.interface import Desktops
+from cleanroom.environments.interface import Desktops, status_of
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.harness.form_audit_rows import LeasedRollout
 from cleanroom.rollouts.base import RolloutContext, SmokeTask
@@ -140,18 +138,10 @@ class SmokeRunner:
             run_dir=pool.run_dir,
             open_url=pool.open_url,
             home_of=lambda: pool.places(env).home,
-            env_details=lambda name: environment_status(pool, name),
+            env_details=lambda name: status_of(pool, name),
         )
 
     def _write_fault(self, token: Token, text: str) -> None:
         folder = self.pool.run_dir / "faults"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{token.rollout_id}.txt").write_text(text)
-
-
-def environment_status(pool: Desktops, name: str) -> dict[str, Any]:
-    """One environment's status as the pool describes it (for the rollouts' guests)."""
-    for env in pool.describe()["environments"]:
-        if env["name"] == name:
-            return dict(env)
-    raise UnknownEnvironment(f"no environment named {name!r}")

@@ -36,6 +36,7 @@ from typing import Any
 from cleanroom.core.errors import CleanroomError
 from cleanroom.core.outcomes import Outcome, Status
 from cleanroom.environments.errors import EnvironmentBroken, PoolError, StaleGeneration
+from cleanroom.environments.interface import status_of
 from cleanroom.environments.osworld_env.actions import (
     ACTION_SPACES,
     Control,
@@ -47,7 +48,6 @@ from cleanroom.environments.osworld_env.actions import (
     rewrite_less_than,
 )
 from cleanroom.environments.policy.handle import LocalHandle
-from cleanroom.environments.pool.pool import on_host
 from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import GuestTimeout
 from cleanroom.guests.desktop import DesktopGuest
@@ -200,9 +200,7 @@ class OSWorldDesktopEnv:
         self.code_results.append(result)
 
     def _guest(self) -> DesktopGuest:
-        return DesktopGuest(
-            self.handle.env, on_host(self.handle.pool).env(self.handle.env).describe()
-        )
+        return DesktopGuest(self.handle.env, status_of(self.handle.pool, self.handle.env))
 
     def _observation(self) -> dict[str, Any]:
         return {

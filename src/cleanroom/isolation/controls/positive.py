@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -20,24 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.core.detectors import clipboard_cross_reads, foreign_letter_runs
-from cleanroom.core.odt import OdtError, odt_text
 from cleanroom.core.publish import NOT_CLAIMED, ControlResult, clipboard_gate
-from cleanroom.environments.pool.environment import DesktopEnvironment, EnvSpec
-from cleanroom.environments.session.programs import Program, launch_writer, wait_ready
-from cleanroom.environments.session.template import (
-    DOCUMENT,
-    LIBREOFFICE_PROFILE,
-    build_template,
-    warm_libreoffice_profile,
-)
-from cleanroom.environments.x11.clipboard import ClipboardOwner, read_selection
-from cleanroom.environments.x11.xinput import XInput
-from cleanroom.isolation.checks.writer_steps import read_document
+from cleanroom.environments.shared_session import SharedSession, SideClipboard
 from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import RunStore
 
 ALPHABETS = {"a": "abcdefghijklm", "b": "nopqrstuvwxyz"}
-CONTROL_ROOT = Path("/var/lib/cleanroom/control")
 # The control's evidence, beside the run database.
 CONTROL_EVIDENCE = "control-evidence.json"
 # Generous: on a loaded 2-core machine Writer can take well over 10 s to save; a save that
@@ -61,124 +48,29 @@ class ControlEvidence:
         return asdict(self)
 
 
-class ControlSession:
-    """One display, one session, two Writers. Use as a context manager."""
-
-    def __init__(self, run_dir: Path, root: Path = CONTROL_ROOT) -> None:
-        self.run_dir = run_dir
-        self.base = root / secrets.token_hex(3)
-        self.env: DesktopEnvironment | None = None
-        self.writers: dict[str, Program] = {}
-        self.documents: dict[str, Path] = {}
-
-    def __enter__(self) -> ControlSession:
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _start(self) -> None:
-        self.base.mkdir(parents=True, mode=0o755)
-        template = build_template(self.base / "template")
-        warm_libreoffice_profile(template)
-        spec = EnvSpec(
-            name="control",
-            user=f"crctl{self.base.name}",
-            home=self.base / "home",
-            runtime_dir=self.base / "run",
-            log_dir=self.run_dir / "logs" / "control",
-            programs=(),
-        )
-        env = DesktopEnvironment.create(spec, template)
-        self.env = env
-        env.start_desktop()
-        home = env.account.home
-        live = env.live
-        for side in ALPHABETS:
-            profile = home / f".config/control-profile-{side}"
-            shutil.copytree(home / LIBREOFFICE_PROFILE, profile)
-            document = home / f"Documents/side-{side}.odt"
-            shutil.copy(home / DOCUMENT, document)
-            for path in (profile, document):
-                _chown(path, env.account.uid, env.account.gid)
-            self.documents[side] = document
-            self.writers[side] = launch_writer(live.session, spec.log_dir, profile, document, side)
-        wait_ready(list(self.writers.values()), live.screen)
-        time.sleep(1.0)  # let both windows settle before focus is moved between them
-
-    def window_id(self, side: str) -> int:
-        """The window of one side's Writer."""
-        window = self.writers[side].window
-        assert window is not None
-        return window.id
-
-    def display(self) -> str:
-        assert self.env is not None
-        return self.env.live.display.name
-
-    def close(self) -> None:
-        """Stop everything and remove the temporary user and files."""
-        for w in self.writers.values():
-            w.stop()
-        if self.env is not None:
-            self.env.destroy()
-        shutil.rmtree(self.base, ignore_errors=True)
-
-
-def _chown(path: Path, uid: int, gid: int) -> None:
-    from cleanroom.environments.session.accounts import chown_tree
-
-    if path.is_dir():
-        chown_tree(path, uid, gid)
-    else:
-        import os
-
-        os.chown(path, uid, gid)
-
-
-def _type_side(session: ControlSession, side: str, text: str, start: threading.Barrier) -> None:
+def _type_side(session: SharedSession, side: str, text: str, start: threading.Barrier) -> None:
     # Each side has its own connection, as two agents would; both go through one display.
-    xin = XInput(session.display())
+    side_input = session.input(side)
     try:
         start.wait()
-        for ch in text:
-            xin.focus(session.window_id(side), verify=False)
-            xin.type_text(ch, delay_s=0.002)
+        side_input.type_into_own_window(text)
     finally:
-        xin.close()
+        side_input.close()
 
 
-def _save_and_read(session: ControlSession, side: str, before: float) -> str:
-    xin = XInput(session.display())
+def _save_and_read(session: SharedSession, side: str, before: float) -> str:
+    side_input = session.input(side)
     try:
-        xin.focus(session.window_id(side))
-        time.sleep(0.2)
-        xin.hotkey("ctrl+s")
+        side_input.save()
     finally:
-        xin.close()
-    path = session.documents[side]
-
-    def saved_text() -> str | None:
-        if path.stat().st_mtime <= before:
-            return None
-        time.sleep(0.2)  # the save may still be writing
-        try:
-            return odt_text(read_document(path))
-        except (OSError, OdtError):
-            return None
-
-    text = wait_until(saved_text, _SAVE_TIMEOUT_S, 0.1)
+        side_input.close()
+    text = wait_until(lambda: session.saved_text(side, before), _SAVE_TIMEOUT_S, 0.1)
     if text is None:
         raise TimeoutError(f"side {side} did not save its document")
     return text
 
 
-def typing_half(session: ControlSession, evidence: ControlEvidence, rounds: int, chars: int) -> int:
+def typing_half(session: SharedSession, evidence: ControlEvidence, rounds: int, chars: int) -> int:
     """Type both alphabets at once ``rounds`` times; return how many rounds showed a
     foreign-letter run in either saved document."""
     crossed = 0
@@ -210,7 +102,7 @@ def typing_half(session: ControlSession, evidence: ControlEvidence, rounds: int,
 
 
 def _set_side(
-    owner: ClipboardOwner,
+    owner: SideClipboard,
     text: str,
     side: str,
     start: threading.Barrier,
@@ -222,13 +114,12 @@ def _set_side(
 
 
 def clipboard_half(
-    session: ControlSession, evidence: ControlEvidence, trials: int
+    session: SharedSession, evidence: ControlEvidence, trials: int
 ) -> tuple[int, int]:
     """Both sides set the clipboard at once, then each reads it. Return how many trials
     had a read that returned the other side's string, and how many trials count: only
     those whose two sets were within `MAX_SET_SKEW_MS` (every skew is in the evidence)."""
-    display = session.display()
-    owners = {s: ClipboardOwner(display) for s in ALPHABETS}
+    owners = {s: session.clipboard() for s in ALPHABETS}
     crossed: list[bool] = []
     try:
         for trial in range(trials):
@@ -245,7 +136,7 @@ def clipboard_half(
             for t in threads:
                 t.join()
             evidence.set_skew_ms.append(abs(stamps["a"] - stamps["b"]) * 1000)
-            reads = {s: read_selection(display).text for s in owners}
+            reads = {s: session.read_clipboard() for s in owners}
             evidence.clipboard_reads.append(reads)
             cross_here = 0
             for side, got in reads.items():
@@ -264,7 +155,7 @@ def run_control(
 ) -> tuple[ControlResult, ControlEvidence]:
     """Run both halves in a fresh one-session setup and return the result and evidence."""
     evidence = ControlEvidence()
-    with ControlSession(run_dir) as session:
+    with SharedSession(run_dir, tuple(ALPHABETS)) as session:
         typing = typing_half(session, evidence, typing_rounds, chars)
         clip, counted = clipboard_half(session, evidence, clipboard_trials)
     skews = tuple(round(ms, 2) for ms in evidence.set_skew_ms)
