@@ -24,7 +24,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cleanroom.environments.session.sandbox import Sandbox, runtime_environment
+from cleanroom.environments.session.sandbox import Entry, Sandbox, runtime_environment
 from cleanroom.environments.session.sandbox_spec import SandboxLayout, SandboxProtections
 from cleanroom.environments.x11.display import DisplayView, XvfbDisplay
 from cleanroom.environments.x11.screen import Screen
@@ -59,7 +59,7 @@ def _runc_trial(layout: SandboxLayout) -> tuple[float, float, float, float]:
     t0 = time.perf_counter()
     box = Sandbox.start("bench", layout, ROOT / "sandbox.log", owner="crbench")
     t1 = time.perf_counter()
-    argv, _ = box.command(["true"], 65534, 65534, "/", {"PATH": "/usr/bin:/bin"})
+    argv, _ = box.command(Entry(["true"], 65534, 65534, "/", {"PATH": "/usr/bin:/bin"}))
     subprocess.run(argv, check=True, env=runtime_environment())
     t2 = time.perf_counter()
     pss = sum(_pss_mb(p) for p in _tree(box.init_pid))
@@ -122,11 +122,11 @@ def _writer_start(layout: SandboxLayout, own_inodes: bool, profile: Path) -> flo
         text = profile.parent / "note.txt"
         text.write_text("A note for Writer.\n" * 200)
         (profile.parent / "note.odt").unlink(missing_ok=True)
-        argv, _ = box.command(
+        argv, _ = box.command(Entry(
             ["soffice", f"-env:UserInstallation=file://{profile}", "--headless",
              "--norestore", "--convert-to", "odt", "--outdir", str(profile.parent), str(text)],
             0, 0, str(profile.parent), {"PATH": "/usr/bin:/bin", "HOME": str(profile.parent)},
-        )  # fmt: skip
+        ))  # fmt: skip
         t0 = time.perf_counter()
         subprocess.run(argv, check=True, env=runtime_environment(), timeout=120,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip

@@ -19,6 +19,9 @@ from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.pool.pool_record import RECORDS_DIR
 from cleanroom.environments.pool.supervisor import NoPool, PoolProcess, current_run_dir
 from cleanroom.environments.session.sandbox import (
+    Entry as SandboxEntry,
+)
+from cleanroom.environments.session.sandbox import (
     SandboxedProcess,
     enter_described,
     runtime_environment,
@@ -33,6 +36,7 @@ __all__ = [
     "NoPool",
     "PoolConfig",
     "PoolProcess",
+    "SandboxEntry",
     "SandboxedProcess",
     "collect_garbage",
     "current_run_dir",

@@ -16,6 +16,7 @@ from typing import Any
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.providers import (
     SandboxedProcess,
+    SandboxEntry,
     enter_described,
     runtime_environment,
 )
@@ -84,9 +85,8 @@ class DesktopGuest(LocalGuest):
         for key in ("user", "group", "extra_groups"):
             kwargs.pop(key, None)
         try:
-            command, pid_file = enter_described(
-                sandbox, argv, account.pw_uid, account.pw_gid, cwd, env
-            )
+            entry = SandboxEntry(argv, account.pw_uid, account.pw_gid, cwd, env)
+            command, pid_file = enter_described(sandbox, entry)
         except StartError as exc:
             raise GuestError(f"{self.env_name}: {exc}") from exc
         return SandboxedProcess(command, pid_file, cwd="/", env=runtime_environment(), **kwargs)

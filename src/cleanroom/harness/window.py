@@ -36,10 +36,11 @@ from cleanroom.harness.progress import LoopProgress
 from cleanroom.harness.smoke import SmokeRecord, SmokeRunner
 from cleanroom.isolation.battery import IsolationCheck, TrialContext, run_test
 from cleanroom.isolation.canary.watcher import (
+    CANARY,
+    PARKED_CONSOLE,
     AppliedVerdict,
     CanaryWatcher,
-    apply_canary,
-    apply_parked_console,
+    apply_watch,
 )
 from cleanroom.isolation.checks import CHECKS
 from cleanroom.isolation.checks.token_sweep import (
@@ -134,11 +135,11 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
     # one last look at env00 (and the parked console), bounded in time, before judging.
     faults = s.canary.last_look()
     until = time.time()
-    canary = apply_canary(s.store, plan.index, faults=faults, until=until)
+    canary = apply_watch(CANARY, s.store, plan.index, faults=faults, until=until)
     _say_watch(s, "canary", canary)
     parked = None
     if s.canary.console is not None:
-        parked = apply_parked_console(s.store, plan.index, faults=faults, until=until)
+        parked = apply_watch(PARKED_CONSOLE, s.store, plan.index, faults=faults, until=until)
         _say_watch(s, "parked console", parked)
     sweeps = next((p.trials for p in plan.tests if p.name == SWEEP_TEST), 1)
     sweep_window(s, trials, sweeps, "at the window's close")

@@ -9,7 +9,7 @@ from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.pool import Pool
-from cleanroom.isolation.canary.watcher import CanaryWatcher, apply_canary
+from cleanroom.isolation.canary.watcher import CANARY, CanaryWatcher, apply_watch
 from cleanroom.isolation.controls.canary import PLANTS, Plant, run_canary_control
 from cleanroom.store.rundb import RunStore
 
@@ -32,7 +32,7 @@ def test_a_change_to_env00_inside_a_window_invalidates_exactly_the_later_rollout
         sample = watcher.sample_once()
         store.finish_rollout(late.rollout_id, Outcome.success())
         store.close_window(1)
-        applied = apply_canary(store, 1)
+        applied = apply_watch(CANARY, store, 1)
         outcomes = {r.rollout_id: (r.outcome, r.reason) for r in store.rollouts(1)}
         pool.env("env00").clear_clipboard()
     assert sample.ok and sample.sources == ("env02",)
@@ -52,7 +52,7 @@ def test_a_quiet_canary_window_invalidates_nothing(pool: Pool, tmp_path) -> None
             watcher.sample_once()
         store.finish_rollout(token.rollout_id, Outcome.success())
         store.close_window(1)
-        applied = apply_canary(store, 1)
+        applied = apply_watch(CANARY, store, 1)
     assert not applied.verdict.flagged and applied.invalidated == 0
     assert all(s.ok for s in watcher.samples)
 

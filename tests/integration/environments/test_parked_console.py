@@ -16,7 +16,7 @@ from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.isolation.canary.parked_console import ParkedConsole
-from cleanroom.isolation.canary.watcher import CanaryWatcher, apply_parked_console
+from cleanroom.isolation.canary.watcher import PARKED_CONSOLE, CanaryWatcher, apply_watch
 from cleanroom.isolation.controls.canary import run_console_control
 from cleanroom.lifecycle import wait_until
 from cleanroom.store.rundb import RunStore
@@ -57,7 +57,7 @@ def test_a_token_typed_into_the_parked_console_is_an_event_attributed_to_its_env
         console.send_text(f"leaked {mint(RolloutId('env01', 1, 7))}")  # the leak, wired in
         watcher.sample_once()
         store.close_window(1)
-        applied = apply_parked_console(store, 1)
+        applied = apply_watch(PARKED_CONSOLE, store, 1)
         rows = [r for r in store.isolation_rows(1) if r.test == PARKED_CONSOLE_TEST]
     finally:
         console.stop()

@@ -17,7 +17,12 @@ import pytest
 
 from cleanroom.environments.session.keyrings import clear_keyrings
 from cleanroom.environments.session.processes import alive, pids_of_uid
-from cleanroom.environments.session.sandbox import Sandbox, SandboxedProcess, runtime_environment
+from cleanroom.environments.session.sandbox import (
+    Entry,
+    Sandbox,
+    SandboxedProcess,
+    runtime_environment,
+)
 from cleanroom.environments.session.sandbox_spec import (
     SandboxLayout,
     SandboxLimits,
@@ -58,7 +63,7 @@ ENV = {"PATH": "/usr/bin:/bin", "HOME": "/"}
 
 
 def _run(box: Sandbox, account: pwd.struct_passwd, script: str, cwd: Path) -> tuple[int, str]:
-    argv, _ = box.command(["sh", "-c", script], account.pw_uid, account.pw_gid, cwd, ENV)
+    argv, _ = box.command(Entry(["sh", "-c", script], account.pw_uid, account.pw_gid, cwd, ENV))
     proc = subprocess.run(
         argv, capture_output=True, text=True, timeout=30, check=False, env=runtime_environment()
     )
@@ -109,7 +114,13 @@ def test_a_forwarded_port_reaches_the_host_server_and_nothing_else_does(sandbox:
 def test_stopping_the_sandbox_ends_everything_in_it(sandbox: Boxed) -> None:
     box, homes, account = sandbox
     argv, _ = box.command(
-        ["sh", "-c", "sleep 300 & sleep 300"], account.pw_uid, account.pw_gid, homes / "mine", ENV
+        Entry(
+            ["sh", "-c", "sleep 300 & sleep 300"],
+            account.pw_uid,
+            account.pw_gid,
+            homes / "mine",
+            ENV,
+        )
     )
     subprocess.Popen(argv, start_new_session=True, env=runtime_environment())
 
@@ -179,11 +190,13 @@ def two_sandboxes(
 
 def _lock_crosses(a: Sandbox, b: Sandbox, account: pwd.struct_passwd) -> bool:
     argv, pid_file = a.command(
-        ["/usr/bin/python3", "-I", "-c", FLOCK_HOLD, SHARED_FILE],
-        account.pw_uid,
-        account.pw_gid,
-        "/",
-        ENV,
+        Entry(
+            ["/usr/bin/python3", "-I", "-c", FLOCK_HOLD, SHARED_FILE],
+            account.pw_uid,
+            account.pw_gid,
+            "/",
+            ENV,
+        )
     )
     holder = SandboxedProcess(
         argv,
@@ -196,11 +209,13 @@ def _lock_crosses(a: Sandbox, b: Sandbox, account: pwd.struct_passwd) -> bool:
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         argv, _ = b.command(
-            ["/usr/bin/python3", "-I", "-c", FLOCK_TRY, SHARED_FILE],
-            account.pw_uid,
-            account.pw_gid,
-            "/",
-            ENV,
+            Entry(
+                ["/usr/bin/python3", "-I", "-c", FLOCK_TRY, SHARED_FILE],
+                account.pw_uid,
+                account.pw_gid,
+                "/",
+                ENV,
+            )
         )
         seen = subprocess.run(
             argv, capture_output=True, text=True, timeout=30, env=runtime_environment()
@@ -237,10 +252,10 @@ def test_root_inside_cannot_mount_or_write_outside_its_places(
     two_sandboxes: Callable[[SandboxProtections], tuple[Sandbox, Sandbox, pwd.struct_passwd, Path]],
 ) -> None:
     a, *_ = two_sandboxes(SandboxProtections())
-    argv, _ = a.command(
+    argv, _ = a.command(Entry(
         ["sh", "-c", "mount -t tmpfs none /mnt; echo m=$?; touch /etc/cleanroom-x; echo t=$?"],
         0, 0, "/", ENV,
-    )  # fmt: skip
+    ))  # fmt: skip
     out = subprocess.run(
         argv, capture_output=True, text=True, timeout=30, env=runtime_environment()
     ).stdout
@@ -280,7 +295,13 @@ def test_the_memory_tmpfs_and_process_limits_hold_and_are_gone_without_limits(
 def test_stopping_a_command_ends_its_program_inside_not_only_the_runtime(sandbox: Boxed) -> None:
     box, homes, account = sandbox
     argv, pid_file = box.command(
-        ["sh", "-c", "sleep 300 & sleep 301"], account.pw_uid, account.pw_gid, homes / "mine", ENV
+        Entry(
+            ["sh", "-c", "sleep 300 & sleep 301"],
+            account.pw_uid,
+            account.pw_gid,
+            homes / "mine",
+            ENV,
+        )
     )
     proc = SandboxedProcess(argv, pid_file, env=runtime_environment(), start_new_session=True)
     assert wait_until(lambda: len(pids_of_uid(account.pw_uid)) >= 3, 5)

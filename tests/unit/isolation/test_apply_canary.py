@@ -8,7 +8,7 @@ from cleanroom.core.canary import CanarySample, ConsoleSample, digest
 from cleanroom.core.isolation import RowResult, judge_window
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.isolation.canary.watcher import apply_canary, apply_parked_console
+from cleanroom.isolation.canary.watcher import CANARY, PARKED_CONSOLE, apply_watch
 from cleanroom.store.rundb import RunStore
 
 
@@ -36,7 +36,7 @@ def test_a_change_inside_the_window_invalidates_only_rollouts_ending_after_it(
         for s in (_sample(99, "a"), _sample(102, "a"), _sample(106, "leaked"), _sample(108, "a")):
             store.add_canary_sample(s)
         store.close_window(1, ended_at=110.0)
-        applied = apply_canary(store, 1)
+        applied = apply_watch(CANARY, store, 1)
         outcomes = {r.rollout_id: (r.outcome, r.reason) for r in store.rollouts(1)}
     assert applied.verdict.first_event_at == 106 and applied.invalidated == 1
     assert outcomes[early] == (Status.SUCCESS, None)
@@ -49,7 +49,7 @@ def test_a_clean_window_invalidates_nothing(tmp_path: Path) -> None:
         for at in (99, 102, 106, 108):
             store.add_canary_sample(_sample(at, "a"))
         store.close_window(1, ended_at=110.0)
-        applied = apply_canary(store, 1)
+        applied = apply_watch(CANARY, store, 1)
         statuses = {r.outcome for r in store.rollouts(1)}
         lost = store.row_counts(1)[RowResult.LOST]
     assert not applied.verdict.flagged and applied.invalidated == 0 and lost == 0
@@ -64,7 +64,7 @@ def test_an_unreadable_sample_is_a_lost_row_that_fails_the_window(tmp_path: Path
         for at in (106, 108):
             store.add_canary_sample(_sample(at, "a"))
         store.close_window(1, ended_at=110.0)
-        apply_canary(store, 1)
+        apply_watch(CANARY, store, 1)
         rows = store.isolation_rows(1)
     assert [r.result.value for r in rows] == ["lost", "clean", "clean"]
 
@@ -74,7 +74,7 @@ def test_a_window_judged_long_after_its_last_sample_has_a_lost_gap_row(tmp_path:
         _window_with_two_rollouts(store)
         for at in (99, 102, 106, 108):
             store.add_canary_sample(_sample(at, "a"))
-        applied = apply_canary(store, 1, until=130.0)  # a window still open, judged at 130
+        applied = apply_watch(CANARY, store, 1, until=130.0)  # a window still open, judged at 130
         rows = store.isolation_rows(1)
     lost = [r for r in rows if r.result.value == "lost"]
     assert len(lost) == 1 and "22.0 s" in lost[0].detail and "window's end" in lost[0].detail
@@ -90,7 +90,7 @@ def test_the_parked_console_is_judged_as_rows_of_its_own_and_invalidates_later_r
             sources = ("env02",) if "leaked" in text else ()
             store.add_console_sample(ConsoleSample(at, True, digest(text), 0, 1, "", sources))
         store.close_window(1, ended_at=110.0)
-        applied = apply_parked_console(store, 1)
+        applied = apply_watch(PARKED_CONSOLE, store, 1)
         rows = store.isolation_rows(1)
         outcomes = {r.rollout_id: r.outcome for r in store.rollouts(1)}
     assert applied.verdict.first_event_at == 106 and applied.invalidated == 1

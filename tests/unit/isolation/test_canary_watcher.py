@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.core.isolation import RowResult, judge_window
-from cleanroom.isolation.canary.watcher import CanaryWatcher, apply_canary, take_sample
+from cleanroom.isolation.canary.watcher import CANARY, CanaryWatcher, apply_watch, take_sample
 from cleanroom.store.rundb import RunStore
 
 QUIET: dict[str, Any] = {
@@ -105,7 +105,7 @@ def test_a_stalled_watcher_is_lost_when_its_window_is_judged(tmp_path: Path) -> 
         assert handle.blocked.wait(5)  # the thread took two looks, then hangs in its third read
         clock.now += 0.5  # and finishes no sample for longer than the tolerance
         faults = watcher.last_look()  # the close's own look hangs too, within its bound
-        applied = apply_canary(store, 1, faults=faults, until=clock(), tolerance_s=0.2)
+        applied = apply_watch(CANARY, store, 1, faults=faults, until=clock(), tolerance_s=0.2)
         rows = store.isolation_rows(1)
         handle.release.set()
         watcher.stop()

@@ -39,6 +39,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -233,12 +234,10 @@ class Sandbox:
         """Whether the sandbox's first process (and so the sandbox) still runs."""
         return alive(self.init_pid) and start_time(self.init_pid) == self.init_start
 
-    def command(
-        self, argv: list[str], uid: int, gid: int, cwd: str | Path, env: Mapping[str, str]
-    ) -> tuple[list[str], Path]:
-        """``argv`` to run inside the sandbox as ``uid``:``gid`` (no extra groups) in
-        ``cwd`` with exactly ``env``, and the file its program's pid will be written to."""
-        return _enter(self.stage, argv, uid, gid, cwd, env)
+    def command(self, entry: Entry) -> tuple[list[str], Path]:
+        """The command that runs ``entry`` inside the sandbox, and the file its program's
+        pid will be written to."""
+        return _enter(self.stage, entry)
 
     def forward_port(self, port: int) -> None:
         """Make the host's 127.0.0.1:``port`` reachable at the same address inside (once)."""
@@ -296,15 +295,21 @@ def remove_sandboxes(prefix: str) -> list[str]:
     return removed
 
 
-def _enter(
-    stage: SandboxStage,
-    argv: list[str],
-    uid: int,
-    gid: int,
-    cwd: str | Path,
-    env: Mapping[str, str],
-) -> tuple[list[str], Path]:
-    process = stage.process_file(process_config(argv, uid, gid, cwd, dict(env)))
+@dataclass(frozen=True)
+class Entry:
+    """A command to run inside a sandbox: as ``uid``:``gid`` (no extra groups), in
+    ``cwd``, with exactly ``env``."""
+
+    argv: list[str]
+    uid: int
+    gid: int
+    cwd: str | Path
+    env: Mapping[str, str]
+
+
+def _enter(stage: SandboxStage, entry: Entry) -> tuple[list[str], Path]:
+    config = process_config(entry.argv, entry.uid, entry.gid, entry.cwd, dict(entry.env))
+    process = stage.process_file(config)
     pid_file = stage.pid_file()
     command = _runtime(
         "exec", "--process", str(process), "--pid-file", str(pid_file), stage.container
@@ -312,20 +317,13 @@ def _enter(
     return command, pid_file
 
 
-def enter_described(
-    described: Mapping[str, Any],
-    argv: list[str],
-    uid: int,
-    gid: int,
-    cwd: str | Path,
-    env: Mapping[str, str],
-) -> tuple[list[str], Path]:
+def enter_described(described: Mapping[str, Any], entry: Entry) -> tuple[list[str], Path]:
     """`Sandbox.command` for a sandbox another process started (from its `describe`),
     refusing a sandbox that has ended (its pid may belong to another process by now)."""
     pid = int(described["pid"])
     if not alive(pid) or start_time(pid) != described.get("start_time"):
         raise StartError(f"the sandbox (pid {pid}) has ended")
-    return _enter(SandboxStage(str(described["container"])), argv, uid, gid, cwd, env)
+    return _enter(SandboxStage(str(described["container"])), entry)
 
 
 class SandboxedProcess(subprocess.Popen[Any]):
@@ -383,5 +381,5 @@ def spawn_as(
         common["bufsize"] = 1
     if sandbox is None:
         return subprocess.Popen(argv, cwd=str(cwd), user=uid, group=gid, extra_groups=[], **common)
-    command, pid_file = sandbox.command(argv, uid, gid, cwd, env)
+    command, pid_file = sandbox.command(Entry(argv, uid, gid, cwd, env))
     return SandboxedProcess(command, pid_file, cwd="/", **{**common, "env": runtime_environment()})

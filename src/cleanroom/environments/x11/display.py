@@ -28,7 +28,12 @@ from typing import Any
 
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.interface import CONTROL_FONT_NAME, CONTROL_FONTS, ScreenSize
-from cleanroom.environments.session.sandbox import Sandbox, SandboxedProcess, runtime_environment
+from cleanroom.environments.session.sandbox import (
+    Entry,
+    Sandbox,
+    SandboxedProcess,
+    runtime_environment,
+)
 from cleanroom.environments.session.sandbox_spec import (
     DISPLAY_NAMESPACES,
     SandboxLayout,
@@ -248,8 +253,10 @@ class XvfbDisplay:
         try:
             user = pwd.getpwnam(SERVER_USER)
             command, pid_file = sandbox.command(
-                ["/bin/sh", "-c", _SERVER_SCRIPT, "xvfb", *args],
-                user.pw_uid, user.pw_gid, "/", {"PATH": "/usr/bin:/bin", "HOME": "/tmp"},
+                Entry(
+                    ["/bin/sh", "-c", _SERVER_SCRIPT, "xvfb", *args],
+                    user.pw_uid, user.pw_gid, "/", {"PATH": "/usr/bin:/bin", "HOME": "/tmp"},
+                )
             )  # fmt: skip
             proc = SandboxedProcess(
                 command, pid_file, cwd="/", env=runtime_environment(),

@@ -193,7 +193,24 @@ class AppliedVerdict:
     invalidated: int
 
 
-def apply_canary(
+@dataclass(frozen=True)
+class Watched:
+    """What a watch looks at: its samples in the run database, the test its rows are of,
+    and how an invalidation names it."""
+
+    samples: Callable[[RunStore], Sequence[WatchSample]]
+    test: str
+    what: str
+
+
+CANARY = Watched(RunStore.canary_samples, CANARY_TEST, "canary env00")
+PARKED_CONSOLE = Watched(
+    RunStore.console_samples, PARKED_CONSOLE_TEST, "the parked console in env00"
+)
+
+
+def apply_watch(
+    watched: Watched,
     store: RunStore,
     window_index: int,
     *,
@@ -201,31 +218,16 @@ def apply_canary(
     until: float | None = None,
     tolerance_s: float = GAP_TOLERANCE_S,
 ) -> AppliedVerdict:
-    """Judge a window's canary samples, store the rows, and invalidate (``isolation``)
-    every rollout of the window that ended at or after the first event.
+    """Judge a window's samples of ``watched`` (`CANARY`, `PARKED_CONSOLE`), store the
+    rows, and invalidate (``isolation``) every rollout of the window that ended at or
+    after the first event.
 
     ``faults`` are the watcher's own (`CanaryWatcher.last_look`), each a lost row;
     ``until`` ends a window not yet closed for the coverage rule (default: now).
     """
-    samples = store.canary_samples()
+    samples = watched.samples(store)
     return _apply(
-        store, window_index, samples, CANARY_TEST, "canary env00", faults, until, tolerance_s
-    )
-
-
-def apply_parked_console(
-    store: RunStore,
-    window_index: int,
-    *,
-    faults: Sequence[str] = (),
-    until: float | None = None,
-    tolerance_s: float = GAP_TOLERANCE_S,
-) -> AppliedVerdict:
-    """`apply_canary` for the parked console's samples, as rows of its own test."""
-    samples = store.console_samples()
-    what = "the parked console in env00"
-    return _apply(
-        store, window_index, samples, PARKED_CONSOLE_TEST, what, faults, until, tolerance_s
+        store, window_index, samples, watched.test, watched.what, faults, until, tolerance_s
     )
 
 
