@@ -28,7 +28,7 @@ from rich.console import Console
 
 from cleanroom.core.canary import CANARY_ENV, PARKED_CONSOLE_TEST
 from cleanroom.core.isolation import judge_window
-from cleanroom.environments.interface import Desktops
+from cleanroom.environments.interface import Desktops, require
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.providers import (
     CANARY_CPU_SHARES,
@@ -103,9 +103,15 @@ def load_battery() -> dict[str, IsolationCheck]:
     return dict(CHECKS)
 
 
+def pool_config(config: LoopConfig) -> PoolConfig:
+    """The pool ``config``'s run starts."""
+    return PoolConfig(envs=config.envs, root=config.pool_root, warm_standby=config.warm_standby)
+
+
 def battery_and_plan(config: LoopConfig) -> tuple[dict[str, IsolationCheck], list[PlannedCheck]]:
     """The checks ``config``'s windows run (observing for ``observation_s`` when set) and
-    how many trials of each; an unknown check raises `UnknownCheck`."""
+    how many trials of each; an unknown check raises `UnknownCheck`, and a check its
+    pool's provider cannot run raises `Unsupported`, before anything starts."""
     battery = load_battery()
     if config.observation_s is not None:
         battery = {n: observing_for(t, config.observation_s) for n, t in battery.items()}
@@ -116,6 +122,9 @@ def battery_and_plan(config: LoopConfig) -> tuple[dict[str, IsolationCheck], lis
         chosen=config.tests,
         on_demand=config.on_demand,
     )
+    pool = pool_config(config)
+    for planned in plan:
+        require(pool.provider, pool.capabilities, battery[planned.name].requires)
     return battery, plan
 
 
@@ -193,11 +202,7 @@ def start_services(
     stack.callback(server.stop)
     progress.event(f"verify server on {server.url}")
     progress.step(f"starting the pool: {CANARY_ENV} (canary) and {config.envs} environment(s)")
-    pool = open_pool(
-        PoolConfig(envs=config.envs, root=config.pool_root, warm_standby=config.warm_standby),
-        store.run_dir,
-        store,
-    )
+    pool = open_pool(pool_config(config), store.run_dir, store)
     stack.callback(pool.stop)  # registered first: a half-started pool is undone too
     pool.start()
     watchdog = Watchdog(pool)

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.core.tokens import RolloutId, Token, mint
-from cleanroom.environments.interface import Desktops
+from cleanroom.environments.interface import Desktops, Needs, require
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.isolation.fault import Fault
 from cleanroom.store.rundb import LatencySample, RunStore
@@ -107,6 +107,9 @@ class IsolationCheck(ABC):
     # The programs every acting environment must run for this test (a pool without one
     # makes its trials lost); whoever builds a pool for a set of tests takes the union.
     needs: ClassVar[tuple[str, ...]] = ()
+    # What this test asks of the desktops' provider (`interface.Capabilities`), checked
+    # before its first trial: most type into real programs and read what they saved.
+    requires: ClassVar[Needs] = Needs(real_desktops=True)
 
     @abstractmethod
     def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
@@ -133,8 +136,11 @@ def run_test(
     and return them all.
 
     A trial that raises becomes lost rows for every pair, with the error in the evidence
-    folder: an isolation test never fails silently and never stops the battery.
+    folder: an isolation test never fails silently and never stops the battery. A
+    provider that cannot do what the test requires is refused before the first trial
+    (`interface.Unsupported`).
     """
+    require(ctx.pool.provider, ctx.pool.capabilities, test.requires)
     rows: list[IsolationRow] = []
     for trial in range(first, first + trials):
         try:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import pytest
 
 from cleanroom.core.isolation import IsolationRow, RowResult, judge_window
+from cleanroom.environments.interface import Needs
 from cleanroom.environments.leaky_setups import Leak
+from cleanroom.environments.memory import MemoryDesktops
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext, run_test
 from cleanroom.store.rundb import RunStore
 
@@ -19,6 +20,7 @@ class _Probe(IsolationCheck):
     number: ClassVar[int] = 99
     schedule: ClassVar[Schedule] = Schedule(window=3, soak=1)
     detects: ClassVar[tuple[Leak, ...]] = (Leak.SHARED_HOME,)
+    requires: ClassVar[Needs] = Needs()
 
     def __init__(self, behaviour: str) -> None:
         self.behaviour = behaviour
@@ -35,8 +37,9 @@ class _Probe(IsolationCheck):
 @pytest.fixture
 def ctx(tmp_path: Path) -> Any:
     store = RunStore.create(tmp_path / "run")
-    pool = SimpleNamespace(names=["env00", "env01", "env02"])  # only the names are read
-    yield TrialContext(pool, store, 1, store.run_dir)  # type: ignore[arg-type]
+    pool = MemoryDesktops(tmp_path / "pool", envs=2)
+    pool.start()
+    yield TrialContext(pool, store, 1, store.run_dir)
     store.close()
 
 

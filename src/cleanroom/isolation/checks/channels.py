@@ -49,6 +49,7 @@ from cleanroom.environments.interface import (
     CONTROL_FONT_NAME,
     CONTROL_FONTS,
     Desktops,
+    Needs,
     Places,
     SandboxLimits,
     Started,
@@ -77,6 +78,7 @@ class ChannelsCheck(IsolationCheck):
         Leak.UNLIMITED,
         Leak.X_SERVER_OUTSIDE,
     )
+    requires: ClassVar[Needs] = Needs(real_desktops=True, commands=True)
 
     def pairs(self, ctx: TrialContext) -> list[tuple[str, str]]:
         names = ctx.pool.names

@@ -10,7 +10,7 @@ from typing import ClassVar
 from cleanroom.core.detectors import Delivery, delivery_rows
 from cleanroom.core.isolation import IsolationRow
 from cleanroom.core.tokens import scan_text
-from cleanroom.environments.interface import SELECTIONS
+from cleanroom.environments.interface import SELECTIONS, Needs
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle, PolicyHandle
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
@@ -31,6 +31,7 @@ class ClipboardCheck(IsolationCheck):
     number: ClassVar[int] = 2
     schedule: ClassVar[Schedule] = Schedule(window=50, soak=10)
     detects: ClassVar[tuple[Leak, ...]] = (Leak.SHARED_CLIPBOARD, Leak.SHARED_DISPLAY)
+    requires: ClassVar[Needs] = Needs()  # selections only: any provider
 
     def __init__(self, settle_s: float = SETTLE_S) -> None:
         self.settle_s = settle_s

@@ -35,6 +35,7 @@ from typing import ClassVar
 from cleanroom.core.canary import CANARY_ENV, INTERVAL_S
 from cleanroom.core.detectors import Bystander, HogBounds, HogReport, noisy_neighbor_rows
 from cleanroom.core.isolation import IsolationRow
+from cleanroom.environments.interface import Needs
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
@@ -59,6 +60,7 @@ class NoisyNeighborCheck(IsolationCheck):
     number: ClassVar[int] = 14
     schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
     detects: ClassVar[tuple[Leak, ...]] = (Leak.UNLIMITED, Leak.OPEN_HOST)
+    requires: ClassVar[Needs] = Needs(real_desktops=True, commands=True)
 
     def __init__(self, *, hold_s: float = HOLD_S, phase_s: float = PHASE_S) -> None:
         self.hold_s = hold_s

@@ -72,7 +72,7 @@ from cleanroom.core.sweep import (
 )
 from cleanroom.core.tokens import Token, scan_bytes
 from cleanroom.environments.errors import PoolError
-from cleanroom.environments.interface import Desktops
+from cleanroom.environments.interface import Desktops, Needs
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.checks.holdings import clipboard_hits
@@ -247,6 +247,7 @@ class TokenSweepCheck(IsolationCheck):
     number: ClassVar[int] = 13
     schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
     detects: ClassVar[tuple[Leak, ...]] = (Leak.SHARED_HOME,)
+    requires: ClassVar[Needs] = Needs(real_desktops=True, commands=True)
 
     def pairs(self, ctx: TrialContext) -> list[tuple[str, str]]:
         """Every environment to every other, the canary included."""
