@@ -270,7 +270,9 @@ def a_killed_environment_is_the_infrastructures_and_recovers(desktops: Desktops)
     old = _current(desktops)
     killed_at = time.time()
     desktops.kill(ACTING, Kill.PROGRAMS, "the contract suite kills its programs")
-    assert wait_until(lambda: desktops.health(ACTING), WAIT_S, poll_s=0.2)
+    # A bool: `wait_until` takes an empty list for an answer that came.
+    dead = wait_until(lambda: bool(desktops.health(ACTING)), WAIT_S, poll_s=0.2)
+    assert dead, desktops.processes(ACTING)
     broken = desktops.breakage(ACTING)
     assert broken is not None and broken.cause is Cause.INFRASTRUCTURE, broken
     new = desktops.recover(ACTING, broken.why, broken)
