@@ -1,16 +1,16 @@
 """The contract every desktop provider keeps: what `cleanroom.environments.interface`
 promises, one promise per function, each run against a started `Desktops`.
 
-Every provider passes these, as every sandbox of inspect_ai passes its ``self_check``:
-the in-memory one (`tests/unit/environments/test_memory_contract.py`) and the host pool,
-in sandboxes and in containers (`tests/integration/environments/test_desktop_contract.py`).
-A runner parametrizes one test over `cases()` and hands each contract its started pool.
+Every provider passes these: the in-memory one
+(`tests/unit/environments/test_memory_contract.py`) and the host pool, in sandboxes and in
+containers (`tests/integration/environments/test_desktop_contract.py`). A runner
+parametrizes one test over `cases()` and hands each contract its started pool.
 
-A contract takes a pool with the canary and one acting environment or more, each acting
-one running Writer and the terminal, and leaves it as usable as it found it (a contract
-that breaks an environment recovers it). The contracts run in the order of `CONTRACTS`
-on one pool: the first reads the pool as `start` left it, before any contract raised a
-generation. One that needs a capability the provider does not declare skips, naming it.
+A contract takes a pool with the canary and one acting environment or more, each running
+Writer and the terminal, and leaves it as usable as it found it (a contract that breaks
+an environment recovers it). The contracts run in the order of `CONTRACTS` on one pool:
+the first reads the pool as `start` left it, before any contract raised a generation.
+One that needs a capability the provider does not declare skips, naming it.
 Where a real desktop takes time to show an effect, the wait is bounded (`WAIT_S`).
 """
 
