@@ -623,8 +623,8 @@ class DesktopController(Protocol):
         ...
 
     def read_home_file(self, name: str, relative: str, limit: int) -> bytes | None:
-        """A file beneath the environment's home, read no-follow and non-blocking, at most
-        ``limit`` bytes; None when there is no regular file there."""
+        """A file beneath the environment's home, read no-follow and non-blocking; None
+        when no regular file of at most ``limit`` bytes is there (never a part of one)."""
         ...
 
     def run_inside(self, name: str, argv: list[str], timeout_s: float = 60.0) -> CommandResult:

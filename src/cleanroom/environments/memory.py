@@ -236,6 +236,8 @@ class MemoryDesktops:
 
     def policy_reset(self, name: str, generation: int) -> int:
         if name == CANARY_ENV:
+            current = self.generation(name)
+            self.gate.log.write(name, generation, current, "reset", "refused-canary")
             raise CanaryIsReadOnly(f"{CANARY_ENV} is the canary and is never reset by a policy")
         return self.reset(name, generation, why="policy reset")
 
@@ -307,6 +309,8 @@ class MemoryDesktops:
 
     def act(self, name: str, generation: int, action: Action) -> ActResult:
         if name == CANARY_ENV:
+            current = self.generation(name)
+            self.gate.log.write(name, generation, current, action.kind, "refused-canary")
             raise CanaryIsReadOnly(f"{CANARY_ENV} is the canary and never receives an action")
         env = self._env(name)
         with self.lock(name):

@@ -245,7 +245,7 @@ def test_a_killed_program_in_a_container_is_recovered_at_a_new_generation(
     assert broken is not None and broken.cause is Cause.AGENT, broken
     assert "env02" in Watchdog(contained).check_once()
     assert contained.generation("env02") > before
-    assert contained.book.left_by("env02", before) == broken
+    assert contained.gate.book.left_by("env02", before) == broken
     assert env.container is not None
     assert not env.problems() and env.window_of("writer") is not None
     assert writer.pid not in {p.pid for p in env.programs}

@@ -106,7 +106,7 @@ def test_a_killed_writer_is_recovered_at_a_new_generation(pool: Pool) -> None:
     assert pool.generation("env01") > before
     assert not env.problems() and env.window_of("writer") is not None
     # The harness's kill is never the agent's: the rollout it cut short is excluded.
-    left_by = pool.book.left_by("env01", before)
+    left_by = pool.gate.book.left_by("env01", before)
     assert left_by is not None and left_by.cause is Cause.INFRASTRUCTURE
     outcome = _rollout(pool, "env01", lambda h: h.type_text("late"), generation=before)
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
