@@ -39,8 +39,8 @@ from cleanroom.environments.interface import (
     FocusedText,
     Kill,
     Screenshot,
+    read_action_log,
 )
-from cleanroom.environments.pool.generations import read_action_log
 from cleanroom.lifecycle import wait_until
 
 # The environment every contract acts on: the first acting one, which every pool has.

@@ -30,7 +30,7 @@ from typing import ClassVar
 
 from cleanroom.core.detectors import Bystander, blast_radius_rows
 from cleanroom.core.isolation import IsolationRow
-from cleanroom.environments.interface import Desktops, Kill
+from cleanroom.environments.interface import Desktops, Kill, Needs
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.watchdog import Watchdog
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
@@ -64,6 +64,8 @@ class CrashBlastRadiusCheck(IsolationCheck):
         Leak.SHARED_RUNTIME_DIR,
         Leak.SHARED_HOME,
     )
+    # Everything it does goes through the interface: any provider runs it.
+    requires: ClassVar[Needs] = Needs()
     faults: ClassVar[tuple[Fault, ...]] = (Fault.CRASH_HITS_BYSTANDER,)
     # Any program will do: its death is what shows a blast radius (a bystander running
     # only its display leaves the fault `kill_with_bystander` nothing to hit).

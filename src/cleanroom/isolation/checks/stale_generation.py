@@ -21,7 +21,7 @@ from cleanroom.core.detectors import stale_generation_row
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.actions import Click
 from cleanroom.environments.errors import PoolError, StaleGeneration
-from cleanroom.environments.interface import read_action_log
+from cleanroom.environments.interface import Needs, read_action_log
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.fault import Fault
@@ -39,6 +39,8 @@ class StaleGenerationCheck(IsolationCheck):
     number: ClassVar[int] = 10
     schedule: ClassVar[Schedule] = Schedule(window=20, soak=100)
     detects: ClassVar[tuple[Leak, ...]] = ()
+    # Everything it does goes through the interface: any provider runs it.
+    requires: ClassVar[Needs] = Needs()
     faults: ClassVar[tuple[Fault, ...]] = (Fault.GENERATION_CHECK_BYPASSED,)
 
     def pairs(self, ctx: TrialContext) -> list[tuple[str, str]]:
