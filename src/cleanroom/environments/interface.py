@@ -8,9 +8,10 @@ returns typed observations, always aimed at one environment and the generation t
 caller believes current (a stale one is refused, never applied).
 
 Everything outside ``environments`` (isolation checks and controls, rollouts, the
-harness, the cluster code, the OSWorld layer) holds a `Desktops`, which is both, and
-imports this module, `actions`, `errors` and `leaky_setups` only (an import contract in
-``pyproject.toml`` says so). A provider declares its `Capabilities` up front; a run
+harness, the cluster code, the OSWorld layer, the CLI) holds a `Desktops`, which is both,
+and never imports a pool's parts (``pool``, ``session``, ``x11``, ``containers``): an
+import contract in ``pyproject.toml`` says so. Code that opens, supervises or cleans up
+pools goes through `providers`. A provider declares its `Capabilities` up front; a run
 checks them with `require` before anything starts, so nothing is found missing by an
 exception mid-run.
 

@@ -36,7 +36,7 @@ from typing import Any
 from cleanroom.core.errors import CleanroomError
 from cleanroom.core.outcomes import Outcome, Status
 from cleanroom.environments.errors import EnvironmentBroken, PoolError, StaleGeneration
-from cleanroom.environments.interface import status_of
+from cleanroom.environments.interface import Needs, require, status_of
 from cleanroom.environments.osworld_env.actions import (
     ACTION_SPACES,
     Control,
@@ -87,6 +87,13 @@ class OSWorldDesktopEnv:
     ) -> None:
         if action_space not in ACTION_SPACES:
             raise ValueError(f"action_space={action_space!r}: choose {', '.join(ACTION_SPACES)}")
+        pool = handle.pool
+        # OSWorld's checkers run commands in the environment, and its agents read the tree.
+        require(
+            pool.provider,
+            pool.capabilities,
+            Needs(real_desktops=True, commands=True, accessibility=require_a11y_tree),
+        )
         self.handle = handle
         self.action_space = action_space
         self.require_a11y_tree = require_a11y_tree

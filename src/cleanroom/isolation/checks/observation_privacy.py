@@ -38,6 +38,7 @@ from cleanroom.core.detectors import (
 )
 from cleanroom.core.isolation import IsolationRow, RowResult
 from cleanroom.environments.errors import PoolError
+from cleanroom.environments.interface import Needs
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
@@ -111,6 +112,8 @@ class ObservationPrivacyCheck(IsolationCheck):
     number: ClassVar[int] = 7
     schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
     detects: ClassVar[tuple[Leak, ...]] = (Leak.SHARED_DISPLAY,)
+    # Its pages open in each environment's browser.
+    requires: ClassVar[Needs] = Needs(real_desktops=True, open_url=True)
     needs: ClassVar[tuple[str, ...]] = ("browser",)
 
     def __init__(
