@@ -34,8 +34,8 @@ class PolicyHandle(ABC):
     # -- the two primitives every implementation provides ---------------------------------
 
     @abstractmethod
-    def act(self, action: dict[str, Any]) -> Any:
-        """Apply one action (its JSON form) at this handle's generation; return its value."""
+    def act(self, action: dict[str, Any]) -> str | None:
+        """Apply one action (its JSON form) at this handle's generation; what it read."""
 
     @abstractmethod
     def observe(self, kind: type[Observation]) -> Wire:
@@ -120,8 +120,7 @@ class PolicyHandle(ABC):
 
     def get_clipboard(self, selection: str = "CLIPBOARD") -> str | None:
         """Read the clipboard (None when nobody owns it)."""
-        value: str | None = self.act({"kind": "get_clipboard", "selection": selection})
-        return value
+        return self.act({"kind": "get_clipboard", "selection": selection})
 
 
 class LocalHandle(PolicyHandle):
@@ -132,7 +131,7 @@ class LocalHandle(PolicyHandle):
         self.env = env
         self.generation = pool.generation(env)
 
-    def act(self, action: dict[str, Any] | Action) -> Any:
+    def act(self, action: dict[str, Any] | Action) -> str | None:
         parsed = action if isinstance(action, Action) else parse_action(action)
         return self.pool.act(self.env, self.generation, parsed).value
 

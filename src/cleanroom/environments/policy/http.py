@@ -317,9 +317,12 @@ class HttpHandle(PolicyHandle):
         self.env = env
         self.generation = self.refresh()
 
-    def act(self, action: dict[str, Any]) -> Any:
+    def act(self, action: dict[str, Any]) -> str | None:
         body = {"generation": self.generation, "action": action}
-        return self.client.request("POST", f"/v1/envs/{self.env}/act", json=body).json()["value"]
+        value = self.client.request("POST", f"/v1/envs/{self.env}/act", json=body).json()["value"]
+        if value is not None and not isinstance(value, str):
+            raise PoolError(f"the act route answered a value that is no text: {value!r:.80}")
+        return value
 
     def observe(self, kind: type[Observation]) -> Wire:
         response = self.client.request(
