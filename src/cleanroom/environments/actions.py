@@ -2,19 +2,45 @@
 
 Pure: no display is touched here. The controller applies an `Action` after checking its
 environment and generation, by calling its `apply` with the environment as an
-`interface.ActionTarget`.
+`ActionTarget`.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from cleanroom.environments.errors import BadAction
-from cleanroom.environments.interface import SELECTIONS, ActionTarget
 from cleanroom.environments.x11.keys import keysym_for_char, keysym_for_name, parse_hotkey
 
 MAX_TYPE_CHARS = 4096
+# The two X selections every environment has, by their X names.
+SELECTIONS = ("CLIPBOARD", "PRIMARY")
+
+
+@dataclass(frozen=True)
+class ClipboardRead:
+    """What one read returned: the text, or None when nobody owns the selection."""
+
+    selection: str
+    text: str | None
+
+
+@runtime_checkable
+class ActionTarget(Protocol):
+    """One environment as an action applies to it (`actions.Action.apply`)."""
+
+    def type_text(self, text: str) -> None: ...
+    def key_down(self, key: str) -> None: ...
+    def key_up(self, key: str) -> None: ...
+    def hotkey(self, keys: str) -> None: ...
+    def click(self, x: int, y: int, button: int, count: int) -> None: ...
+    def move(self, x: int, y: int) -> None: ...
+    def focus_window(self, window_id: int) -> None: ...
+    def focus_program(self, program: str) -> None: ...
+    def set_clipboard(self, text: str, selections: tuple[str, ...]) -> None: ...
+    def clear_clipboard(self) -> None: ...
+    def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead: ...
 
 
 @dataclass(frozen=True)

@@ -30,17 +30,19 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
+# The typed actions, what they apply to and what a read returns: part of this interface.
+from cleanroom.environments.actions import SELECTIONS as SELECTIONS
+from cleanroom.environments.actions import Action as Action
+from cleanroom.environments.actions import ActionTarget as ActionTarget
+from cleanroom.environments.actions import ClipboardRead as ClipboardRead
 from cleanroom.environments.errors import PoolError, UnknownEnvironment
 
 if TYPE_CHECKING:
     from cleanroom.core.breakage import Breakage, Problem
-    from cleanroom.environments.actions import Action
     from cleanroom.environments.leaky_setups import Leak
 
-# The two X selections every environment has, by their X names.
-SELECTIONS = ("CLIPBOARD", "PRIMARY")
 # What every environment's home holds when a generation begins: the folders of a desktop
 # home, and Writer's document, beneath the home.
 DESKTOP_SKELETON: tuple[str, ...] = (
@@ -115,14 +117,6 @@ class FocusedText:
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class ClipboardRead:
-    """What one read returned: the text, or None when nobody owns the selection."""
-
-    selection: str
-    text: str | None
 
 
 @dataclass(frozen=True)
@@ -468,23 +462,6 @@ def require(provider: str, capabilities: Capabilities, needs: Needs) -> None:
 
 
 # -- the two halves --------------------------------------------------------------------------
-
-
-@runtime_checkable
-class ActionTarget(Protocol):
-    """One environment as an action applies to it (`actions.Action.apply`)."""
-
-    def type_text(self, text: str) -> None: ...
-    def key_down(self, key: str) -> None: ...
-    def key_up(self, key: str) -> None: ...
-    def hotkey(self, keys: str) -> None: ...
-    def click(self, x: int, y: int, button: int, count: int) -> None: ...
-    def move(self, x: int, y: int) -> None: ...
-    def focus_window(self, window_id: int) -> None: ...
-    def focus_program(self, program: str) -> None: ...
-    def set_clipboard(self, text: str, selections: tuple[str, ...]) -> None: ...
-    def clear_clipboard(self) -> None: ...
-    def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead: ...
 
 
 class DesktopProvider(Protocol):
