@@ -4,7 +4,8 @@
 what it found; `read_regular` reads a file (a checker's result file) or raises
 `NotARegularFile`; `read_beneath` reads a file of a folder an environment writes (a
 saved document in its home) without following a link at any step below that folder,
-so a link the environment left can lead nowhere else. Both look before they open: a FIFO,
+so a link the environment left can lead nowhere else; `stat_beneath` looks at one that
+way and `write_beneath` plants one (a control's), replacing what is there. Both look before they open: a FIFO,
 socket or device node is reported and never opened (a device opened by root on the host
 can act), and `read_capped` does not follow links either. A regular file is then opened
 with ``O_NONBLOCK``, checked with ``fstat`` to be the very file that was looked at, and
@@ -94,6 +95,65 @@ def read_beneath(root: Path, path: Path, cap: int = READ_CAP_BYTES) -> bytes:
     FIFO, device, socket, folder or a file over ``cap``; `ValueError` for a ``path``
     outside ``root``.
     """
+    fd, name = _open_parent(root, path)
+    try:
+        # Looked at before it is opened: a device node is never opened (as root, an
+        # open can act), and what is opened must be what was looked at.
+        try:
+            seen = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISREG(seen.st_mode):
+                if stat.S_ISLNK(seen.st_mode):
+                    raise FileNotFoundError(errno.ENOENT, "a link, not followed", str(path))
+                raise NotARegularFile(str(path), _kind_of(seen.st_mode))
+            file_fd = os.open(name, OPEN_FILE_NOFOLLOW, dir_fd=fd)
+        except NotARegularFile:
+            raise
+        except OSError as exc:
+            raise _missing_or(exc, path) from None
+    finally:
+        os.close(fd)
+    return _read_what_was_seen(file_fd, seen, path, cap)
+
+
+def stat_beneath(root: Path, path: Path) -> os.stat_result | None:
+    """What is at ``path`` (inside ``root``) as looked at, itself never followed and no
+    folder on the way through a link; None when nothing is there."""
+    try:
+        fd, name = _open_parent(root, path)
+    except FileNotFoundError:
+        return None
+    try:
+        return os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def write_beneath(root: Path, path: Path, data: bytes, uid: int, gid: int) -> None:
+    """Write ``data`` to ``path`` (inside ``root``) as a new file owned by ``uid``:``gid``,
+    mode 0600, no folder on the way opened through a link; whatever was there is replaced,
+    never written through."""
+    fd, name = _open_parent(root, path)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=fd)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        out = os.open(name, flags, 0o600, dir_fd=fd)
+        try:
+            os.write(out, data)
+            os.fchown(out, uid, gid)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _open_parent(root: Path, path: Path) -> tuple[int, str]:
+    """The folder holding ``path`` (inside ``root``, which the harness owns), opened
+    relative to ``root`` one folder at a time and none through a link, and the name of
+    ``path`` in it; `FileNotFoundError` when a folder on the way is missing or a link,
+    `ValueError` for a ``path`` outside ``root``."""
     try:
         parts = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).parts
     except ValueError:
@@ -109,22 +169,10 @@ def read_beneath(root: Path, path: Path, cap: int = READ_CAP_BYTES) -> bytes:
                 raise _missing_or(exc, path) from None
             os.close(fd)
             fd = inner
-        # Looked at before it is opened: a device node is never opened (as root, an
-        # open can act), and what is opened must be what was looked at.
-        try:
-            seen = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-            if not stat.S_ISREG(seen.st_mode):
-                if stat.S_ISLNK(seen.st_mode):
-                    raise FileNotFoundError(errno.ENOENT, "a link, not followed", str(path))
-                raise NotARegularFile(str(path), _kind_of(seen.st_mode))
-            file_fd = os.open(parts[-1], OPEN_FILE_NOFOLLOW, dir_fd=fd)
-        except NotARegularFile:
-            raise
-        except OSError as exc:
-            raise _missing_or(exc, path) from None
-    finally:
+    except BaseException:
         os.close(fd)
-    return _read_what_was_seen(file_fd, seen, path, cap)
+        raise
+    return fd, parts[-1]
 
 
 def _read_what_was_seen(fd: int, seen: os.stat_result, path: str | Path, cap: int) -> bytes:

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.host_files import FileKind, NotARegularFile, read_beneath, read_capped, read_regular
+from cleanroom.host_files import (
+    FileKind,
+    NotARegularFile,
+    read_beneath,
+    read_capped,
+    read_regular,
+    stat_beneath,
+    write_beneath,
+)
 
 SHOWN = "/logs/verifier/reward.txt"
 CAP = 64 * 1024
@@ -199,3 +207,47 @@ def test_read_beneath_refuses_a_file_over_its_cap(tmp_path: Path) -> None:
 
     with pytest.raises(NotARegularFile):
         read_beneath(home, home / "big", cap=10)
+
+
+def test_stat_beneath_looks_at_a_link_itself_and_never_through_a_linked_folder(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "home"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "a.txt").write_bytes(b"abc")
+    (root / "link").symlink_to("/etc/passwd")
+    (root / "via").symlink_to(root / "docs")
+    seen = stat_beneath(root, root / "docs" / "a.txt")
+    assert seen is not None and stat.S_ISREG(seen.st_mode) and seen.st_size == 3
+    link = stat_beneath(root, root / "link")
+    assert link is not None and stat.S_ISLNK(link.st_mode)
+    assert stat_beneath(root, root / "via" / "a.txt") is None  # a linked folder on the way
+    assert stat_beneath(root, root / "missing") is None
+
+
+def test_stat_beneath_never_opens_a_fifo(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    seen = stat_beneath(tmp_path, tmp_path / "pipe")  # would block if it were opened
+    assert seen is not None and stat.S_ISFIFO(seen.st_mode)
+
+
+def test_write_beneath_replaces_a_link_and_never_writes_through_it(tmp_path: Path) -> None:
+    root, outside = tmp_path / "home", tmp_path / "outside.txt"
+    root.mkdir()
+    outside.write_bytes(b"keep")
+    (root / "plant.txt").symlink_to(outside)
+    write_beneath(root, root / "plant.txt", b"planted", os.getuid(), os.getgid())
+    assert outside.read_bytes() == b"keep"
+    assert not (root / "plant.txt").is_symlink()
+    assert (root / "plant.txt").read_bytes() == b"planted"
+    assert stat.S_IMODE((root / "plant.txt").stat().st_mode) == 0o600
+
+
+def test_write_beneath_refuses_a_linked_folder_on_the_way(tmp_path: Path) -> None:
+    root, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    (root / "docs").symlink_to(elsewhere)
+    with pytest.raises(FileNotFoundError):
+        write_beneath(root, root / "docs" / "x.txt", b"x", os.getuid(), os.getgid())
+    assert list(elsewhere.iterdir()) == []

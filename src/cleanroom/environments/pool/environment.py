@@ -54,7 +54,7 @@ from cleanroom.environments.x11.display import DisplayView, XvfbDisplay
 from cleanroom.environments.x11.screen import Screen
 from cleanroom.environments.x11.xauth import write_cookie
 from cleanroom.environments.x11.xinput import XInput
-from cleanroom.host_files import OPEN_FOLDER_NOFOLLOW, NotARegularFile, read_beneath
+from cleanroom.host_files import NotARegularFile, read_beneath, stat_beneath, write_beneath
 from cleanroom.lifecycle import stop_group, wait_until
 
 # How a program is told where its profile is, on its command line.
@@ -726,49 +726,23 @@ class DesktopEnvironment:
     def write_home_file(self, relative: str, data: bytes) -> Path:
         """Plant ``data`` beneath the home, owned by the account, no link followed on the
         way (the file is made new; one already there is replaced)."""
-        parts = Path(relative).parts
-        if not parts or ".." in parts or Path(relative).is_absolute():
-            raise BadAction(f"{relative!r} names no file beneath the home")
-        fd = os.open(self.account.home, OPEN_FOLDER_NOFOLLOW)
-        try:
-            for part in parts[:-1]:
-                inner = os.open(part, OPEN_FOLDER_NOFOLLOW, dir_fd=fd)
-                os.close(fd)
-                fd = inner
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(parts[-1], dir_fd=fd)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            out = os.open(parts[-1], flags, 0o600, dir_fd=fd)
-            try:
-                os.write(out, data)
-                os.fchown(out, self.account.uid, self.account.gid)
-            finally:
-                os.close(out)
-        finally:
-            os.close(fd)
-        return self.account.home / relative
+        path = self._beneath_home(relative)
+        write_beneath(self.account.home, path, data, self.account.uid, self.account.gid)
+        return path
 
     def stat_home_file(self, relative: str) -> FileStat | None:
-        """A file beneath the home as looked at: each folder on the way opened without
-        following a link, the file itself never followed; None when nothing is there."""
+        """A file beneath the home as looked at, never through a link; None when nothing
+        is there."""
+        seen = stat_beneath(self.account.home, self._beneath_home(relative))
+        if seen is None:
+            return None
+        return FileStat(seen.st_size, seen.st_mtime_ns, stat.S_ISREG(seen.st_mode))
+
+    def _beneath_home(self, relative: str) -> Path:
         parts = Path(relative).parts
         if not parts or ".." in parts or Path(relative).is_absolute():
             raise BadAction(f"{relative!r} names no file beneath the home")
-        try:
-            fd = os.open(self.account.home, OPEN_FOLDER_NOFOLLOW)
-        except OSError:
-            return None
-        try:
-            for part in parts[:-1]:
-                inner = os.open(part, OPEN_FOLDER_NOFOLLOW, dir_fd=fd)
-                os.close(fd)
-                fd = inner
-            seen = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        return FileStat(seen.st_size, seen.st_mtime_ns, stat.S_ISREG(seen.st_mode))
+        return self.account.home / relative
 
     def read_home_file(self, relative: str, limit: int) -> bytes | None:
         """A file beneath the home, read no-follow and non-blocking, at most ``limit``
