@@ -93,7 +93,7 @@ def test_a_spare_that_died_is_not_swapped_in_and_the_reset_happens_in_place(
 
     assert pool.env("env02").account.user == user  # reset in place, as without standby
     assert not pool.env("env02").problems()
-    assert pool.standby is not None and pool.standby.failures[-1][0] == "env02"
+    assert pool.life.standby is not None and pool.life.standby.failures[-1][0] == "env02"
     assert pool.standby_ready("env02", UP_WITHIN_S)  # the dead spare is brought up again
 
 
