@@ -53,6 +53,9 @@ class NodeActor:
     def stop(self, status: str = "finished") -> None:
         self.run.stop(status)
 
+    def close(self) -> None:
+        self.run.close()
+
 
 def start_actor(ray: Any, node: RayNode, settings: NodeSettings) -> Any:
     """A `NodeActor` on ``node``, with all of its desktops."""

@@ -338,6 +338,11 @@ class _Driver:
         for name, end in self._wait_all(refs, "stopping").items():
             if isinstance(end, NodeLost):
                 self.say(f"[red]node {name} did not stop cleanly[/]: {end.why}")
+        # What a node wrote while it stopped (a watcher's last sample, its run's end) comes
+        # after the catch-up above: one more pull from each before it goes.
+        for node in alive:
+            self._pull(node, self.config.pull_timeout_s)
+        self._wait_all({n.name: n.actor.close.remote() for n in alive}, "closing")
         for node in alive:
             self._store().end_node(node.name, "finished" if status == "finished" else status)
             self.ray.kill(node.actor, no_restart=True)

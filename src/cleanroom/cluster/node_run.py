@@ -129,8 +129,9 @@ class NodeRun:
         }
         store = RunStore.create(self.run_dir, meta=meta)
         self._stack.callback(store.close)
+        # Not on the stack: it outlives `stop`, so that what the services wrote while they
+        # stopped (a last canary sample, the run's end) is pulled too; `close` ends it.
         self._reader = RunStore.open(self.run_dir, owner=False)
-        self._stack.callback(self._reader.close)
         self._log = (self.run_dir / LOG_NAME).open("a", encoding="utf-8")
         self._stack.callback(self._log.close)
         console = Console(file=self._log, force_terminal=False, width=120)
@@ -183,10 +184,17 @@ class NodeRun:
         return evidence_since(self.run_dir, seen)
 
     def stop(self, status: str = "finished") -> None:
-        """Stop every service; the node's database records how its run ended."""
+        """Stop every service; the node's database records how its run ended. Its
+        changes can still be pulled (`changes`) until `close`."""
         self.stopping.set()
         try:
             if self._services is not None:
                 self._services.store.finish_run(status)
         finally:
             self._stack.close()
+
+    def close(self) -> None:
+        """End the read-only connection the driver pulls through (after `stop`)."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
