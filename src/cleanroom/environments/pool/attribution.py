@@ -20,17 +20,18 @@ from Xlib.error import XError
 
 from cleanroom.environments.interface import DisplayedWindow, TreeItem
 from cleanroom.environments.pool.environment import DesktopEnvironment
-from cleanroom.environments.session.processes import namespace_pids, pid_namespace, process_tree
+from cleanroom.environments.session.processes import namespace_pids, pid_namespace, process_trees
 from cleanroom.environments.x11.atspi import AtspiUnavailable
 from cleanroom.environments.x11.screen import client_pid
 
 
 def process_owners(envs: Mapping[str, DesktopEnvironment]) -> dict[int, str]:
-    """Every process of every environment's programs, by host pid."""
+    """Every process of every environment's programs, by host pid, with its environment
+    (one look at ``/proc`` for them all)."""
+    roots = {p.pid: name for name, env in envs.items() for p in env.programs}
     owners: dict[int, str] = {}
-    for name, env in envs.items():
-        for program in env.programs:
-            owners.update(dict.fromkeys(process_tree(program.pid), name))
+    for root, tree in process_trees(roots).items():
+        owners.update(dict.fromkeys(tree, roots[root]))
     return owners
 
 
@@ -95,16 +96,15 @@ def _owners_seen_from(envs: Mapping[str, DesktopEnvironment], name: str) -> dict
     its session's sandbox, whose PID namespace numbers the processes of that sandbox;
     without a sandbox, host pids."""
     seen_from = _bus_namespace(envs[name])
+    visible = {n for n, env in envs.items() if _bus_namespace(env) == seen_from}
+    depth = 0 if seen_from[1] is None else 1
     owners: dict[int, str] = {}
-    for other, env in envs.items():
-        if _bus_namespace(env) != seen_from:
+    for pid, other in process_owners(envs).items():
+        if other not in visible:
             continue  # invisible from that namespace
-        depth = 0 if seen_from[1] is None else 1
-        for program in env.programs:
-            for pid in process_tree(program.pid):
-                numbers = namespace_pids(pid)
-                if len(numbers) > depth:
-                    owners[numbers[depth]] = other
+        numbers = namespace_pids(pid)
+        if len(numbers) > depth:
+            owners[numbers[depth]] = other
     return owners
 
 

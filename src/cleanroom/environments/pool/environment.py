@@ -134,6 +134,12 @@ class Running:
         return (self.input, self.clipboard, self.screen, self.atspi)
 
 
+def _stop_sandbox(session: Session) -> None:
+    if session.sandbox is not None:
+        session.sandbox.stop()
+        session.sandbox = None
+
+
 def _close_all(connections: Iterable[XInput | ClipboardOwner | Screen | AtspiReader]) -> None:
     for connection in connections:
         with contextlib.suppress(Exception):
@@ -269,9 +275,7 @@ class DesktopEnvironment:
         self._end_session_processes(self.running.session)
 
     def _end_session_processes(self, session: Session) -> None:
-        if session.sandbox is not None:  # every process in it at once (`restart_session`)
-            session.sandbox.stop()
-            session.sandbox = None
+        _stop_sandbox(session)  # every process in it at once (see `restart_session`)
         self.stop_programs()
         session.stop_bus()
         kill_uid(self.account.uid)  # anything left outside a sandbox (a leaky setup's)
@@ -423,7 +427,7 @@ class DesktopEnvironment:
         live = self.live
         # The sandbox first: its end takes every process in it at once, where ending the
         # programs one by one first leaves their orphans to die slowly with the sandbox.
-        self._stop_sandbox()
+        _stop_sandbox(live.session)
         self.stop_programs()
         live.session.stop_bus()
         # No grace period: the home is thrown away next, so nothing needs a clean exit.
@@ -462,11 +466,6 @@ class DesktopEnvironment:
             owner=self.spec.user,
             protections=self.spec.protections,
         )
-
-    def _stop_sandbox(self) -> None:
-        if self.running is not None and self.running.session.sandbox is not None:
-            self.running.session.sandbox.stop()
-            self.running.session.sandbox = None
 
     def _forget_accessibility_bus(self) -> None:
         # A bus launcher killed before it could clean up leaves its address on the
@@ -748,7 +747,7 @@ class DesktopEnvironment:
         """A file beneath the home, read no-follow and non-blocking, at most ``limit``
         bytes; None when no regular file of at most ``limit`` bytes is there."""
         try:
-            return read_beneath(self.account.home, self.account.home / relative, limit)
+            return read_beneath(self.account.home, self._beneath_home(relative), limit)
         except (FileNotFoundError, NotARegularFile):
             return None
 

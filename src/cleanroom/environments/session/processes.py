@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Iterable
 from pathlib import Path
 
 from cleanroom.lifecycle import wait_until
@@ -71,6 +72,11 @@ def start_time(pid: int) -> int | None:
 
 def process_tree(pid: int) -> list[int]:
     """``pid`` and every live descendant of it."""
+    return process_trees([pid])[pid]
+
+
+def process_trees(pids: Iterable[int]) -> dict[int, list[int]]:
+    """Each of ``pids`` with every live descendant of it, from one look at ``/proc``."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -80,12 +86,15 @@ def process_tree(pid: int) -> list[int]:
         except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
             continue
         children.setdefault(ppid, []).append(int(entry.name))
-    tree, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        tree.append(current)
-        todo.extend(children.get(current, []))
-    return tree
+    trees = {}
+    for pid in pids:
+        tree, todo = [], [pid]
+        while todo:
+            current = todo.pop()
+            tree.append(current)
+            todo.extend(children.get(current, []))
+        trees[pid] = tree
+    return trees
 
 
 def pid_namespace(pid: int) -> int | None:
