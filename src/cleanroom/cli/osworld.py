@@ -16,7 +16,7 @@ from cleanroom.core.outcomes import EXIT_INVALID, Outcome, Reason
 from cleanroom.guests import GUEST_SPECS, Guest, GuestError, UnknownGuestKind, open_guest
 from cleanroom.verifiers.osworld.evaluator import check_task
 from cleanroom.verifiers.osworld.settings import CheckSettings
-from cleanroom.verifiers.osworld.support import TaskSupport, step_needs, task_support
+from cleanroom.verifiers.osworld.support import TaskSupport, task_support
 from cleanroom.verifiers.osworld.task import Task, TaskFileError, find_task_files, load_task
 from cleanroom.verifiers.osworld.validate import Validation, validate_task
 
@@ -106,7 +106,7 @@ def _print_support_table(rows: list[TaskSupport], errors: list[str]) -> None:
     for r in rows:
         gaps = [f"getter {g}" for g in r.missing_getters]
         gaps += [f"metric {m}" for m in r.missing_metrics]
-        gaps += [f"step {s} ({step_needs(s)})" for s in r.missing_steps]
+        gaps += [f"step {s}" for s in r.missing_steps]
         table.add_row(
             r.task_id[:8],
             r.domain,

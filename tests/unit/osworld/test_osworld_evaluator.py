@@ -293,9 +293,10 @@ def test_unsupported_getter_is_refused_by_name(settings: CheckSettings) -> None:
 
 
 def test_unsupported_metric_is_refused_by_name(settings: CheckSettings) -> None:
-    t = task({"func": "compare_archive", "result": cmd("c"), "expected": rule()})
+    t = task({"func": "compare_image_text", "result": cmd("c"), "expected": rule()})
     outcome = check_task(t, ScriptedGuest({}), settings)
-    assert outcome.reason is Reason.CHECKER_ERROR and "metric compare_archive" in outcome.detail
+    assert outcome.reason is Reason.CHECKER_ERROR
+    assert "metric compare_image_text (reads text with easyocr" in outcome.detail
 
 
 def test_desktop_setup_step_is_an_environment_error_naming_the_step(

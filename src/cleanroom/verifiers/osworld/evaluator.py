@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from cleanroom.core.outcomes import Outcome, Reason
+from cleanroom.core.outcomes import Cause, Outcome, Reason
 from cleanroom.guests.base import (
     CommandNotStarted,
     Guest,
@@ -36,9 +36,17 @@ from cleanroom.guests.base import (
 )
 from cleanroom.host_files import NotARegularFile
 from cleanroom.verifiers.osworld.cached_file import CachedFile, NotText
+from cleanroom.verifiers.osworld.checker_env import (
+    CheckerEnvironmentMissing,
+    Raised,
+    Returned,
+    Stopped,
+    run_metric,
+)
 from cleanroom.verifiers.osworld.details import excerpt, shape_value
 from cleanroom.verifiers.osworld.getters import GETTERS, GetterContext, GetterFailed
 from cleanroom.verifiers.osworld.metrics import METRICS
+from cleanroom.verifiers.osworld.own_metrics import OWN_METRICS, TRUSTED_GETTERS, blame_of, describe
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.setup_steps import SetupStepFailed, StepContext, run_steps
 from cleanroom.verifiers.osworld.support import missing_for_check
@@ -202,6 +210,8 @@ class TaskRun:
         args: list[Any] = [result]
         if call.expected is not None:
             args.append(self._get(index, "expected", call.expected, ctx, getters))
+        if call.func in OWN_METRICS:
+            return self._call_own(index, call, args, metrics)
         metric = METRICS[call.func]
         try:
             raw = metric(*args, **call.options)
@@ -222,6 +232,41 @@ class TaskRun:
             raise _CheckerError(f"metric {call.func} (call {index}) returned {raw!r}, not a number")
         metrics.append({"call": index, "func": call.func, "score": float(raw)})
         return float(raw)
+
+    def _call_own(
+        self, index: int, call: MetricCall, args: list[Any], metrics: list[dict[str, Any]]
+    ) -> float:
+        """One of OSWorld's own metrics, run from desktop-env in the checker environment.
+
+        Where it raises or hits a limit on what the agent left, the agent scores 0 with
+        the reason; it is the infrastructure's fault (invalid) only where a library is
+        missing, the sandbox failed, or the expected state alone fails the same way.
+        """
+        record: dict[str, Any] = {"call": index, "func": call.func, "checker": "desktop-env"}
+        metrics.append(record)
+        trusted = call.expected is not None and call.expected.type in TRUSTED_GETTERS
+        check = [args[1], args[1]] if trusted else None
+        metric = OWN_METRICS[call.func]
+        try:
+            answer = run_metric(
+                metric, args, call.options, cache_dir=self.cache.dir, self_check=check
+            )
+            if isinstance(answer, Stopped) and answer.by_input and check is not None:
+                again = run_metric(metric, check, call.options, cache_dir=self.cache.dir)
+                answer = Raised("Stopped", answer.why, False, again)
+        except CheckerEnvironmentMissing as exc:
+            record["error"] = str(exc)
+            raise _CheckerError(f"metric {call.func} (call {index}): {exc}") from exc
+        blame = blame_of(answer, self_checked=check is not None)
+        if isinstance(answer, Returned):
+            record["score"] = answer.value
+            return answer.value
+        why = describe(answer)
+        if blame is Cause.AGENT:
+            record.update(score=0.0, result=f"the metric could not read the result: {why}")
+            return 0.0
+        record["error"] = why
+        raise _CheckerError(f"metric {call.func} (call {index}) {why}")
 
     def _get(
         self,

@@ -7,7 +7,12 @@ from typing import Any
 
 from cleanroom.verifiers.osworld.getters import GETTERS
 from cleanroom.verifiers.osworld.metrics import METRICS
-from cleanroom.verifiers.osworld.setup_steps import DESKTOP_STEPS, STEP_RUNNERS
+from cleanroom.verifiers.osworld.own_metrics import OWN_METRICS, REFUSED
+from cleanroom.verifiers.osworld.setup_steps import (
+    DESKTOP_STEP_RUNNERS,
+    DESKTOP_STEPS,
+    STEP_RUNNERS,
+)
 from cleanroom.verifiers.osworld.task import INFEASIBLE, Task
 
 
@@ -28,6 +33,7 @@ class TaskSupport:
     missing_getters: tuple[str, ...]
     missing_metrics: tuple[str, ...]
     missing_steps: tuple[str, ...]
+    desktop_steps: tuple[str, ...]
 
     @property
     def checkable(self) -> bool:
@@ -48,6 +54,7 @@ class TaskSupport:
                 "metrics": list(self.missing_metrics),
                 "steps": list(self.missing_steps),
             },
+            "desktop_steps": list(self.desktop_steps),
             "checkable": self.checkable,
         }
 
@@ -67,19 +74,23 @@ def task_support(task: Task) -> TaskSupport:
         metrics=metrics,
         steps=steps,
         missing_getters=tuple(g for g in getters if g not in GETTERS),
-        missing_metrics=tuple(m for m in metrics if m not in METRICS and m != INFEASIBLE),
-        missing_steps=tuple(s for s in steps if s not in STEP_RUNNERS),
+        missing_metrics=tuple(m for m in metrics if not metric_implemented(m)),
+        missing_steps=tuple(
+            s for s in steps if s not in STEP_RUNNERS and s not in DESKTOP_STEP_RUNNERS
+        ),
+        desktop_steps=tuple(s for s in steps if s in DESKTOP_STEPS),
     )
+
+
+def metric_implemented(name: str) -> bool:
+    """Whether cleanroom can call a metric: re-implemented, or OSWorld's own from desktop-env."""
+    return name in METRICS or name in OWN_METRICS or name == INFEASIBLE
 
 
 def missing_for_check(task: Task) -> list[str]:
     """What the checker lacks to score this task, as ``getter X`` / ``metric Y`` phrases."""
     support = task_support(task)
     return [f"getter {g}" for g in support.missing_getters] + [
-        f"metric {m}" for m in support.missing_metrics
+        f"metric {m} ({REFUSED[m]})" if m in REFUSED else f"metric {m}"
+        for m in support.missing_metrics
     ]
-
-
-def step_needs(step_type: str) -> str:
-    """Why a step type is unsupported: it needs a desktop, or it is not implemented."""
-    return "needs a desktop" if step_type in DESKTOP_STEPS else "not implemented"
