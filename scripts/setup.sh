@@ -26,7 +26,7 @@ PACKAGES=(
   dbus dbus-x11 at-spi2-core python3-pyatspi python3-gi gir1.2-atspi-2.0
   python3-venv sudo procps ripgrep wrk ca-certificates curl
   python3-xlib python-is-python3
-  runc tini
+  runc tini bubblewrap
   gcc libc6-dev
 )
 
@@ -184,16 +184,15 @@ if py312="$(harbor_python)"; then
 else
   say "no Python 3.12 or later (set HARBOR_PYTHON): skipping .venv-harbor"
 fi
-# .venv-osworld: OSWorld's own evaluator code (PyPI desktop-env) beside cleanroom, for the
-# differential tests of the OSWorld metrics and getters (tests/differential/osworld).
-# desktop-env's declared requirements are a whole agent stack (torch, easyocr,
-# playwright, cloud SDKs): it goes in without them, with only the small libraries the
-# modules the tests load import at their top. The heavy ones those modules import but the
-# compared functions never call (numpy, pandas, OpenCV, scikit-image, formulas) are left
-# out; the tests load the modules with a placeholder for each that fails loudly if used
-# (tests/differential/osworld/reference.py).
+# .venv-osworld: OSWorld's own evaluator code (PyPI desktop-env) and the checker
+# environment its metrics run in (cleanroom.verifiers.osworld.checker_env), also used by the
+# differential tests (tests/differential/osworld). desktop-env's declared requirements are
+# a whole agent stack (torch, easyocr, cloud SDKs): it goes in without them, with the
+# libraries its metric and getter modules use, at the versions it declares. easyocr (and
+# its torch) is left out: the one metric that reads text with it is refused by name.
 venv_with .venv-osworld "$PYTHON" \
   "Pillow~=11.0.0 python-xlib>=0.33 pytz~=2024.1 PyYAML rapidfuzz requests lxml cssselect openpyxl xmltodict tldextract python-docx PyPDF2 pdfplumber httpx>=0.27 pytest>=8,<9 pytest-timeout>=2.3 hypothesis>=6.100" \
+  "numpy<2,>=1.26 pandas<2.3,>=2.2 opencv-python-headless<5,>=4.5 scikit-image librosa ImageHash pymupdf borb pypdf python-pptx odfpy mutagen beautifulsoup4 formulas fastdtw scipy pyacoustid chardet" \
   "--no-deps desktop-env==1.0.2" "--no-deps -e ."
 # The integrations whose libraries are too large for `make test` (a torch stack), each in
 # an environment of its own: `make test-integrations` (scripts/setup.sh --integrations).

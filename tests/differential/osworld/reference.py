@@ -25,10 +25,9 @@ import importlib.util
 import io
 import locale
 import os
-import sys
 import types
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,8 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 
 from cleanroom.verifiers.osworld.cached_file import CachedFile, NotText
+from cleanroom.verifiers.osworld.checker_env_worker import MissingLibrary as LeftOutUsed
+from cleanroom.verifiers.osworld.checker_env_worker import placeholders, register_packages
 
 from .differences import DELIBERATE
 
@@ -79,77 +80,8 @@ _REAL_FIRST = (
     "yaml",
 )
 
-_PACKAGES = (
-    "desktop_env",
-    "desktop_env.controllers",
-    "desktop_env.evaluators",
-    "desktop_env.evaluators.getters",
-    "desktop_env.evaluators.metrics",
-)
-
 _METRIC_MODULES = ("basic_os", "general", "gimp", "table", "vscode")
 _GETTER_MODULES = ("file", "general", "misc")
-
-
-class LeftOutUsed(RuntimeError):
-    """OSWorld code used a library the reference environment leaves out."""
-
-
-class _Absent:
-    """Stands for a name from a left-out library; any use of it raises."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise LeftOutUsed(f"{self._name} was used, but the reference environment leaves it out")
-
-    __call__ = _refuse
-    __iter__ = _refuse
-    __bool__ = _refuse
-    __getitem__ = _refuse
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        return _Absent(f"{self._name}.{attr}")
-
-
-class _LeftOutModule(types.ModuleType):
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        return _Absent(f"{self.__name__}.{attr}")
-
-
-class _LeftOutFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Gives a placeholder module for a left-out library and any of its submodules."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname.split(".")[0] not in LEFT_OUT:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        module = _LeftOutModule(spec.name)
-        module.__path__ = []
-        return module
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def _placeholders() -> Iterator[None]:
-    finder = _LeftOutFinder()
-    sys.meta_path.insert(0, finder)
-    try:
-        yield
-    finally:
-        sys.meta_path.remove(finder)
-        for name in [n for n in sys.modules if n.split(".")[0] in LEFT_OUT]:
-            if isinstance(sys.modules[name], _LeftOutModule):
-                del sys.modules[name]
 
 
 @dataclass(frozen=True)
@@ -185,21 +117,12 @@ def _load() -> OSWorld:
             f"desktop-env {version} is installed; these tests compare with "
             f"{OSWORLD_VERSION} (run make setup)"
         )
-    spec = importlib.util.find_spec("desktop_env")
-    assert spec is not None and spec.submodule_search_locations
-    root = Path(next(iter(spec.submodule_search_locations)))
-    for name in _PACKAGES:
-        if not isinstance(sys.modules.get(name), types.ModuleType) or not hasattr(
-            sys.modules[name], "__path__"
-        ):
-            package = types.ModuleType(name)
-            package.__path__ = [str(root.joinpath(*name.split(".")[1:]))]
-            sys.modules[name] = package
+    register_packages()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # PyPDF2 announces its successor
         for name in _REAL_FIRST:
             importlib.import_module(name)
-    with _placeholders():
+    with placeholders(LEFT_OUT):
         metric_modules = [
             importlib.import_module(f"desktop_env.evaluators.metrics.{m}") for m in _METRIC_MODULES
         ]

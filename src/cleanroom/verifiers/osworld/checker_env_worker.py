@@ -53,6 +53,7 @@ from typing import Any
 
 PACKAGES = (
     "desktop_env",
+    "desktop_env.controllers",
     "desktop_env.evaluators",
     "desktop_env.evaluators.getters",
     "desktop_env.evaluators.metrics",
