@@ -150,6 +150,35 @@ def write_beneath(root: Path, path: Path, data: bytes, uid: int, gid: int) -> No
         os.close(fd)
 
 
+def make_folders_beneath(root: Path, path: Path) -> None:
+    """Make the folders that hold ``path`` (inside ``root``) where they are missing, each
+    made and opened relative to the one before it, none through a link: a link or a file
+    in a folder's place is `FileExistsError`, so nothing is ever made elsewhere."""
+    try:
+        parts = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).parts
+    except ValueError:
+        raise ValueError(f"{path} is not inside {root}") from None
+    if not parts or ".." in parts:
+        raise ValueError(f"{path} names no file inside {root}")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=fd)
+            try:
+                inner = os.open(part, OPEN_FOLDER_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise FileExistsError(
+                        errno.EEXIST, "a link or a file where a folder should be", str(path)
+                    ) from None
+                raise
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+
+
 def _open_parent(root: Path, path: Path) -> tuple[int, str]:
     """The folder holding ``path`` (inside ``root``, which the harness owns), opened
     relative to ``root`` one folder at a time and none through a link, and the name of
