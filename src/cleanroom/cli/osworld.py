@@ -316,10 +316,10 @@ def _print_coverage(rows: list[TaskCoverage], errors: list[str]) -> None:
         numbers += [d.needs[n] for n in Need] + [d.lacking]
         summary.add_row(d.domain, *(str(v) for v in numbers))
     console.print(summary)
-    top = ", ".join(f"{p} ({n})" for p, n in missing_pieces(rows)[:10])
+    top = ", ".join(f"{m.piece} ({m.tasks}, {m.alone} alone)" for m in missing_pieces(rows)[:10])
     console.print(f"Most missed pieces (tasks lacking each): {top or 'none'}")
     for need in Need:
-        console.print(f"[bold]{need.value}[/bold]: {NEED_RULES[need]}")
+        console.print(f"Needs [bold]{need.value}[/bold]: a task that {NEED_RULES[need]}.")
     for e in errors:
         console.print(f"[red]malformed:[/red] {e}")
 

@@ -45,15 +45,15 @@ class Need(StrEnum):
 
 
 NEED_RULES: dict[Need, str] = {
-    Need.MIRROR: "fetches files: a download step or a cloud_file getter",
-    Need.LIVE_WEB: "its instruction, a step, a getter or a metric's options name an http(s)"
-    " URL outside the dataset and not on loopback, or a step installs packages (apt install,"
-    " apt-get install, pip install); the task's source is not read",
-    Need.ACCOUNT: "a googledrive or login step, or a googledrive_file getter",
-    Need.VS_CODE: "related_apps names vs_code or vscode, a step launches code, or a"
-    " vscode_config getter (VS Code is not packaged for Debian)",
+    Need.MIRROR: "fetches files (a download step or a cloud_file getter)",
+    Need.LIVE_WEB: "names an http(s) URL outside the dataset and not on loopback in its"
+    " instruction, a step, a getter or a metric's options, or installs packages in a step"
+    " (apt install, apt-get install, pip install); its source is not read",
+    Need.ACCOUNT: "has a googledrive or login step or a googledrive_file getter",
+    Need.VS_CODE: "names vs_code or vscode in related_apps, launches code in a step, or"
+    " reads vscode_config (VS Code is not packaged for Debian)",
 }
-"""Each need's rule, as reports print it."""
+"""Each need's rule, as reports print it: what a task that has the need does."""
 
 ACCOUNT_STEPS = frozenset({"googledrive", "login"})
 ACCOUNT_GETTERS = frozenset({"googledrive_file"})
@@ -96,8 +96,14 @@ def web_urls(task: Task) -> tuple[str, ...]:
 
 
 def _installs_packages(task: Task) -> bool:
-    steps = task.config + task.evaluator.postconfig
-    return any(_PACKAGE_INSTALL.search(text) for text in _strings(_step_values(steps)))
+    for step in task.config + task.evaluator.postconfig:
+        texts = list(_strings(step.parameters))
+        command = step.parameters.get("command")
+        if isinstance(command, list):  # an argv: its words as a shell would see them
+            texts.append(" ".join(str(word) for word in command))
+        if any(_PACKAGE_INSTALL.search(text) for text in texts):
+            return True
+    return False
 
 
 def _launches_vs_code(task: Task) -> bool:
@@ -232,10 +238,26 @@ def by_domain(rows: list[TaskCoverage]) -> list[DomainCoverage]:
     return [*counts, _count("total", rows)]
 
 
-def missing_pieces(rows: list[TaskCoverage]) -> list[tuple[str, int]]:
-    """Each missing piece with the number of tasks that lack it, most first."""
+@dataclass(frozen=True)
+class MissingPiece:
+    """A getter, metric or step cleanroom lacks: how many tasks lack it, and for how many
+    it is the only piece missing (the tasks implementing it would complete)."""
+
+    piece: str
+    tasks: int
+    alone: int
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready record."""
+        return {"piece": self.piece, "tasks": self.tasks, "alone": self.alone}
+
+
+def missing_pieces(rows: list[TaskCoverage]) -> list[MissingPiece]:
+    """Each missing piece, the most lacked first."""
     counts = Counter(piece for r in rows for piece in r.lacks)
-    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    alone = Counter(r.lacks[0] for r in rows if len(r.lacks) == 1)
+    pieces = [MissingPiece(p, n, alone[p]) for p, n in counts.items()]
+    return sorted(pieces, key=lambda m: (-m.tasks, -m.alone, m.piece))
 
 
 def coverage_json(rows: list[TaskCoverage], errors: list[str]) -> dict[str, Any]:
@@ -243,7 +265,7 @@ def coverage_json(rows: list[TaskCoverage], errors: list[str]) -> dict[str, Any]
     return {
         "rules": {n.value: NEED_RULES[n] for n in Need},
         "domains": [d.to_json() for d in by_domain(rows)],
-        "missing_pieces": [{"piece": p, "tasks": n} for p, n in missing_pieces(rows)],
+        "missing_pieces": [m.to_json() for m in missing_pieces(rows)],
         "tasks": [r.to_json() for r in rows],
         "errors": errors,
     }
@@ -261,16 +283,17 @@ def coverage_markdown(rows: list[TaskCoverage], source: str) -> str:
         "<!-- Generated: do not edit. Regenerate from the repository's root with",
         f"     cleanroom osworld coverage {source} --markdown > docs/osworld-coverage.md -->",
         "",
-        f"Made by `cleanroom osworld coverage {source}` from OSWorld's task set: for each",
-        "task, whether cleanroom implements every getter, metric and setup step it uses,",
-        "and what else it needs to run.",
+        f"Made by `cleanroom osworld coverage {source}`",
+        "from OSWorld's task set: for each task, whether cleanroom implements every getter,",
+        "metric and setup step it uses, and what else it needs to run. Whether the apps a",
+        "task drives are in the desktop image is not part of it.",
         "",
         "A task **runs here** when every piece is implemented and it needs nothing below;",
         "it runs **with a mirror** when a mirror of OSWorld's file dataset is all it needs",
         "(`cleanroom osworld mirror` fills one). A task needs:",
         "",
     ]
-    out += [f"- **{n.value}** when {NEED_RULES[n]}." for n in Need]
+    out += [f"- **{n.value}** when it {NEED_RULES[n]}." for n in Need]
     out += ["", "## By domain", ""]
     heads = ["domain", "tasks", "every piece", "runs here", "with a mirror"]
     heads += [n.value for n in Need] + ["lacks a piece"]
@@ -282,8 +305,17 @@ def coverage_markdown(rows: list[TaskCoverage], source: str) -> str:
             f"| {name} | {d.tasks} | {d.complete} | {d.runs_here} | {d.runs_with_mirror}"
             f" | {needs} | {d.lacking} |"
         )
-    out += ["", "## Missing pieces", "", "| piece | tasks lacking it |", "|---|---|"]
-    out += [f"| `{p}` | {n} |" for p, n in missing_pieces(rows)]
+    out += [
+        "",
+        "## Missing pieces",
+        "",
+        "Each piece cleanroom lacks: the tasks that lack it, and those it alone keeps from",
+        "having every piece.",
+        "",
+        "| piece | tasks lacking it | the only piece missing |",
+        "|---|---|---|",
+    ]
+    out += [f"| `{m.piece}` | {m.tasks} | {m.alone} |" for m in missing_pieces(rows)]
     for domain in dict.fromkeys(r.support.domain for r in rows):
         out += ["", f"## {domain}", "", "| task | runs | needs | lacks |", "|---|---|---|---|"]
         for r in (r for r in rows if r.support.domain == domain):
