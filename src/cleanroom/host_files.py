@@ -5,7 +5,8 @@ what it found; `read_regular` reads a file (a checker's result file) or raises
 `NotARegularFile`; `read_beneath` reads a file of a folder an environment writes (a
 saved document in its home) without following a link at any step below that folder,
 so a link the environment left can lead nowhere else; `stat_beneath` looks at one that
-way and `write_beneath` plants one (a control's), replacing what is there. The readers
+way, `write_beneath` plants one (a control's), replacing what is there, and
+`make_folders_beneath` makes the folders to plant it in. The readers
 look before they open: a FIFO, socket or device node is reported and never opened (a
 device opened by root on the host can act), and `read_capped` does not follow links
 either. A regular file is then opened

@@ -111,6 +111,8 @@ def _settings(
         chosen = Mirror.parse(mirror) if mirror is not None else None
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--mirror") from exc
+    if chosen is not None and not chosen.is_url and not Path(chosen.location).is_dir():
+        raise typer.BadParameter(f"no folder {chosen.location}", param_hint="--mirror")
     return CheckSettings(
         client_password=password,
         screen_width=width,

@@ -27,6 +27,7 @@ from cleanroom.verifiers.osworld.mirror import (
 )
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task import Task, parse_task
+from cleanroom.verifiers.osworld.task_list import read_task_list
 
 from .file_server import FileServer
 from .test_osworld_evaluator import ScriptedGuest
@@ -309,3 +310,13 @@ def test_an_expected_file_the_mirror_lacks_makes_the_run_invalid_not_a_zero(
 
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.CHECKER_ERROR)
     assert EXPECTED in outcome.detail and mirror.location in outcome.detail
+
+
+def test_every_file_of_osworlds_task_set_has_its_own_path_in_the_dataset() -> None:
+    task_set = Path(__file__).resolve().parents[2] / "data/osworld/evaluation_examples"
+    listed = read_task_list([task_set / "test_all.json"])
+    urls = {u for t in listed.tasks for u in task_file_urls(t)}
+
+    paths = {dataset_path(u) for u in urls}
+
+    assert len(urls) == 660 and len(paths) == 660 and None not in paths
