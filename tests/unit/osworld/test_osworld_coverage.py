@@ -112,10 +112,23 @@ def test_a_live_url_in_a_metrics_options_needs_the_live_web() -> None:
         "sudo apt-get -y install expect",
         "pip install numpy",
         ["pip3", "install", "requests"],
+        "pip install /home/user/local.whl requests",
+        "sudo apt-get install -y xsel && xsel -bc",
     ],
 )
 def test_a_setup_command_that_installs_packages_needs_the_live_web(command: Any) -> None:
     assert task_needs(make([step("execute", command=command, shell=True)])) == {Need.LIVE_WEB}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["pip", "install", "/home/user/cssselect-1.3.0-py3-none-any.whl"],
+        "sudo apt install -y ./tool.deb && tool --version",
+    ],
+)
+def test_installing_a_package_from_a_path_in_the_guest_is_not_the_live_web(command: Any) -> None:
+    assert task_needs(make([step("execute", command=command)])) == frozenset()
 
 
 def test_the_tasks_source_and_dataset_urls_are_not_the_live_web() -> None:

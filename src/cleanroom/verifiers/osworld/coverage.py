@@ -9,7 +9,8 @@ these rules (`NEED_RULES`, printed with every report):
   from OSWorld's dataset or a mirror of it (``--mirror``).
 - **live web**: its instruction, a setup or postconfig step, a getter or a metric's
   options name an http(s) URL outside the dataset and not on loopback, or a setup
-  command installs packages (``apt install``, ``apt-get install``, ``pip install``):
+  command installs packages by name (``apt install``, ``apt-get install``, ``pip
+  install``; a package given as a path in the guest is not fetched):
   a live site, its current state, or a package archive, which no mirror holds. The
   task's ``source`` (where the idea came from) is not read.
 - **account**: a ``googledrive`` or ``login`` step, or a ``googledrive_file`` getter.
@@ -47,8 +48,8 @@ class Need(StrEnum):
 NEED_RULES: dict[Need, str] = {
     Need.MIRROR: "fetches files (a download step or a cloud_file getter)",
     Need.LIVE_WEB: "names an http(s) URL outside the dataset and not on loopback in its"
-    " instruction, a step, a getter or a metric's options, or installs packages in a step"
-    " (apt install, apt-get install, pip install); its source is not read",
+    " instruction, a step, a getter or a metric's options, or installs packages by name in a"
+    " step (apt install, apt-get install, pip install; not a path); its source is not read",
     Need.ACCOUNT: "has a googledrive or login step or a googledrive_file getter",
     Need.VS_CODE: "names vs_code or vscode in related_apps, launches code in a step, or"
     " reads vscode_config (VS Code is not packaged for Debian)",
@@ -63,7 +64,10 @@ VS_CODE_PROGRAM = "code"
 
 _URL = re.compile(r"https?://[^\s\"'<>]+", re.IGNORECASE)
 _LOOPBACK = re.compile(r"https?://(localhost|127\.[0-9.]+|\[::1\])([:/]|$)", re.IGNORECASE)
-_PACKAGE_INSTALL = re.compile(r"\b(apt(-get)?\s+(-\S+\s+)*install|pip3?\s+install)\b")
+# An install command and the words after it, up to the end of that command.
+_PACKAGE_INSTALL = re.compile(
+    r"\b(?:apt(?:-get)?|pip3?)(?:\s+-\S+)*\s+install\b((?:\s+(?!&&|\|\||;|\|)[^\s;|&]+)*)"
+)
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -101,7 +105,17 @@ def _installs_packages(task: Task) -> bool:
         command = step.parameters.get("command")
         if isinstance(command, list):  # an argv: its words as a shell would see them
             texts.append(" ".join(str(word) for word in command))
-        if any(_PACKAGE_INSTALL.search(text) for text in texts):
+        if any(_fetches_packages(text) for text in texts):
+            return True
+    return False
+
+
+def _fetches_packages(command: str) -> bool:
+    """Whether a command installs a package by name (from an archive), not from a path
+    a download step put in the guest (``pip install /home/user/x.whl``)."""
+    for match in _PACKAGE_INSTALL.finditer(command):
+        packages = [w for w in match.group(1).split() if not w.startswith("-")]
+        if not packages or any("/" not in w for w in packages):
             return True
     return False
 
