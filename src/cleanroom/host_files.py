@@ -5,7 +5,8 @@ what it found; `read_regular` reads a file (a checker's result file) or raises
 `NotARegularFile`; `read_beneath` reads a file of a folder an environment writes (a
 saved document in its home) without following a link at any step below that folder,
 so a link the environment left can lead nowhere else; `stat_beneath` looks at one that
-way and `write_beneath` plants one (a control's), replacing what is there. The readers
+way, `write_beneath` plants one (a control's), replacing what is there, and
+`make_folders_beneath` makes the folders to plant it in. The readers
 look before they open: a FIFO, socket or device node is reported and never opened (a
 device opened by root on the host can act), and `read_capped` does not follow links
 either. A regular file is then opened
@@ -146,6 +147,35 @@ def write_beneath(root: Path, path: Path, data: bytes, uid: int, gid: int) -> No
             os.fchown(out, uid, gid)
         finally:
             os.close(out)
+    finally:
+        os.close(fd)
+
+
+def make_folders_beneath(root: Path, path: Path) -> None:
+    """Make the folders that hold ``path`` (inside ``root``) where they are missing, each
+    made and opened relative to the one before it, none through a link: a link or a file
+    in a folder's place is `FileExistsError`, so nothing is ever made elsewhere."""
+    try:
+        parts = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).parts
+    except ValueError:
+        raise ValueError(f"{path} is not inside {root}") from None
+    if not parts or ".." in parts:
+        raise ValueError(f"{path} names no file inside {root}")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=fd)
+            try:
+                inner = os.open(part, OPEN_FOLDER_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise FileExistsError(
+                        errno.EEXIST, "a link or a file where a folder should be", str(path)
+                    ) from None
+                raise
+            os.close(fd)
+            fd = inner
     finally:
         os.close(fd)
 

@@ -13,6 +13,7 @@ import pytest
 from cleanroom.host_files import (
     FileKind,
     NotARegularFile,
+    make_folders_beneath,
     read_beneath,
     read_capped,
     read_regular,
@@ -250,4 +251,20 @@ def test_write_beneath_refuses_a_linked_folder_on_the_way(tmp_path: Path) -> Non
     (root / "docs").symlink_to(elsewhere)
     with pytest.raises(FileNotFoundError):
         write_beneath(root, root / "docs" / "x.txt", b"x", os.getuid(), os.getgid())
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_make_folders_beneath_makes_the_missing_folders_of_a_path(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    make_folders_beneath(tmp_path, tmp_path / "a" / "b" / "c" / "file.txt")
+    assert (tmp_path / "a/b/c").is_dir() and not (tmp_path / "a/b/c/file.txt").exists()
+
+
+def test_make_folders_beneath_refuses_a_link_in_a_folders_place(tmp_path: Path) -> None:
+    root, elsewhere = tmp_path / "mirror", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    (root / "a").symlink_to(elsewhere)
+    with pytest.raises(FileExistsError):
+        make_folders_beneath(root, root / "a" / "b" / "file.txt")
     assert list(elsewhere.iterdir()) == []

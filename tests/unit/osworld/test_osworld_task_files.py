@@ -149,3 +149,10 @@ def test_unreadable_file_is_named(tmp_path: Path) -> None:
 def test_infeasible_task_needs_no_getters(tmp_path: Path) -> None:
     task = load_task(write(tmp_path, minimal(func="infeasible")))
     assert task.evaluator.infeasible and task.evaluator.calls == ()
+
+
+def test_related_apps_are_kept_and_a_non_list_is_named() -> None:
+    task = parse_task({"id": "t", "related_apps": ["gimp"], "evaluator": {"func": "infeasible"}})
+    assert task.related_apps == ("gimp",)
+    with pytest.raises(TaskFileError, match="related_apps"):
+        parse_task({"id": "t", "related_apps": "gimp", "evaluator": {"func": "infeasible"}})

@@ -1,8 +1,11 @@
-"""Fetching task files over HTTP(S), with a time limit and a named error."""
+"""Fetching task files over HTTP(S), with a time limit, a size cap and a named error."""
 
 from __future__ import annotations
 
 import httpx
+
+# The most a task file may be: OSWorld's largest are videos and app profiles of tens of MB.
+TASK_FILE_CAP_BYTES = 1 << 30
 
 
 class DownloadError(Exception):
@@ -14,16 +17,34 @@ class DownloadError(Exception):
         super().__init__(f"download of {url} failed: {why}")
 
 
-def fetch(url: str, *, timeout: float, tries: int = 1) -> bytes:
-    """The body of ``url`` (redirects followed); `DownloadError` after ``tries`` failures."""
+class _OverCap(Exception):
+    pass
+
+
+def fetch(url: str, *, timeout: float, tries: int = 1, cap: int = TASK_FILE_CAP_BYTES) -> bytes:
+    """The body of ``url`` (redirects followed), at most ``cap`` bytes; `DownloadError`
+    after ``tries`` failures, or at once for a body over ``cap``."""
     why = "no attempt made"
     for _ in range(max(tries, 1)):
         try:
-            response = httpx.get(url, timeout=timeout, follow_redirects=True)
+            with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
+                if response.status_code == 200:
+                    return _body(response, cap)
+                why = f"HTTP {response.status_code}"
+        except _OverCap:
+            raise DownloadError(url, f"the file is over {cap} bytes") from None
         except httpx.HTTPError as exc:
             why = f"{type(exc).__name__}: {exc}"
-            continue
-        if response.status_code == 200:
-            return response.content
-        why = f"HTTP {response.status_code}"
     raise DownloadError(url, why)
+
+
+def _body(response: httpx.Response, cap: int) -> bytes:
+    """The body read in chunks, stopped as soon as it passes ``cap``."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > cap:
+            raise _OverCap
+        chunks.append(chunk)
+    return b"".join(chunks)

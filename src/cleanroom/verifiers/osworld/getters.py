@@ -19,7 +19,8 @@ from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import Guest
 from cleanroom.verifiers.osworld.cached_file import CachedFile
 from cleanroom.verifiers.osworld.commands import BadCommand, decode_output, guest_command
-from cleanroom.verifiers.osworld.download import DownloadError, fetch
+from cleanroom.verifiers.osworld.download import DownloadError
+from cleanroom.verifiers.osworld.mirror import fetch_task_file
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task_cache import CacheNameError, TaskCache
 
@@ -171,7 +172,8 @@ def get_cache_file(ctx: GetterContext, config: dict[str, Any]) -> CachedFile:
 
 
 def get_cloud_file(ctx: GetterContext, config: dict[str, Any]) -> Any:
-    """Download reference files into the cache; a failed download is a getter failure."""
+    """Download reference files into the cache, from the mirror when one is set; a failed
+    download, or a file the mirror lacks, is a getter failure."""
     paths, dests, gives = _paths_and_dests(config)
     values: list[CachedFile] = []
     for i, (url, dest) in enumerate(zip(paths, dests, strict=True)):
@@ -179,9 +181,11 @@ def get_cloud_file(ctx: GetterContext, config: dict[str, Any]) -> Any:
             if ctx.cache.exists(str(dest)):  # fetched already during this run
                 cached = ctx.cache.read(str(dest))
             else:
-                cached = _cache_write(
-                    ctx, dest, fetch(str(url), timeout=ctx.settings.download_timeout)
+                s = ctx.settings
+                data = fetch_task_file(
+                    str(url), s.mirror, timeout=s.download_timeout, cap=s.file_cap_bytes
                 )
+                cached = _cache_write(ctx, dest, data)
         except DownloadError as exc:
             raise GetterFailed(str(exc)) from exc
         except CacheNameError as exc:

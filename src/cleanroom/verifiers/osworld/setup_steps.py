@@ -30,7 +30,8 @@ from cleanroom.verifiers.osworld.commands import (
     substitute_placeholders,
 )
 from cleanroom.verifiers.osworld.details import excerpt
-from cleanroom.verifiers.osworld.download import DownloadError, fetch
+from cleanroom.verifiers.osworld.download import DownloadError
+from cleanroom.verifiers.osworld.mirror import fetch_task_file
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task import SetupStep
 from cleanroom.verifiers.osworld.task_cache import CacheNameError, TaskCache
@@ -186,7 +187,8 @@ def run_sleep(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_download(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
-    """``download``: fetch each URL on the host and write it to its path in the guest."""
+    """``download``: fetch each URL on the host (from the mirror when one is set) and
+    write it to its path in the guest."""
     files = params.get("files")
     if not isinstance(files, list) or not files:
         raise _StepError("download needs a non-empty list of 'files'")
@@ -195,7 +197,13 @@ def run_download(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(entry, dict) or "url" not in entry or "path" not in entry:
             raise _StepError(f"download entry needs 'url' and 'path': {entry!r}")
         try:
-            data = fetch(entry["url"], timeout=ctx.settings.download_timeout, tries=_DOWNLOAD_TRIES)
+            data = fetch_task_file(
+                str(entry["url"]),
+                ctx.settings.mirror,
+                timeout=ctx.settings.download_timeout,
+                cap=ctx.settings.file_cap_bytes,
+                tries=_DOWNLOAD_TRIES,
+            )
         except DownloadError as exc:
             raise _StepError(str(exc)) from exc
         ctx.guest.write_file(entry["path"], data)

@@ -85,6 +85,7 @@ class Task:
     instruction: str
     config: tuple[SetupStep, ...]
     evaluator: Evaluator
+    related_apps: tuple[str, ...] = ()
 
     def getters(self) -> list[GetterSpec]:
         """Every getter the evaluator uses, result and expected, in call order."""
@@ -127,6 +128,9 @@ def parse_task(data: Any, path: str | os.PathLike[str] = "<task>") -> Task:
     instruction = data.get("instruction", "")
     if not isinstance(instruction, str):
         raise TaskFileError(p, "'instruction' must be a string")
+    related_apps = data.get("related_apps", [])
+    if not isinstance(related_apps, list) or not all(isinstance(a, str) for a in related_apps):
+        raise TaskFileError(p, "'related_apps' must be a list of strings")
     return Task(
         id=task_id,
         path=str(p),
@@ -134,6 +138,7 @@ def parse_task(data: Any, path: str | os.PathLike[str] = "<task>") -> Task:
         instruction=instruction,
         config=_parse_steps(data.get("config", []), "config", p),
         evaluator=_parse_evaluator(data["evaluator"], p),
+        related_apps=tuple(related_apps),
     )
 
 
