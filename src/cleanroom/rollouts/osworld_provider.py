@@ -125,12 +125,38 @@ class DesktopEnv(OSWorldDesktopEnv):
         self.enable_proxy = enable_proxy
         self.client_password = client_password or "password"
         self.server_port = VM_SERVER_PORT
+        # OSWorld's other in-VM ports; nothing listens on them here yet.
+        self.chromium_port, self.vnc_port, self.vlc_port = 9222, 8006, 8080
+        self.current_use_proxy = False
+        self.task_id: str | None = None
+        self.cache_dir: str | None = None
         self._server = contextlib.ExitStack()
         key = secrets.token_urlsafe(32)
         app = build_vm_server_app({path_to_vm: self.controller}, key)
         address = self._server.enter_context(serving_vm_server(app))
         self.vm_ip = vm_ip(path_to_vm, key, address)
         self.controller.vm_ip = self.vm_ip
+
+    def begin(self, task_config: dict[str, Any] | None) -> dict[str, Any]:
+        """The task's setup, with OSWorld's per-task cache folder (``cache_dir``, made
+        beneath the constructor's ``cache_dir`` as OSWorld makes it) for its getters."""
+        task_id = task_config.get("id") if task_config is not None else None
+        # A task's id names a folder: one that would lead elsewhere gets none.
+        if isinstance(task_id, str) and task_id not in ("", ".", "..") and "/" not in task_id:
+            self.task_id = task_id
+            self.cache_dir = os.path.join(self.cache_dir_base, task_id)
+            os.makedirs(self.cache_dir, exist_ok=True)
+        return super().begin(task_config)
+
+    @property
+    def vm_platform(self) -> str:
+        """``Linux``, as OSWorld's getters ask it."""
+        return self.controller.get_vm_platform()
+
+    @property
+    def vm_screen_size(self) -> dict[str, int]:
+        """The screen's size, as OSWorld's server answers it."""
+        return self.controller.get_vm_screen_size()
 
     def close(self) -> None:
         """Stop this environment's server and any recording; the pool keeps the

@@ -59,6 +59,7 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
 def _desktop_env(pool: Pool, env: str, action_space: str) -> DesktopEnv:
     # As OSWorld's run scripts construct it, with the pool it is in.
     return DesktopEnv(
+        cache_dir=str(pool.run_dir / "osworld-cache"),
         provider_name="cleanroom",
         path_to_vm=env,
         action_space=action_space,
@@ -198,6 +199,8 @@ def test_osworlds_run_loop_solves_a_task_in_each_code_space(
     recording = (tmp_path / "recording.mp4").read_bytes()
     assert recording.startswith(b"\x89PNG") and b"acTL" in recording[:200]
     assert len(list(tmp_path.glob("step_*.png"))) == 3
+    assert env01.cache_dir is not None and Path(env01.cache_dir).name == TASK["id"]
+    assert env01.vm_platform == "Linux"
 
 
 def test_vm_ip_reaches_its_own_environment_as_its_user(pool: Pool, env01: DesktopEnv) -> None:
