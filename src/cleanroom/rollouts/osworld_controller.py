@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import logging
 import os
 import subprocess
 import threading
@@ -41,6 +42,8 @@ from cleanroom.environments.osworld_env.actions import (
     computer_13_outcome,
 )
 from cleanroom.environments.policy.handle import LocalHandle
+
+log = logging.getLogger(__name__)
 
 # What one command's output (and, apart, its error) may bring back.
 OUTPUT_LIMIT = 1 << 20
@@ -121,6 +124,10 @@ if not os.path.isdir(path) or os.path.islink(path):
 else:
     print(json.dumps(walk(path)))
 """
+
+
+class NoRecording(PoolError):
+    """Not one frame of the screen could be taken for a recording."""
 
 
 class Recorder:
@@ -356,15 +363,22 @@ class EnvironmentController:
         self.recorder.start()
 
     def end_recording(self, dest: str) -> None:
-        """Stop recording and write it to ``dest`` (an animated PNG; see `Recorder`)."""
-        frames = self.recorder.stop()
+        """Stop recording and write it to ``dest`` (an animated PNG; see `Recorder`).
+        When not one frame could be taken nothing is written, as OSWorld's controller
+        writes nothing when its server has no recording to send."""
+        try:
+            recording = self.end_recording_bytes()
+        except NoRecording:
+            log.warning("%s: no recording to write to %s", self.handle.env, dest)
+            return
         with open(dest, "wb") as out:
-            out.write(self.end_recording_bytes(frames))
+            out.write(recording)
 
-    def end_recording_bytes(self, frames: list[bytes] | None = None) -> bytes:
-        """Stop recording; the recording."""
-        if frames is None:
-            frames = self.recorder.stop()
+    def end_recording_bytes(self) -> bytes:
+        """Stop recording; the recording (`NoRecording` when not one frame was taken)."""
+        frames = self.recorder.stop()
+        if not frames:
+            raise NoRecording(f"{self.handle.env}: not one frame of the screen was taken")
         return write_animation(frames, self.recorder.interval_s)
 
     # -- beneath ------------------------------------------------------------------------
