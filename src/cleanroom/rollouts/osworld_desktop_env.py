@@ -7,20 +7,29 @@ then ``obs, reward, done, info = env.step(action)`` until ``done``, then
 - `reset` is a cleanroom reset of the environment (a new generation: an action of the
   rollout before it is refused as stale), then the task's ``config`` steps run in the
   environment, as its user, in its sandbox, on its display (the ``env:`` guest);
-- `step` takes a ``computer_13`` action (parsed strictly and translated into policy
+- `step` takes an action of the environment's action space (`ACTION_SPACES`): a
+  ``computer_13`` action (parsed strictly and translated into policy
   actions, `environments.osworld_env.actions`), which goes through the pool (it checks
   the environment and its generation), and whose pointer actions the policy API lacks
   (a click where the pointer is, a held button, a drag, the wheel) run as the pyautogui
   calls OSWorld's controller sends; or ``pyautogui`` code, rewritten as OSWorld's
   ``step`` rewrites it (`rewrite_less_than`), which runs as OSWorld's server runs it,
   in the environment (as its user, in its sandbox, on its display, with the pyautogui
-  `make setup` puts on the system Python's path); or OSWorld's ``WAIT``, ``FAIL`` and
-  ``DONE``. Code of either kind aimed at a generation the environment has left is
-  refused as stale;
+  `make setup` puts on the system Python's path), as is the code of OSWorld's Claude
+  and AutoGLM agents' spaces; or OSWorld's ``WAIT``, ``FAIL`` and ``DONE``. Code of
+  either kind aimed at a generation the environment has left is refused as stale;
 - `evaluate` runs cleanroom's OSWorld checker (`verifiers.osworld.evaluator.check_task`)
   in the environment: the agent's 0 is 0.0, a success its score; an infrastructure fault
   (a getter that could not run, a checker that raised) is `invalid`, raised as
-  `InvalidEvaluation` with the outcome, never returned as a 0.
+  `InvalidEvaluation` with the outcome, never returned as a 0. Either way the outcome
+  is kept: typed in ``last_outcome`` (what a harness decides on), and in its wire form in
+  ``last_eval_details`` (a dict for people and run scripts: status, score, reason,
+  detail, the checker's details).
+
+What OSWorld's runner and agents read besides: ``env.controller`` (OSWorld's controller
+calls over this environment, `osworld_controller.EnvironmentController`), ``env._get_obs()``
+and ``env.vm_ip`` (None here; `osworld_provider.DesktopEnv` serves an equivalent of
+OSWorld's in-VM server and sets it).
 
 Observations are OSWorld's: ``screenshot`` (PNG bytes), ``accessibility_tree`` (the
 environment's own AT-SPI tree in OSWorld's XML, with ``require_a11y_tree``, on by
@@ -43,14 +52,13 @@ from cleanroom.environments.osworld_env.actions import (
     PointerCode,
     PyautoguiCode,
     Translated,
-    computer_13_outcome,
-    parse_pyautogui,
-    rewrite_less_than,
+    step_action,
 )
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import GuestTimeout
 from cleanroom.guests.desktop import DesktopGuest
+from cleanroom.rollouts.osworld_controller import EnvironmentController
 from cleanroom.verifiers.osworld.evaluator import TaskRun, check_task
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task import Task, parse_task
@@ -108,6 +116,10 @@ class OSWorldDesktopEnv:
         self.action_history: list[Any] = []
         self.setup_outcome: Outcome | None = None
         self.code_results: list[Any] = []  # what each pyautogui action's code gave
+        self.controller = EnvironmentController(handle)
+        self.vm_ip: str | None = None
+        self.last_outcome: Outcome | None = None
+        self.last_eval_details: dict[str, Any] | None = None
 
     # -- OSWorld's methods ----------------------------------------------------------------
 
@@ -142,14 +154,10 @@ class OSWorldDesktopEnv:
     def step(self, action: Any, pause: float = 2.0) -> tuple[dict[str, Any], float, bool, dict]:
         """Take one action; ``(observation, 0, done, info)`` as OSWorld returns them."""
         self.action_history.append(action)
-        result: Any
-        if self.action_space == "pyautogui":
-            result = parse_pyautogui(action)
-        else:
-            result = computer_13_outcome(action, screen=self.screen_size)
+        result = step_action(self.action_space, action, screen=self.screen_size)
         done, info = False, {}
         if isinstance(result, PyautoguiCode):
-            self._run_code(PyautoguiCode(rewrite_less_than(result.command)))
+            self._run_code(result)
             time.sleep(pause)
         elif isinstance(result, PointerCode):
             for code in result.codes:
@@ -170,10 +178,13 @@ class OSWorldDesktopEnv:
         infrastructure kept it from being made."""
         if self.task is None:
             raise NoTask("reset with a task config before evaluating")
+        self._keep(None)
         if self.setup_outcome is not None:
+            self._keep(self.setup_outcome)
             raise InvalidEvaluation(self.setup_outcome)
         last = self.action_history[-1] if self.action_history else None
         checked = check_task(self.task, self._guest(), self.settings, last_action=last)
+        self._keep(checked)
         if checked.status is Status.INVALID:
             raise InvalidEvaluation(checked)
         return float(checked.score or 0.0)
@@ -181,7 +192,16 @@ class OSWorldDesktopEnv:
     def close(self) -> None:
         """Nothing to stop: the pool owns the environment."""
 
+    def _get_obs(self) -> dict[str, Any]:
+        """The observation now, as OSWorld's ``_get_obs`` gives it (its runners call it
+        after `reset`)."""
+        return self._observation()
+
     # -- beneath ----------------------------------------------------------------------
+
+    def _keep(self, outcome: Outcome | None) -> None:
+        self.last_outcome = outcome
+        self.last_eval_details = outcome.to_json() if outcome is not None else None
 
     def _run_code(self, code: PyautoguiCode) -> None:
         """Run an agent's pyautogui code as OSWorld's server does, in the environment: as

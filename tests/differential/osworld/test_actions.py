@@ -1,12 +1,15 @@
 """cleanroom's OSWorld actions against OSWorld's own code: the pyautogui calls its
-controller sends for the pointer actions cleanroom runs as code, and the rewrite of
-``'<'`` its ``step`` makes of an agent's code."""
+controller sends for the pointer actions cleanroom runs as code, the rewrite of
+``'<'`` its ``step`` makes of an agent's code, and the code its ``step`` runs for an
+action of each code space."""
 
 from __future__ import annotations
 
 import ast
 import importlib.util
+import logging
 import re
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,9 +22,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cleanroom.environments.osworld_env.actions import (
+    CONTROL_TYPES,
     PointerCode,
+    PyautoguiCode,
     computer_13_outcome,
     rewrite_less_than,
+    step_action,
 )
 
 from .reference import EXAMPLES, osworld
@@ -145,3 +151,73 @@ def test_pointer_actions_run_the_calls_osworlds_controller_sends(action: dict[st
         }
     )
     assert [c.command for c in ours.codes] == theirs
+
+
+def _osworld_step() -> Callable[..., Any]:
+    """OSWorld's ``DesktopEnv.step``, unchanged, compiled from its source as the rewrite
+    is (its module imports the whole of OSWorld), with its waits made instant."""
+    spec = importlib.util.find_spec("desktop_env")
+    assert spec is not None and spec.submodule_search_locations
+    source = Path(next(iter(spec.submodule_search_locations)), "desktop_env.py").read_text()
+    (env_class,) = [
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.ClassDef) and node.name == "DesktopEnv"
+    ]
+    (step,) = [n for n in env_class.body if isinstance(n, ast.FunctionDef) and n.name == "step"]
+    namespace: dict[str, Any] = {
+        "_fix_pyautogui_less_than_bug": THEIRS,
+        "time": types.SimpleNamespace(sleep=lambda _: None),
+        "logger": logging.getLogger("osworld-step"),
+    }
+    exec(compile(ast.Module([step], type_ignores=[]), "desktop_env.py", "exec"), namespace)
+    function: Callable[..., Any] = namespace["step"]
+    return function
+
+
+class _Recorded:
+    """What OSWorld's ``step`` asks of ``self``: its controller's calls are recorded."""
+
+    def __init__(self, action_space: str) -> None:
+        self.action_space = action_space
+        self._step_no = 0
+        self._traj_no = 0
+        self.action_history: list[Any] = []
+        self.is_environment_used = False
+        self.ran: list[str] = []
+        self.controller = types.SimpleNamespace(
+            execute_python_command=self.ran.append, execute_action=lambda _: None
+        )
+
+    def _get_obs(self) -> dict[str, Any]:
+        return {}
+
+
+STEP = _osworld_step()
+
+_CODE = st.lists(_PIECES, max_size=8).map("".join)
+_CLAUDE_ACTIONS = _CODE.map(
+    lambda code: {"name": "computer", "input": {}, "id": "t", "action_type": "tool_use",
+                  "command": code}
+)  # fmt: skip
+
+
+@EXAMPLES
+@given(st.sampled_from(["pyautogui", "claude_computer_use"]), st.one_of(_CODE, _CLAUDE_ACTIONS))
+def test_a_code_spaces_action_runs_the_code_osworlds_step_runs(space: str, action: Any) -> None:
+    if action in CONTROL_TYPES:
+        return
+    recorded = _Recorded(space)
+    STEP(recorded, action, 0)
+    ours = step_action(space, action, screen=SCREEN)
+    assert isinstance(ours, PyautoguiCode)
+    assert [ours.command] == recorded.ran
+
+
+def test_osworld_1_0_2_runs_none_of_an_autoglm_action_and_cleanroom_runs_its_code() -> None:
+    # The one deliberate difference in the agents' spaces (docs: where it differs).
+    recorded = _Recorded("autoglm_computer_use")
+    STEP(recorded, "pyautogui.click(1, 2)", 0)
+    assert recorded.ran == []
+    ours = step_action("autoglm_computer_use", "pyautogui.click(1, 2)", screen=SCREEN)
+    assert ours == PyautoguiCode("pyautogui.click(1, 2)")

@@ -21,6 +21,7 @@ from cleanroom.environments.actions import (
 )
 from cleanroom.environments.errors import BadAction
 from cleanroom.environments.osworld_env.actions import (
+    ACTION_SPACES,
     KEYBOARD_KEYS,
     PYAUTOGUI_PREFIX,
     PYAUTOGUI_X11_KEYSYMS,
@@ -38,6 +39,7 @@ from cleanroom.environments.osworld_env.actions import (
     parse_computer_13,
     parse_pyautogui,
     rewrite_less_than,
+    step_action,
     translate,
     translate_pyautogui,
     x_keysym_name,
@@ -483,7 +485,71 @@ def test_malformed_pyautogui_actions_are_refused(data: Any, reason: str) -> None
 
 def test_an_unknown_action_space_is_refused() -> None:
     with pytest.raises(BadOSWorldAction, match="unknown action space"):
-        outcome("autoglm_computer_use", "DONE", screen=SCREEN)
+        outcome("mcp", "DONE", screen=SCREEN)
+
+
+# -- what DesktopEnv.step does, per action space ------------------------------------------
+
+# The Claude agent's action: its tool call, and the pyautogui code it became in ``command``.
+CLAUDE_CLICK = {
+    "name": "computer",
+    "input": {"action": "left_click", "coordinate": [100, 200]},
+    "id": "toolu_01",
+    "action_type": "tool_use",
+    "command": "pyautogui.click(100, 200)\n",
+}
+
+
+@pytest.mark.parametrize("space", ["pyautogui", "claude_computer_use", "autoglm_computer_use"])
+def test_a_code_space_runs_a_code_string_as_pyautogui(space: str) -> None:
+    assert step_action(space, "pyautogui.click(1, 2)", screen=SCREEN) == PyautoguiCode(
+        "pyautogui.click(1, 2)"
+    )
+
+
+def test_the_claude_space_runs_the_command_of_a_tool_use_action() -> None:
+    result = step_action("claude_computer_use", CLAUDE_CLICK, screen=SCREEN)
+    assert result == PyautoguiCode("pyautogui.click(100, 200)\n")
+
+
+@pytest.mark.parametrize("space", ["pyautogui", "claude_computer_use", "autoglm_computer_use"])
+def test_a_code_spaces_code_is_rewritten_for_less_than_as_osworlds_step_does(space: str) -> None:
+    result = step_action(space, "pyautogui.typewrite('a<b')", screen=SCREEN)
+    assert result == PyautoguiCode(rewrite_less_than("pyautogui.typewrite('a<b')"))
+    assert isinstance(result, PyautoguiCode) and "<" not in result.command
+
+
+@pytest.mark.parametrize("space", ["pyautogui", "claude_computer_use", "autoglm_computer_use"])
+@pytest.mark.parametrize("kind", ["WAIT", "FAIL", "DONE"])
+def test_a_code_spaces_control_strings_press_nothing(space: str, kind: str) -> None:
+    assert step_action(space, kind, screen=SCREEN) == Control(kind, as_string=True)
+
+
+def test_the_computer_13_space_is_translated_in_step() -> None:
+    action = {"action_type": "CLICK", "x": 10, "y": 20}
+    assert step_action("computer_13", action, screen=SCREEN) == computer_13_outcome(
+        action, screen=SCREEN
+    )
+
+
+@pytest.mark.parametrize("space", ["claude_computer_use", "autoglm_computer_use"])
+def test_a_code_spaces_object_without_code_is_refused(space: str) -> None:
+    with pytest.raises(BadOSWorldAction, match="command"):
+        step_action(space, {"name": "computer", "action_type": "tool_use"}, screen=SCREEN)
+
+
+def test_step_refuses_an_unknown_action_space_by_name() -> None:
+    with pytest.raises(BadOSWorldAction, match="'mcp'"):
+        step_action("mcp", "pyautogui.click()", screen=SCREEN)
+
+
+def test_the_action_spaces_are_osworlds() -> None:
+    assert set(ACTION_SPACES) == {
+        "computer_13",
+        "pyautogui",
+        "claude_computer_use",
+        "autoglm_computer_use",
+    }
 
 
 def test_translate_takes_a_parsed_action() -> None:

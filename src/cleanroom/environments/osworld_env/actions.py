@@ -8,7 +8,11 @@ two spaces:
   also sit under ``"parameters"``), one of the kinds of OSWorld's ``ACTION_SPACE`` with
   exactly its parameters, or ``WAIT``, ``FAIL``, ``DONE``;
 - ``pyautogui``: Python code that OSWorld's server runs in the desktop, or one of the
-  strings ``WAIT``, ``FAIL``, ``DONE``.
+  strings ``WAIT``, ``FAIL``, ``DONE``;
+- ``claude_computer_use`` (OSWorld's Claude agent: a ``tool_use`` object whose
+  ``command`` is the pyautogui code its tool call became) and ``autoglm_computer_use``
+  (the AutoGLM agent: code strings): OSWorld's ``step`` runs an action of either as a
+  ``pyautogui`` one (`CODE_SPACES`, `step_action`).
 
 `parse_computer_13` refuses what OSWorld's schema does not allow (`BadOSWorldAction`,
 naming the action and the fault), with coordinates checked against the screen.
@@ -50,7 +54,12 @@ from cleanroom.environments.actions import (
 )
 from cleanroom.environments.errors import BadAction
 
-ACTION_SPACES = ("computer_13", "pyautogui")
+ACTION_SPACES = ("computer_13", "pyautogui", "claude_computer_use", "autoglm_computer_use")
+# The spaces whose actions are pyautogui code. OSWorld 1.0.2's ``step`` runs the Claude
+# agent's space as pyautogui and accepts AutoGLM's without running anything of it (its
+# code was dropped); OSWorld's later ``step`` runs both as pyautogui, which is what their
+# agents expect, and what is done here.
+CODE_SPACES = ("pyautogui", "claude_computer_use", "autoglm_computer_use")
 CONTROL_TYPES = ("WAIT", "FAIL", "DONE")
 
 # OSWorld's key names (pyautogui's KEY_NAMES), in OSWorld's order (desktop_env/actions.py).
@@ -505,6 +514,23 @@ def parse_pyautogui(data: Any) -> PyautoguiCode | Control:
     return PyautoguiCode(command)
 
 
+def step_action(
+    action_space: str, data: Any, *, screen: tuple[int, int]
+) -> PyautoguiCode | ComputerOutcome:
+    """What OSWorld's ``DesktopEnv.step`` does with one action of ``action_space`` on
+    ``screen``: a ``computer_13`` action parsed and translated; an action of a code space
+    (`CODE_SPACES`) as the code to run, after `rewrite_less_than` as OSWorld's ``step``
+    rewrites it, or a `Control`. `BadOSWorldAction` names what is wrong with it."""
+    if action_space == "computer_13":
+        return computer_13_outcome(data, screen=screen)
+    if action_space in CODE_SPACES:
+        parsed = parse_pyautogui(data)
+        if isinstance(parsed, Control):
+            return parsed
+        return PyautoguiCode(rewrite_less_than(parsed.command))
+    raise BadOSWorldAction(f"unknown action space {action_space!r}; use {', '.join(ACTION_SPACES)}")
+
+
 def translate_pyautogui(action: PyautoguiCode | Control) -> Control | Unsupported:
     """What the policy API does for a parsed ``pyautogui`` action."""
     if isinstance(action, Control):
@@ -513,10 +539,10 @@ def translate_pyautogui(action: PyautoguiCode | Control) -> Control | Unsupporte
 
 
 def outcome(action_space: str, data: Any, *, screen: tuple[int, int]) -> Outcome:
-    """One action of either space, parsed and translated."""
+    """One action of any space, parsed and translated for a policy-API-only consumer."""
     if action_space == "computer_13":
         return computer_13_outcome(data, screen=screen)
-    if action_space == "pyautogui":
+    if action_space in CODE_SPACES:
         return translate_pyautogui(parse_pyautogui(data))
     raise BadOSWorldAction(f"unknown action space {action_space!r}; use {', '.join(ACTION_SPACES)}")
 
