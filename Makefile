@@ -18,7 +18,7 @@ demo: setup
 # (tests/conftest.py).
 test: setup lint typecheck docs
 	$(VENV)/pytest -n 2 --dist loadgroup -m "not integrations"
-	.venv-osworld/bin/python -m pytest -q -p no:cacheprovider tests/differential/osworld
+	.venv-osworld/bin/python -m pytest -q -p no:cacheprovider -n 2 tests/differential/osworld
 
 # What `make test` samples, in full (every attack of the state and runner classes through
 # Harbor), the adapters for verifiers, verl and TRL, each in its library's own code, and

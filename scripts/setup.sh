@@ -191,7 +191,7 @@ fi
 # libraries its metric and getter modules use, at the versions it declares. easyocr (and
 # its torch) is left out: the one metric that reads text with it is refused by name.
 venv_with .venv-osworld "$PYTHON" \
-  "Pillow~=11.0.0 python-xlib>=0.33 pytz~=2024.1 PyYAML rapidfuzz requests lxml cssselect openpyxl xmltodict tldextract python-docx PyPDF2 pdfplumber httpx>=0.27 pytest>=8,<9 pytest-timeout>=2.3 hypothesis>=6.100" \
+  "Pillow~=11.0.0 python-xlib>=0.33 pytz~=2024.1 PyYAML rapidfuzz requests lxml cssselect openpyxl xmltodict tldextract python-docx PyPDF2 pdfplumber httpx>=0.27 pytest>=8,<9 pytest-timeout>=2.3 pytest-xdist>=3.5 hypothesis>=6.100" \
   "numpy<2,>=1.26 pandas<2.3,>=2.2 opencv-python-headless<5,>=4.5 scikit-image librosa ImageHash pymupdf borb pypdf python-pptx odfpy mutagen beautifulsoup4 formulas fastdtw scipy pyacoustid chardet" \
   "--no-deps desktop-env==1.0.2" "--no-deps -e ."
 # The integrations whose libraries are too large for `make test` (a torch stack), each in

@@ -3,12 +3,10 @@ side by side with cleanroom's.
 
 desktop-env's package ``__init__`` files import every metric and getter module, and those
 pull in torch, easyocr, librosa and the like. The modules compared here are loaded one by
-one instead: the parent packages are registered as empty packages (with their real
-``__path__``), so importing a submodule runs that module's file and nothing else. Of the
-libraries those files import at their top, the heavy ones that no compared function calls
-(`LEFT_OUT`) are replaced, while the modules load, by placeholders that raise
-`LeftOutUsed` on any use, so a compared function that did need one would fail loudly
-rather than be compared wrongly. Every function compared is OSWorld's code, unchanged.
+one instead, as the checker environment loads them: the parent packages are registered as
+empty packages (with their real ``__path__``), so importing a submodule runs that module's
+file and nothing else, with the real libraries it imports. Every function compared is
+OSWorld's code, unchanged.
 
 `make setup` (scripts/setup.sh) makes the environment (.venv-osworld) these tests
 run in.
@@ -35,8 +33,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 
 from cleanroom.verifiers.osworld.cached_file import CachedFile, NotText
-from cleanroom.verifiers.osworld.checker_env_worker import MissingLibrary as LeftOutUsed
-from cleanroom.verifiers.osworld.checker_env_worker import placeholders, register_packages
+from cleanroom.verifiers.osworld.checker_env_worker import register_packages
 
 from .differences import DELIBERATE
 
@@ -58,27 +55,6 @@ TASK_FILES = sorted((REPO / "tests/data/osworld/tasks").rglob("*.json")) + sorte
     (REPO / "src/cleanroom/verifiers/osworld/bundled").glob("*.json")
 )
 
-# Imported at the top of a loaded module, never called by a compared function.
-LEFT_OUT = ("cv2", "formulas", "numpy", "pandas", "skimage")
-
-# The real libraries the loaded modules import, imported before the placeholders exist,
-# so that none of them mistakes a placeholder for the real library (openpyxl looks for
-# numpy, for one).
-_REAL_FIRST = (
-    "PIL.Image",
-    "PyPDF2",
-    "docx",
-    "lxml.cssselect",
-    "lxml.etree",
-    "openpyxl",
-    "pdfplumber",
-    "pytz",
-    "rapidfuzz",
-    "requests",
-    "tldextract",
-    "xmltodict",
-    "yaml",
-)
 
 _METRIC_MODULES = ("basic_os", "general", "gimp", "table", "vscode")
 _GETTER_MODULES = ("file", "general", "misc")
@@ -120,9 +96,6 @@ def _load() -> OSWorld:
     register_packages()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # PyPDF2 announces its successor
-        for name in _REAL_FIRST:
-            importlib.import_module(name)
-    with placeholders(LEFT_OUT):
         metric_modules = [
             importlib.import_module(f"desktop_env.evaluators.metrics.{m}") for m in _METRIC_MODULES
         ]
@@ -191,8 +164,6 @@ def call_osworld(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
     with contextlib.redirect_stdout(io.StringIO()):
         try:
             return function(*args, **kwargs)
-        except LeftOutUsed:
-            raise
         except Exception as exc:
             return Raised(type(exc).__name__)
 

@@ -31,8 +31,9 @@ from cleanroom.verifiers.osworld.checker_env import (
     Returned,
     ReturnedOther,
     Stopped,
-    run_metric,
+    run_metrics,
 )
+from cleanroom.verifiers.osworld.checker_env import MetricCall as Call
 from cleanroom.verifiers.osworld.checker_env_worker import load_metric_module
 from cleanroom.verifiers.osworld.own_metrics import OWN_METRICS, REFUSED
 from cleanroom.verifiers.osworld.task import GetterSpec, MetricCall, load_task
@@ -212,21 +213,23 @@ def test_every_metric_osworld_verified_uses_is_cleanrooms_own_or_called_or_refus
 def test_the_sandboxed_call_agrees_with_the_direct_one(tmp_path: Path, call: MetricCall) -> None:
     metric = OWN_METRICS[call.func]
     rule = call.expected.config.get("rules") if call.expected is not None else None
+    cases: list[tuple[str, list[Any]]] = []
     for case, result, expected in _files(tmp_path, _suffix(call.result)):
         if call.expected is None:
-            args: list[Any] = [result]
+            cases.append((case, [result]))
         elif call.expected.type in ("rule", "rule_relativeTime"):
-            args = [result, rule]
+            cases.append((case, [result, rule]))
         else:
-            args = [result, expected]
-        through = _through_sandbox(
-            run_metric(metric, args, call.options, cache_dir=str(tmp_path), limits=Limits())
-        )
+            cases.append((case, [result, expected]))
+    answers = run_metrics(
+        [Call(metric, args, call.options) for _, args in cases],
+        cache_dir=str(tmp_path),
+        limits=Limits(),
+    )
+    for (case, args), answer in zip(cases, answers, strict=True):
+        through = _through_sandbox(answer)
         direct = _direct(call.func, metric.module, [_path(a) for a in args], call.options)
-        if through[0] == "raised" and direct[0] == "raised":
-            assert through == direct, case
-        else:
-            assert through == direct, f"{call.func} on the {case} file: {through} != {direct}"
+        assert through == direct, f"{call.func} on the {case} file: {through} != {direct}"
 
 
 def _path(value: Any) -> Any:

@@ -129,5 +129,7 @@ def test_cli_tasks_report_lists_all_37_and_the_gaps(cli: Cli) -> None:
     rows = json.loads(proc.stdout)["tasks"]
     assert len(rows) == 37
     blocked = {r["task"][:8]: r["unsupported"] for r in rows if not r["checkable"]}
-    assert blocked["510f64c8"]["getters"] == ["vscode_config"]
-    assert blocked["f7dfbef3"]["metrics"] == ["compare_archive"]
+    assert blocked == {"510f64c8": {"getters": ["vscode_config"], "metrics": [], "steps": []}}
+    checkable = {r["task"][:8] for r in rows if r["checkable"]}
+    # compare_archive is desktop-env's own, called in the checker environment
+    assert "f7dfbef3" in checkable

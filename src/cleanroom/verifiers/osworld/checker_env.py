@@ -250,6 +250,21 @@ def _staged(value: Any, cache_dir: str, inputs: Path, names: dict[str, str]) -> 
     return {"$file": relative}
 
 
+@dataclass(frozen=True)
+class MetricCall:
+    """One call to make: ``metric(*args, **options)``, and the self-check's arguments.
+
+    ``args`` are getter values: JSON data, or `CachedFile`s (alone or in lists), which the
+    metric receives as paths. With ``self_check``, a call that raised or returned no
+    number is followed by one with those arguments, in the same sandbox.
+    """
+
+    metric: OwnMetric
+    args: list[Any]
+    options: dict[str, Any]
+    self_check: list[Any] | None = None
+
+
 def run_metric(
     metric: OwnMetric,
     args: list[Any],
@@ -260,31 +275,46 @@ def run_metric(
     python: str | None = None,
     limits: Limits | None = None,
 ) -> MetricAnswer:
-    """Call ``metric(*args, **options)`` in a sandbox of the checker environment.
+    """Call ``metric(*args, **options)`` in a sandbox of the checker environment (see
+    `MetricCall`). Raises `CheckerEnvironmentMissing` when there is none to run in."""
+    call = MetricCall(metric, args, options, self_check)
+    return run_metrics([call], cache_dir=cache_dir, python=python, limits=limits)[0]
 
-    ``args`` are getter values: JSON data, or `CachedFile`s (alone or in lists), which the
-    metric receives as paths. With ``self_check``, a call that raised is followed by one
-    with those arguments, in the same sandbox. Raises `CheckerEnvironmentMissing` when
-    there is no environment to run in.
-    """
+
+def run_metrics(
+    calls: list[MetricCall],
+    *,
+    cache_dir: str,
+    python: str | None = None,
+    limits: Limits | None = None,
+) -> list[MetricAnswer]:
+    """Make the calls one after another in one sandbox, each answer in order. A sandbox
+    that stops early gives its `Stopped` for every call (the limits are the batch's)."""
     limits = limits or Limits()
     python = python or default_python()
     with tempfile.TemporaryDirectory(prefix="cleanroom-metric-") as work:
         inputs = Path(work, "input")
         inputs.mkdir()
         names: dict[str, str] = {}
-        request = {
-            "module": metric.module,
-            "function": metric.name,
-            "args": [_staged(a, cache_dir, inputs, names) for a in args],
-            "options": options,
+
+        def stage(values: list[Any] | None) -> list[Any] | None:
+            if values is None:
+                return None
+            return [_staged(v, cache_dir, inputs, names) for v in values]
+
+        batch = {
             "inputs": INPUTS,
             "cache": CACHE,
-            "self_check": (
-                None
-                if self_check is None
-                else [_staged(a, cache_dir, inputs, names) for a in self_check]
-            ),
+            "calls": [
+                {
+                    "module": c.metric.module,
+                    "function": c.metric.name,
+                    "args": stage(c.args),
+                    "options": c.options,
+                    "self_check": stage(c.self_check),
+                }
+                for c in calls
+            ],
         }
         answer_path, log_path = Path(work, "answer"), Path(work, "log")
         argv = sandbox_argv(python, str(inputs), limits)
@@ -292,7 +322,7 @@ def run_metric(
             try:
                 proc = subprocess.run(
                     argv,
-                    input=json.dumps(request).encode(),
+                    input=json.dumps(batch).encode(),
                     stdout=answer,
                     stderr=log,
                     timeout=limits.wall_s,
@@ -300,15 +330,19 @@ def run_metric(
                     check=False,
                 )
             except subprocess.TimeoutExpired:
-                return Stopped(f"ran past its {limits.wall_s:g} s wall-clock limit", False)
+                stopped = Stopped(f"ran past its {limits.wall_s:g} s wall-clock limit", False)
+                return [stopped] * len(calls)
         with open(answer_path, "rb") as fh:
-            raw = fh.read(ANSWER_LIMIT)
-        if proc.returncode == 0:
-            try:
-                return _parse(json.loads(raw))
-            except (ValueError, KeyError, TypeError) as exc:
-                return Stopped(f"answered no readable result ({exc})", False)
-        return _stopped(proc.returncode, _tail(log_path))
+            raw = fh.read(ANSWER_LIMIT * max(1, len(calls)))
+        if proc.returncode != 0:
+            return [_stopped(proc.returncode, _tail(log_path))] * len(calls)
+        try:
+            answers = json.loads(raw)["answers"]
+            if not isinstance(answers, list) or len(answers) != len(calls):
+                raise ValueError(f"{len(calls)} calls, another number of answers")
+            return [_parse(a) for a in answers]
+        except (ValueError, KeyError, TypeError) as exc:
+            return [Stopped(f"answered no readable result ({exc})", False)] * len(calls)
 
 
 def _stopped(returncode: int, log: str) -> Stopped:

@@ -12,12 +12,12 @@ that the environment lacks (easyocr and its torch, by design) is a placeholder t
 `MissingLibrary` on any use: a metric that needs it fails as the infrastructure's fault,
 never as a score.
 
-The request is one JSON object on standard input::
+The requests are one JSON object on standard input, the calls made in order::
 
-    {"module": "table", "function": "compare_table",
-     "args": [ARG, ...], "options": {...},
-     "inputs": "/input", "cache": "/tmp/cache",
-     "self_check": [ARG, ...] | null}
+    {"inputs": "/input", "cache": "/tmp/cache",
+     "calls": [{"module": "table", "function": "compare_table",
+                "args": [ARG, ...], "options": {...},
+                "self_check": [ARG, ...] | null}, ...]}
 
 An ARG is JSON, except that ``{"$file": NAME}`` is a file the harness staged under
 ``inputs``: it is copied into ``cache`` (a folder the metric may write beside, as some of
@@ -25,8 +25,8 @@ OSWorld's do) and handed to the metric as its path there. ``self_check`` are the
 arguments of a second call made only when the first raised: the same metric on the
 expected state alone, which tells whether the fault lies in the result.
 
-The answer is one JSON object on standard output (anything the metric prints goes to
-standard error)::
+The answers are one JSON object on standard output, ``{"answers": [ANSWER, ...]}``
+(anything a metric prints goes to standard error); an ANSWER is::
 
     {"value": 0.5, "type": "float"}                     the metric returned a number
     {"returned": "'abc'", "type": "str"}                it returned something else
@@ -128,10 +128,14 @@ def placeholders(names: Collection[str]) -> Iterator[None]:
 
 def register_packages() -> None:
     """Register desktop-env's packages as empty ones, so a submodule loads on its own."""
-    spec = importlib.util.find_spec("desktop_env")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingLibrary("desktop-env is not installed in the checker environment")
-    root = next(iter(spec.submodule_search_locations))
+    loaded = sys.modules.get("desktop_env")
+    if loaded is not None and getattr(loaded, "__path__", None):
+        root = next(iter(loaded.__path__))
+    else:
+        spec = importlib.util.find_spec("desktop_env")
+        if spec is None or not spec.submodule_search_locations:
+            raise MissingLibrary("desktop-env is not installed in the checker environment")
+        root = next(iter(spec.submodule_search_locations))
     for name in PACKAGES:
         module = sys.modules.get(name)
         if isinstance(module, types.ModuleType) and hasattr(module, "__path__"):
@@ -212,27 +216,31 @@ def _answer(function: Any, args: list[Any], options: dict[str, Any]) -> dict[str
     return {"returned": repr(value)[:MESSAGE_LIMIT], "type": kind}
 
 
-def main() -> None:
-    """Answer the one request on standard input."""
-    request = json.loads(sys.stdin.read())
-    out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    sys.stdout = sys.stderr
-    inputs, cache = request["inputs"], request["cache"]
-    os.makedirs(cache, exist_ok=True)
+def _call(request: dict[str, Any], inputs: str, cache: str) -> dict[str, Any]:
     try:
         module = load_metric_module(request["module"])
         function = getattr(module, request["function"])
         args = [_argument(a, inputs, cache) for a in request["args"]]
     except MissingLibrary as exc:
-        answer: dict[str, Any] = {"raised": "MissingLibrary", "message": str(exc)}
-        answer["missing_library"] = True
-    else:
-        answer = _answer(function, args, request.get("options") or {})
-        failed = "returned" in answer or ("raised" in answer and not answer["missing_library"])
-        if failed and request.get("self_check"):
-            check = [_argument(a, inputs, cache) for a in request["self_check"]]
-            answer["self_check"] = _answer(function, check, request.get("options") or {})
-    out.write(json.dumps(answer))
+        return {"raised": "MissingLibrary", "message": str(exc), "missing_library": True}
+    answer = _answer(function, args, request.get("options") or {})
+    failed = "returned" in answer or ("raised" in answer and not answer["missing_library"])
+    if failed and request.get("self_check"):
+        check = [_argument(a, inputs, cache) for a in request["self_check"]]
+        answer["self_check"] = _answer(function, check, request.get("options") or {})
+    return answer
+
+
+def main() -> None:
+    """Answer the requests on standard input: ``{"calls": [REQUEST, ...], "inputs": ...,
+    "cache": ...}``, one answer each, in order, as ``{"answers": [ANSWER, ...]}``."""
+    batch = json.loads(sys.stdin.read())
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    sys.stdout = sys.stderr
+    inputs, cache = batch["inputs"], batch["cache"]
+    os.makedirs(cache, exist_ok=True)
+    answers = [_call(request, inputs, cache) for request in batch["calls"]]
+    out.write(json.dumps({"answers": answers}))
     out.flush()
 
 
