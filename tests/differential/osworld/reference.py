@@ -58,7 +58,7 @@ TASK_FILES = sorted((REPO / "tests/data/osworld/tasks").rglob("*.json")) + sorte
 )
 
 # Imported at the top of a loaded module, never called by a compared function.
-LEFT_OUT = ("cv2", "formulas", "numpy", "pandas", "skimage")
+LEFT_OUT = ("cv2", "formulas", "numpy", "pandas", "playwright", "pydrive", "skimage")
 
 # The real libraries the loaded modules import, imported before the placeholders exist,
 # so that none of them mistakes a placeholder for the real library (openpyxl looks for
@@ -88,7 +88,7 @@ _PACKAGES = (
 )
 
 _METRIC_MODULES = ("basic_os", "general", "gimp", "table", "vscode")
-_GETTER_MODULES = ("file", "general", "misc")
+_GETTER_MODULES = ("chrome", "file", "general", "gimp", "impress", "info", "misc", "vlc")
 
 
 class LeftOutUsed(RuntimeError):
@@ -154,12 +154,14 @@ def _placeholders() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class OSWorld:
-    """The loaded OSWorld functions: metrics and getters by name, and the VM controller."""
+    """The loaded OSWorld functions: metrics and getters by name, the VM controller, and
+    the getter modules by name (``file``, ``misc``, ...), for tests that set their clock."""
 
     metrics: dict[str, Callable[..., Any]]
     getters: dict[str, Callable[..., Any]]
     python_controller: type
     file_getters: types.ModuleType
+    getter_modules: dict[str, types.ModuleType]
 
 
 _loaded: OSWorld | None = None
@@ -210,7 +212,9 @@ def _load() -> OSWorld:
         controller = importlib.import_module("desktop_env.controllers.python")
     metrics = _functions_of(metric_modules, prefix="")
     getters = _functions_of(list(getter_modules.values()), prefix="get_")
-    return OSWorld(metrics, getters, controller.PythonController, getter_modules["file"])
+    return OSWorld(
+        metrics, getters, controller.PythonController, getter_modules["file"], getter_modules
+    )
 
 
 def _functions_of(modules: list[types.ModuleType], prefix: str) -> dict[str, Any]:

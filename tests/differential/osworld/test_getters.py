@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from cleanroom.verifiers.osworld import getters as our_getters
 from cleanroom.verifiers.osworld import metrics as ours
+from cleanroom.verifiers.osworld.getters import core as getters_core
 from cleanroom.verifiers.osworld.task import load_task
 
 from .differences import DELIBERATE
@@ -300,7 +301,7 @@ def test_vm_file(
 ) -> None:
     sides.reset()
     monkeypatch.setattr(osworld().file_getters, "datetime", FrozenTime)
-    monkeypatch.setattr(our_getters, "datetime", FrozenTime)
+    monkeypatch.setattr(getters_core, "datetime", FrozenTime)
     (sides.osworld_cache / "sub").mkdir()
     os.makedirs(os.path.join(sides.cache.dir, "sub"))
     if not multi:
