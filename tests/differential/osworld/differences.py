@@ -68,5 +68,72 @@ DELIBERATE: dict[str, str] = {
         "OSWorld keeps the body of any successful answer (an empty one for 204); "
         "cleanroom takes only 200 as the reference file and makes the rollout `invalid`."
     ),
+    "rule_relativeTime: rules without a timezone": (
+        "OSWorld asks a web service (ipapi.co) for the time zone of its harness's address "
+        "and takes UTC when that fails; cleanroom makes no network request and takes UTC. "
+        "Near midnight an online OSWorld can expect another day."
+    ),
+    "vlc_config: a missing vlcrc": (
+        "OSWorld's getter crashes writing None to the cache, and the evaluation stops "
+        "without a score; cleanroom raises `FileNotFoundError`: a VLC whose settings were "
+        "never saved scores 0."
+    ),
+    "gimp_config_file: a missing config file": (
+        "OSWorld gives None, which its metric scores 0; cleanroom's getter raises "
+        "`FileNotFoundError`, which scores 0 without calling the metric. The score is the "
+        "same."
+    ),
+    "Chrome profile getters, vlc_config, gimp_config_file, shortcuts_on_desktop, "
+    "vm_wallpaper: a symbolic link": (
+        "OSWorld's server follows a link the agent left in the home (Preferences, "
+        "Bookmarks, History, Cookies, vlcrc, a GIMP config file, a .desktop shortcut, the "
+        "wallpaper); cleanroom never does (it could point at a reference answer), so the "
+        "file counts as missing: the value OSWorld gives for a missing file, or 0."
+    ),
+    "list_directory: a symbolic link to a folder": (
+        "OSWorld's server lists the folder a link points to as a folder of the tree; "
+        "cleanroom lists the link as a file entry and follows no link."
+    ),
+    "list_directory: a path that is no folder": (
+        "OSWorld's server answers 400 and the getter gives None, on which its metric "
+        "(check_moved_jpgs) crashes; cleanroom raises `FileNotFoundError`: a folder the "
+        "agent was to fill and that is not there scores 0."
+    ),
+    "shortcuts_on_desktop: a desktop folder or shortcut that cannot be read": (
+        "No ~/Desktop, or a .desktop entry that is a folder or not UTF-8: OSWorld's getter "
+        "crashes and the evaluation stops without a score; cleanroom scores 0."
+    ),
+    "default_video_player: xdg-mime cannot start": (
+        "OSWorld's server answers 500 for each query and the getter gives 'unknown'; "
+        "cleanroom makes the rollout `invalid`, since the machine lacks the tool."
+    ),
+    "vm_wallpaper: a wallpaper file that cannot be read": (
+        "A picture-uri naming no readable file (missing, a folder, URL-escaped, empty): "
+        "OSWorld hands its metric an empty file; cleanroom raises `FileNotFoundError`, "
+        "which scores 0."
+    ),
+    "vm_wallpaper: gsettings fails": (
+        "OSWorld hands its metric an empty file; cleanroom makes the rollout `invalid`, "
+        "since the desktop's settings could not be read."
+    ),
+    "bookmarks: a Bookmarks file that is no JSON object": (
+        "OSWorld's getter crashes and the evaluation stops without a score; cleanroom "
+        "scores 0: what the agent left is never a reason for `invalid`."
+    ),
+    "history, cookie_data: a config without dest": (
+        "OSWorld's getter catches the missing key and gives None; cleanroom takes the task "
+        "as broken (`invalid`)."
+    ),
+    "audio_in_slide, background_image_in_slide: a presentation that is missing or cannot be read": (
+        "A missing .pptx, no zip, broken XML, a relationship without a type or pointing at "
+        "no member: OSWorld's getter crashes and the evaluation stops without a score; "
+        "cleanroom scores 0."
+    ),
+    "audio_in_slide, background_image_in_slide: a linked file missing or outside the home": (
+        "A file:// target the guest does not have gives OSWorld's metric None, and cleanroom "
+        "raises `FileNotFoundError` (0) as for `vm_file`; one outside the user's home, which "
+        "OSWorld reads on its VM, cleanroom does not read at all (on a local guest it would "
+        "be a file of the checker's machine): 0."
+    ),
 }
 """Each deliberate difference: its name (``metric_or_getter: case``) and why."""

@@ -16,6 +16,22 @@ doing what OSWorld's server does for them (it is not on PyPI, so it is restated 
 ``/file``
     ``~`` and ``$VARIABLES`` expanded; 404 when the path does not exist; otherwise the
     file's bytes, following links (a folder is a 500).
+``/list_directory``
+    400 unless the path (not expanded; relative to the home) is a folder, links
+    followed; otherwise ``{"directory_tree": tree}``, each folder
+    ``{"type": "directory", "name", "children"}`` in ``os.listdir`` order, a link to a
+    folder taken as a folder, each other entry ``{"type": "file", "name"}``, and a folder
+    ``os.listdir`` cannot read ``{"error": message}``.
+``/desktop_path``
+    ``{"desktop_path": HOME/Desktop}``.
+``/wallpaper``
+    ``gsettings get org.gnome.desktop.background picture-uri``, stripped, ``file://`` and
+    quotes dropped, served as a file; 404 when gsettings fails or gives nothing, 500 when
+    the file cannot be served.
+
+The controller's Python commands (``python -c "import pyautogui; ..."``) run with this
+interpreter and a stand-in ``pyautogui`` that does nothing: the getters compared use them
+only to print a path of the home.
 
 The commands run in the home with the same environment as cleanroom's local guest, so
 the two sides differ only in what the getters do. The server's time limit is a parameter
@@ -36,6 +52,8 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
+import tempfile
 import threading
 import types
 import urllib.parse
@@ -53,6 +71,18 @@ from cleanroom.verifiers.osworld.task_cache import TaskCache
 from .reference import Raised, call_cleanroom, call_osworld, osworld
 
 LIMIT = 2.0  # seconds: the command time limit of both sides here (120 in OSWorld)
+
+# The getters whose value is a file (OSWorld: a path; cleanroom: a cached file).
+FILE_GETTERS = {
+    "vm_file",
+    "cache_file",
+    "cloud_file",
+    "vlc_config",
+    "gimp_config_file",
+    "vm_wallpaper",
+    "audio_in_slide",
+    "background_image_in_slide",
+}
 
 _VARIABLE = re.compile(r"\$(\w+|\{[^}]*\})", re.ASCII)
 
@@ -102,21 +132,35 @@ class FakeVm:
                     vm._execute(self, json.loads(body))
                 elif self.path == "/file":
                     vm._file(self, urllib.parse.parse_qs(body.decode()))
+                elif self.path == "/list_directory":
+                    vm._list_directory(self, json.loads(body))
+                elif self.path == "/desktop_path":
+                    _json(self, 200, {"desktop_path": os.path.join(vm.home, "Desktop")})
+                elif self.path == "/wallpaper":
+                    vm._wallpaper(self)
                 else:
                     _reply(self, 404, b"not found", "text/plain")
 
         self._server = _Server(Handler)
         self.port = self._server.port
+        self._stubs = tempfile.TemporaryDirectory(prefix="fake-vm-python-")
+        with open(os.path.join(self._stubs.name, "pyautogui.py"), "w") as fh:
+            fh.write("FAILSAFE = True\n")
 
     def close(self) -> None:
         self._server.close()
+        self._stubs.cleanup()
 
     def env(self, cache_dir: str, controller_class: type) -> types.SimpleNamespace:
         """The ``env`` OSWorld's getters take: what they read of a ``DesktopEnv``."""
         controller = controller_class("127.0.0.1", self.port)
         controller.retry_interval = 0  # its retries on a 404 need not wait here
         return types.SimpleNamespace(
-            vm_ip="127.0.0.1", server_port=self.port, cache_dir=cache_dir, controller=controller
+            vm_ip="127.0.0.1",
+            server_port=self.port,
+            cache_dir=cache_dir,
+            controller=controller,
+            vm_platform="Linux",
         )
 
     def _expanduser(self, path: str) -> str:
@@ -143,6 +187,10 @@ class FakeVm:
         except Exception:
             _reply(handler, 500, b"<h1>Internal Server Error</h1>", "text/html")
             return
+        environment = self.environment
+        if isinstance(command, list) and command[:2] == ["python", "-c"]:
+            command = [sys.executable, *command[1:]]
+            environment = {**environment, "PYTHONPATH": self._stubs.name}
         try:
             result = subprocess.run(
                 command,
@@ -152,7 +200,7 @@ class FakeVm:
                 encoding="utf-8",
                 timeout=self.command_timeout,
                 cwd=self.home,
-                env=self.environment,
+                env=environment,
                 start_new_session=True,
             )
         except Exception as exc:
@@ -185,6 +233,60 @@ class FakeVm:
             _json(handler, 500, {"error": f"Failed to serve file: {exc}"})
             return
         _reply(handler, 200, data, "application/octet-stream")
+
+    def _list_directory(self, handler: BaseHTTPRequestHandler, data: dict[str, Any]) -> None:
+        def contents(directory: str) -> dict[str, Any]:
+            tree: dict[str, Any] = {
+                "type": "directory",
+                "name": os.path.basename(directory),
+                "children": [],
+            }
+            try:
+                for entry in os.listdir(directory):
+                    full_path = os.path.join(directory, entry)
+                    if os.path.isdir(full_path):
+                        tree["children"].append(contents(full_path))
+                    else:
+                        tree["children"].append({"type": "file", "name": entry})
+            except OSError as exc:
+                tree = {"error": str(exc)}
+            return tree
+
+        if "path" not in data:
+            _json(handler, 400, {"error": "Missing 'path' parameter"})
+            return
+        start = data["path"]
+        if not os.path.isdir(os.path.join(self.home, start)):
+            _json(handler, 400, {"error": "The provided path is not a directory"})
+            return
+        # The server's working folder is the home: relative paths start there.
+        tree = contents(os.path.join(self.home, start))
+        _json(handler, 200, {"directory_tree": tree})
+
+    def _wallpaper(self, handler: BaseHTTPRequestHandler) -> None:
+        try:
+            output = subprocess.check_output(
+                ["gsettings", "get", "org.gnome.desktop.background", "picture-uri"],
+                stderr=subprocess.PIPE,
+                env=self.environment,
+                cwd=self.home,
+            )
+            path = output.decode("utf-8").strip().replace("file://", "").replace("'", "")
+        except subprocess.CalledProcessError:
+            path = ""
+        except Exception as exc:
+            _json(handler, 500, {"error": str(exc)})
+            return
+        if not path:
+            _json(handler, 404, {"error": "Wallpaper file not found"})
+            return
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except Exception as exc:
+            _json(handler, 500, {"error": str(exc)})
+            return
+        _reply(handler, 200, data, "image/png")
 
 
 class Downloads:
@@ -259,7 +361,7 @@ class Sides:
         """cleanroom's and OSWorld's getter on the same config, values made comparable."""
         mine = call_cleanroom(our_getters.GETTERS[getter], self.ctx, config)
         theirs = call_osworld(osworld().getters[getter], self.env(), config)
-        if getter not in ("vm_file", "cache_file", "cloud_file"):
+        if getter not in FILE_GETTERS:
             return mine, theirs
         return self._ours(mine), self._theirs(theirs)
 

@@ -9,19 +9,32 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
 pytest.importorskip("desktop_env")
 
+from cleanroom.guests import local
 from cleanroom.verifiers.osworld import getters as our_getters
 from cleanroom.verifiers.osworld import metrics as ours
+from cleanroom.verifiers.osworld.getters import relative_time
 
 from .differences import DELIBERATE
 from .fake_vm import Sides
 from .reference import REPO, Files, Raised, call_cleanroom, call_osworld, osworld
+from .test_getters_desktop import (
+    AUDIO_TYPE,
+    desktop_settings,
+    presentation,
+    rels_xml,
+    set_wallpaper,
+)
+from .test_getters_profiles import PROFILE, place
+from .test_getters_relative_time import FrozenClock, both
 
 PAGE = REPO / "docs" / "verifiers" / "osworld-differences.md"
 
@@ -133,6 +146,122 @@ def not_200(files: Files, sides: Sides) -> None:
     assert sides.run("cloud_file", config) == (Raised("GetterFailed"), ("file", "gold.csv", b""))
 
 
+def no_timezone(files: Files, sides: Sides) -> None:
+    misc = osworld().getter_modules["misc"]
+    FrozenClock.instant = datetime(2025, 3, 3, 12, tzinfo=UTC)  # Monday; Tuesday in Kiritimati
+    rules = {"relativeTime": {"from": "tomorrow"}, "expected": {"time": "{DoW}"}}
+    with (
+        mock.patch.object(relative_time, "datetime", FrozenClock),
+        mock.patch.object(misc, "datetime", FrozenClock),
+        mock.patch.object(misc, "get_timezone_from_ip", lambda: "Pacific/Kiritimati"),
+    ):
+        mine, theirs = both({"rules": rules})
+    assert (mine["expected"]["time"], theirs["expected"]["time"]) == ("Tue", "Wed")
+
+
+def vlcrc_missing(files: Files, sides: Sides) -> None:
+    assert sides.run("vlc_config", {"dest": "vlcrc"}) == (
+        Raised("FileNotFoundError"),
+        Raised("TypeError"),
+    )
+
+
+def gimp_missing(files: Files, sides: Sides) -> None:
+    config = {"file_name": "gimprc", "dest": "gimprc"}
+    assert sides.run("gimp_config_file", config) == (Raised("FileNotFoundError"), None)
+
+
+def profile_link(files: Files, sides: Sides) -> None:
+    (sides.elsewhere / "Preferences").write_text('{"profile": {"name": "Ann"}}')
+    place(sides, "Preferences", None)
+    (sides.home / PROFILE / "Preferences").symlink_to(sides.elsewhere / "Preferences")
+    assert sides.run("profile_name", {}) == (None, "Ann")
+
+
+def folder_link(files: Files, sides: Sides) -> None:
+    (sides.home / "jpgs").mkdir()
+    (sides.home / "jpgs" / "inner").symlink_to(sides.elsewhere)
+    mine, theirs = sides.run("list_directory", {"path": str(sides.home / "jpgs")})
+    assert mine["children"] == [{"type": "file", "name": "inner"}]
+    assert theirs["children"] == [{"type": "directory", "name": "inner", "children": []}]
+
+
+def no_folder(files: Files, sides: Sides) -> None:
+    config = {"path": str(sides.home / "Desktop" / "cpjpg")}
+    assert sides.run("list_directory", config) == (Raised("FileNotFoundError"), None)
+
+
+def unreadable_shortcut(files: Files, sides: Sides) -> None:
+    (sides.home / "Desktop").mkdir(exist_ok=True)
+    (sides.home / "Desktop" / "Chrome.desktop").write_bytes(b"\xff[Desktop Entry]\n")
+    assert sides.run("shortcuts_on_desktop", {}) == (
+        Raised("UnreadableResult"),
+        Raised("UnicodeDecodeError"),
+    )
+
+
+def no_xdg_mime(files: Files, sides: Sides) -> None:
+    empty = str(sides.elsewhere)
+    saved = sides.vm.environment
+    sides.vm.environment = {**saved, "PATH": empty}
+    try:
+        with (
+            mock.patch.object(local, "_USER_PATH", empty),
+            mock.patch.object(local, "_ROOT_PATH", empty),
+        ):
+            assert sides.run("default_video_player", {}) == (
+                Raised("CommandNotStarted"),
+                "unknown",
+            )
+    finally:
+        sides.vm.environment = saved
+
+
+def unreadable_wallpaper(files: Files, sides: Sides) -> None:
+    with desktop_settings(sides) as both:
+        set_wallpaper(both, f"'file://{both.home}/gone.png'")
+        assert both.run("vm_wallpaper", {"dest": "bg.png"}) == (
+            Raised("FileNotFoundError"),
+            ("file", "bg.png", b""),
+        )
+
+
+def no_gsettings(files: Files, sides: Sides) -> None:
+    with desktop_settings(sides, XDG_DATA_DIRS=str(sides.elsewhere)) as both:
+        assert both.run("vm_wallpaper", {"dest": "bg.png"}) == (
+            Raised("GetterFailed"),
+            ("file", "bg.png", b""),
+        )
+
+
+def bookmarks_not_json(files: Files, sides: Sides) -> None:
+    place(sides, "Bookmarks", b'{"roots": ')
+    assert sides.run("bookmarks", {}) == (Raised("UnreadableResult"), Raised("JSONDecodeError"))
+
+
+def no_dest(files: Files, sides: Sides) -> None:
+    assert sides.run("history", {}) == (Raised("GetterFailed"), None)
+
+
+def unreadable_presentation(files: Files, sides: Sides) -> None:
+    (sides.home / "talk.pptx").write_bytes(b"PK but no zip")
+    config = {"ppt_file_path": str(sides.home / "talk.pptx"), "slide_index": 0, "dest": "a"}
+    mine, theirs = sides.run("audio_in_slide", config)
+    assert mine == Raised("UnreadableResult") and theirs == Raised("BadZipFile")
+
+
+def linked_outside(files: Files, sides: Sides) -> None:
+    (sides.elsewhere / "answer.wav").write_bytes(b"RIFF")
+    rels = [("rId1", AUDIO_TYPE, f"file://{sides.elsewhere}/answer.wav")]
+    members = {"ppt/slides/_rels/slide1.xml.rels": rels_xml(rels)}
+    (sides.home / "talk.pptx").write_bytes(presentation(members))
+    config = {"ppt_file_path": str(sides.home / "talk.pptx"), "slide_index": 0, "dest": "a.wav"}
+    assert sides.run("audio_in_slide", config) == (
+        Raised("FileNotFoundError"),
+        ("file", "a.wav", b"RIFF"),
+    )
+
+
 SHOWN: dict[str, Callable[[Files, Sides], None]] = {
     "check_gnome_favorite_apps: output that is no Python literal": favourites,
     "text metrics: a result file that is not UTF-8": not_utf8_file,
@@ -147,6 +276,23 @@ SHOWN: dict[str, Callable[[Files, Sides], None]] = {
     "vm_file, cloud_file: multi lists of different lengths": unequal,
     "vm_file: two getters with one dest": one_dest,
     "cloud_file: a 2xx answer other than 200": not_200,
+    "rule_relativeTime: rules without a timezone": no_timezone,
+    "vlc_config: a missing vlcrc": vlcrc_missing,
+    "gimp_config_file: a missing config file": gimp_missing,
+    "Chrome profile getters, vlc_config, gimp_config_file, shortcuts_on_desktop, "
+    "vm_wallpaper: a symbolic link": profile_link,
+    "list_directory: a symbolic link to a folder": folder_link,
+    "list_directory: a path that is no folder": no_folder,
+    "shortcuts_on_desktop: a desktop folder or shortcut that cannot be read": unreadable_shortcut,
+    "default_video_player: xdg-mime cannot start": no_xdg_mime,
+    "vm_wallpaper: a wallpaper file that cannot be read": unreadable_wallpaper,
+    "vm_wallpaper: gsettings fails": no_gsettings,
+    "bookmarks: a Bookmarks file that is no JSON object": bookmarks_not_json,
+    "history, cookie_data: a config without dest": no_dest,
+    "audio_in_slide, background_image_in_slide: a presentation that is missing or cannot "
+    "be read": unreadable_presentation,
+    "audio_in_slide, background_image_in_slide: a linked file missing or outside the "
+    "home": linked_outside,
 }
 
 

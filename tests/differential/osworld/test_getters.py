@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from cleanroom.verifiers.osworld import getters as our_getters
 from cleanroom.verifiers.osworld import metrics as ours
+from cleanroom.verifiers.osworld.getters import core as getters_core
 from cleanroom.verifiers.osworld.task import load_task
 
 from .differences import DELIBERATE
@@ -300,7 +301,7 @@ def test_vm_file(
 ) -> None:
     sides.reset()
     monkeypatch.setattr(osworld().file_getters, "datetime", FrozenTime)
-    monkeypatch.setattr(our_getters, "datetime", FrozenTime)
+    monkeypatch.setattr(getters_core, "datetime", FrozenTime)
     (sides.osworld_cache / "sub").mkdir()
     os.makedirs(os.path.join(sides.cache.dir, "sub"))
     if not multi:
@@ -462,6 +463,42 @@ def test_rule(rules: Any, has_rules: bool) -> None:
         assert mine is rules and theirs is rules
 
 
+# The getters compared in the other test_getters_* modules, and where.
+COMPARED_ELSEWHERE = {
+    "rule_relativeTime": "test_getters_relative_time",
+    **dict.fromkeys(
+        [
+            "vlc_config",
+            "gimp_config_file",
+            "default_video_player",
+            "list_directory",
+            "shortcuts_on_desktop",
+            "vm_wallpaper",
+            "audio_in_slide",
+            "background_image_in_slide",
+        ],
+        "test_getters_desktop",
+    ),
+    **dict.fromkeys(
+        [
+            "default_search_engine",
+            "profile_name",
+            "chrome_font_size",
+            "enable_do_not_track",
+            "enable_safe_browsing",
+            "new_startup_page",
+            "find_unpacked_extension_path",
+            "find_installed_extension_name",
+            "data_delete_automacally",
+            "bookmarks",
+            "history",
+            "cookie_data",
+        ],
+        "test_getters_profiles",
+    ),
+}
+
+
 def test_every_getter_is_compared() -> None:
     compared = {
         "vm_command_line",
@@ -471,4 +508,12 @@ def test_every_getter_is_compared() -> None:
         "cloud_file",
         "rule",
     }
-    assert set(our_getters.GETTERS) == compared
+    assert set(our_getters.GETTERS) == compared | set(COMPARED_ELSEWHERE)
+
+
+def test_every_getter_is_one_of_osworlds() -> None:
+    assert set(our_getters.GETTERS) <= set(osworld().getters)
+
+
+def test_a_getter_not_implemented_is_not_registered() -> None:
+    assert not set(our_getters.NOT_IMPLEMENTED) & set(our_getters.GETTERS)

@@ -1,4 +1,4 @@
-"""OSWorld's getters: how the evaluator reads the state a metric scores.
+"""The getter context and OSWorld's general and file getters.
 
 Each getter takes the run's context and the getter's config object, as OSWorld's
 ``get_<type>(env, config)`` does. Where OSWorld would return None because a command or
@@ -29,6 +29,11 @@ class GetterFailed(Exception):
     """A getter could not produce its value (bad config, failed download, missing cache file)."""
 
 
+class UnreadableResult(FileNotFoundError):
+    """A file the agent left that a getter cannot read (no JSON, no zip, not UTF-8) where
+    OSWorld's getter crashes: like a missing file, it scores 0."""
+
+
 @dataclass
 class GetterContext:
     """What getters need: the guest, the settings and the task's cache folder.
@@ -46,7 +51,8 @@ class GetterContext:
 Getter = Callable[[GetterContext, dict[str, Any]], Any]
 
 
-def _run_command(ctx: GetterContext, config: dict[str, Any]) -> ExecResult:
+def run_command(ctx: GetterContext, config: dict[str, Any]) -> ExecResult:
+    """Run a getter's ``command`` (with its ``shell``) as OSWorld's server would."""
     shell = config.get("shell", False)
     try:
         command, use_shell = guest_command(config.get("command"), shell, ctx.guest.home)
@@ -57,21 +63,30 @@ def _run_command(ctx: GetterContext, config: dict[str, Any]) -> ExecResult:
     return result
 
 
+def read_agent_file(ctx: GetterContext, path: str) -> bytes | None:
+    """A guest file's bytes, or None when there is none: missing, no regular file (a link
+    is never followed) or over the read cap, as OSWorld's ``get_file`` gives None."""
+    try:
+        return ctx.guest.read_file(path)
+    except FileNotFoundError:  # NotARegularFile too
+        return None
+
+
 def get_vm_command_line(ctx: GetterContext, config: dict[str, Any]) -> str | None:
     """The command's stdout, exactly as produced (exit code ignored, as in OSWorld); None
     when its stdout or stderr is not UTF-8, as OSWorld's server gives."""
-    result = _run_command(ctx, config)
-    return _output_or_none(result.stdout, result.stderr)
+    result = run_command(ctx, config)
+    return output_or_none(result.stdout, result.stderr)
 
 
 def get_vm_command_error(ctx: GetterContext, config: dict[str, Any]) -> str | None:
     """The command's stderr, exactly as produced (exit code ignored, as in OSWorld); None
     when its stdout or stderr is not UTF-8, as OSWorld's server gives."""
-    result = _run_command(ctx, config)
-    return _output_or_none(result.stderr, result.stdout)
+    result = run_command(ctx, config)
+    return output_or_none(result.stderr, result.stdout)
 
 
-def _output_or_none(wanted: bytes, other: bytes) -> str | None:
+def output_or_none(wanted: bytes, other: bytes) -> str | None:
     """``wanted`` as text; None when it or ``other`` is not UTF-8. OSWorld's server
     decodes both strictly and answers no output at all when either fails, so the metric
     gets None (mostly a 0). Decoding the bytes anyway could score output that OSWorld
@@ -107,7 +122,7 @@ def _one_or_list(values: list[Any]) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def _cache_write(ctx: GetterContext, dest: Any, data: bytes) -> CachedFile:
+def cache_write(ctx: GetterContext, dest: Any, data: bytes) -> CachedFile:
     """Store a getter's file under ``dest``, in a folder of the cache that already exists.
 
     OSWorld opens ``cache_dir/dest`` without making folders, so a ``dest`` naming a
@@ -150,7 +165,7 @@ def get_vm_file(ctx: GetterContext, config: dict[str, Any]) -> Any:
                 raise
             values.append(None)
             continue
-        cached = _cache_write(ctx, _time_suffixed(dest, config), data)
+        cached = cache_write(ctx, _time_suffixed(dest, config), data)
         if i in gives:
             values.append(cached)
     return _one_or_list(values)
@@ -185,7 +200,7 @@ def get_cloud_file(ctx: GetterContext, config: dict[str, Any]) -> Any:
                 data = fetch_task_file(
                     str(url), s.mirror, timeout=s.download_timeout, cap=s.file_cap_bytes
                 )
-                cached = _cache_write(ctx, dest, data)
+                cached = cache_write(ctx, dest, data)
         except DownloadError as exc:
             raise GetterFailed(str(exc)) from exc
         except CacheNameError as exc:
@@ -193,14 +208,3 @@ def get_cloud_file(ctx: GetterContext, config: dict[str, Any]) -> Any:
         if i in gives:
             values.append(cached)
     return _one_or_list(values)
-
-
-GETTERS: dict[str, Getter] = {
-    "vm_command_line": get_vm_command_line,
-    "vm_command_error": get_vm_command_error,
-    "rule": get_rule,
-    "vm_file": get_vm_file,
-    "cache_file": get_cache_file,
-    "cloud_file": get_cloud_file,
-}
-"""Every getter cleanroom implements, by its OSWorld type name."""

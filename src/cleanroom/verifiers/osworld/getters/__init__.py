@@ -1,0 +1,110 @@
+"""OSWorld's getters: how the evaluator reads the state a metric scores.
+
+Each getter takes the run's context and the getter's config object, as OSWorld's
+``get_<type>(env, config)`` does, and lives in the module of its family: `core` (commands,
+rules and files), `relative_time`, `app_config` (VLC, GIMP, the video player),
+`chrome_profile` (Chrome's profile files), `slides` (media in a presentation) and
+`desktop_files` (folders, shortcuts, the wallpaper). `GETTERS` is the one registry.
+
+Where OSWorld would return None because a command or download failed to run, getters raise
+(`GetterFailed`, `GuestTimeout`, `GuestError`) so the evaluator can mark the rollout
+invalid instead of scoring a 0. A file the agent was to leave that is missing, or that
+cannot be read where OSWorld's getter crashes (`UnreadableResult`), raises
+`FileNotFoundError`, which scores 0.
+"""
+
+from __future__ import annotations
+
+from cleanroom.verifiers.osworld.getters.app_config import (
+    get_default_video_player,
+    get_gimp_config_file,
+    get_vlc_config,
+)
+from cleanroom.verifiers.osworld.getters.chrome_profile import CHROME_PROFILE_GETTERS
+from cleanroom.verifiers.osworld.getters.core import (
+    Getter,
+    GetterContext,
+    GetterFailed,
+    UnreadableResult,
+    get_cache_file,
+    get_cloud_file,
+    get_rule,
+    get_vm_command_error,
+    get_vm_command_line,
+    get_vm_file,
+)
+from cleanroom.verifiers.osworld.getters.desktop_files import (
+    get_list_directory,
+    get_shortcuts_on_desktop,
+    get_vm_wallpaper,
+)
+from cleanroom.verifiers.osworld.getters.relative_time import get_rule_relativeTime
+from cleanroom.verifiers.osworld.getters.slides import (
+    get_audio_in_slide,
+    get_background_image_in_slide,
+)
+
+__all__ = [
+    "GETTERS",
+    "NOT_IMPLEMENTED",
+    "Getter",
+    "GetterContext",
+    "GetterFailed",
+    "UnreadableResult",
+    "get_cache_file",
+    "get_cloud_file",
+    "get_rule",
+    "get_vm_command_error",
+    "get_vm_command_line",
+    "get_vm_file",
+]
+
+GETTERS: dict[str, Getter] = {
+    "vm_command_line": get_vm_command_line,
+    "vm_command_error": get_vm_command_error,
+    "rule": get_rule,
+    "rule_relativeTime": get_rule_relativeTime,
+    "vm_file": get_vm_file,
+    "cache_file": get_cache_file,
+    "cloud_file": get_cloud_file,
+    "vlc_config": get_vlc_config,
+    "gimp_config_file": get_gimp_config_file,
+    "default_video_player": get_default_video_player,
+    "list_directory": get_list_directory,
+    "shortcuts_on_desktop": get_shortcuts_on_desktop,
+    "vm_wallpaper": get_vm_wallpaper,
+    "audio_in_slide": get_audio_in_slide,
+    "background_image_in_slide": get_background_image_in_slide,
+    **CHROME_PROFILE_GETTERS,
+}
+"""Every getter cleanroom implements, by its OSWorld type name."""
+
+_LIVE_BROWSER = "drives a live browser over Chrome's DevTools protocol"
+
+NOT_IMPLEMENTED: dict[str, str] = {
+    "googledrive_file": "needs a live Google Drive account (OSWorld signs in with its own "
+    "credentials); refused, never scored",
+    "open_tabs_info": _LIVE_BROWSER,
+    "active_tab_info": _LIVE_BROWSER,
+    "active_url_from_accessTree": _LIVE_BROWSER,
+    "active_tab_html_parse": _LIVE_BROWSER,
+    "active_tab_url_parse": _LIVE_BROWSER,
+    "url_dashPart": _LIVE_BROWSER,
+    "url_path_parse": _LIVE_BROWSER,
+    "page_info": _LIVE_BROWSER,
+    "info_from_website": _LIVE_BROWSER,
+    "gotoRecreationPage_and_get_html_content": _LIVE_BROWSER,
+    "pdf_from_url": _LIVE_BROWSER,
+    "accessibility_tree": "reads the desktop's accessibility tree",
+    "vlc_playing_info": "asks a running VLC over its HTTP interface",
+    "vm_terminal_output": "reads the text of the focused terminal window through the "
+    "desktop's accessibility tree",
+    "vm_screen_size": "asks the desktop session for its screen size",
+    "vm_window_size": "asks the desktop session for an application window's size",
+    "vscode_config": "types into VS Code's command palette, and VS Code is not in the image",
+    "content_from_vm_file": "reads a spreadsheet with pandas' read_excel, whose value "
+    "conversions cleanroom does not re-implement",
+    "chrome_appearance_mode_ui": "OSWorld's desktop-env 1.0.2 has no such getter (the task "
+    "crashes there), so there is nothing to be identical to",
+}
+"""Getter types the task set uses that cleanroom does not implement, and why."""
