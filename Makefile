@@ -56,6 +56,7 @@ bench: setup
 	$(VENV)/python bench/cluster_run.py
 	$(VENV)/python bench/harbor_verifier.py
 	$(VENV)/python bench/osworld_interface.py
+	$(VENV)/python bench/apps.py
 
 # An hour of `cleanroom soak`, checked from outside (CLEANROOM_SOAK_HOURS etc.: soak/test_soak.py).
 soak: setup

@@ -17,7 +17,9 @@ DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # console, the X library pyautogui drives the environments' displays with and `python`
 # (OSWorld's tasks call it by that name, as their VMs have it), the tools the
 # benchmarks compare against, what the base image is built with, and the C compiler that
-# builds the red team's native attack payloads.
+# builds the red team's native attack payloads. Then the apps OSWorld's tasks launch
+# (cleanroom/environments/apps.py PACKAGES, which the desktop image has too): none of them
+# starts with a pool.
 PACKAGES=(
   docker.io podman iptables busybox-static debootstrap
   xvfb xauth x11-utils xterm tmux
@@ -28,6 +30,9 @@ PACKAGES=(
   python3-xlib python-is-python3
   runc tini bubblewrap
   gcc libc6-dev
+  libreoffice-calc libreoffice-impress gimp gtk2-engines-pixbuf vlc thunderbird socat
+  libglib2.0-bin gsettings-desktop-schemas gnome-shell-common gnome-settings-daemon-common
+  dconf-gsettings-backend dconf-service pulseaudio pulseaudio-utils bc jq
 )
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
@@ -129,11 +134,14 @@ if [[ ! -f $system_site/cleanroom-pyautogui.pth ]]; then
   mkdir -p "$system_site"
   echo "$PYAUTOGUI_DIR" >"$system_site/cleanroom-pyautogui.pth"
 fi
+# Chromium under Google Chrome's names, as OSWorld's tasks launch it (the desktop image
+# has the same stand-in).
+.venv/bin/python -m cleanroom.environments.apps /usr/local/bin
 # The desktop image the environment tests run programs in (`envs up --containers`): it
 # is named by a hash of its definition, so this only looks it up unless that changed.
 desktop_image="$(.venv/bin/python -m cleanroom.environments.containers.desktop_image --check 2>/dev/null || true)"
 if [[ -z $desktop_image ]]; then
-  say "building the desktop image (LibreOffice, Chromium, xterm; a few minutes, once)"
+  say "building the desktop image (LibreOffice, Chromium, GIMP, VLC, Thunderbird; a few minutes, once)"
   .venv/bin/python -m cleanroom.environments.containers.desktop_image >/dev/null
 fi
 

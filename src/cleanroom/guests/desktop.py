@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from cleanroom.environments import apps
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.providers import (
     SandboxedProcess,
@@ -69,7 +70,7 @@ class DesktopGuest(LocalGuest):
 
     def _popen_kwargs(self, user: str | None) -> tuple[dict[str, Any], Any]:
         kwargs, account = super()._popen_kwargs(user)
-        kwargs["env"] = {**kwargs["env"], **self._session}
+        kwargs["env"] = {**kwargs["env"], **self._session, **apps.ENVIRONMENT}
         return kwargs, account
 
     def _popen(

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from cleanroom.docker_layer import Docker, DockerError, ImageBuildFailed
+from cleanroom.environments import apps
 from cleanroom.environments.errors import PoolError
 
 BASE_IMAGE = "cleanroom/base:bookworm"
@@ -30,7 +31,8 @@ _LOG_TAIL_CHARS = 3000
 # versions as the host's (the template's LibreOffice profile is warmed by the host's).
 # The system Python with the X library pyautogui drives a display with, under the name
 # OSWorld's tasks call it by: OSWorld's pyautogui action space and its tasks' setup steps
-# run code in the environment, where its programs run.
+# run code in the environment, where its programs run. Then the apps OSWorld's tasks
+# launch (`apps.PACKAGES`).
 PACKAGES = (
     "libreoffice-writer",
     "libreoffice-gtk3",
@@ -42,6 +44,7 @@ PACKAGES = (
     "python3",
     "python3-xlib",
     "python-is-python3",
+    *apps.PACKAGES,
 )
 # pyautogui and pytweening (pure Python, not packaged by Debian), which `make setup`
 # installs on the host at these versions: copied into the build from there (no package
@@ -59,6 +62,12 @@ RUN printf '%s\\n' \\
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \\
       {" ".join(PACKAGES)} \\
  && apt-get clean && rm -rf /var/lib/apt/lists/*
+# Chrome's names for Chromium; the container is Chromium's sandbox (it has no network, no
+# capabilities and only its environment's files), and Chromium's own needs user
+# namespaces, which Docker's seccomp profile refuses to a process without capabilities.
+COPY google-chrome /usr/local/bin/google-chrome
+RUN ln -s google-chrome /usr/local/bin/google-chrome-stable \\
+ && echo 'export CHROMIUM_FLAGS="$CHROMIUM_FLAGS --no-sandbox"' > /etc/chromium.d/no-sandbox
 # {PYAUTOGUI_VERSIONS}
 COPY pyautogui {PYAUTOGUI_DIR}
 RUN chmod -R a+rX {PYAUTOGUI_DIR} \\
@@ -91,7 +100,8 @@ def docker_client() -> Docker:
 
 def definition_hash(base_image_id: str) -> str:
     """The hash naming an image built from ``DEFINITION`` on top of ``base_image_id``."""
-    return hashlib.sha256(f"{base_image_id}\n{DEFINITION}".encode()).hexdigest()[:16]
+    seed = f"{base_image_id}\n{DEFINITION}\n{apps.GOOGLE_CHROME}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:16]
 
 
 def image_tag(client: Docker) -> str:
@@ -115,6 +125,9 @@ def ensure_image(client: Docker | None = None) -> str:
         raise DesktopImageBuildFailed(tag, f"{PYAUTOGUI_DIR} has no pyautogui: run `make setup`")
     with tempfile.TemporaryDirectory(prefix="cleanroom-desktop-image-") as context:
         (Path(context) / "Dockerfile").write_text(DEFINITION)
+        chrome = Path(context) / "google-chrome"
+        chrome.write_text(apps.GOOGLE_CHROME)
+        chrome.chmod(0o755)
         shutil.copytree(PYAUTOGUI_DIR, Path(context) / "pyautogui", symlinks=True)
         try:
             client.build_image(

@@ -63,16 +63,6 @@ class ContainerPlan:
     labels: dict[str, str]
 
 
-def extra_argv(program: str) -> list[str]:
-    """Arguments a program needs only when it runs in the container."""
-    if program == "browser":
-        # Chromium's own sandbox needs user namespaces, which Docker's seccomp profile
-        # refuses to a process without capabilities; the container is the sandbox here:
-        # no network, no capabilities, and only this environment's files and sockets.
-        return ["--no-sandbox"]
-    return []
-
-
 class ExecProcess:
     """A process started with ``docker exec``, followed from the host by its pid.
 
@@ -209,11 +199,7 @@ class ProgramContainer:
     def launch(self, name: str) -> ContainedProgram:
         """Start one program of the environment in the container; does not wait for it."""
         kind = PROGRAM_KINDS[name]
-        argv = kind.argv(self.session)
-        # Options go before the program's last argument when that is what it opens.
-        tail = argv[-1:] if argv[-1] == "about:blank" else []
-        argv = argv[: len(argv) - len(tail)] + extra_argv(name) + tail
-        return ContainedProgram(kind, self.exec(name, argv))
+        return ContainedProgram(kind, self.exec(name, kind.argv(self.session)))
 
     def launch_url(self, name: str, url: str) -> ExecProcess:
         """Run the program again with a URL inside the container (a running instance there
@@ -226,7 +212,7 @@ class ProgramContainer:
             )
         kind: ProgramKind = PROGRAM_KINDS[name]
         argv = [a for a in kind.argv(self.session) if a != "about:blank"]
-        return self.exec(name, [*argv, *extra_argv(name), url])
+        return self.exec(name, [*argv, url])
 
     def exec(self, log_name: str, argv: list[str]) -> ExecProcess:
         """Start ``argv`` in the container as the environment's user; output to the log."""

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from cleanroom.environments import apps
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.session.accounts import Account, own_tmpfs, remove_own_folder
 from cleanroom.environments.session.sandbox import Sandbox, spawn_as
@@ -83,6 +84,7 @@ class Session:
             "GTK_A11Y": "atspi",
             "NO_AT_BRIDGE": "0",
             "SAL_USE_VCLPLUGIN": "gtk3",
+            **apps.ENVIRONMENT,
         }
 
     def start_bus(self) -> None:

@@ -2,7 +2,8 @@
 
 It holds the desktop folders, an empty Writer document that Writer opens (so saving it
 needs no dialog), a LibreOffice profile with autocorrection off (so typed tokens reach
-the document exactly as typed) and a browser profile past its first-run screens.
+the document exactly as typed), a browser profile past its first-run screens, and the
+settings OSWorld's VM gives the apps its tasks launch (`apps.write_home_settings`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from cleanroom.core.odt import empty_odt
+from cleanroom.environments.apps import write_home_settings
 from cleanroom.environments.interface import DESKTOP_SKELETON, DOCUMENT
 
 # The folders a fresh desktop account has (xdg-user-dirs), as on OSWorld's VM user.
@@ -69,6 +71,7 @@ def build_template(root: Path) -> Path:
     browser.mkdir(parents=True)
     (browser / "First Run").touch()
     (root / ".bashrc").write_text("PS1='$ '\n")
+    write_home_settings(root)
     root.chmod(0o755)
     return root
 
