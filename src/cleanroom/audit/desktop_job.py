@@ -6,9 +6,10 @@ then the stage's state, then `evaluate`:
 
 - ``t0``: nothing more; the checker must fail;
 - ``noop``: ``WAIT`` then ``DONE``, no action; the checker must fail;
-- ``gold`` (`gold.gold_plan`): the expected file placed where the result getter reads
-  it, written as the environment's user beneath its home; or, for an infeasible task,
-  the last action ``FAIL``. The checker must pass.
+- ``gold`` (`gold.gold_plan`): the expected file where the result getter reads it
+  (fetched there by the setup's own download of that file, `gold.gold_setup`, or
+  written after the setup as the environment's user beneath its home); or, for an
+  infeasible task, the last action ``FAIL``. The checker must pass.
 
 A task whose checker pieces cleanroom lacks, or that needs what this machine has not
 (the live web, an account, VS Code, a mirror when none is given: `coverage`), is not run,
@@ -34,7 +35,7 @@ from cleanroom.audit.findings import (
     could_not_audit,
     judge_osworld,
 )
-from cleanroom.audit.gold import GoldFile, GoldPlan, NoGold, gold_plan
+from cleanroom.audit.gold import GoldFile, GoldPlan, NoGold, gold_plan, gold_setup
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.environments.errors import PoolError
 from cleanroom.guests.base import Guest, GuestError, resolve_path
@@ -114,7 +115,8 @@ def _audit(task_file: Path, env: OSWorldDesktopEnv) -> TaskAudit:
         notes = (f"gold: no gold state in the task file: {plan.why}",)
     else:
         try:
-            record = _run(env, config, "gold", _gold_actions(plan), plan)
+            gold_config, to_place = gold_setup(config, plan)
+            record = _run(env, gold_config, "gold", _gold_actions(plan), to_place)
             runs.append(CheckerRun(record, Status.SUCCESS.value, gold=plan.describe()))
         except GoldNotMade as exc:
             why = f"the gold state could not be made: {exc}"
@@ -132,15 +134,15 @@ def _run(
     config: dict[str, Any],
     stage: str,
     actions: tuple[str, ...],
-    gold: GoldPlan | None = None,
+    to_place: tuple[GoldFile, ...] = (),
 ) -> RunRecord:
-    """One stage: a reset with the task's setup, the gold files, the actions, the checker."""
+    """One stage: a reset with the task's setup, the files to place, the actions, the
+    checker."""
     try:
         env.reset(task_config=config)
         if env.setup_outcome is not None:  # the setup could not run: the infrastructure's
             return RunRecord.of(stage, MODE, env.setup_outcome)
-        if gold is not None:
-            _place(gold.files, env)
+        _place(to_place, env)
         for action in actions:
             env.step(action, pause=WAIT_S if action == "WAIT" else 0.0)
     except PoolError as exc:  # the environment itself failed under the stage
@@ -158,6 +160,8 @@ def _run(
 def _place(files: tuple[GoldFile, ...], env: OSWorldDesktopEnv) -> None:
     """Write each expected file where its result getter reads, as the environment's user;
     `GoldNotMade` when one cannot be had or its place is outside the environment's home."""
+    if not files:
+        return
     guest = env.guest()
     contents = [(f, _expected_bytes(f, guest, env)) for f in files]
     home = PurePosixPath(guest.home)

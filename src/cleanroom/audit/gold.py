@@ -10,10 +10,18 @@ task's gold state is its last action being ``FAIL``; it must score 0 otherwise.
 (`NoGold`): a metric whose result is not a file, or whose expected value is a rule.
 With ``conj: and`` (or a single metric) every call must be such a pair; with ``or`` one
 is enough, and only those are placed.
+
+Where the task's own setup downloads the file the result getter reads (the document the
+agent is to edit, which the setup then opens in its app), the gold state is made by that
+download fetching the expected file instead (`gold_setup`): the app then holds the gold
+document, as after an agent's edit, and a postconfig step that saves it (``ctrl+s``)
+saves the gold one. Any other expected file is placed after the setup.
 """
 
 from __future__ import annotations
 
+import copy
+import posixpath
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,3 +108,25 @@ def _paths(getter: GetterSpec) -> list[str] | None:
     if not isinstance(listed, list) or not all(isinstance(p, str) and p for p in listed):
         return None
     return list(listed)
+
+
+def gold_setup(
+    config: dict[str, Any], plan: GoldPlan
+) -> tuple[dict[str, Any], tuple[GoldFile, ...]]:
+    """The task's JSON with each setup ``download`` of a gold target fetching its expected
+    file (a ``cloud_file``) instead, and the gold files still to place after the setup."""
+    gold = copy.deepcopy(config)
+    by_target = {
+        posixpath.normpath(f.target): f for f in plan.files if f.source_getter == "cloud_file"
+    }
+    fetched: set[str] = set()
+    for step in gold.get("config", []):
+        if not isinstance(step, dict) or step.get("type") != "download":
+            continue
+        for entry in step.get("parameters", {}).get("files", []):
+            path = entry.get("path") if isinstance(entry, dict) else None
+            match = by_target.get(posixpath.normpath(path)) if isinstance(path, str) else None
+            if match is not None:
+                entry["url"] = match.source
+                fetched.add(match.target)
+    return gold, tuple(f for f in plan.files if f.target not in fetched)
