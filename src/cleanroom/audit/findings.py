@@ -9,14 +9,15 @@ is the task's own environment and is flagged with its build log.
 Flags come in three severities. A `task` flag is a problem of the task (its environment
 does not build, it passes with no work, its oracle fails, it is flaky, its answers are
 visible to the agent, its tests pass when every file the oracle wrote is a program that
-succeeds at once, an OSWorld checker accepts a near miss). `naive` is what a naive
-verifier (``shared``, what Harbor does by default) lets through: the fix is the verifier
-mode, not the task, so it is counted and shown but does not fail the audit. `cleanroom`
-is a forging probe that succeeded under ``sealed``: a bug of cleanroom's own.
+succeeds at once, an OSWorld checker accepts a near miss or fails its gold state).
+`naive` is what a naive verifier (``shared``, what Harbor does by default) lets through:
+the fix is the verifier mode, not the task, so it is counted and shown but does not fail
+the audit. `cleanroom` is a forging probe that succeeded under ``sealed``: a bug of cleanroom's own.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -34,6 +35,7 @@ class Flag(StrEnum):
     FLAKY = "flaky"
     ANSWERS_VISIBLE = "answers_visible"
     NEAR_MISS_ACCEPTED = "near_miss_accepted"
+    GOLD_FAILS = "gold_fails"
     TRUSTS_AGENT_EXIT = "trusts_agent_exit"
     FORGEABLE_SHARED = "forgeable_shared"
     FORGEABLE_SEALED = "forgeable_sealed"
@@ -126,6 +128,51 @@ class Unaudited:
         return {"check": self.check, "reason": self.reason, "detail": self.detail}
 
 
+NOT_RUN = "not run"
+
+
+class StageResult(StrEnum):
+    """How one stage of an OSWorld task's execution audit ended."""
+
+    AS_EXPECTED = "as expected"  # a sound checker's answer
+    WRONG = "wrong"  # the checker's fault: flagged
+    INVALID = "invalid"  # the infrastructure's: a check not made
+    NOT_RUN = "not run"  # the stage does not apply, or could not be set up
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of an execution audit (``t0``, ``noop``, ``gold``): what a sound
+    checker gives, how it ended, the score, and a few words (the gold state, the reason
+    of an invalid run, why the stage did not run)."""
+
+    name: str
+    expect: str  # "success" or "failure"
+    result: StageResult
+    score: float | None = None
+    why: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "expect": self.expect,
+            "result": self.result.value,
+            "score": self.score,
+            "why": self.why,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Stage:
+        score = data.get("score")
+        return cls(
+            str(data["name"]),
+            str(data["expect"]),
+            StageResult(data["result"]),
+            None if score is None else float(score),
+            str(data.get("why", "")),
+        )
+
+
 @dataclass(frozen=True)
 class TaskAudit:
     """Everything the audit concluded about one task, and the runs behind it."""
@@ -134,6 +181,10 @@ class TaskAudit:
     unaudited: tuple[Unaudited, ...] = ()
     runs: tuple[RunRecord, ...] = ()
     notes: tuple[str, ...] = ()
+    # An OSWorld task audited by execution: each stage as the table shows it.
+    stages: tuple[Stage, ...] = ()
+    # Why the task was not run at all (what it needs that this machine lacks); "" if it ran.
+    not_run: str = ""
 
     @property
     def flags(self) -> list[Flag]:
@@ -145,7 +196,10 @@ class TaskAudit:
 
     @property
     def verdict(self) -> str:
-        """``flagged``, ``could not audit`` (no flag, some check not made) or ``clean``."""
+        """``flagged``, ``could not audit`` (no flag, some check not made), ``not run``
+        (the task needs what this machine lacks) or ``clean``."""
+        if self.not_run:
+            return NOT_RUN
         if self.fails_audit:
             return "flagged"
         if self.unaudited:
@@ -160,6 +214,8 @@ class TaskAudit:
             "unaudited": [u.to_json() for u in self.unaudited],
             "runs": [r.to_json() for r in self.runs],
             "notes": list(self.notes),
+            "stages": [s.to_json() for s in self.stages],
+            "not_run": self.not_run,
         }
 
     @classmethod
@@ -171,6 +227,8 @@ class TaskAudit:
             tuple(Unaudited(u["check"], u["reason"], u["detail"]) for u in data["unaudited"]),
             tuple(RunRecord.from_json(r) for r in data["runs"]),
             tuple(data.get("notes", ())),
+            tuple(Stage.from_json(s) for s in data.get("stages", ())),
+            str(data.get("not_run", "")),
         )
 
 
@@ -374,13 +432,32 @@ class CheckerRun:
     record: RunRecord
     expect: str  # "success" or "failure"
     near_miss: str = ""  # why this action is known to be wrong, for a near miss
+    gold: str = ""  # what the gold state is, for a gold run (no oracle: a file placed, FAIL)
+
+    def stage(self) -> Stage:
+        """The run as a stage of the execution audit's table."""
+        record = self.record
+        if not record.valid:
+            return Stage(record.label, self.expect, StageResult.INVALID, None, record.reason or "")
+        result = StageResult.AS_EXPECTED if record.status == self.expect else StageResult.WRONG
+        return Stage(record.label, self.expect, result, record.score, self.gold)
 
 
-def judge_osworld(runs: list[CheckerRun]) -> TaskAudit:
+def judge_osworld(
+    runs: list[CheckerRun],
+    *,
+    skipped: tuple[Stage, ...] = (),
+    unmade: tuple[Unaudited, ...] = (),
+    notes: tuple[str, ...] = (),
+) -> TaskAudit:
     """Flags of an OSWorld checker: passing at t=0 or after a no-op, failing after its
-    oracle, accepting a near miss; an invalid run is a check not made."""
+    oracle or in its gold state, accepting a near miss; an invalid run is a check not made.
+
+    ``skipped`` are stages that did not run (with why), ``unmade`` checks that could not
+    be set up (the infrastructure's), ``notes`` what a reader should know besides.
+    """
     findings: list[Finding] = []
-    unaudited: list[Unaudited] = []
+    unaudited: list[Unaudited] = list(unmade)
     for run in runs:
         record = run.record
         if not record.valid:
@@ -390,9 +467,41 @@ def judge_osworld(runs: list[CheckerRun]) -> TaskAudit:
             continue
         if run.near_miss:
             flag, why = Flag.NEAR_MISS_ACCEPTED, f"accepts a known-wrong action: {run.near_miss}"
+        elif run.gold:
+            flag, why = Flag.GOLD_FAILS, f"the gold state fails the checker: {run.gold}"
         elif run.expect == "success":
             flag, why = Flag.ORACLE_FAILS, "the known-good end state fails the checker"
         else:
             flag, why = Flag.PASSES_WITH_NO_WORK, f"the checker passes {record.label}"
-        findings.append(Finding(flag, why, (record.describe(),)))
-    return TaskAudit(tuple(findings), tuple(unaudited), tuple(r.record for r in runs))
+        evidence = checker_evidence(record.outcome)
+        findings.append(Finding(flag, f"{why}\n{evidence}".strip(), (record.describe(),)))
+    stages = tuple(r.stage() for r in runs) + skipped
+    order = {name: n for n, name in enumerate(STAGE_ORDER)}
+    stages = tuple(sorted(stages, key=lambda s: order.get(s.name, len(order))))
+    return TaskAudit(
+        tuple(findings), tuple(unaudited), tuple(r.record for r in runs), notes, stages
+    )
+
+
+# The execution audit's stages, in the table's order.
+STAGE_ORDER = ("t0", "noop", "gold")
+
+
+def checker_evidence(outcome: Mapping[str, Any]) -> str:
+    """What an OSWorld checker read and decided, one line per getter and metric, from an
+    outcome's details (the evaluation's own record; empty when it holds none)."""
+    details = outcome.get("details", {})
+    lines = [f"scored by: {details['scored_by']}"] if details.get("scored_by") else []
+    for g in details.get("getters", []):
+        if "error" in g:
+            got = f"error: {g['error']}"
+        elif "missing_file" in g:
+            got = f"missing file {g['missing_file']}"
+        else:
+            got = json.dumps(g.get("value"), default=str)[:200]
+        lines.append(f"getter {g.get('role')}[{g.get('call')}] {g.get('type')}: {got}")
+    for m in details.get("metrics", []):
+        got = m.get("score", m.get("error"))
+        extra = f" ({m['result']})" if m.get("result") else ""
+        lines.append(f"metric[{m.get('call')}] {m.get('func')}: {got}{extra}"[:300])
+    return "\n".join(lines)[:EVIDENCE_CHARS]

@@ -28,6 +28,8 @@ _MEANING = {
     Flag.FLAKY: "repeated runs of the same agent disagree",
     Flag.ANSWERS_VISIBLE: "tests, solution or expected outputs readable by the agent",
     Flag.NEAR_MISS_ACCEPTED: "the OSWorld checker accepts a known-wrong action",
+    Flag.GOLD_FAILS: "the OSWorld checker fails its gold state (the expected file placed "
+    "where the result is read, or FAIL on an infeasible task)",
     Flag.TRUSTS_AGENT_EXIT: "the tests pass when the agent's code succeeds at once and prints "
     "nothing: they trust its exit",
     Flag.FORGEABLE_SHARED: "forging probes (a planted reward, a link to the tests' own file) "

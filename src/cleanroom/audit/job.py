@@ -55,6 +55,10 @@ from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verif
 # lost job left behind can be found and removed.
 JOB_LABEL = "cleanroom.audit.job"
 TRACE_CHARS = 3000
+DESKTOP_POOL_NEEDED = (
+    "an OSWorld task without an .audit.toml is audited by execution in a pool of desktops,"
+    " on this machine only (not on Ray)"
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,9 @@ class AuditSettings:
     probes: tuple[str, ...] = DEFAULT_PROBES
     image_map: tuple[tuple[str, str], ...] = ()
     action_timeout: float = 120.0
+    # Where OSWorld tasks' files come from (`Mirror.parse`: a folder or a base URL); None
+    # means none: a task that fetches files is not run.
+    mirror: str | None = None
 
     def __post_init__(self) -> None:
         if self.repeats < 2:
@@ -74,12 +81,15 @@ class AuditSettings:
                 raise ValueError(f"probe {attack.id} needs compiled assets; audits cannot run it")
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "repeats": self.repeats,
             "probes": list(self.probes),
             "image_map": [list(p) for p in self.image_map],
             "action_timeout": self.action_timeout,
         }
+        if self.mirror is not None:  # absent, so an audit from before the key resumes
+            data["mirror"] = self.mirror
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AuditSettings:
@@ -88,6 +98,7 @@ class AuditSettings:
             tuple(data["probes"]),
             tuple((str(a), str(b)) for a, b in data["image_map"]),
             float(data["action_timeout"]),
+            data.get("mirror"),
         )
 
 
@@ -96,6 +107,11 @@ def run_job(job: AuditJob, settings: AuditSettings) -> TaskAudit:
     try:
         if job.kind is JobKind.CONTAINER:
             return _audit_container(Path(job.path), job.id, settings)
+        if job.kind is JobKind.OSWORLD_DESKTOP:
+            # Its environment comes from a pool of desktops (`desktop_pool.DesktopJobPool`).
+            return could_not_audit(
+                "desktop", Reason.VERIFIER_UNAVAILABLE.value, DESKTOP_POOL_NEEDED
+            )
         return _audit_osworld(Path(job.path), settings)
     except Exception as exc:  # a bug of cleanroom's own: still a record, with its trace
         trace = "".join(traceback.format_exception(exc))[-TRACE_CHARS:]

@@ -4,6 +4,7 @@ Exit codes: 0 when every task was audited and none is flagged; 1 when every job 
 some task is flagged (a ``naive`` flag, what only the naive verifier lets through, does
 not count); 2 when a job was interrupted (the audit did not finish: resume it), when
 nothing is flagged but some check could not be made, or when the audit could not run.
+A task *not run* (it needs what this machine lacks, and says what) counts as neither.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from cleanroom.audit.findings import Flag
+from cleanroom.audit.findings import NOT_RUN, Flag
 from cleanroom.audit.records import JobRecord
 
 EXIT_CLEAN = 0
@@ -59,7 +60,7 @@ class AuditSummary:
             return EXIT_INCOMPLETE
         if "flagged" in verdicts:
             return EXIT_FLAGGED
-        if any(v != "clean" for v in verdicts):
+        if any(v not in ("clean", NOT_RUN) for v in verdicts):
             return EXIT_INCOMPLETE
         return EXIT_CLEAN
 
@@ -81,6 +82,8 @@ class AuditSummary:
             "unaudited": audit["unaudited"] if audit else [],
             "notes": audit.get("notes", []) if audit else [],
             "runs": audit["runs"] if audit else [],
+            "stages": audit.get("stages", []) if audit else [],
+            "not_run": audit.get("not_run", "") if audit else "",
         }
 
     def to_json(self) -> dict[str, Any]:

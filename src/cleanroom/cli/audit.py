@@ -20,13 +20,15 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from cleanroom.audit.findings import NO_ORACLE, Flag, TaskAudit
+from cleanroom.audit.findings import NO_ORACLE, STAGE_ORDER, Flag, TaskAudit
 from cleanroom.audit.job import AuditSettings
-from cleanroom.audit.jobs import AuditInputError, AuditJob
+from cleanroom.audit.jobs import AuditInputError, AuditJob, JobKind
+from cleanroom.audit.osworld_table import STAGE_HEADS, audit_markdown, stage_cell
 from cleanroom.audit.pool import JobPool, LocalPool
 from cleanroom.audit.probes import DEFAULT_PROBES
 from cleanroom.audit.run import run_audit
 from cleanroom.audit.summary import EXIT_INCOMPLETE, AuditSummary
+from cleanroom.cli.osworld import MirrorSpec, parse_mirror
 from cleanroom.cli.shared import (
     AsJson,
     ContainerEnvironment,
@@ -45,8 +47,9 @@ def audit(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="Task folders (task.toml), OSWorld task files (.json, with TASK.audit.toml "
-            "beside), or folders of either."
+            help="Task folders (task.toml), OSWorld task files (.json: with TASK.audit.toml "
+            "beside, audited with its oracle; without, by execution on a pool of desktops), "
+            "OSWorld's index (test_all.json), or folders of these."
         ),
     ],
     run_dir: Annotated[
@@ -86,6 +89,23 @@ def audit(
     image_map: ImageMap = None,
     environment: Environment = ContainerEnvironment.DOCKER,
     image_map_file: ImageMapFile = None,
+    mirror: MirrorSpec = None,
+    desktops: Annotated[
+        int,
+        typer.Option(
+            "--desktops",
+            min=1,
+            help="Environments of the pool of desktops that OSWorld tasks without an oracle "
+            "are audited on (one task in each at a time).",
+        ),
+    ] = 1,
+    markdown: Annotated[
+        bool,
+        typer.Option(
+            "--markdown",
+            help="Print the OSWorld execution audit as a Markdown page (docs/osworld-audit.md).",
+        ),
+    ] = False,
     ray_address: Annotated[
         str | None,
         typer.Option(
@@ -106,8 +126,14 @@ def audit(
     err = Console(stderr=True)
     from_file = read_image_map_file(image_map_file) if image_map_file else ()
     mapping = tuple({**dict(from_file), **dict(parse_image_map(image_map))}.items())
+    chosen = parse_mirror(mirror)
     try:
-        settings = AuditSettings(repeats=repeats, probes=tuple(probes), image_map=mapping)
+        settings = AuditSettings(
+            repeats=repeats,
+            probes=tuple(probes),
+            image_map=mapping,
+            mirror=chosen.location if chosen is not None else None,
+        )
     except (KeyError, ValueError) as exc:
         raise typer.BadParameter(str(exc).strip("'\""), param_hint="--probe") from exc
     folder = run_dir or Path("runs") / time.strftime("audit-%Y%m%d-%H%M%S")
@@ -117,7 +143,9 @@ def audit(
 
         pool = RayPool(ray_address)
     else:
-        pool = LocalPool(workers)
+        from cleanroom.audit.desktop_pool import DesktopJobPool
+
+        pool = DesktopJobPool(desktops, folder / "desktops", LocalPool(workers))
     try:
         summary = _run_with_progress(paths, folder, settings, pool, err)
     except (AuditInputError, AuditStoreError) as exc:
@@ -132,6 +160,9 @@ def audit(
         write(summary, html)
     if as_json:
         typer.echo(json.dumps(summary.to_json()))
+    elif markdown:
+        shown = " ".join(str(p) for p in paths) + (" --mirror MIRROR" if chosen else "")
+        typer.echo(audit_markdown(summary, f"cleanroom audit {shown} --markdown"), nl=False)
     else:
         print_summary(summary, Console())
         if html is not None:
@@ -170,15 +201,21 @@ def _run_with_progress(
 def print_summary(summary: AuditSummary, console: Console) -> None:
     """The terminal summary: one row per task, the counts per flag, the verdict."""
     table = Table(title=f"audit of {len(summary.records)} task(s): {summary.where}")
-    for name in ("task", "verdict", "flags", "seconds", "node"):
+    # OSWorld tasks audited by execution show each stage's answer.
+    staged = any(r.job.kind is JobKind.OSWORLD_DESKTOP for r in summary.records)
+    stage_heads = [STAGE_HEADS[n] for n in STAGE_ORDER] if staged else []
+    for name in ("task", "verdict", *stage_heads, "flags", "seconds", "node"):
         table.add_column(name)
     for record in summary.records:
         row = summary.row(record)
         flags = " ".join(f"[{FLAG_SEVERITY[Flag(f).severity]}]{f}[/]" for f in row["flags"])
         style = AUDIT_VERDICT.get(row["verdict"], "")
+        stages = {s.name: s for s in record.audit.stages} if record.audit else {}
+        cells = [escape(stage_cell(stages.get(n))) for n in STAGE_ORDER] if staged else []
         table.add_row(
             row["name"],
             f"[{style}]{row['verdict']}[/]" if style else row["verdict"],
+            *cells,
             flags,
             "" if row["seconds"] is None else f"{row['seconds']:.1f}",
             row["node"],
@@ -209,6 +246,8 @@ def _print_evidence(row: dict[str, Any], console: Console) -> None:
         # A build log's last line says what failed; other evidence leads with its point.
         shown = lines[-1] if finding["flag"] == Flag.BUILD_FAILS.value else lines[0]
         console.print(f"  {row['name']}: {finding['flag']}: {shown[:160]}", markup=False)
+    if row["not_run"]:
+        console.print(f"  {row['name']}: not run: {row['not_run']}", markup=False)
     for gap in row["unaudited"]:
         console.print(
             f"  {row['name']}: could not audit {gap['check']} ({gap['reason']}): "

@@ -107,12 +107,7 @@ def _settings(
         width, height = (int(v) for v in screen.lower().split("x"))
     except ValueError as exc:
         raise typer.BadParameter(f"screen size must look like 1920x1080, got {screen!r}") from exc
-    try:
-        chosen = Mirror.parse(mirror) if mirror is not None else None
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--mirror") from exc
-    if chosen is not None and not chosen.is_url and not Path(chosen.location).is_dir():
-        raise typer.BadParameter(f"no folder {chosen.location}", param_hint="--mirror")
+    chosen = parse_mirror(mirror)
     return CheckSettings(
         client_password=password,
         screen_width=width,
@@ -121,6 +116,18 @@ def _settings(
         cache_root=str(cache_dir) if cache_dir else None,
         mirror=chosen,
     )
+
+
+def parse_mirror(mirror: str | None) -> Mirror | None:
+    """The mirror ``--mirror`` names, or None; a usage error for an empty one or a folder
+    that does not exist."""
+    try:
+        chosen = Mirror.parse(mirror) if mirror is not None else None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--mirror") from exc
+    if chosen is not None and not chosen.is_url and not Path(chosen.location).is_dir():
+        raise typer.BadParameter(f"no folder {chosen.location}", param_hint="--mirror")
+    return chosen
 
 
 def _task_list(paths: list[Path]) -> TaskList:

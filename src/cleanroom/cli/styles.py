@@ -15,6 +15,7 @@ AUDIT_VERDICT = {
     "flagged": BAD,
     "could not audit": "yellow",
     "interrupted": "yellow",
+    "not run": "dim",
 }
 FLAG_SEVERITY = {"task": "red", "naive": "yellow", "cleanroom": "bold white on red"}
 CONTROL_CELL = {"fired": "green", "clean": "white", "lost": "yellow"}

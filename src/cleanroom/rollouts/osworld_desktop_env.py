@@ -60,6 +60,7 @@ from cleanroom.guests.base import GuestTimeout
 from cleanroom.guests.desktop import DesktopGuest
 from cleanroom.rollouts.osworld_controller import EnvironmentController
 from cleanroom.verifiers.osworld.evaluator import TaskRun, check_task
+from cleanroom.verifiers.osworld.mirror import Mirror
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task import Task, parse_task
 
@@ -82,7 +83,8 @@ class NoTask(CleanroomError):
 
 class OSWorldDesktopEnv:
     """``DesktopEnv``'s constructor arguments that matter to an agent, and its methods,
-    over environment ``env`` of ``handle``'s pool."""
+    over environment ``env`` of ``handle``'s pool. ``mirror`` is where the task's files
+    come from (`CheckSettings.mirror`) when no ``settings`` are given."""
 
     def __init__(
         self,
@@ -92,6 +94,7 @@ class OSWorldDesktopEnv:
         require_a11y_tree: bool = True,
         require_terminal: bool = False,
         settings: CheckSettings | None = None,
+        mirror: Mirror | None = None,
     ) -> None:
         if action_space not in ACTION_SPACES:
             raise ValueError(f"action_space={action_space!r}: choose {', '.join(ACTION_SPACES)}")
@@ -108,7 +111,11 @@ class OSWorldDesktopEnv:
         self.require_terminal = require_terminal
         if settings is None:  # the environment's own screen, as OSWorld's VM reports its own
             screen = handle.pool.screen_size(handle.env)
-            settings = CheckSettings(screen_width=screen.width, screen_height=screen.height)
+            settings = CheckSettings(
+                screen_width=screen.width, screen_height=screen.height, mirror=mirror
+            )
+        elif mirror is not None:
+            raise ValueError("give the mirror in settings or as mirror=, not both")
         self.settings = settings
         self.screen_size = (self.settings.screen_width, self.settings.screen_height)
         self.task: Task | None = None
@@ -147,7 +154,7 @@ class OSWorldDesktopEnv:
         if task_config is not None:
             self.task = parse_task(task_config, f"<task {task_config.get('id', '?')}>")
             self.instruction = self.task.instruction
-            with TaskRun(self.task, self._guest(), self.settings) as run:
+            with TaskRun(self.task, self.guest(), self.settings) as run:
                 self.setup_outcome = run.refusal() or run.setup()
         return self._observation()
 
@@ -183,7 +190,7 @@ class OSWorldDesktopEnv:
             self._keep(self.setup_outcome)
             raise InvalidEvaluation(self.setup_outcome)
         last = self.action_history[-1] if self.action_history else None
-        checked = check_task(self.task, self._guest(), self.settings, last_action=last)
+        checked = check_task(self.task, self.guest(), self.settings, last_action=last)
         self._keep(checked)
         if checked.status is Status.INVALID:
             raise InvalidEvaluation(checked)
@@ -216,7 +223,7 @@ class OSWorldDesktopEnv:
             raise StaleGeneration(env, self.handle.generation, current)
         started = time.monotonic()
         try:
-            result = self._guest().exec(
+            result = self.guest().exec(
                 ["python3", "-c", code.program()], shell=False, timeout=CODE_TIMEOUT_S
             )
         except GuestTimeout:
@@ -226,7 +233,8 @@ class OSWorldDesktopEnv:
             result = ExecResult(exit_code=None, timed_out=True, seconds=elapsed)
         self.code_results.append(result)
 
-    def _guest(self) -> DesktopGuest:
+    def guest(self) -> DesktopGuest:
+        """The environment as the checker's guest: its user, home, sandbox and display."""
         return DesktopGuest(self.handle.env, status_of(self.handle.pool, self.handle.env))
 
     def _observation(self) -> dict[str, Any]:

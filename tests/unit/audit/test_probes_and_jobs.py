@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 from pathlib import Path
 
@@ -49,13 +50,40 @@ def test_find_jobs_takes_a_folder_of_tasks_and_osworld_files(tmp_path: Path) -> 
     make_task(tmp_path, "b-task")
     make_task(tmp_path, "a-task")
     (tmp_path / "rename.json").write_text("{}")
+    (tmp_path / "rename.audit.toml").write_text('oracle = "true"\n')
+    (tmp_path / "settings.json").write_text('{"evaluator": {}}')
     (tmp_path / "notes.txt").write_text("")
     jobs = find_jobs([tmp_path])
     assert [(j.kind, j.name) for j in jobs] == [
         (JobKind.CONTAINER, "a-task"),
         (JobKind.CONTAINER, "b-task"),
         (JobKind.OSWORLD, "rename"),
+        (JobKind.OSWORLD_DESKTOP, "settings"),
     ]
+
+
+def test_osworld_index_stands_for_every_task_it_names_and_is_no_task_in_a_folder(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "examples" / "os").mkdir(parents=True)
+    for task_id in ("b-id", "a-id"):
+        (tmp_path / "examples" / "os" / f"{task_id}.json").write_text('{"evaluator": {}}')
+    index = tmp_path / "test_all.json"
+    index.write_text(json.dumps({"os": ["b-id", "a-id"]}))
+    jobs = find_jobs([index])
+    assert [(j.kind, j.name, Path(j.path).parent.name) for j in jobs] == [
+        (JobKind.OSWORLD_DESKTOP, "a-id", "os"),
+        (JobKind.OSWORLD_DESKTOP, "b-id", "os"),
+    ]
+    with pytest.raises(AuditInputError, match="no task here"):
+        find_jobs([tmp_path])  # the index alone: a folder's indexes are left out
+
+
+def test_an_index_naming_a_path_outside_its_examples_is_refused(tmp_path: Path) -> None:
+    index = tmp_path / "test_all.json"
+    index.write_text(json.dumps({"os": ["../../etc/passwd"]}))
+    with pytest.raises(AuditInputError, match="is not a domain or task id"):
+        find_jobs([index])
 
 
 def test_the_same_task_given_twice_is_one_job(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def index_task_files(index: Path, data: dict[str, list[str]]) -> list[Path]:
     return files
 
 
-def _index_or_none(path: Path) -> dict[str, list[str]] | None:
+def task_index(path: Path) -> dict[str, list[str]] | None:
     """The index in ``path``, or None when ``path`` is a folder or another JSON file."""
     if path.is_dir():
         return None
@@ -67,11 +67,11 @@ def read_task_list(paths: list[Path]) -> TaskList:
     files: list[Path] = []
     errors: list[TaskFileError] = []
     for path in paths:
-        index = _index_or_none(path)
+        index = task_index(path)
         if index is None:
             # A folder may hold OSWorld's indexes beside the examples: they are no tasks.
             found = find_task_files([path])
-            files += [f for f in found if not path.is_dir() or _index_or_none(f) is None]
+            files += [f for f in found if not path.is_dir() or task_index(f) is None]
             continue
         try:
             files += index_task_files(path, index)

@@ -1,0 +1,136 @@
+"""The execution audit of OSWorld tasks as a table: per task its t=0, no-op and gold
+stages and its verdict, for the terminal and as a Markdown page the docs carry (pure).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from cleanroom.audit.findings import NOT_RUN, STAGE_ORDER, Stage, StageResult
+from cleanroom.audit.jobs import JobKind
+from cleanroom.audit.records import JobRecord
+from cleanroom.audit.summary import AuditSummary
+
+STAGE_HEADS = {"t0": "t=0", "noop": "no-op", "gold": "gold"}
+# What a sound checker gives in each stage, as the page explains it.
+STAGE_RULES = {
+    "t0": "after the task's setup, before any action: the checker must fail",
+    "noop": "after `WAIT` and `DONE`, with no action: the checker must fail",
+    "gold": "a feasible task's expected file (a `cloud_file` or `vm_file` expected getter)"
+    " placed where its `vm_file` result getter reads it, or an infeasible task's last"
+    " action `FAIL`: the checker must pass",
+}
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One task of the execution audit, as the table shows it."""
+
+    task: str
+    domain: str
+    stages: dict[str, Stage]
+    verdict: str
+    why: str  # why the task was not run, or its first finding's or unmade check's words
+
+
+def audit_rows(summary: AuditSummary) -> list[AuditRow]:
+    """The rows of the OSWorld tasks audited by execution, by domain then task."""
+    rows = [_row(summary, r) for r in summary.records if r.job.kind is JobKind.OSWORLD_DESKTOP]
+    return sorted(rows, key=lambda r: (r.domain, r.task))
+
+
+def _row(summary: AuditSummary, record: JobRecord) -> AuditRow:
+    audit = record.audit
+    stages = {s.name: s for s in audit.stages} if audit is not None else {}
+    why = ""
+    if audit is not None:
+        if audit.not_run:
+            why = audit.not_run
+        elif audit.findings:
+            why = audit.findings[0].evidence.splitlines()[0]
+        elif audit.unaudited:
+            gap = audit.unaudited[0]
+            why = f"{gap.check}: {gap.detail.splitlines()[0] if gap.detail else gap.reason}"
+    return AuditRow(
+        record.job.name, Path(record.job.path).parent.name, stages, summary.verdict_of(record), why
+    )
+
+
+def stage_cell(stage: Stage | None) -> str:
+    """A stage as one cell: what the checker gave, and whether that is a sound answer."""
+    if stage is None:
+        return "-"
+    if stage.result is StageResult.NOT_RUN:
+        return "n/a"
+    if stage.result is StageResult.INVALID:
+        return f"invalid ({stage.why})" if stage.why else "invalid"
+    passed = (stage.expect == "success") == (stage.result is StageResult.AS_EXPECTED)
+    said = "passes" if passed else "fails"
+    return said if stage.result is StageResult.AS_EXPECTED else f"{said.upper()} (wrong)"
+
+
+def stage_counts(rows: list[AuditRow]) -> dict[str, Counter[str]]:
+    """Per stage, how many tasks ended each way (`StageResult` values)."""
+    return {
+        name: Counter(r.stages[name].result.value for r in rows if name in r.stages)
+        for name in STAGE_ORDER
+    }
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def audit_markdown(summary: AuditSummary, command: str) -> str:
+    """The Markdown page of the audit; ``command`` is how it was made (shown on the page)."""
+    rows = audit_rows(summary)
+    verdicts = Counter(r.verdict for r in rows)
+    ran = len(rows) - verdicts[NOT_RUN]
+    out = [
+        "# OSWorld checkers audited by execution",
+        "",
+        "<!-- Generated: do not edit. Regenerate from the repository's root with",
+        f"     {command} -->",
+        "",
+        f"Made by `{command}`: every task of OSWorld's task set that runs here, set up in",
+        "an environment of a pool of desktops and checked by its own checker with no agent",
+        "acting (see [the audit](audit.md#osworld-tasks-by-execution)). Each stage:",
+        "",
+    ]
+    out += [f"- **{STAGE_HEADS[name]}**: {STAGE_RULES[name]}." for name in STAGE_ORDER]
+    out += [
+        "",
+        "A stage is *invalid* when the infrastructure kept the check from being made (a",
+        "setup step, a getter or a metric that could not run): that is never a flag on the",
+        "checker. *n/a*: the task file names no gold state of these kinds.",
+        "",
+        "## Counts",
+        "",
+        f"- tasks: {len(rows)}; run: {ran}; not run: {verdicts[NOT_RUN]}",
+        f"- clean: {verdicts['clean']}; flagged: {verdicts['flagged']};"
+        f" could not audit: {verdicts['could not audit']}",
+        "",
+        "| stage | as expected | wrong | invalid | n/a |",
+        "|---|---|---|---|---|",
+    ]
+    for name, counts in stage_counts(rows).items():
+        numbers = [str(counts[result.value]) for result in StageResult]
+        out.append(f"| {STAGE_HEADS[name]} | " + " | ".join(numbers) + " |")
+    out += ["", "## Tasks run", ""]
+    heads = ["task", "domain", *(STAGE_HEADS[n] for n in STAGE_ORDER), "verdict", "why"]
+    out += ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for r in (r for r in rows if r.verdict != NOT_RUN):
+        cells = [stage_cell(r.stages.get(n)) for n in STAGE_ORDER]
+        out.append(
+            f"| `{r.task}` | {r.domain} | "
+            + " | ".join(_md(c) for c in cells)
+            + f" | {r.verdict} | {_md(r.why)[:200]} |"
+        )
+    not_run = [r for r in rows if r.verdict == NOT_RUN]
+    if not_run:
+        reasons = Counter(r.why for r in not_run)
+        out += ["", "## Not run", "", "| why | tasks |", "|---|---|"]
+        out += [f"| {_md(why)} | {n} |" for why, n in reasons.most_common()]
+    return "\n".join(out) + "\n"
