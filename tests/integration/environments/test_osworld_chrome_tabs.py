@@ -1,7 +1,8 @@
-"""OSWorld's ``chrome_open_tabs`` step and the Chrome tab getters on a real pool
-environment (sandbox mode), through its `DesktopGuest`: Chrome started by the task's
-own ``launch`` steps, its DevTools port forwarded with ``socat`` as the tasks do, and
-pages served inside the environment by a server this test starts (no network)."""
+"""OSWorld's ``chrome_open_tabs`` and ``chrome_close_tabs`` steps and the Chrome tab
+getters on a real pool environment (sandbox mode), through its `DesktopGuest`: Chrome
+started by the task's own ``launch`` steps, its DevTools port forwarded with ``socat`` as
+the tasks do, and pages served inside the environment by a server this test starts (no
+network). The tabs are opened once for the module; the close test runs last."""
 
 from __future__ import annotations
 
@@ -31,79 +32,92 @@ PAGES = {
     '<body><p class="x">first</p></body></html>',
     "two.html": "<html><head><title>Page Two</title></head><body>second</body></html>",
 }
+LAUNCH = (
+    SetupStep("launch", {"command": ["google-chrome", "--remote-debugging-port=1337"]}),
+    SetupStep("launch", {"command": "socat tcp-listen:9222,fork tcp:localhost:1337"}),
+)
+
+
+class Chrome:
+    """The environment's guest with Chrome up and the two pages opened by the step."""
+
+    def __init__(self, guest: DesktopGuest, cache: TaskCache) -> None:
+        self.guest = guest
+        self.cache = cache
+        self.settings = CheckSettings()
+        self.opened: list[dict[str, Any]] = []
+
+    def steps(self, *todo: SetupStep) -> list[dict[str, Any]]:
+        return run_steps(todo, "config", StepContext(self.guest, self.settings, self.cache))
+
+    def get(self, kind: str, **config: Any) -> Any:
+        ctx = GetterContext(self.guest, self.settings, self.cache)
+        return GETTERS[kind](ctx, {"type": kind, **config})
 
 
 @pytest.fixture(scope="module")
-def pool(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
+def chrome(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chrome]:
     if shutil.which("google-chrome") is None or shutil.which("socat") is None:
         pytest.skip("the Chrome stand-in and socat are not installed")
-    p = Pool(PoolConfig(envs=1, programs=()), tmp_path_factory.mktemp("chrome"))
-    p.start()
-    try:
-        yield p
-    finally:
-        p.stop()
-
-
-@pytest.fixture
-def guest(pool: Pool) -> Iterator[DesktopGuest]:
-    g = DesktopGuest(ENV, pool.env(ENV).describe())
-    try:
-        for name, html in PAGES.items():
-            g.write_file(f"~/site/{name}", html.encode())
-        g.spawn(
-            [SYSTEM_PYTHON, "-m", "http.server", str(PORT), "--bind", "127.0.0.1", "-d", "site"],
-            shell=False,
-        )
-        yield g
-    finally:
-        g.close()  # ends Chrome, socat and the server
-
-
-def test_open_tabs_opens_the_pages_and_the_getters_read_them_back(guest: DesktopGuest) -> None:
+    pool = Pool(PoolConfig(envs=1, programs=()), tmp_path_factory.mktemp("chrome"))
+    pool.start()
     cache = TaskCache(None, "chrome-tabs")
     cache.reset()
-    settings = CheckSettings()
-    server_up = wait_until(
-        lambda: (
-            guest.exec(["curl", "-sf", f"{SITE}/one.html"], shell=False, timeout=5).exit_code == 0
-            or None
-        ),
-        10,
-        0.2,
-    )
-    assert server_up, "the page server in the environment never answered"
+    guest = DesktopGuest(ENV, pool.env(ENV).describe())
     try:
-        records = run_steps(
-            (
-                SetupStep("launch", {"command": ["google-chrome", "--remote-debugging-port=1337"]}),
-                SetupStep("launch", {"command": "socat tcp-listen:9222,fork tcp:localhost:1337"}),
-                SetupStep(
-                    "chrome_open_tabs",
-                    {"urls_to_open": [f"{SITE}/one.html", f"{SITE}/two.html"]},
-                ),
-            ),
-            "config",
-            StepContext(guest, settings, cache),
-        )
-        opened = records[2]["tabs"]
-        assert [t["title"] for t in opened] == ["Page One", "Page Two"]
-        assert all(t["loaded"] for t in opened)
+        for name, html in PAGES.items():
+            guest.write_file(f"~/site/{name}", html.encode())
+        server = [SYSTEM_PYTHON, "-m", "http.server", str(PORT), "--bind", "127.0.0.1"]
+        guest.spawn([*server, "-d", "site"], shell=False)
 
-        ctx = GetterContext(guest, settings, cache)
+        def serving() -> bool | None:
+            probe = ["curl", "-sf", f"{SITE}/one.html"]
+            return guest.exec(probe, shell=False, timeout=5).exit_code == 0 or None
 
-        def get(kind: str, **config: Any) -> Any:
-            return GETTERS[kind](ctx, {"type": kind, **config})
-
-        tabs = get("open_tabs_info")
-        # The tab Chrome started with was closed once the first page was open.
-        assert sorted((t["title"], t["url"]) for t in tabs) == [
-            ("Page One", f"{SITE}/one.html"),
-            ("Page Two", f"{SITE}/two.html"),
-        ]
-        assert get("active_url_from_accessTree", goto_prefix="http://") == f"{SITE}/two.html"
-        page = get("page_info", url=f"{SITE}/one.html")
-        assert page["title"] == "Page One" and '<p class="x">first</p>' in page["content"]
-        assert page["content"].startswith("<!DOCTYPE html>")
+        assert wait_until(serving, 10, 0.2), "the page server in the environment never answered"
+        up = Chrome(guest, cache)
+        urls = [f"{SITE}/one.html", f"{SITE}/two.html"]
+        records = up.steps(*LAUNCH, SetupStep("chrome_open_tabs", {"urls_to_open": urls}))
+        up.opened = records[-1]["tabs"]
+        yield up
     finally:
+        guest.close()  # ends Chrome, socat and the server
         cache.discard()
+        pool.stop()
+
+
+def test_open_tabs_loads_each_page_in_a_tab_of_its_own(chrome: Chrome) -> None:
+    assert [(t["title"], t["loaded"]) for t in chrome.opened] == [
+        ("Page One", True),
+        ("Page Two", True),
+    ]
+
+
+def test_open_tabs_info_lists_the_pages_and_not_the_tab_chrome_started_with(
+    chrome: Chrome,
+) -> None:
+    assert sorted((t["title"], t["url"]) for t in chrome.get("open_tabs_info")) == [
+        ("Page One", f"{SITE}/one.html"),
+        ("Page Two", f"{SITE}/two.html"),
+    ]
+
+
+def test_the_active_tab_is_the_last_opened(chrome: Chrome) -> None:
+    url = chrome.get("active_url_from_accessTree", goto_prefix="http://")
+    info = chrome.get("active_tab_info", goto_prefix="http://")
+
+    assert url == f"{SITE}/two.html"
+    assert (info["title"], info["url"]) == ("Page Two", f"{SITE}/two.html")
+
+
+def test_page_info_loads_the_page_and_gives_its_html(chrome: Chrome) -> None:
+    page = chrome.get("page_info", url=f"{SITE}/one.html")
+
+    assert page["title"] == "Page One" and '<p class="x">first</p>' in page["content"]
+    assert page["content"].startswith("<!DOCTYPE html>")
+
+
+def test_close_tabs_closes_the_tab_of_the_url(chrome: Chrome) -> None:
+    chrome.steps(SetupStep("chrome_close_tabs", {"urls_to_close": [f"{SITE}/two.html"]}))
+
+    assert [t["url"] for t in chrome.get("open_tabs_info")] == [f"{SITE}/one.html"]
