@@ -501,7 +501,13 @@ COMPARED_ELSEWHERE = {
     ),
     # OSWorld's drive Playwright, which is not here: checked against a real Chrome instead.
     **dict.fromkeys(
-        ["open_tabs_info", "active_tab_info", "page_info", "active_url_from_accessTree"],
+        [
+            "open_tabs_info",
+            "active_tab_info",
+            "page_info",
+            "active_url_from_accessTree",
+            "active_tab_html_parse",
+        ],
         "tests/integration/environments/test_osworld_chrome_tabs",
     ),
 }

@@ -30,7 +30,9 @@ SITE = f"http://127.0.0.1:{PORT}"
 PAGES = {
     "one.html": "<!doctype html><html><head><title>Page One</title></head>"
     '<body><p class="x">first</p></body></html>',
-    "two.html": "<html><head><title>Page Two</title></head><body>second</body></html>",
+    "two.html": "<html><head><title>Page Two</title></head><body>"
+    '<div class="route">SEA<span>-</span>NYC</div><h1> Fares </h1>'
+    '<input id="q" value=" typed "></body></html>',
 }
 LAUNCH = (
     SetupStep("launch", {"command": ["google-chrome", "--remote-debugging-port=1337"]}),
@@ -115,6 +117,19 @@ def test_page_info_loads_the_page_and_gives_its_html(chrome: Chrome) -> None:
 
     assert page["title"] == "Page One" and '<p class="x">first</p>' in page["content"]
     assert page["content"].startswith("<!DOCTYPE html>")
+
+
+def test_html_parse_reads_the_active_tab_by_class_xpath_and_input(chrome: Chrome) -> None:
+    def parse(**config: Any) -> Any:
+        return chrome.get("active_tab_html_parse", goto_prefix="http://", **config)
+
+    by_class = parse(category="class", class_multiObject_child={"route": {"1": "to"}})
+    by_xpath = parse(category="xpath", xpathObject={"//h1": "heading", "//h9": "none"})
+    by_input = parse(category="input", inputObject={"//input[@id='q']": "query"})
+
+    assert by_class == {"to": "NYC"}
+    assert by_xpath == {"heading": "Fares", "none": ""}
+    assert by_input == {"query": "typed"}
 
 
 def test_close_tabs_closes_the_tab_of_the_url(chrome: Chrome) -> None:

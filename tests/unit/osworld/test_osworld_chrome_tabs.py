@@ -12,10 +12,13 @@ import pytest
 from cleanroom.verifiers.osworld.devtools import active_url, omnibox_text, same_url
 from cleanroom.verifiers.osworld.getters.chrome_tabs import (
     dash_part,
+    html_questions,
+    html_values,
     path_parse,
     query_parse,
     tab_info,
 )
+from cleanroom.verifiers.osworld.getters.core import GetterFailed
 from cleanroom.verifiers.osworld.setup_steps import chrome_time, history_database
 
 
@@ -138,3 +141,88 @@ def test_the_history_database_holds_each_visit_at_its_chrome_time(tmp_path: Path
     assert (url, title) == ("https://a.com/", "A")
     assert when == visit_time == chrome_time(datetime(2024, 5, 1, 11, 59, 0))
     assert visit_url == 1
+
+
+def test_html_parse_asks_each_question_once() -> None:
+    config = {
+        "category": "class",
+        "class_singleObject": {"price": "p"},
+        "class_multiObject": {"price": {"1": "second"}},
+        "class_multiObject_child": {"route": {"0": "from"}},
+    }
+
+    assert html_questions(config) == [("texts", ".price"), ("direct_texts", ".route")]
+
+
+def test_html_parse_by_class_picks_by_rank_and_gives_empty_text_for_what_is_missing() -> None:
+    config = {
+        "category": "class",
+        "class_multiObject": {"city": {"0": "from", "2": "via"}},
+        "class_multiObject_child": {"route": {"1": "to"}},
+        "class_singleObject": {"price": "price", "none": "absent"},
+    }
+    answers = {
+        ("texts", ".city"): ["  SEA ", "NYC"],
+        ("direct_texts", ".route"): ["SEA", "NYC"],
+        ("texts", ".price"): ["\n$5 "],
+        ("texts", ".none"): {"error": "SyntaxError"},
+    }
+
+    assert html_values(config, answers, "") == {
+        "from": "SEA",
+        "via": "",
+        "to": "NYC",
+        "price": "$5",
+        "absent": "",
+    }
+
+
+def test_html_parse_search_exist_flags_each_wanted_text_and_any_other() -> None:
+    config = {
+        "category": "class",
+        "class_multiObject_search_exist": {"tag": ["a", "b", "is_other_exist"]},
+    }
+
+    assert html_values(config, {("texts", ".tag"): ["a", "c"]}, "") == {
+        "a": True,
+        "b": False,
+        "is_other_exist": True,
+    }
+    assert html_values(config, {("texts", ".tag"): ["b"]}, "")["is_other_exist"] is False
+
+
+def test_html_parse_by_xpath_and_input_gives_the_first_match_stripped() -> None:
+    xpath = {"category": "xpath", "xpathObject": {"//h1": "title", "//h9": "none"}}
+    inputs = {"category": "input", "inputObject": {"//input": "typed", "//p": "not_input"}}
+    answers = {
+        ("xpath_text", "//h1"): {"count": 2, "text": " Hello "},
+        ("xpath_text", "//h9"): {"count": 0, "text": None},
+        ("xpath_value", "//input"): {"count": 1, "value": " x "},
+        ("xpath_value", "//p"): {"error": "not an input"},
+    }
+
+    assert html_values(xpath, answers, "") == {"title": "Hello", "none": ""}
+    assert html_values(inputs, answers, "") == {"typed": "x", "not_input": ""}
+
+
+def test_html_parse_class_and_url_reads_the_page_address() -> None:
+    config = {
+        "category": "class&url",
+        "class_multiObject": {"chip": ["Red", "Blue"]},
+        "url_include_expected": ["Size=M", "sale"],
+        "url_include_expected_multichoice": {"sort=price": "cheapest"},
+    }
+    answers = {("texts", ".chip"): ["red", "Green"]}
+
+    assert html_values(config, answers, "https://x.com/p?size=m&sort=price") == {
+        "red": True,
+        "is_other_exist": True,
+        "size=m": True,
+        "sale": False,
+        "cheapest": True,
+    }
+
+
+def test_html_parse_label_category_is_not_reproduced() -> None:
+    with pytest.raises(GetterFailed, match="label"):
+        html_questions({"category": "label", "labelObject": {"Name": "n"}})

@@ -10,6 +10,8 @@ protocol. It takes one operation and its arguments as a JSON object in argv:
     open   {"port", "connect_s", "load_s", "urls": [U, ...]}        -> {"opened": [...], ...}
     close  {"port", "connect_s", "ids": [I, ...]}                   -> {"closed": [...]}
     visit  {"port", "connect_s", "load_s", "max_bytes", "url": U}  -> {"page": {...}}
+    query  {"port", "connect_s", "load_s", "max_bytes", "url": U,
+            "queries": [{"kind", "selector"}, ...]}                -> {"found", "answers", ...}
 
 Each tab is ``{"id", "url", "title", "visible", "loaded", "content"?}``. It prints one
 JSON object; ``{"connected": false, "why": ...}`` when nothing answers on the port within
@@ -30,6 +32,7 @@ import struct
 import sys
 import time
 from typing import Any
+from urllib.parse import unquote
 
 HOST = "127.0.0.1"
 POLL_S = 0.25
@@ -46,6 +49,39 @@ _CONTENT_JS = (
     ".serializeToString(document.doctype); if (document.documentElement)"
     " s += document.documentElement.outerHTML; return s; })()"
 )
+
+# The questions ``active_tab_html_parse`` asks the page, as Playwright's calls answer them
+# (``query_selector_all`` and ``text_content``, the direct text nodes, an ``h3`` or a
+# ``span`` inside, the first XPath match's text or input value); a question that throws
+# answers {"error"}.
+_QUERY_JS = """(queries) => queries.map((q) => { try {
+  const all = (css) => Array.from(document.querySelectorAll(css));
+  const xpath = (xp) => document.evaluate(
+    xp, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+  if (q.kind === "texts") return all(q.selector).map((e) => e.textContent);
+  if (q.kind === "direct_texts") {
+    const found = all(q.selector);
+    if (!found.length) return [];
+    return Array.from(found[0].childNodes).filter((n) => n.nodeType === Node.TEXT_NODE)
+      .map((n) => n.textContent.trim()).filter(Boolean);
+  }
+  if (q.kind === "h3_texts") return all(q.selector).map((e) => e.querySelector("h3"))
+    .filter(Boolean).map((h) => h.textContent);
+  if (q.kind === "li_spans") return all(q.selector + " li.catAllProducts")
+    .map((e) => e.querySelector("span")).filter(Boolean).map((s) => s.innerText);
+  if (q.kind === "xpath_text") {
+    const r = xpath(q.selector);
+    return {count: r.snapshotLength, text: r.snapshotLength ? r.snapshotItem(0).textContent : null};
+  }
+  if (q.kind === "xpath_value") {
+    const r = xpath(q.selector);
+    if (!r.snapshotLength) return {count: 0};
+    const e = r.snapshotItem(0);
+    if (!["INPUT", "TEXTAREA", "SELECT"].includes(e.nodeName)) return {error: "not an input"};
+    return {count: r.snapshotLength, value: e.value};
+  }
+  return {error: "unknown question " + q.kind};
+} catch (err) { return {error: String(err)}; } })"""
 
 
 class DevToolsError(Exception):
@@ -381,7 +417,44 @@ def op_visit(args: dict[str, Any]) -> dict[str, Any]:
     return {"connected": True, "page": page}
 
 
-OPERATIONS = {"tabs": op_tabs, "open": op_open, "close": op_close, "visit": op_visit}
+def _normal(url: str) -> str:
+    """OSWorld's match of a tab to the address bar: percent-decoded, trailing slashes off."""
+    return unquote(url).rstrip("/")
+
+
+def op_query(args: dict[str, Any]) -> dict[str, Any]:
+    """Find the tab at ``url`` (each tab waited for first, as OSWorld waits for each) and
+    answer the questions in it."""
+    port, cap = int(args["port"]), int(args["max_bytes"])
+    if wait_for_endpoint(port, float(args["connect_s"]), cap) is None:
+        return {"connected": False, "why": f"nothing answered on port {port}"}
+    wanted = _normal(str(args["url"]))
+    seen = []
+    for target in pages(port, cap):
+        ws = WebSocket(port, _ws_path(target), Deadline(float(args["load_s"]) + 30.0), cap)
+        try:
+            state = wait_loaded(ws, float(args["load_s"]))
+            url = str(state.get("url", target.get("url")))
+            seen.append(url)
+            if _normal(url) != wanted:
+                continue
+            expression = f"({_QUERY_JS})({json.dumps(args['queries'])})"
+            answers = ws.evaluate(expression)
+            return {"connected": True, "found": True, "url": url, "answers": answers}
+        except (OSError, DevToolsError, TimeoutError):
+            continue  # OSWorld skips a tab it cannot read
+        finally:
+            ws.close()
+    return {"connected": True, "found": False, "seen": seen}
+
+
+OPERATIONS = {
+    "tabs": op_tabs,
+    "open": op_open,
+    "close": op_close,
+    "visit": op_visit,
+    "query": op_query,
+}
 
 
 def main(argv: list[str]) -> int:

@@ -90,8 +90,6 @@ _LIVE_BROWSER = (
 NOT_IMPLEMENTED: dict[str, str] = {
     "googledrive_file": "needs a live Google Drive account (OSWorld signs in with its own "
     "credentials); refused, never scored",
-    "active_tab_html_parse": "queries the active page with Playwright's selector engines "
-    "(CSS, XPath, text= labels, input values), which the DevTools helper does not reproduce",
     "info_from_website": _LIVE_BROWSER,
     "gotoRecreationPage_and_get_html_content": _LIVE_BROWSER,
     "pdf_from_url": _LIVE_BROWSER,

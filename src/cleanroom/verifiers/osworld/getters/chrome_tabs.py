@@ -215,7 +215,158 @@ def path_parse(url: str, config: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+Question = tuple[str, str]  # (kind, selector), as the helper's query operation takes them
+
+
+def html_questions(config: dict[str, Any]) -> list[Question]:
+    """What ``active_tab_html_parse`` asks the page for ``config``, each question once."""
+    category = config["category"]
+    asked: list[Question] = []
+    if category == "class":
+        for key, kind in (
+            ("class_multiObject", "texts"),
+            ("class_multiObject_child", "direct_texts"),
+            ("class_multiObject_only_child", "h3_texts"),
+            ("class_multiObject_search_exist", "texts"),
+            ("class_singleObject", "texts"),
+        ):
+            asked += [(kind, "." + name) for name in config.get(key, {})]
+    elif category == "xpath":
+        asked += [("xpath_text", xpath) for xpath in config.get("xpathObject", {})]
+    elif category == "input":
+        asked += [("xpath_value", xpath) for xpath in config.get("inputObject", {})]
+    elif category == "class&url":
+        asked += [("texts", "." + name) for name in config.get("class_multiObject", {})]
+        asked += [("li_spans", "." + name) for name in config.get("class_multiObject_li", {})]
+    elif category == "label":
+        raise GetterFailed("the label category (Playwright's text= selector) is not reproduced")
+    return list(dict.fromkeys(asked))
+
+
+def _texts(answer: Any, strip: bool = True) -> list[str]:
+    """A list answer's texts, stripped as Python strips them (the direct text nodes come
+    trimmed by the page, as OSWorld's script trims them); [] for a failed question, as
+    OSWorld's ``safely_get_*`` give."""
+    if not isinstance(answer, list):
+        return []
+    texts = [text if isinstance(text, str) else "" for text in answer]
+    return [text.strip() for text in texts] if strip else texts
+
+
+def _pick(texts: list[str], objects: dict[str, Any], values: dict[str, Any]) -> None:
+    for order, key in objects.items():
+        index = int(order)
+        values[key] = texts[index] if len(texts) > index else ""
+
+
+def _class_values(config: dict[str, Any], answer: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, objects in config.get("class_multiObject", {}).items():
+        _pick(_texts(answer("texts", "." + name)), objects, values)
+    for name, objects in config.get("class_multiObject_child", {}).items():
+        _pick(_texts(answer("direct_texts", "." + name), strip=False), objects, values)
+    for name, objects in config.get("class_multiObject_only_child", {}).items():
+        _pick(_texts(answer("h3_texts", "." + name)), objects, values)
+    for name, wanted in config.get("class_multiObject_search_exist", {}).items():
+        texts = _texts(answer("texts", "." + name))
+        for item in wanted:
+            if item != "is_other_exist":
+                values[item] = item in texts
+        if "is_other_exist" in wanted:
+            if any(text not in wanted for text in texts):
+                values["is_other_exist"] = True
+            values.setdefault("is_other_exist", False)
+    for name, key in config.get("class_singleObject", {}).items():
+        texts = _texts(answer("texts", "." + name))
+        values[key] = texts[0] if texts else ""
+    return values
+
+
+def _xpath_value(found: Any, field: str) -> str:
+    if not isinstance(found, dict) or not found.get("count") or "error" in found:
+        return ""
+    text = found.get(field)
+    text = text.strip() if isinstance(text, str) else text
+    return text if text else ""
+
+
+def _listed(texts: list[str], wanted: list[Any], values: dict[str, Any]) -> None:
+    for item in wanted:
+        if any(item.lower() == text.lower() for text in texts):
+            values[item.lower()] = True
+    for text in texts:
+        if all(text.lower() not in item.lower() for item in wanted):
+            values["is_other_exist"] = True
+            break
+    values.setdefault("is_other_exist", False)
+
+
+def _class_url_values(config: dict[str, Any], answer: Any, page_url: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, wanted in config.get("class_multiObject", {}).items():
+        _listed(_texts(answer("texts", "." + name)), wanted, values)
+    for name, wanted in config.get("class_multiObject_li", {}).items():
+        _listed(_texts(answer("li_spans", "." + name)), wanted, values)
+    for key in config.get("url_include_expected", []):
+        values.setdefault(key.lower(), key.lower() in page_url.lower())
+    for key, value in config.get("url_include_expected_multichoice", {}).items():
+        values.setdefault(value.lower(), key.lower() in page_url.lower())
+    return values
+
+
+def html_values(config: dict[str, Any], answers: dict[Question, Any], page_url: str) -> Any:
+    """``active_tab_html_parse``'s value from the page's answers to `html_questions`, as
+    OSWorld's getter builds it from Playwright's."""
+
+    def answer(kind: str, selector: str) -> Any:
+        return answers.get((kind, selector))
+
+    category = config["category"]
+    if category == "class":
+        return _class_values(config, answer)
+    if category == "xpath":
+        xpaths = config.get("xpathObject", {})
+        return {key: _xpath_value(answer("xpath_text", x), "text") for x, key in xpaths.items()}
+    if category == "input":
+        inputs = config.get("inputObject", {})
+        return {key: _xpath_value(answer("xpath_value", x), "value") for x, key in inputs.items()}
+    if category == "class&url":
+        return _class_url_values(config, answer, page_url)
+    return {}
+
+
+def get_active_tab_html_parse(ctx: GetterContext, config: dict[str, Any]) -> Any:
+    """Texts read from the tab at the active address (each tab waited for, up to 60 s):
+    by class, XPath or input value, as the config's ``category`` says. None without an
+    active address, ``{}`` when no tab shows it."""
+    url = get_active_url_from_accessTree(ctx, config)
+    if url is None:
+        return None
+    try:
+        questions = html_questions(config)
+    except (KeyError, AttributeError, TypeError) as exc:
+        raise GetterFailed(f"active_tab_html_parse cannot read its config: {exc}") from exc
+    args = {
+        "url": url,
+        "queries": [{"kind": kind, "selector": selector} for kind, selector in questions],
+        "connect_s": _QUICK_CONNECT_S,
+        "load_s": devtools.LOAD_S,
+        "max_bytes": devtools.PAGE_CAP_BYTES,
+    }
+    answer = _helper(ctx, "query", args, _QUICK_CONNECT_S, devtools.LOAD_S * 20)
+    if not answer.get("connected") or not answer.get("found"):
+        return {}
+    replies = answer.get("answers")
+    replies = replies if isinstance(replies, list) else []
+    answers = dict(zip(questions, replies, strict=False))
+    try:
+        return html_values(config, answers, str(answer.get("url", "")))
+    except (KeyError, AttributeError, TypeError, ValueError) as exc:
+        raise GetterFailed(f"active_tab_html_parse cannot read its config: {exc}") from exc
+
+
 CHROME_TAB_GETTERS: dict[str, Getter] = {
+    "active_tab_html_parse": get_active_tab_html_parse,
     "open_tabs_info": get_open_tabs_info,
     "active_url_from_accessTree": get_active_url_from_accessTree,
     "active_tab_info": get_active_tab_info,
