@@ -33,7 +33,9 @@ HELPER = Path(__file__).with_name("guest_chrome.py")
 PORT = 9222  # OSWorld's chromium_port: the socat forward of Chrome's 1337
 CONNECT_S = 70.0  # OSWorld's open_tabs step tries 15 times, 5 s apart
 LOAD_S = 60.0  # OSWorld's page.goto and wait_for_load_state limits
-PAGE_CAP_BYTES = 8 << 20  # a page's HTML, and any one DevTools message
+PAGE_CAP_CHARS = 4 << 20  # a page's HTML, cut in the page
+LISTING_CAP_BYTES = 1 << 20  # the tab list, and any one DevTools message but the HTML
+TAB_PAST_S = 10.0  # one tab's calls beyond its load wait (the helper's _BUDGET_PAST_S)
 RELAUNCH = ["google-chrome", "--remote-debugging-port=1337"]  # what OSWorld's getters start
 RELAUNCH_WAIT_S = 5.0
 _GRACE_S = 30.0  # beyond the helper's own waits, for its start and its answer

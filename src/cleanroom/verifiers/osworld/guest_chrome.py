@@ -6,11 +6,11 @@ through the guest), speaks only to ``127.0.0.1:<port>`` and uses the standard li
 alone: the HTTP ``/json`` endpoints and a small WebSocket client for the DevTools
 protocol. It takes one operation and its arguments as a JSON object in argv:
 
-    tabs   {"port", "connect_s", "load_s", "max_bytes"}            -> {"tabs": [...]}
+    tabs   {"port", "connect_s", "load_s", "total_s", "max_bytes"} -> {"tabs": [...]}
     open   {"port", "connect_s", "load_s", "urls": [U, ...]}        -> {"opened": [...], ...}
     close  {"port", "connect_s", "ids": [I, ...]}                   -> {"closed": [...]}
     visit  {"port", "connect_s", "load_s", "max_bytes", "url": U}  -> {"page": {...}}
-    query  {"port", "connect_s", "load_s", "max_bytes", "url": U,
+    query  {"port", "connect_s", "load_s", "total_s", "max_bytes", "url": U,
             "queries": [{"kind", "selector"}, ...]}                -> {"found", "answers", ...}
 
 Each tab is ``{"id", "url", "title", "visible", "loaded", "content"?}``. It prints one
@@ -25,6 +25,7 @@ characters (cut, and marked so).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -43,12 +44,16 @@ _STATE_JS = (
     "JSON.stringify({url: location.href, title: document.title,"
     " state: document.readyState, visible: document.visibilityState})"
 )
-# The page's HTML as Playwright's ``page.content()`` gives it: the doctype, then the root.
+# The page's HTML as Playwright's ``page.content()`` gives it: the doctype, then the root;
+# cut in the page to the cap, so no longer string ever crosses the connection.
 _CONTENT_JS = (
     "(() => { let s = ''; if (document.doctype) s = new XMLSerializer()"
     ".serializeToString(document.doctype); if (document.documentElement)"
-    " s += document.documentElement.outerHTML; return s; })()"
+    " s += document.documentElement.outerHTML; return {html: s.slice(0, %d), length: s.length};"
+    " })()"
 )
+_ESCAPED = 6  # a character's longest JSON form (\uXXXX), for the message cap around HTML
+_BUDGET_PAST_S = 10.0  # one tab's calls beyond its load wait
 
 # The questions ``active_tab_html_parse`` asks the page, as Playwright's calls answer them
 # (``query_selector_all`` and ``text_content``, the direct text nodes, an ``h3`` or a
@@ -312,12 +317,14 @@ def wait_loaded(ws: WebSocket, seconds: float, leave: str | None = None) -> dict
     return {**(state or {}), "loaded": bool(done)}
 
 
-def _tab(port: int, target: dict[str, Any], args: dict[str, Any], content: bool) -> dict[str, Any]:
-    cap = int(args["max_bytes"])
+def _tab(
+    port: int, target: dict[str, Any], load_s: float, cap: int, content: bool
+) -> dict[str, Any]:
     tab: dict[str, Any] = {"id": target.get("id"), "url": target.get("url"), "title": None}
-    ws = WebSocket(port, _ws_path(target), Deadline(float(args["load_s"]) + 10.0), cap)
+    message_cap = cap * _ESCAPED + 65536 if content else cap
+    ws = WebSocket(port, _ws_path(target), Deadline(load_s + _BUDGET_PAST_S), message_cap)
     try:
-        state = wait_loaded(ws, float(args["load_s"]))
+        state = wait_loaded(ws, load_s)
         tab.update(
             url=state.get("url", tab["url"]),
             title=state.get("title"),
@@ -325,23 +332,35 @@ def _tab(port: int, target: dict[str, Any], args: dict[str, Any], content: bool)
             loaded=state["loaded"],
         )
         if content:
-            html = ws.evaluate(_CONTENT_JS)
-            html = html if isinstance(html, str) else ""
-            tab["content"] = html[:cap]
-            tab["content_cut"] = len(html) > cap
+            read = ws.evaluate(_CONTENT_JS % cap)
+            read = read if isinstance(read, dict) else {}
+            html = read.get("html")
+            tab["content"] = html if isinstance(html, str) else ""
+            tab["content_cut"] = bool(read.get("length", 0) > cap)
     finally:
         ws.close()
     return tab
 
 
+def _unread(target: dict[str, Any]) -> dict[str, Any]:
+    """A tab left unasked once the operation's time is spent: not loaded, as far as known."""
+    return {"id": target.get("id"), "url": target.get("url"), "title": None, "loaded": False}
+
+
 def op_tabs(args: dict[str, Any]) -> dict[str, Any]:
+    """Every tab once loaded, each waited for up to ``load_s`` within ``total_s`` in all;
+    the tabs left when that is spent are listed as not loaded, without asking them."""
     port, cap = int(args["port"]), int(args["max_bytes"])
     if wait_for_endpoint(port, float(args["connect_s"]), cap) is None:
         return {"connected": False, "why": f"nothing answered on port {port}"}
+    total = Deadline(float(args["total_s"]))
     tabs = []
     for target in pages(port, cap):
+        if total.passed():
+            tabs.append(_unread(target))
+            continue
         try:
-            tabs.append(_tab(port, target, args, content=False))
+            tabs.append(_tab(port, target, min(float(args["load_s"]), total.left()), cap, False))
         except (OSError, DevToolsError, TimeoutError) as exc:
             tabs.append({"id": target.get("id"), "url": target.get("url"), "error": str(exc)})
     return {"connected": True, "tabs": tabs}
@@ -392,29 +411,42 @@ def op_close(args: dict[str, Any]) -> dict[str, Any]:
 
 def op_visit(args: dict[str, Any]) -> dict[str, Any]:
     """Load a page in a fresh browser context (no cookies, as Playwright's
-    ``browser.new_page()``), read it, and dispose of the context."""
+    ``browser.new_page()``), read it, and dispose of the context. A page that cannot be
+    loaded or read answers ``{"error"}`` in ``page``."""
     port, cap = int(args["port"]), int(args["max_bytes"])
     version = wait_for_endpoint(port, float(args["connect_s"]), cap)
     if version is None:
         return {"connected": False, "why": f"nothing answered on port {port}"}
-    browser = WebSocket(port, _ws_path(version), Deadline(float(args["load_s"]) + 30.0), cap)
+    load_s = float(args["load_s"])
+    browser = WebSocket(port, _ws_path(version), Deadline(load_s + 3 * _BUDGET_PAST_S), 1 << 20)
     try:
         context = browser.call("Target.createBrowserContext")["browserContextId"]
         try:
             made = browser.call(
                 "Target.createTarget", {"url": "about:blank", "browserContextId": context}
             )
-            [target] = [t for t in pages(port, cap) if t.get("id") == made.get("targetId")]
-            state = _navigate(port, target, str(args["url"]), args)
-            page = {**state, **_tab(port, target, {**args, "load_s": 0.0}, content=True)}
-            page["loaded"] = state.get("loaded", False)
-            if "error" in state:
-                page["error"] = state["error"]
+            page = _visit(port, made.get("targetId"), str(args["url"]), load_s, cap)
         finally:
-            browser.call("Target.disposeBrowserContext", {"browserContextId": context})
+            with contextlib.suppress(OSError, DevToolsError, TimeoutError):
+                browser.call("Target.disposeBrowserContext", {"browserContextId": context})
     finally:
         browser.close()
     return {"connected": True, "page": page}
+
+
+def _visit(port: int, target_id: Any, url: str, load_s: float, cap: int) -> dict[str, Any]:
+    try:
+        found = [t for t in pages(port, cap) if t.get("id") == target_id]
+        if not found:
+            raise DevToolsError(f"the new tab {target_id!r} is not listed")
+        state = _navigate(port, found[0], url, {"load_s": load_s, "max_bytes": cap})
+        page = {**state, **_tab(port, found[0], 0.0, cap, content=True)}
+    except (OSError, DevToolsError, TimeoutError) as exc:
+        return {"url": url, "loaded": False, "error": str(exc)}
+    page["loaded"] = state.get("loaded", False)
+    if "error" in state:
+        page["error"] = state["error"]
+    return page
 
 
 def _normal(url: str) -> str:
@@ -423,17 +455,24 @@ def _normal(url: str) -> str:
 
 
 def op_query(args: dict[str, Any]) -> dict[str, Any]:
-    """Find the tab at ``url`` (each tab waited for first, as OSWorld waits for each) and
-    answer the questions in it."""
+    """Find the tab at ``url`` (each tab waited for first, as OSWorld waits for each,
+    within ``total_s`` in all) and answer the questions in it."""
     port, cap = int(args["port"]), int(args["max_bytes"])
     if wait_for_endpoint(port, float(args["connect_s"]), cap) is None:
         return {"connected": False, "why": f"nothing answered on port {port}"}
     wanted = _normal(str(args["url"]))
+    total = Deadline(float(args["total_s"]))
     seen = []
     for target in pages(port, cap):
-        ws = WebSocket(port, _ws_path(target), Deadline(float(args["load_s"]) + 30.0), cap)
+        if total.passed():
+            break
+        load_s = min(float(args["load_s"]), total.left())
         try:
-            state = wait_loaded(ws, float(args["load_s"]))
+            ws = WebSocket(port, _ws_path(target), Deadline(load_s + _BUDGET_PAST_S), cap)
+        except (OSError, DevToolsError, TimeoutError):
+            continue  # OSWorld skips a tab it cannot read
+        try:
+            state = wait_loaded(ws, load_s)
             url = str(state.get("url", target.get("url")))
             seen.append(url)
             if _normal(url) != wanted:
@@ -442,7 +481,7 @@ def op_query(args: dict[str, Any]) -> dict[str, Any]:
             answers = ws.evaluate(expression)
             return {"connected": True, "found": True, "url": url, "answers": answers}
         except (OSError, DevToolsError, TimeoutError):
-            continue  # OSWorld skips a tab it cannot read
+            continue
         finally:
             ws.close()
     return {"connected": True, "found": False, "seen": seen}

@@ -456,8 +456,13 @@ def run_chrome_close_tabs(ctx: StepContext, params: dict[str, Any]) -> dict[str,
     """
     urls = _urls(params, "urls_to_close")
     time.sleep(5.0)
-    listing = {"connect_s": devtools.CONNECT_S, "load_s": 0.0, "max_bytes": 1 << 20}
-    tabs = _chrome(ctx, "tabs", listing, devtools.CONNECT_S)["tabs"]
+    listing = {
+        "connect_s": devtools.CONNECT_S,
+        "load_s": 0.0,
+        "total_s": 30.0,
+        "max_bytes": devtools.LISTING_CAP_BYTES,
+    }
+    tabs = _chrome(ctx, "tabs", listing, devtools.CONNECT_S, 30.0, devtools.TAB_PAST_S)["tabs"]
     closing: list[dict[str, Any]] = []
     for url in urls:
         match = next((t for t in tabs if devtools.same_url(t.get("url"), url)), None)

@@ -23,6 +23,11 @@ from cleanroom.verifiers.osworld.getters.core import Getter, GetterContext, Gett
 
 _QUICK_CONNECT_S = 10.0  # Playwright's connect, before OSWorld's getters start a Chrome
 _TABS_LOAD_S = 30.0  # open_tabs_info's limit per tab
+# All tabs' waits together: what the agent left (many tabs that never load) cannot keep
+# the checker past its limit; the tabs left unasked count as not loaded, as OSWorld's
+# would be after their own waits.
+_TABS_TOTAL_S = 120.0
+_ADDRESS_TOTAL_S = 30.0  # reading the addresses alone, no load waited for
 _PAGE_TRIES = 2  # page_info's attempts
 
 
@@ -40,19 +45,24 @@ def _relaunch(ctx: GetterContext) -> None:
     time.sleep(devtools.RELAUNCH_WAIT_S)
 
 
-def _tabs(ctx: GetterContext, load_s: float) -> dict[str, Any]:
-    args = {"connect_s": _QUICK_CONNECT_S, "load_s": load_s, "max_bytes": 1 << 20}
-    return _helper(ctx, "tabs", args, _QUICK_CONNECT_S, load_s * 20)
+def _tabs(ctx: GetterContext, load_s: float, total_s: float) -> dict[str, Any]:
+    args = {
+        "connect_s": _QUICK_CONNECT_S,
+        "load_s": load_s,
+        "total_s": total_s,
+        "max_bytes": devtools.LISTING_CAP_BYTES,
+    }
+    return _helper(ctx, "tabs", args, _QUICK_CONNECT_S, total_s, devtools.TAB_PAST_S)
 
 
 def get_open_tabs_info(ctx: GetterContext, config: dict[str, Any]) -> list[dict[str, Any]]:
     """Every tab's ``title`` and ``url``, once loaded (30 s each; ``Load timeout`` as its
     title when it did not load, ``Error encountered`` when it could not be read). When
     Chrome does not answer, one is started and asked again; ``[]`` when that fails too."""
-    answer = _tabs(ctx, _TABS_LOAD_S)
+    answer = _tabs(ctx, _TABS_LOAD_S, _TABS_TOTAL_S)
     if not answer.get("connected"):
         _relaunch(ctx)
-        answer = _tabs(ctx, _TABS_LOAD_S)
+        answer = _tabs(ctx, _TABS_LOAD_S, _TABS_TOTAL_S)
         if not answer.get("connected"):
             return []
     return [tab_info(tab) for tab in answer["tabs"]]
@@ -70,7 +80,7 @@ def tab_info(tab: dict[str, Any]) -> dict[str, Any]:
 def get_active_url_from_accessTree(ctx: GetterContext, config: dict[str, Any]) -> str | None:
     """The active tab's address as the address bar shows it, after ``goto_prefix``
     (``https://`` by default); None when Chrome shows no tab or an empty bar."""
-    answer = _tabs(ctx, 0.0)
+    answer = _tabs(ctx, 0.0, _ADDRESS_TOTAL_S)
     if not answer.get("connected"):
         return None
     return devtools.active_url(answer["tabs"], config.get("goto_prefix", "https://"))
@@ -81,9 +91,9 @@ def _visit(ctx: GetterContext, url: str) -> dict[str, Any]:
         "url": url,
         "connect_s": _QUICK_CONNECT_S,
         "load_s": devtools.LOAD_S,
-        "max_bytes": devtools.PAGE_CAP_BYTES,
+        "max_bytes": devtools.PAGE_CAP_CHARS,
     }
-    return _helper(ctx, "visit", args, _QUICK_CONNECT_S, devtools.LOAD_S * 2)
+    return _helper(ctx, "visit", args, _QUICK_CONNECT_S, devtools.LOAD_S, 4 * devtools.TAB_PAST_S)
 
 
 def get_active_tab_info(ctx: GetterContext, config: dict[str, Any]) -> dict[str, Any] | None:
@@ -351,9 +361,10 @@ def get_active_tab_html_parse(ctx: GetterContext, config: dict[str, Any]) -> Any
         "queries": [{"kind": kind, "selector": selector} for kind, selector in questions],
         "connect_s": _QUICK_CONNECT_S,
         "load_s": devtools.LOAD_S,
-        "max_bytes": devtools.PAGE_CAP_BYTES,
+        "total_s": _TABS_TOTAL_S,
+        "max_bytes": devtools.PAGE_CAP_CHARS,
     }
-    answer = _helper(ctx, "query", args, _QUICK_CONNECT_S, devtools.LOAD_S * 20)
+    answer = _helper(ctx, "query", args, _QUICK_CONNECT_S, _TABS_TOTAL_S, devtools.TAB_PAST_S)
     if not answer.get("connected") or not answer.get("found"):
         return {}
     replies = answer.get("answers")
