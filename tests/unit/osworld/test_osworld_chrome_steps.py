@@ -1,7 +1,7 @@
 """The ``chrome_open_tabs``, ``chrome_close_tabs`` and ``update_browse_history`` setup
 steps with a scripted guest (no Chrome): what they ask the DevTools helper, and the
-failures OSWorld stops on. The helper itself is exercised against a real Chrome by the
-integration tests."""
+failures OSWorld stops on; and the Chrome getters' refusal of a guest with no desktop.
+The helper itself is exercised against a real Chrome by the integration tests."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import Command, Guest
 from cleanroom.verifiers.osworld import setup_steps
+from cleanroom.verifiers.osworld.getters import GETTERS, GetterContext, GetterFailed
 from cleanroom.verifiers.osworld.mirror import DATASET_URL, EMPTY_HISTORY_URL, Mirror
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.setup_steps import (
@@ -184,3 +185,18 @@ def test_update_browse_history_fails_when_the_mirror_lacks_the_empty_history(
     with pytest.raises(SetupStepFailed, match=r"history_empty\.sqlite"):
         run(guest, settings, cache, SetupStep("update_browse_history", {"history": []}))
     assert guest.written == {}
+
+
+def test_the_chrome_getters_refuse_a_guest_without_a_desktop(
+    settings: CheckSettings, cache: TaskCache
+) -> None:
+    guest = NoDesktopChromeGuest([], [])
+
+    with pytest.raises(GetterFailed, match="need a desktop session"):
+        GETTERS["open_tabs_info"](GetterContext(guest, settings, cache), {"type": "open_tabs_info"})
+    assert guest.asked == []
+
+
+class NoDesktopChromeGuest(ChromeGuest):
+    kind = "scripted"
+    has_desktop = False

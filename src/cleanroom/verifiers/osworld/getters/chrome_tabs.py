@@ -6,6 +6,7 @@ OSWorld returns a fixed value when Chrome cannot be reached (``[]``, None, a pag
 saying so): the agent may have closed Chrome, so that value is scored, as there. A helper
 that cannot run at all is the infrastructure's fault (`GetterFailed`).
 
+They need a guest with a desktop (``Guest.has_desktop``), as the Chrome setup steps do.
 The URL getters (``active_tab_url_parse``, ``url_dashPart``, ``url_path_parse``) are
 pure functions of the active address and the getter's config once it is read.
 """
@@ -32,6 +33,12 @@ _PAGE_TRIES = 2  # page_info's attempts
 
 
 def _helper(ctx: GetterContext, op: str, args: dict[str, Any], *waits: float) -> dict[str, Any]:
+    if not ctx.guest.has_desktop:
+        # Elsewhere 127.0.0.1:9222 could be some other Chrome than the rollout's.
+        raise GetterFailed(
+            f"the Chrome getters need a desktop session, which guest {ctx.guest.kind!r} "
+            "does not have"
+        )
     try:
         return devtools.run_helper(ctx.guest, op, args, devtools.helper_limit(*waits))
     except devtools.DevToolsFailed as exc:
