@@ -507,6 +507,7 @@ COMPARED_ELSEWHERE = {
             "page_info",
             "active_url_from_accessTree",
             "active_tab_html_parse",
+            "pdf_from_url",
         ],
         "tests/integration/environments/test_osworld_chrome_tabs",
     ),

@@ -132,6 +132,13 @@ def test_html_parse_reads_the_active_tab_by_class_xpath_and_input(chrome: Chrome
     assert by_input == {"query": "typed"}
 
 
+def test_pdf_from_url_prints_the_page_into_the_cache(chrome: Chrome) -> None:
+    saved = chrome.get("pdf_from_url", path=f"{SITE}/one.html", dest="one.pdf")
+
+    assert saved.data.startswith(b"%PDF-") and len(saved.data) > 1000
+    assert chrome.cache.read("one.pdf").data == saved.data
+
+
 def test_close_tabs_closes_the_tab_of_the_url(chrome: Chrome) -> None:
     chrome.steps(SetupStep("chrome_close_tabs", {"urls_to_close": [f"{SITE}/two.html"]}))
 

@@ -57,6 +57,8 @@ class ChromeGuest(Guest):
             answer = {"connected": True, "opened": self.opened}
         elif op == "tabs":
             answer = {"connected": True, "tabs": self.tabs}
+        elif op == "visit":
+            answer = {"connected": True, "page": {"url": args["url"], "error": "refused"}}
         else:
             answer = {"connected": True, "closed": args["ids"]}
         return ExecResult(exit_code=0, stdout=json.dumps(answer).encode())
@@ -200,3 +202,17 @@ def test_the_chrome_getters_refuse_a_guest_without_a_desktop(
 class NoDesktopChromeGuest(ChromeGuest):
     kind = "scripted"
     has_desktop = False
+
+
+def test_pdf_from_url_saves_osworlds_placeholder_after_three_failed_loads(
+    settings: CheckSettings, cache: TaskCache
+) -> None:
+    guest = ChromeGuest([], [])  # every visit answers a page that failed to load
+
+    saved = GETTERS["pdf_from_url"](
+        GetterContext(guest, settings, cache),
+        {"type": "pdf_from_url", "path": "https://a.com/", "dest": "a.pdf"},
+    )
+
+    assert [op for op, _, _ in guest.asked] == ["visit"] * 3
+    assert cache.read("a.pdf").data == saved.data == b"%PDF-1.4\n%EOF\n"

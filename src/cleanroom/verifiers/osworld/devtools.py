@@ -35,6 +35,8 @@ CONNECT_S = 70.0  # OSWorld's open_tabs step tries 15 times, 5 s apart
 LOAD_S = 60.0  # OSWorld's page.goto and wait_for_load_state limits
 PAGE_CAP_CHARS = 4 << 20  # a page's HTML, cut in the page
 LISTING_CAP_BYTES = 1 << 20  # the tab list, and any one DevTools message but the HTML
+PDF_CAP_BYTES = 16 << 20  # a page printed to PDF
+PDF_PRINT_S = 60.0 + 3.0  # printing, after OSWorld's 3 s wait (the helper's PDF_PRINT_S)
 TAB_PAST_S = 10.0  # one tab's calls beyond its load wait (the helper's _BUDGET_PAST_S)
 RELAUNCH = ["google-chrome", "--remote-debugging-port=1337"]  # what OSWorld's getters start
 RELAUNCH_WAIT_S = 5.0

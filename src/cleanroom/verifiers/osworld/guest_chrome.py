@@ -9,7 +9,8 @@ protocol. It takes one operation and its arguments as a JSON object in argv:
     tabs   {"port", "connect_s", "load_s", "total_s", "max_bytes"} -> {"tabs": [...]}
     open   {"port", "connect_s", "load_s", "urls": [U, ...]}        -> {"opened": [...], ...}
     close  {"port", "connect_s", "ids": [I, ...]}                   -> {"closed": [...]}
-    visit  {"port", "connect_s", "load_s", "max_bytes", "url": U}  -> {"page": {...}}
+    visit  {"port", "connect_s", "load_s", "max_bytes", "url": U, "pdf"?: b}
+                                                                   -> {"page": {...}}
     query  {"port", "connect_s", "load_s", "total_s", "max_bytes", "url": U,
             "queries": [{"kind", "selector"}, ...]}                -> {"found", "answers", ...}
 
@@ -52,6 +53,20 @@ _CONTENT_JS = (
     " s += document.documentElement.outerHTML; return {html: s.slice(0, %d), length: s.length};"
     " })()"
 )
+# Playwright's ``page.pdf()`` defaults: Letter, no margins, no backgrounds, scale 1.
+PDF_OPTIONS = {
+    "paperWidth": 8.5,
+    "paperHeight": 11,
+    "marginTop": 0,
+    "marginBottom": 0,
+    "marginLeft": 0,
+    "marginRight": 0,
+    "printBackground": False,
+    "preferCSSPageSize": False,
+    "scale": 1,
+}
+PDF_SETTLE_S = 3.0  # OSWorld's wait before printing, "to ensure all content is rendered"
+PDF_PRINT_S = 60.0
 _ESCAPED = 6  # a character's longest JSON form (\uXXXX), for the message cap around HTML
 _BUDGET_PAST_S = 10.0  # one tab's calls beyond its load wait
 
@@ -425,7 +440,10 @@ def op_visit(args: dict[str, Any]) -> dict[str, Any]:
             made = browser.call(
                 "Target.createTarget", {"url": "about:blank", "browserContextId": context}
             )
-            page = _visit(port, made.get("targetId"), str(args["url"]), load_s, cap)
+            pdf = bool(args.get("pdf"))
+            page = _visit(port, made.get("targetId"), str(args["url"]), load_s, cap, not pdf)
+            if pdf and page.get("loaded") and "error" not in page:
+                page = _print(port, made.get("targetId"), page, cap)
         finally:
             with contextlib.suppress(OSError, DevToolsError, TimeoutError):
                 browser.call("Target.disposeBrowserContext", {"browserContextId": context})
@@ -434,13 +452,30 @@ def op_visit(args: dict[str, Any]) -> dict[str, Any]:
     return {"connected": True, "page": page}
 
 
-def _visit(port: int, target_id: Any, url: str, load_s: float, cap: int) -> dict[str, Any]:
+def _print(port: int, target_id: Any, page: dict[str, Any], cap: int) -> dict[str, Any]:
+    """The loaded page as a PDF (base64, at most ``cap`` bytes), as ``page.pdf()`` makes it."""
+    time.sleep(PDF_SETTLE_S)
+    try:
+        [target] = [t for t in pages(port, cap) if t.get("id") == target_id]
+        ws = WebSocket(port, _ws_path(target), Deadline(PDF_PRINT_S), cap * 4 // 3 + 65536)
+        try:
+            printed = ws.call("Page.printToPDF", PDF_OPTIONS)
+        finally:
+            ws.close()
+    except (OSError, DevToolsError, TimeoutError, ValueError) as exc:
+        return {**page, "error": f"printing failed: {exc}"}
+    return {**page, "content": "", "pdf": printed.get("data", "")}
+
+
+def _visit(
+    port: int, target_id: Any, url: str, load_s: float, cap: int, content: bool
+) -> dict[str, Any]:
     try:
         found = [t for t in pages(port, cap) if t.get("id") == target_id]
         if not found:
             raise DevToolsError(f"the new tab {target_id!r} is not listed")
         state = _navigate(port, found[0], url, {"load_s": load_s, "max_bytes": cap})
-        page = {**state, **_tab(port, found[0], 0.0, cap, content=True)}
+        page = {**state, **_tab(port, found[0], 0.0, cap, content=content)}
     except (OSError, DevToolsError, TimeoutError) as exc:
         return {"url": url, "loaded": False, "error": str(exc)}
     page["loaded"] = state.get("loaded", False)

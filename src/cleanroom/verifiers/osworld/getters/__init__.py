@@ -92,7 +92,6 @@ NOT_IMPLEMENTED: dict[str, str] = {
     "credentials); refused, never scored",
     "info_from_website": _LIVE_BROWSER,
     "gotoRecreationPage_and_get_html_content": _LIVE_BROWSER,
-    "pdf_from_url": _LIVE_BROWSER,
     "accessibility_tree": "reads the desktop's accessibility tree",
     "vlc_playing_info": "asks a running VLC over its HTTP interface",
     "vm_terminal_output": "reads the text of the focused terminal window through the "

@@ -13,6 +13,8 @@ pure functions of the active address and the getter's config once it is read.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import time
 from typing import Any
@@ -20,7 +22,13 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from cleanroom.guests.base import CommandNotStarted
 from cleanroom.verifiers.osworld import devtools
-from cleanroom.verifiers.osworld.getters.core import Getter, GetterContext, GetterFailed
+from cleanroom.verifiers.osworld.cached_file import CachedFile
+from cleanroom.verifiers.osworld.getters.core import (
+    Getter,
+    GetterContext,
+    GetterFailed,
+    cache_write,
+)
 
 _QUICK_CONNECT_S = 10.0  # Playwright's connect, before OSWorld's getters start a Chrome
 _TABS_LOAD_S = 30.0  # open_tabs_info's limit per tab
@@ -93,14 +101,17 @@ def get_active_url_from_accessTree(ctx: GetterContext, config: dict[str, Any]) -
     return devtools.active_url(answer["tabs"], config.get("goto_prefix", "https://"))
 
 
-def _visit(ctx: GetterContext, url: str) -> dict[str, Any]:
+def _visit(ctx: GetterContext, url: str, pdf: bool = False) -> dict[str, Any]:
     args = {
         "url": url,
         "connect_s": _QUICK_CONNECT_S,
         "load_s": devtools.LOAD_S,
-        "max_bytes": devtools.PAGE_CAP_CHARS,
+        "max_bytes": devtools.PDF_CAP_BYTES if pdf else devtools.PAGE_CAP_CHARS,
+        "pdf": pdf,
     }
-    return _helper(ctx, "visit", args, _QUICK_CONNECT_S, devtools.LOAD_S, 4 * devtools.TAB_PAST_S)
+    printing = devtools.PDF_PRINT_S if pdf else 0.0
+    waits = (_QUICK_CONNECT_S, devtools.LOAD_S, 4 * devtools.TAB_PAST_S, printing)
+    return _helper(ctx, "visit", args, *waits)
 
 
 def get_active_tab_info(ctx: GetterContext, config: dict[str, Any]) -> dict[str, Any] | None:
@@ -136,6 +147,31 @@ def get_page_info(ctx: GetterContext, config: dict[str, Any]) -> dict[str, Any]:
         if answer.get("connected") and page and page.get("loaded") and "error" not in page:
             return {"title": page.get("title"), "url": page.get("url"), "content": page["content"]}
     return {"title": "Connection failed", "url": url, "content": ""}
+
+
+_PDF_TRIES = 3  # pdf_from_url's attempts
+PLACEHOLDER_PDF = b"%PDF-1.4\n%EOF\n"  # what OSWorld writes when every attempt failed
+
+
+def get_pdf_from_url(ctx: GetterContext, config: dict[str, Any]) -> CachedFile:
+    """The page at ``path`` loaded in a new browser context and printed to PDF (Letter,
+    no margins), saved as ``dest`` in the task cache. OSWorld tries three times (starting
+    a Chrome when none answers) and then saves a placeholder PDF with no page."""
+    url, dest = config.get("path"), config.get("dest")
+    if not isinstance(url, str) or not isinstance(dest, str):
+        raise GetterFailed(f"pdf_from_url needs a 'path' and a 'dest', got {config!r}")
+    for _ in range(_PDF_TRIES):
+        answer = _visit(ctx, url, pdf=True)
+        if not answer.get("connected"):
+            _relaunch(ctx)
+            answer = _visit(ctx, url, pdf=True)
+        page = answer.get("page") or {}
+        if page.get("pdf") and "error" not in page:
+            try:
+                return cache_write(ctx, dest, base64.b64decode(page["pdf"], validate=True))
+            except binascii.Error as exc:
+                raise GetterFailed(f"Chrome's PDF of {url} is not base64: {exc}") from exc
+    return cache_write(ctx, dest, PLACEHOLDER_PDF)
 
 
 def _from_active_url(parse: Any) -> Getter:
@@ -389,6 +425,7 @@ CHROME_TAB_GETTERS: dict[str, Getter] = {
     "active_url_from_accessTree": get_active_url_from_accessTree,
     "active_tab_info": get_active_tab_info,
     "page_info": get_page_info,
+    "pdf_from_url": get_pdf_from_url,
     "active_tab_url_parse": _from_active_url(query_parse),
     "url_dashPart": _from_active_url(dash_part),
     "url_path_parse": _from_active_url(path_parse),
