@@ -391,7 +391,7 @@ def _navigate(port: int, target: dict[str, Any], url: str, args: dict[str, Any])
             return {"url": url, "loaded": False, "error": str(exc)}
         if answer.get("errorText"):  # the load failed: the tab shows Chrome's error page
             return {"url": url, "loaded": False, "error": answer["errorText"]}
-        return wait_loaded(ws, load_s, leave="about:blank")
+        return wait_loaded(ws, load_s, leave=None if url == "about:blank" else "about:blank")
     finally:
         ws.close()
 
