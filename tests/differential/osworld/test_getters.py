@@ -496,6 +496,21 @@ COMPARED_ELSEWHERE = {
         ],
         "test_getters_profiles",
     ),
+    **dict.fromkeys(
+        ["active_tab_url_parse", "url_dashPart", "url_path_parse"], "test_getters_chrome_tabs"
+    ),
+    # OSWorld's drive Playwright, which is not here: checked against a real Chrome instead.
+    **dict.fromkeys(
+        [
+            "open_tabs_info",
+            "active_tab_info",
+            "page_info",
+            "active_url_from_accessTree",
+            "active_tab_html_parse",
+            "pdf_from_url",
+        ],
+        "tests/integration/environments/test_osworld_chrome_tabs",
+    ),
 }
 
 

@@ -196,7 +196,12 @@ def test_a_task_with_every_piece_that_downloads_runs_with_a_mirror() -> None:
 
 def test_a_task_that_needs_the_web_besides_a_mirror_does_not_run() -> None:
     row = task_coverage(
-        make([download(DATASET_URL + "os/t/f"), step("chrome_open_tabs", urls_to_open=[])]),
+        make(
+            [
+                download(DATASET_URL + "os/t/f"),
+                step("chrome_open_tabs", urls_to_open=["https://example.org/"]),
+            ]
+        ),
     )
 
     assert not row.runs_here and not row.runs_with_mirror

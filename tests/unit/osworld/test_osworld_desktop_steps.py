@@ -129,14 +129,20 @@ def test_a_guest_without_a_desktop_refuses_the_step_and_runs_nothing(
 def test_only_a_guest_with_a_desktop_gets_the_desktop_runners() -> None:
     assert step_runners(NoDesktopGuest()) == STEP_RUNNERS
     assert step_runners(WindowGuest()) == {**STEP_RUNNERS, **DESKTOP_STEP_RUNNERS}
-    assert set(DESKTOP_STEP_RUNNERS) == {"open", "activate_window", "close_window"}
+    assert set(DESKTOP_STEP_RUNNERS) == {
+        "open",
+        "activate_window",
+        "close_window",
+        "chrome_open_tabs",
+        "chrome_close_tabs",
+    }
 
 
 def test_a_desktop_step_not_implemented_is_not_blamed_on_a_missing_desktop(
     settings: CheckSettings, cache: TaskCache
 ) -> None:
     with pytest.raises(SetupStepFailed, match="not supported yet") as failed:
-        run(WindowGuest(), settings, cache, step("chrome_open_tabs", urls_to_open=["x"]))
+        run(WindowGuest(), settings, cache, step("googledrive", operation=[]))
     assert "needs a desktop" not in str(failed.value)
 
 

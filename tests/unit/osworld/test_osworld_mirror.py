@@ -319,4 +319,4 @@ def test_every_file_of_osworlds_task_set_has_its_own_path_in_the_dataset() -> No
 
     paths = {dataset_path(u) for u in urls}
 
-    assert len(urls) == 660 and len(paths) == 660 and None not in paths
+    assert len(urls) == 661 and len(paths) == 661 and None not in paths

@@ -5,7 +5,8 @@ A task's checker pieces (getters, metrics, setup steps) and which are missing co
 Beyond its pieces a task may need something this machine does not have, decided by
 these rules (`NEED_RULES`, printed with every report):
 
-- **mirror**: it fetches files (``download`` steps, ``cloud_file`` getters); they come
+- **mirror**: it fetches files (``download`` and ``update_browse_history`` steps,
+  ``cloud_file`` getters); they come
   from OSWorld's dataset or a mirror of it (``--mirror``).
 - **live web**: its instruction, a setup or postconfig step, a getter or a metric's
   options name an http(s) URL outside the dataset and not on loopback, or a setup
@@ -46,7 +47,7 @@ class Need(StrEnum):
 
 
 NEED_RULES: dict[Need, str] = {
-    Need.MIRROR: "fetches files (a download step or a cloud_file getter)",
+    Need.MIRROR: "fetches files (a download or update_browse_history step or a cloud_file getter)",
     Need.LIVE_WEB: "names an http(s) URL outside the dataset and not on loopback in its"
     " instruction, a step, a getter or a metric's options, or installs packages by name in a"
     " step (apt install, apt-get install, pip install; not a path); its source is not read",

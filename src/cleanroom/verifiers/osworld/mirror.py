@@ -28,6 +28,9 @@ from cleanroom.verifiers.osworld.task import Task
 DATASET_URL = "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/"
 """The dataset every OSWorld task file is fetched from."""
 
+EMPTY_HISTORY_URL = f"{DATASET_URL}chrome/44ee5668-ecd5-4366-a6ce-c1c9b8d4e938/history_empty.sqlite"
+"""The empty Chrome History database an ``update_browse_history`` step fills."""
+
 
 class NotMirrored(DownloadError):
     """A task URL the mirror does not hold: outside the dataset, a path escaping it, or a
@@ -144,10 +147,13 @@ def fetch_task_file(
 
 
 def task_file_urls(task: Task) -> tuple[str, ...]:
-    """Every URL the task's ``download`` steps (setup and postconfig) and ``cloud_file``
-    getters fetch, in order, each once; a mirror for the task holds these."""
+    """Every URL the task's ``download`` and ``update_browse_history`` steps (setup and
+    postconfig) and ``cloud_file`` getters fetch, in order, each once; a mirror for the
+    task holds these."""
     urls: list[str] = []
     for step in task.config + task.evaluator.postconfig:
+        if step.type == "update_browse_history":
+            urls.append(EMPTY_HISTORY_URL)
         if step.type == "download" and isinstance(step.parameters.get("files"), list):
             urls += [str(f["url"]) for f in step.parameters["files"] if _has_url(f, "url")]
     for getter in task.getters():

@@ -13,16 +13,21 @@ window never shows, a guest that stops answering, or a step the guest cannot per
 from __future__ import annotations
 
 import json
+import os
 import posixpath
+import sqlite3
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import CommandNotStarted, Guest, GuestError, GuestTimeout
 from cleanroom.lifecycle import wait_until
+from cleanroom.verifiers.osworld import devtools
 from cleanroom.verifiers.osworld.commands import (
     BadCommand,
     decode_output,
@@ -31,7 +36,7 @@ from cleanroom.verifiers.osworld.commands import (
 )
 from cleanroom.verifiers.osworld.details import excerpt
 from cleanroom.verifiers.osworld.download import DownloadError
-from cleanroom.verifiers.osworld.mirror import fetch_task_file
+from cleanroom.verifiers.osworld.mirror import EMPTY_HISTORY_URL, fetch_task_file
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task import SetupStep
 from cleanroom.verifiers.osworld.task_cache import CacheNameError, TaskCache
@@ -52,7 +57,6 @@ DESKTOP_STEPS = frozenset(
         "close_window",
         "chrome_open_tabs",
         "chrome_close_tabs",
-        "update_browse_history",
         "googledrive",
         "login",
         "change_wallpaper",
@@ -211,12 +215,80 @@ def run_download(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
     return {"files": written}
 
 
+CHROME_HISTORY = "~/.config/google-chrome/Default/History"
+_CHROME_EPOCH = datetime(1601, 1, 1)
+
+
+def chrome_time(moment: datetime) -> int:
+    """Chrome's timestamp of a (naive, local) time: microseconds since 1601-01-01."""
+    return int((moment - _CHROME_EPOCH).total_seconds() * 1000000)
+
+
+def history_database(empty: bytes, history: list[dict[str, Any]], now: datetime) -> bytes:
+    """``empty`` (Chrome's History database) with one visited URL per entry of
+    ``history``, as OSWorld's controller writes them (typed 0, transition 805306368)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "History")
+        with open(path, "wb") as out:
+            out.write(empty)
+        connection = sqlite3.connect(path)
+        try:
+            for item in history:
+                when = chrome_time(now - timedelta(seconds=item["visit_time_from_now_in_seconds"]))
+                cursor = connection.execute(
+                    "INSERT INTO urls (url, title, visit_count, typed_count, last_visit_time,"
+                    " hidden) VALUES (?, ?, ?, ?, ?, ?)",
+                    (item["url"], item["title"], 1, 0, when, 0),
+                )
+                connection.execute(
+                    "INSERT INTO visits (url, visit_time, from_visit, transition, segment_id,"
+                    " visit_duration) VALUES (?, ?, ?, ?, ?, ?)",
+                    (cursor.lastrowid, when, 0, 805306368, 0, 0),
+                )
+            connection.commit()
+        finally:
+            connection.close()
+        with open(path, "rb") as done:
+            return done.read()
+
+
+def run_update_browse_history(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``update_browse_history``: replace Chrome's History with OSWorld's empty database
+    holding the given visits (``url``, ``title``, ``visit_time_from_now_in_seconds``).
+
+    The empty database is a file of OSWorld's dataset, fetched like a ``download`` step's
+    (from the mirror when one is set). The database is filled on the host and written to
+    the guest as its user, so OSWorld's ``chown`` afterwards has nothing to do.
+    """
+    history = params.get("history")
+    if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
+        raise _StepError(f"update_browse_history needs a list of 'history' entries: {history!r}")
+    s = ctx.settings
+    try:
+        empty = fetch_task_file(
+            EMPTY_HISTORY_URL,
+            s.mirror,
+            timeout=s.download_timeout,
+            cap=s.file_cap_bytes,
+            tries=_DOWNLOAD_TRIES,
+        )
+    except DownloadError as exc:
+        raise _StepError(str(exc)) from exc
+    try:
+        data = history_database(empty, history, datetime.now())
+    except (sqlite3.Error, KeyError, TypeError) as exc:
+        raise _StepError(f"cannot fill Chrome's History: {exc}") from exc
+    ctx.guest.write_file(CHROME_HISTORY, data)
+    return {"path": CHROME_HISTORY, "visits": len(history), "size": len(data)}
+
+
 STEP_RUNNERS: dict[str, StepHandler] = {
     "execute": run_execute,
     "command": run_execute,
     "launch": run_launch,
     "sleep": run_sleep,
     "download": run_download,
+    "update_browse_history": run_update_browse_history,
 }
 """Step types cleanroom can run on any guest."""
 
@@ -342,10 +414,76 @@ def run_open(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
     return {"path": target["path"], "opened_with": command[0], **found}
 
 
+def _chrome(ctx: StepContext, op: str, args: dict[str, Any], *waits: float) -> dict[str, Any]:
+    try:
+        answer = devtools.run_helper(ctx.guest, op, args, devtools.helper_limit(*waits))
+    except devtools.DevToolsFailed as exc:
+        raise _StepError(str(exc)) from exc
+    if not answer.get("connected"):
+        # OSWorld's controller raises once its last try to connect fails.
+        raise _StepError(f"no Chrome DevTools endpoint: {answer.get('why')}")
+    return answer
+
+
+def _urls(params: dict[str, Any], key: str) -> list[str]:
+    urls = params.get(key)
+    if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
+        raise _StepError(f"needs a list of URLs as {key!r}, got {urls!r}")
+    return urls
+
+
+def run_chrome_open_tabs(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``chrome_open_tabs``: open each of ``urls_to_open`` in a new tab of the running
+    Chrome, and close the tab Chrome started with once the first is open.
+
+    As OSWorld's controller (``_chrome_open_tabs_setup``) does it over the DevTools port
+    (see `devtools`): it waits up to 70 s for Chrome to answer and fails the setup when it
+    never does; a page that does not load within 60 s is recorded (``loaded: false``) and
+    the step goes on.
+    """
+    urls = _urls(params, "urls_to_open")
+    args = {"urls": urls, "connect_s": devtools.CONNECT_S, "load_s": devtools.LOAD_S}
+    waits = [devtools.CONNECT_S] + [devtools.LOAD_S + 10.0] * len(urls)
+    return {"tabs": _chrome(ctx, "open", args, *waits)["opened"]}
+
+
+def run_chrome_close_tabs(ctx: StepContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``chrome_close_tabs``: for each of ``urls_to_close``, close the first tab whose
+    address is the same URL (`devtools.same_url`, OSWorld's ``compare_urls``).
+
+    OSWorld's controller (``_chrome_close_tabs_setup``) first waits 5 s for Chrome to
+    finish launching, as here; a URL no tab shows closes nothing.
+    """
+    urls = _urls(params, "urls_to_close")
+    time.sleep(5.0)
+    listing = {
+        "connect_s": devtools.CONNECT_S,
+        "load_s": 0.0,
+        "total_s": 30.0,
+        "max_bytes": devtools.LISTING_CAP_BYTES,
+    }
+    tabs = _chrome(ctx, "tabs", listing, devtools.CONNECT_S, 30.0, devtools.TAB_PAST_S)["tabs"]
+    closing: list[dict[str, Any]] = []
+    for url in urls:
+        match = next((t for t in tabs if devtools.same_url(t.get("url"), url)), None)
+        if match is not None:
+            tabs.remove(match)
+            closing.append({"url": url, "tab": match.get("url"), "id": match.get("id")})
+    if closing:
+        ids = [c["id"] for c in closing]
+        _chrome(ctx, "close", {"ids": ids, "connect_s": devtools.CONNECT_S}, devtools.CONNECT_S)
+    return {
+        "closed": closing,
+        "unmatched": [u for u in urls if u not in {c["url"] for c in closing}],
+    }
+
+
 DESKTOP_STEP_RUNNERS: dict[str, StepHandler] = {
     "open": run_open,
     "activate_window": run_activate_window,
     "close_window": run_close_window,
+    "chrome_open_tabs": run_chrome_open_tabs,
+    "chrome_close_tabs": run_chrome_close_tabs,
 }
 """Step types cleanroom can run on a guest with a desktop (``Guest.has_desktop``)."""
 

@@ -3,7 +3,8 @@
 Each getter takes the run's context and the getter's config object, as OSWorld's
 ``get_<type>(env, config)`` does, and lives in the module of its family: `core` (commands,
 rules and files), `relative_time`, `app_config` (VLC, GIMP, the video player),
-`chrome_profile` (Chrome's profile files), `slides` (media in a presentation) and
+`chrome_profile` (Chrome's profile files), `chrome_tabs` (the running Chrome's tabs, over
+its DevTools port), `slides` (media in a presentation) and
 `desktop_files` (folders, shortcuts, the wallpaper). `GETTERS` is the one registry.
 
 Where OSWorld would return None because a command or download failed to run, getters raise
@@ -21,6 +22,7 @@ from cleanroom.verifiers.osworld.getters.app_config import (
     get_vlc_config,
 )
 from cleanroom.verifiers.osworld.getters.chrome_profile import CHROME_PROFILE_GETTERS
+from cleanroom.verifiers.osworld.getters.chrome_tabs import CHROME_TAB_GETTERS
 from cleanroom.verifiers.osworld.getters.core import (
     Getter,
     GetterContext,
@@ -76,25 +78,20 @@ GETTERS: dict[str, Getter] = {
     "audio_in_slide": get_audio_in_slide,
     "background_image_in_slide": get_background_image_in_slide,
     **CHROME_PROFILE_GETTERS,
+    **CHROME_TAB_GETTERS,
 }
 """Every getter cleanroom implements, by its OSWorld type name."""
 
-_LIVE_BROWSER = "drives a live browser over Chrome's DevTools protocol"
+_LIVE_BROWSER = (
+    "scripts a live browser with Playwright (clicks, waits, downloads) beyond what the "
+    "DevTools helper does"
+)
 
 NOT_IMPLEMENTED: dict[str, str] = {
     "googledrive_file": "needs a live Google Drive account (OSWorld signs in with its own "
     "credentials); refused, never scored",
-    "open_tabs_info": _LIVE_BROWSER,
-    "active_tab_info": _LIVE_BROWSER,
-    "active_url_from_accessTree": _LIVE_BROWSER,
-    "active_tab_html_parse": _LIVE_BROWSER,
-    "active_tab_url_parse": _LIVE_BROWSER,
-    "url_dashPart": _LIVE_BROWSER,
-    "url_path_parse": _LIVE_BROWSER,
-    "page_info": _LIVE_BROWSER,
     "info_from_website": _LIVE_BROWSER,
     "gotoRecreationPage_and_get_html_content": _LIVE_BROWSER,
-    "pdf_from_url": _LIVE_BROWSER,
     "accessibility_tree": "reads the desktop's accessibility tree",
     "vlc_playing_info": "asks a running VLC over its HTTP interface",
     "vm_terminal_output": "reads the text of the focused terminal window through the "
