@@ -105,7 +105,12 @@ def load_battery() -> dict[str, IsolationCheck]:
 
 def pool_config(config: LoopConfig) -> PoolConfig:
     """The pool ``config``'s run starts."""
-    return PoolConfig(envs=config.envs, root=config.pool_root, warm_standby=config.warm_standby)
+    return PoolConfig(
+        envs=config.envs,
+        root=config.pool_root,
+        warm_standby=config.warm_standby,
+        screen=config.screen_size(),
+    )
 
 
 def battery_and_plan(config: LoopConfig) -> tuple[dict[str, IsolationCheck], list[PlannedCheck]]:
