@@ -132,7 +132,7 @@ class DesktopEnv(OSWorldDesktopEnv):
         self.cache_dir: str | None = None
         self._server = contextlib.ExitStack()
         key = secrets.token_urlsafe(32)
-        app = build_vm_server_app({path_to_vm: self.controller}, key)
+        app = build_vm_server_app({path_to_vm: self.controller}.get, key)
         address = self._server.enter_context(serving_vm_server(app))
         self.vm_ip = vm_ip(path_to_vm, key, address)
         self.controller.vm_ip = self.vm_ip

@@ -59,9 +59,12 @@ def vm_ip(env: str, key: str, address: str) -> str:
     return f"{env}:{env_key(key, env)}@{address}"
 
 
-def build_vm_server_app(controllers: dict[str, EnvironmentController], key: str) -> Starlette:
-    """OSWorld's server's routes over ``controllers`` (by environment name), each opened
-    only by its environment's key derived from ``key``."""
+def build_vm_server_app(
+    controller_of: Callable[[str], EnvironmentController | None], key: str
+) -> Starlette:
+    """OSWorld's server's routes over the controller ``controller_of`` gives for an
+    environment's name (None: it serves none), each opened only by its environment's key
+    derived from ``key``. A run gives the controller of the agent's current episode."""
 
     def environment_of(request: Request) -> EnvironmentController | None:
         scheme, _, encoded = request.headers.get("authorization", "").partition(" ")
@@ -71,7 +74,7 @@ def build_vm_server_app(controllers: dict[str, EnvironmentController], key: str)
             user, _, password = base64.b64decode(encoded, validate=True).decode().partition(":")
         except (binascii.Error, UnicodeDecodeError):
             return None
-        controller = controllers.get(user)
+        controller = controller_of(user)
         expected = env_key(key, user).encode()
         if controller is None or not hmac.compare_digest(password.encode(), expected):
             return None
