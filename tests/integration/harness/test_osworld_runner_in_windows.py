@@ -16,12 +16,14 @@ run script does, in threads of the test.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import httpx
 import pytest
@@ -43,7 +45,6 @@ from cleanroom.harness.window import WindowPlan, WindowServices, run_window
 from cleanroom.isolation.canary.watcher import CanaryWatcher
 from cleanroom.lifecycle import wait_until
 from cleanroom.rollouts.osworld_outside import OUTSIDE_TASK
-from cleanroom.rollouts.osworld_run_env import RunDesktopEnv
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
 
@@ -141,33 +142,22 @@ class Episode(threading.Thread):
 
     def run(self) -> None:
         try:
-            env = RunDesktopEnv(
-                provider_name="cleanroom",
-                path_to_vm=self.env,
-                action_space=self.action_space,
-                screen_size=(1920, 1080),
-                headless=True,
-                os_type="Ubuntu",
-                require_a11y_tree=True,
-                cache_dir=str(self.out / "cache"),
-                run=self.the_run.run_dir,
-                wait_s=120,
+            pool = self.the_run.services.pool
+            agent = ScriptedAgent(
+                self.action_space,
+                # What the agent sees on its screen, in the generation of its episode.
+                lambda: visible_point(LocalHandle(pool, self.env).windows(), "terminal"),
+                before_typing=self.before_typing,
             )
-            try:
-                pool = self.the_run.services.pool
-                agent = ScriptedAgent(
-                    self.action_space,
-                    # What the agent sees on its screen, in the generation of its episode.
-                    lambda: visible_point(LocalHandle(pool, self.env).windows(), "terminal"),
-                    before_typing=self.before_typing,
-                )
-                args = SimpleNamespace(sleep_after_execution=1.0)
-                run_single_example(
-                    agent, env, TASK, 5, TASK["instruction"], args, str(self.out), self.scores
-                )
-                self.details = env.last_eval_details
-            finally:
-                env.close()
+            args = SimpleNamespace(
+                sleep_after_execution=1.0,
+                max_steps=5,
+                cache_dir=str(self.out / "cache"),
+                run=str(self.the_run.run_dir),
+            )
+            self.scores, self.details = documented_run_episode()(
+                self.env, self.action_space, agent, TASK, args, str(self.out)
+            )
         except BaseException as exc:  # reported by the test
             self.error = exc
 
@@ -175,6 +165,19 @@ class Episode(threading.Thread):
         self.join(timeout=120)
         assert not self.is_alive(), f"{self.env}'s episode never ended"
         assert self.error is None, f"{self.env}: {self.error!r}"
+
+
+def documented_run_episode() -> Callable[..., tuple[list[float], dict | None]]:
+    """``run_episode`` as docs/verifiers/osworld-agents.md shows it, with the runner's
+    calls (`run_single_example`) standing in for OSWorld's ``lib_run_single``."""
+    page = (REPO / "docs/verifiers/osworld-agents.md").read_text()
+    _, marker, after = page.partition(f"<!-- run by {Path(__file__).relative_to(REPO)} -->")
+    assert marker, "the page shows no block this test runs"
+    block = after.split("```python\n", 1)[1].split("```", 1)[0]
+    sys.modules["lib_run_single"] = SimpleNamespace(run_single_example=run_single_example)  # type: ignore[assignment]
+    namespace: dict[str, Any] = {}
+    exec(compile(block, "osworld-agents.md", "exec"), namespace)
+    return namespace["run_episode"]  # type: ignore[no-any-return]
 
 
 def _episodes(run: Run, out: Path, **before_typing: Callable[[str], None]) -> list[Episode]:

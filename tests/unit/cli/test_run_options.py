@@ -3,6 +3,7 @@ every run setting is an option of both, and what is given reaches the loop."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,9 @@ from cleanroom.cli.model_options import with_settings
 from cleanroom.environments.interface import ScreenSize
 from cleanroom.harness.loop import LoopResult, pool_config
 from cleanroom.harness.settings import CliOption, LoopConfig, RunSettings, Settings
+from cleanroom.rollouts.osworld_outside import OUTSIDE_TASK
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _leaves(model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo]]:
@@ -133,3 +137,17 @@ def test_run_refuses_a_screen_size_that_is_not_width_x_height(tmp_path: Path, sc
     result = CliRunner().invoke(app, ["run", "--screen", screen, "--run", str(tmp_path / "r")])
     assert result.exit_code == 2, result.output
     assert not (tmp_path / "r").exists()
+
+
+def test_the_documented_run_for_osworlds_runner_starts_its_pool_at_osworlds_screen(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The command docs/verifiers/osworld-agents.md shows, as given (its run folder moved).
+    page = (REPO / "docs/verifiers/osworld-agents.md").read_text()
+    _, marker, after = page.partition(f"<!-- run by {Path(__file__).relative_to(REPO)} -->")
+    assert marker, "the page shows no command this test runs"
+    command = shlex.split(after.split("```bash\n", 1)[1].split("```", 1)[0])
+    assert command[0] == "cleanroom" and command[-2] == "--run"
+    config = _loop_config(monkeypatch, tmp_path, command[1:-2])
+    assert OUTSIDE_TASK in config.tasks and config.envs == 2
+    assert pool_config(config).screen == ScreenSize(1920, 1080)
