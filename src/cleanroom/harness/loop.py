@@ -382,7 +382,8 @@ def serve_outside_agents(
     )
     key = secrets.token_hex(32)
     url = stack.enter_context(serving(build_osworld_app(agents, key), settings.port, settings.host))
-    vm_address = stack.enter_context(serving_vm_server(build_vm_server_app(agents.controller, key)))
+    vm_app = build_vm_server_app(agents.controller, key, episode_over=agents.episode_over)
+    vm_address = stack.enter_context(serving_vm_server(vm_app))
     acting = [n for n in pool.names if n != CANARY_ENV]
     screen = pool.screen_size(acting[0])
     path = write_connection(

@@ -215,12 +215,15 @@ class OutsideAgents:
 
     def controller(self, name: str) -> EnvironmentController | None:
         """OSWorld's controller of the agent's latest episode in ``name`` (None before
-        its first): what its in-VM server's routes call. After the harness's next reset
-        its calls are refused as stale, as the agent's steps are."""
-        with self._changed:
-            slot = self._slots.get(name)
-            episode = slot.episode if slot is not None else None
+        its first): what its in-VM server's routes call (`episode_over` says which still
+        answer). After the harness's next reset its calls are refused as stale."""
+        episode = self._latest(name)
         return episode.env.controller if episode is not None else None
+
+    def episode_over(self, name: str) -> bool:
+        """Whether the agent's latest episode in ``name`` has ended (or none began)."""
+        episode = self._latest(name)
+        return episode is None or episode.ending is not None
 
     def check(self, name: str) -> None:
         """Raise `UnknownEnvironment` for a name that is not one of the pool's."""
@@ -279,6 +282,11 @@ class OutsideAgents:
                 self._slots[name] = _Slot()
             return self._slots[name]
 
+    def _latest(self, name: str) -> _Episode | None:
+        with self._changed:
+            slot = self._slots.get(name)
+            return slot.episode if slot is not None else None
+
     def _running(self, slot: _Slot, name: str) -> _Episode:
         episode = slot.episode
         if episode is None or episode.ending is not None:
@@ -312,8 +320,11 @@ class OutsideAgents:
             raise
         finally:
             with self._changed:
-                slot.episode = episode
+                previous, slot.episode = slot.episode, episode
             pending.done.set()
+            # A recording the last episode's agent never ended stops with it.
+            if previous is not None and previous.env.controller.recorder.running:
+                previous.env.controller.recorder.stop()
         return episode
 
     def _await_end(self, episode: _Episode) -> None:

@@ -31,6 +31,7 @@ from cleanroom.rollouts.osworld_outside import (
     OutsideAgents,
     write_connection,
 )
+from cleanroom.rollouts.osworld_vm_server import build_vm_server_app
 from cleanroom.rollouts.smoke_rollout import attempt_rollout
 from cleanroom.verifiers.osworld.task import TaskFileError
 
@@ -44,6 +45,28 @@ def _pool() -> MemoryDesktops:
     return pool
 
 
+class _Recorder:
+    running = True
+
+    def stop(self) -> list[bytes]:
+        self.running = False
+        return [b"frame"]
+
+
+class _Controller:
+    """Stands in for `EnvironmentController`: what OSWorld's in-VM server calls."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.recorder = _Recorder()
+
+    def execute(self, command: Any, shell: bool = False) -> dict[str, Any]:
+        return {"status": "success", "output": self.name, "error": "", "returncode": 0}
+
+    def end_recording_bytes(self) -> bytes:
+        return f"recording of {self.name}".encode()
+
+
 class _Env:
     """Stands in for `OSWorldDesktopEnv`: counts steps, scores what it is told to."""
 
@@ -54,7 +77,7 @@ class _Env:
         self.task: dict[str, Any] | None = None
         self.steps: list[Any] = []
         self.action_space = action_space
-        self.controller = f"controller of {handle.env} generation {handle.generation}"
+        self.controller = _Controller(f"{handle.env} generation {handle.generation}")
 
     def begin(self, task_config: dict[str, Any] | None) -> dict[str, Any]:
         if task_config is not None and "evaluator" not in task_config:
@@ -151,18 +174,50 @@ def test_a_reset_with_an_unknown_action_space_is_refused_before_it_waits() -> No
         agents.reset("env01", TASK, "voice")
 
 
-def test_the_in_vm_servers_controller_is_the_latest_episodes_until_the_next() -> None:
+def _vm_server(agents: OutsideAgents) -> TestClient:
+    app = build_vm_server_app(agents.controller, "harness-key", episode_over=agents.episode_over)  # type: ignore[arg-type]
+    return TestClient(app, base_url="http://127.0.50.1:5000")
+
+
+def _env01_vm(path: str, client: TestClient) -> Any:
+    return client.post(
+        path, json={"command": ["true"]}, auth=("env01", env_key("harness-key", "env01"))
+    )
+
+
+def test_the_in_vm_server_answers_for_the_running_episode_only() -> None:
     agents = _agents()
-    assert agents.controller("env01") is None  # no episode yet: the server serves none
-    reset = _Caller(agents.reset, "env01", TASK)
-    rollout = _rollout(agents)
-    reset.outcome()
-    assert agents.controller("env01") == "controller of env01 generation 1"
-    agents.evaluate("env01")
-    rollout.outcome()
-    # After evaluate: still the episode's (the runner ends its recording then).
-    assert agents.controller("env01") == "controller of env01 generation 1"
+    with _vm_server(agents) as vm:
+        assert _env01_vm("/execute", vm).status_code == 401  # no episode yet: nothing served
+        reset = _Caller(agents.reset, "env01", TASK)
+        rollout = _rollout(agents)
+        reset.outcome()
+        ran = _env01_vm("/execute", vm)
+        assert (ran.status_code, ran.json()["output"]) == (200, "env01 generation 1")
+        agents.evaluate("env01")
+        rollout.outcome()
+        # Over (the window's trials may run there now): only the recording is ended.
+        over = _env01_vm("/execute", vm)
+        assert (over.status_code, over.json()["error"]) == (409, "episode_over")
+        recording = _env01_vm("/end_recording", vm)
+        assert (recording.status_code, recording.content) == (
+            200,
+            b"recording of env01 generation 1",
+        )
     assert agents.controller("env00") is None and agents.controller("env02") is None
+
+
+def test_a_recording_the_agent_never_ended_stops_when_its_next_episode_opens() -> None:
+    agents = _agents()
+    first = _Caller(agents.reset, "env01", TASK)
+    _rollout(agents)
+    first.outcome()
+    before = agents.controller("env01")
+    second = _Caller(agents.reset, "env01", TASK)  # ends the first episode
+    _rollout(agents)
+    second.outcome()
+    assert before is not None and not before.recorder.running
+    assert agents.controller("env01") is not before
 
 
 def test_over_http_evaluate_answers_the_score_and_the_outcome() -> None:
