@@ -10,9 +10,12 @@ each episode is a rollout of the harness's window, like its own smoke rollouts:
   start and resets the environment to a new generation). The task's setup then runs on
   the fresh environment and the agent gets its first observation. Between windows, and
   while the window runs its isolation trials, a reset waits; one that waited too long is
-  answered ``not_open`` (a 503 the client retries).
+  answered ``not_open`` (a 503 the client retries). The episode's actions are of the
+  space the agent resets with (the run's ``action_space`` when it names none).
 - The agent's steps go to that generation only: after the harness's next reset they are
-  refused as stale.
+  refused as stale. OSWorld's in-VM server (`osworld_vm_server`), which the run serves
+  beside the interface, calls the episode's controller (`controller`) while the episode
+  runs, and once it is over only ends its recording (`episode_over`).
 - The episode ends when the agent calls ``evaluate`` (answered with cleanroom's score, or
   ``invalid`` when the infrastructure kept the check from being made), when it resets
   again (the desktop as it is then is scored, and the new reset waits for the next
