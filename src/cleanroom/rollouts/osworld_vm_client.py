@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from cleanroom.core.errors import CleanroomError
 from cleanroom.environments.osworld_env.actions import PyautoguiCode
 from cleanroom.rollouts.osworld_controller import SYSTEM_PYTHON
 from cleanroom.rollouts.osworld_vm_server import VM_SERVER_PORT
@@ -29,7 +30,7 @@ MAX_ANSWER_BYTES = 256 << 20
 log = logging.getLogger(__name__)
 
 
-class AnswerTooLarge(httpx.HTTPError):
+class AnswerTooLarge(CleanroomError):
     """The server's answer was over `MAX_ANSWER_BYTES`."""
 
 
