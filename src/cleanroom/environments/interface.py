@@ -79,6 +79,18 @@ class ScreenSize:
         """The ``-screen 0`` argument Xvfb takes."""
         return f"{self.width}x{self.height}x{self.depth}"
 
+    @classmethod
+    def parse(cls, text: str) -> ScreenSize:
+        """``WIDTHxHEIGHT`` (``1920x1080``) as a screen of the default depth; `ValueError`
+        for anything else, or a side below 64 or above 8192 pixels."""
+        width, sep, height = text.strip().lower().partition("x")
+        if not (sep and width.isdigit() and height.isdigit()):
+            raise ValueError(f"a screen size looks like 1920x1080, not {text!r}")
+        screen = cls(int(width), int(height))
+        if not all(64 <= side <= 8192 for side in (screen.width, screen.height)):
+            raise ValueError(f"a screen's sides are 64 to 8192 pixels, not {text!r}")
+        return screen
+
 
 @dataclass(frozen=True)
 class WindowInfo:

@@ -40,7 +40,7 @@ from cleanroom.environments.providers import (
 from cleanroom.environments.watchdog import Watchdog
 from cleanroom.harness.plan import PlannedCheck, plan_tests
 from cleanroom.harness.progress import LoopProgress
-from cleanroom.harness.settings import LoopConfig
+from cleanroom.harness.settings import LoopConfig, OutsideAgentSettings
 from cleanroom.harness.smoke import Gate, SmokeRunner
 from cleanroom.harness.stopping import StopRequested, stop_on_signals
 from cleanroom.harness.window import (
@@ -57,8 +57,9 @@ from cleanroom.isolation.checks import CHECKS, observing_for
 from cleanroom.isolation.controls.positive import run_and_store_control
 from cleanroom.reports.machine import limits_info, machine_info
 from cleanroom.rollouts.base import SmokeTask
-from cleanroom.rollouts.osworld_http import build_osworld_app, serving
+from cleanroom.rollouts.osworld_http import build_osworld_app, read_connection, serving
 from cleanroom.rollouts.osworld_outside import OUTSIDE_TASK, OutsideAgents, write_connection
+from cleanroom.rollouts.osworld_vm_server import build_vm_server_app, serving_vm_server
 from cleanroom.rollouts.registry import VerifySupplier
 from cleanroom.store.rundb import RunStore, WatchRecord
 from cleanroom.verify_server.process import VerifyServerProcess
@@ -105,7 +106,12 @@ def load_battery() -> dict[str, IsolationCheck]:
 
 def pool_config(config: LoopConfig) -> PoolConfig:
     """The pool ``config``'s run starts."""
-    return PoolConfig(envs=config.envs, root=config.pool_root, warm_standby=config.warm_standby)
+    return PoolConfig(
+        envs=config.envs,
+        root=config.pool_root,
+        warm_standby=config.warm_standby,
+        screen=config.screen_size(),
+    )
 
 
 def battery_and_plan(config: LoopConfig) -> tuple[dict[str, IsolationCheck], list[PlannedCheck]]:
@@ -344,25 +350,46 @@ def window_services(
 def _outside_agents(
     s: LoopServices, stack: ExitStack
 ) -> tuple[dict[str, Callable[[VerifySupplier], SmokeTask]], dict[str, Gate]]:
-    """Serve the OSWorld interface for outside agents for the rest of the run, and write
-    its connection file (each environment's own key) into the run folder; the task and
-    the gate that make an agent's episode a rollout."""
-    settings = s.config.outside_agents
+    """The task and the gate that make an outside agent's episode a rollout, with the
+    interfaces served for the rest of the run."""
+    agents, path = serve_outside_agents(
+        s.pool, s.store.run_dir, s.config.outside_agents, s.stopping, stack
+    )
+    url = read_connection(path).url
+    s.progress.event(f"OSWorld interface for outside agents on {url} (keys: {path.name})")
+    return {OUTSIDE_TASK: agents.task}, {OUTSIDE_TASK: agents.gate}
+
+
+def serve_outside_agents(
+    pool: Desktops,
+    run_dir: Path,
+    settings: OutsideAgentSettings,
+    stopping: threading.Event,
+    stack: ExitStack,
+) -> tuple[OutsideAgents, Path]:
+    """Serve OSWorld's interface for outside agents (`osworld_http`) and an equivalent of
+    OSWorld's in-VM server (`osworld_vm_server`, what ``http://{vm_ip}:5000`` reaches,
+    over each agent's current episode) until ``stack`` closes, and write the connection
+    file into ``run_dir``: the URL, each environment's own key (which opens both servers
+    for that environment alone), the in-VM server's address and the screens' size."""
     agents = OutsideAgents(
-        s.pool,
+        pool,
         action_space=settings.action_space,
         wait_s=settings.wait_s,
         episode_s=settings.episode_s,
-        stopping=s.stopping,
+        stopping=stopping,
         require_a11y_tree=settings.a11y_tree,
     )
     key = secrets.token_hex(32)
-    app = build_osworld_app(agents, key)
-    url = stack.enter_context(serving(app, settings.port, settings.host))
-    acting = [n for n in s.pool.names if n != CANARY_ENV]
-    path = write_connection(s.store.run_dir, url, key, acting)
-    s.progress.event(f"OSWorld interface for outside agents on {url} (keys: {path.name})")
-    return {OUTSIDE_TASK: agents.task}, {OUTSIDE_TASK: agents.gate}
+    url = stack.enter_context(serving(build_osworld_app(agents, key), settings.port, settings.host))
+    vm_app = build_vm_server_app(agents.controller, key, episode_over=agents.episode_over)
+    vm_address = stack.enter_context(serving_vm_server(vm_app))
+    acting = [n for n in pool.names if n != CANARY_ENV]
+    screen = pool.screen_size(acting[0])
+    path = write_connection(
+        run_dir, url, key, acting, vm_address=vm_address, screen=(screen.width, screen.height)
+    )
+    return agents, path
 
 
 def end_of_run_sweep(s: WindowServices, last: WindowResult) -> WindowResult:

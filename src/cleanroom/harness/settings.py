@@ -20,6 +20,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from cleanroom.environments.interface import ScreenSize
 from cleanroom.environments.osworld_env.actions import ACTION_SPACES
 from cleanroom.environments.providers import DEFAULT_ROOT
 from cleanroom.rollouts.osworld_outside import (
@@ -174,10 +175,25 @@ class RunSettings(Settings):
         description="Keep a spare slot of every acting environment up, so that a reset swaps"
         " it in instead of starting the programs again (twice the environments' memory).",
     )
+    screen: Annotated[str, CliOption(metavar="WxH")] = Field(
+        default=f"{ScreenSize().width}x{ScreenSize().height}",
+        description="The acting environments' screen size, WIDTHxHEIGHT. OSWorld's tasks and"
+        " agents expect its default, 1920x1080 (with --tasks osworld-agent).",
+    )
     outside_agents: OutsideAgentSettings = Field(
         default_factory=OutsideAgentSettings,
         description="The OSWorld interface served to agents that run outside.",
     )
+
+    @field_validator("screen")
+    @classmethod
+    def _a_screen_size(cls, screen: str) -> str:
+        parsed = ScreenSize.parse(screen)
+        return f"{parsed.width}x{parsed.height}"
+
+    def screen_size(self) -> ScreenSize:
+        """The acting environments' screen, as the pool takes it."""
+        return ScreenSize.parse(self.screen)
 
     @field_validator("tasks")
     @classmethod

@@ -2,14 +2,17 @@
 
 Routes (JSON; every one keyed per environment like the policy API, `env_key`):
 
-    POST /v1/osworld/{env}/reset     {"task_config": {...} | null}
+    POST /v1/osworld/{env}/reset     {"task_config": {...} | null,
+                                      "action_space": "pyautogui"}  (optional)
                                      -> {"observation": OBS}
     POST /v1/osworld/{env}/step      {"action": ..., "pause": 2.0}
                                      -> {"observation": OBS, "reward": 0.0, "done": bool,
                                          "info": {...}}
-    POST /v1/osworld/{env}/evaluate  -> {"score": float}
+    POST /v1/osworld/{env}/evaluate  -> {"score": float, "outcome": {...}}
 
-OBS is OSWorld's observation with the screenshot as base64 PNG. Each environment's
+OBS is OSWorld's observation with the screenshot as base64 PNG; ``action_space`` is the
+episode's (the interface's own when it is left out); the outcome is the evaluation's, in
+its wire form (`Outcome.to_json`). Each environment's
 calls run one at a time (one agent per environment). The environment's key, or the
 harness key, opens its routes; no other environment's. Errors: a malformed body, task
 config or an action OSWorld's schema refuses is 400; a stale generation 409; an
@@ -20,7 +23,8 @@ an unknown environment or the canary 404 or 403; a missing or wrong key 401; any
 pool failure 503.
 
 `OSWorldHTTPEnv` is the client: the same ``reset``, ``step`` and ``evaluate`` as
-`OSWorldDesktopEnv`, over the network. `serving` runs the app on loopback in a thread.
+`OSWorldDesktopEnv`, over the network, keeping the last evaluation's outcome as it does.
+`serving` runs the app on loopback in a thread.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -55,6 +60,7 @@ from cleanroom.environments.errors import (
     UnknownEnvironment,
 )
 from cleanroom.environments.interface import Desktops
+from cleanroom.environments.osworld_env.actions import ACTION_SPACES
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.policy.http import KEY_HEADER, env_key
 from cleanroom.rollouts.osworld_desktop_env import (
@@ -85,13 +91,16 @@ class OSWorldEnvs(Protocol):
     def check(self, name: str) -> None:
         """Raise `UnknownEnvironment` for a name that is not one of the pool's."""
 
-    def reset(self, name: str, task_config: dict[str, Any] | None) -> dict[str, Any]: ...
+    def reset(
+        self, name: str, task_config: dict[str, Any] | None, action_space: str | None = None
+    ) -> dict[str, Any]: ...
 
     def step(
         self, name: str, action: Any, pause: float
     ) -> tuple[dict[str, Any], float, bool, dict]: ...
 
-    def evaluate(self, name: str) -> float: ...
+    def evaluate(self, name: str) -> Outcome:
+        """The evaluation's outcome; `InvalidEvaluation` when it could not be made."""
 
 
 class PoolEnvs:
@@ -116,9 +125,15 @@ class PoolEnvs:
     def check(self, name: str) -> None:
         self._env(name)
 
-    def reset(self, name: str, task_config: dict[str, Any] | None) -> dict[str, Any]:
+    def reset(
+        self, name: str, task_config: dict[str, Any] | None, action_space: str | None = None
+    ) -> dict[str, Any]:
         env, lock = self._env(name)
+        space = self.action_space if action_space is None else action_space
+        if space not in ACTION_SPACES:
+            raise BadAction(f"action_space={space!r}: choose {', '.join(ACTION_SPACES)}")
         with lock:
+            env.action_space = space  # the agent's own, from this episode on
             return env.reset(task_config=task_config)
 
     def step(
@@ -128,10 +143,12 @@ class PoolEnvs:
         with lock:
             return env.step(action, pause=pause)
 
-    def evaluate(self, name: str) -> float:
+    def evaluate(self, name: str) -> Outcome:
         env, lock = self._env(name)
         with lock:
-            return env.evaluate()
+            env.evaluate()
+            assert env.last_outcome is not None  # kept by every evaluation that returns
+            return env.last_outcome
 
     def _env(self, name: str) -> tuple[OSWorldDesktopEnv, threading.Lock]:
         with self._making:
@@ -184,7 +201,10 @@ def build_osworld_app(envs: OSWorldEnvs, key: str) -> Starlette:
                     task = body.get("task_config")
                     if task is not None and not isinstance(task, dict):
                         raise BadAction("task_config is an object or null")
-                    return {"observation": _observation_json(envs.reset(name, task))}
+                    space = body.get("action_space")
+                    if space is not None and not isinstance(space, str):
+                        raise BadAction("action_space is a string or null")
+                    return {"observation": _observation_json(envs.reset(name, task, space))}
                 if what == "step":
                     pause = body.get("pause", 2.0)
                     if isinstance(pause, bool) or not isinstance(pause, int | float):
@@ -198,7 +218,8 @@ def build_osworld_app(envs: OSWorldEnvs, key: str) -> Starlette:
                         "done": done,
                         "info": info,
                     }
-                return {"score": envs.evaluate(name)}
+                outcome = envs.evaluate(name)
+                return {"score": float(outcome.score or 0.0), "outcome": outcome.to_json()}
 
             return JSONResponse(await run_in_threadpool(run))
         except InvalidEvaluation as exc:
@@ -266,13 +287,17 @@ def serving(app: Starlette, port: int = 0, host: str = "127.0.0.1") -> Iterator[
 
 
 class OSWorldHTTPEnv:
-    """`OSWorldDesktopEnv`'s methods over HTTP, for environment ``env`` with ``key``."""
+    """`OSWorldDesktopEnv`'s methods over HTTP, for environment ``env`` with ``key``.
+    Like it, it keeps the last evaluation's outcome: typed in ``last_outcome``, as a
+    dict in ``last_eval_details``."""
 
     def __init__(
         self, url: str, env: str, key: str, *, timeout_s: float = 300.0, wait_s: float = 3600.0
     ) -> None:
         self.env = env
         self.wait_s = wait_s
+        self.last_outcome: Outcome | None = None
+        self.last_eval_details: dict[str, Any] | None = None
         self._client = httpx.Client(
             base_url=f"{url}/v1/osworld/{env}",
             headers={KEY_HEADER: f"Bearer {key}"},
@@ -280,14 +305,20 @@ class OSWorldHTTPEnv:
             trust_env=False,
         )
 
-    def reset(self, task_config: dict[str, Any] | None = None) -> dict[str, Any]:
-        """A fresh environment with ``task_config`` set up; its first observation. In a
-        run (`osworld_outside`) this waits for the harness's next rollout, retrying while
-        the run answers ``not_open``, up to ``wait_s``."""
+    def reset(
+        self, task_config: dict[str, Any] | None = None, action_space: str | None = None
+    ) -> dict[str, Any]:
+        """A fresh environment with ``task_config`` set up; its first observation. The
+        episode's actions are of ``action_space`` (the interface's when None). In a run
+        (`osworld_outside`) this waits for the harness's next rollout, retrying while the
+        run answers ``not_open``, up to ``wait_s``."""
         deadline = time.monotonic() + self.wait_s
+        body: dict[str, Any] = {"task_config": task_config}
+        if action_space is not None:
+            body["action_space"] = action_space
         while True:
             try:
-                data = self._post("reset", {"task_config": task_config})
+                data = self._post("reset", body)
             except NotOpen:
                 if time.monotonic() >= deadline:
                     raise
@@ -300,7 +331,20 @@ class OSWorldHTTPEnv:
         return _observation(data["observation"]), data["reward"], data["done"], data["info"]
 
     def evaluate(self) -> float:
-        return float(self._post("evaluate", {})["score"])
+        """Cleanroom's score of the episode; `InvalidEvaluation` when the infrastructure
+        kept it from being made. Either way the outcome is kept."""
+        self._keep(None)
+        try:
+            data = self._post("evaluate", {})
+        except InvalidEvaluation as exc:
+            self._keep(exc.outcome)
+            raise
+        self._keep(Outcome.from_json(data["outcome"]))
+        return float(data["score"])
+
+    def _keep(self, outcome: Outcome | None) -> None:
+        self.last_outcome = outcome
+        self.last_eval_details = outcome.to_json() if outcome is not None else None
 
     def close(self) -> None:
         self._client.close()
@@ -329,9 +373,39 @@ def _observation(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "screenshot": base64.b64decode(data["screenshot"])}
 
 
+@dataclass(frozen=True)
+class Connection:
+    """What a run's connection file (`CONNECTION_FILE` in its run folder) tells outside
+    agents: the interface's ``url``, each environment's own key, and, when the run serves
+    OSWorld's in-VM server, its loopback address and the screens' size."""
+
+    url: str
+    keys: dict[str, str]
+    vm_address: str | None = None
+    screen: tuple[int, int] | None = None
+
+    def vm_ip(self, env: str) -> str | None:
+        """``env.vm_ip`` for ``env``: its name and key as the user and password of the
+        in-VM server's address (`osworld_vm_server.vm_ip`)."""
+        if self.vm_address is None:
+            return None
+        return f"{env}:{self.keys[env]}@{self.vm_address}"
+
+
+def read_connection(connection_file: str | os.PathLike[str]) -> Connection:
+    """The connection file a run writes for outside agents, read."""
+    data = json.loads(Path(connection_file).read_text())
+    screen = data.get("screen")
+    return Connection(
+        url=str(data["url"]),
+        keys={str(name): str(key) for name, key in data["envs"].items()},
+        vm_address=data.get("vm_address"),
+        screen=(int(screen["width"]), int(screen["height"])) if screen else None,
+    )
+
+
 def connect(connection_file: str | os.PathLike[str], **client: Any) -> dict[str, OSWorldHTTPEnv]:
     """A client per environment from the connection file a run writes for outside agents
-    (`CONNECTION_FILE` in its run folder): ``{"url": ..., "envs": {name: key}}``."""
-    data = json.loads(Path(connection_file).read_text())
-    url = data["url"]
-    return {name: OSWorldHTTPEnv(url, name, key, **client) for name, key in data["envs"].items()}
+    (`CONNECTION_FILE` in its run folder)."""
+    c = read_connection(connection_file)
+    return {name: OSWorldHTTPEnv(c.url, name, key, **client) for name, key in c.keys.items()}

@@ -10,9 +10,12 @@ each episode is a rollout of the harness's window, like its own smoke rollouts:
   start and resets the environment to a new generation). The task's setup then runs on
   the fresh environment and the agent gets its first observation. Between windows, and
   while the window runs its isolation trials, a reset waits; one that waited too long is
-  answered ``not_open`` (a 503 the client retries).
+  answered ``not_open`` (a 503 the client retries). The episode's actions are of the
+  space the agent resets with (the run's ``action_space`` when it names none).
 - The agent's steps go to that generation only: after the harness's next reset they are
-  refused as stale.
+  refused as stale. OSWorld's in-VM server (`osworld_vm_server`), which the run serves
+  beside the interface, calls the episode's controller (`controller`) while the episode
+  runs, and once it is over only ends its recording (`episode_over`).
 - The episode ends when the agent calls ``evaluate`` (answered with cleanroom's score, or
   ``invalid`` when the infrastructure kept the check from being made), when it resets
   again (the desktop as it is then is scored, and the new reset waits for the next
@@ -45,9 +48,11 @@ from cleanroom.environments.errors import (
     StaleGeneration,
 )
 from cleanroom.environments.interface import Desktops
+from cleanroom.environments.osworld_env.actions import ACTION_SPACES
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.policy.http import env_key
 from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask
+from cleanroom.rollouts.osworld_controller import EnvironmentController
 from cleanroom.rollouts.osworld_desktop_env import InvalidEvaluation, NoTask, OSWorldDesktopEnv
 from cleanroom.rollouts.smoke_rollout import broken_outcome
 from cleanroom.verifiers.osworld.settings import CheckSettings
@@ -73,6 +78,7 @@ class _Pending:
     """An agent's reset, waiting for the harness's rollout."""
 
     task_config: dict[str, Any] | None
+    action_space: str
     done: threading.Event = field(default_factory=threading.Event)
     observation: dict[str, Any] | None = None
     error: BaseException | None = None
@@ -101,6 +107,7 @@ class _Episode:
     fault: str | None = None
     scored: threading.Event = field(default_factory=threading.Event)
     score: float | None = None
+    outcome: Outcome | None = None  # the scored episode's (success or failure)
     invalid: Outcome | None = None
 
 
@@ -139,11 +146,18 @@ class OutsideAgents:
 
     # -- what the HTTP interface calls (`osworld_http.build_osworld_app`) -------------------
 
-    def reset(self, name: str, task_config: dict[str, Any] | None) -> dict[str, Any]:
+    def reset(
+        self, name: str, task_config: dict[str, Any] | None, action_space: str | None = None
+    ) -> dict[str, Any]:
         """End the agent's episode here (scored as it is), then wait for the harness's
-        next rollout in ``name`` and set the task up on it; its first observation."""
+        next rollout in ``name`` and set the task up on it; its first observation. The
+        episode's actions are of ``action_space`` (the run's when None), as an agent's
+        ``DesktopEnv`` is built for its own space."""
+        space = self.action_space if action_space is None else action_space
+        if space not in ACTION_SPACES:
+            raise BadAction(f"action_space={space!r}: choose {', '.join(ACTION_SPACES)}")
         slot = self._slot(name)
-        pending = _Pending(task_config)
+        pending = _Pending(task_config, space)
         with self._changed:
             if slot.episode is not None and slot.episode.ending is None:
                 slot.episode.ending = "the agent reset before evaluating"
@@ -186,8 +200,9 @@ class OutsideAgents:
                 self._end(episode, f"the infrastructure failed: {why}", fault=why)
                 raise
 
-    def evaluate(self, name: str) -> float:
-        """End the agent's episode and wait for cleanroom's score of it."""
+    def evaluate(self, name: str) -> Outcome:
+        """End the agent's episode and wait for cleanroom's score of it: its outcome
+        (`InvalidEvaluation` when the infrastructure kept it from being made)."""
         slot = self._slot(name)
         with self._changed:
             episode = self._running(slot, name)
@@ -198,8 +213,20 @@ class OutsideAgents:
                 raise NotOpen("the run is stopping")
         if episode.invalid is not None:
             raise InvalidEvaluation(episode.invalid)
-        assert episode.score is not None
-        return episode.score
+        assert episode.outcome is not None
+        return episode.outcome
+
+    def controller(self, name: str) -> EnvironmentController | None:
+        """OSWorld's controller of the agent's latest episode in ``name`` (None before
+        its first): what its in-VM server's routes call (`episode_over` says which still
+        answer). After the harness's next reset its calls are refused as stale."""
+        episode = self._latest(name)
+        return episode.env.controller if episode is not None else None
+
+    def episode_over(self, name: str) -> bool:
+        """Whether the agent's latest episode in ``name`` has ended (or none began)."""
+        episode = self._latest(name)
+        return episode is None or episode.ending is not None
 
     def check(self, name: str) -> None:
         """Raise `UnknownEnvironment` for a name that is not one of the pool's."""
@@ -258,6 +285,11 @@ class OutsideAgents:
                 self._slots[name] = _Slot()
             return self._slots[name]
 
+    def _latest(self, name: str) -> _Episode | None:
+        with self._changed:
+            slot = self._slots.get(name)
+            return slot.episode if slot is not None else None
+
     def _running(self, slot: _Slot, name: str) -> _Episode:
         episode = slot.episode
         if episode is None or episode.ending is not None:
@@ -275,7 +307,7 @@ class OutsideAgents:
             raise RolloutSetupError(f"no agent is waiting in {ctx.env}")
         env = OSWorldDesktopEnv(
             ctx.handle,
-            action_space=self.action_space,
+            action_space=pending.action_space,
             settings=self.settings,
             require_a11y_tree=self.require_a11y_tree,
         )
@@ -291,8 +323,11 @@ class OutsideAgents:
             raise
         finally:
             with self._changed:
-                slot.episode = episode
+                previous, slot.episode = slot.episode, episode
             pending.done.set()
+            # A recording the last episode's agent never ended stops with it.
+            if previous is not None and previous.env.controller.recorder.running:
+                previous.env.controller.recorder.stop()
         return episode
 
     def _await_end(self, episode: _Episode) -> None:
@@ -350,7 +385,7 @@ class OutsideAgentTask(SmokeTask):
             if outcome.status is Status.INVALID:
                 episode.invalid = outcome
             else:
-                episode.score = 0.0
+                episode.score, episode.outcome = 0.0, outcome
             return outcome
         details = {"task": episode.task_id, "ended": episode.ending or "the run stopped"}
         try:
@@ -361,21 +396,33 @@ class OutsideAgentTask(SmokeTask):
         except NoTask as exc:  # the agent gave no task, or a malformed one: its 0
             score = 0.0
             details["ended"] = f"{details['ended']}; not scored: {exc}"[:500]
-        episode.score = score
-        if score > 0:
-            return Outcome.success(score, **details)
-        return Outcome.failure(score, **details)
+        outcome = (Outcome.success if score > 0 else Outcome.failure)(score, **details)
+        episode.score, episode.outcome = score, outcome
+        return outcome
 
 
 CONNECTION_FILE = "osworld-agents.json"
 
 
-def write_connection(run_dir: Path, url: str, key: str, envs: Sequence[str]) -> Path:
+def write_connection(
+    run_dir: Path,
+    url: str,
+    key: str,
+    envs: Sequence[str],
+    *,
+    vm_address: str | None = None,
+    screen: tuple[int, int] | None = None,
+) -> Path:
     """Write what outside agents need to reach their environments into ``run_dir``,
-    readable by its owner only: the interface's URL and each environment's own key
-    (`osworld_http.connect` reads it)."""
+    readable by its owner only: the interface's URL, each environment's own key, and,
+    when the run serves OSWorld's in-VM server, its address and the screens' size
+    (`osworld_http.read_connection` reads it)."""
     path = run_dir / CONNECTION_FILE
-    record = {"url": url, "envs": {name: env_key(key, name) for name in envs}}
+    record: dict[str, Any] = {"url": url, "envs": {name: env_key(key, name) for name in envs}}
+    if vm_address is not None:
+        record["vm_address"] = vm_address
+    if screen is not None:
+        record["screen"] = {"width": screen[0], "height": screen[1]}
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as out:
         json.dump(record, out, indent=2)

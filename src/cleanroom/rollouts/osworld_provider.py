@@ -78,7 +78,7 @@ class DesktopEnv(OSWorldDesktopEnv):
         pool: Desktops | None = None,
         settings: CheckSettings | None = None,
     ) -> None:
-        _check_arguments(
+        refuse_unsupported(
             provider_name, snapshot_name, action_space, require_terminal, os_type, enable_proxy
         )
         if pool is None:
@@ -132,7 +132,7 @@ class DesktopEnv(OSWorldDesktopEnv):
         self.cache_dir: str | None = None
         self._server = contextlib.ExitStack()
         key = secrets.token_urlsafe(32)
-        app = build_vm_server_app({path_to_vm: self.controller}, key)
+        app = build_vm_server_app({path_to_vm: self.controller}.get, key)
         address = self._server.enter_context(serving_vm_server(app))
         self.vm_ip = vm_ip(path_to_vm, key, address)
         self.controller.vm_ip = self.vm_ip
@@ -140,12 +140,7 @@ class DesktopEnv(OSWorldDesktopEnv):
     def begin(self, task_config: dict[str, Any] | None) -> dict[str, Any]:
         """The task's setup, with OSWorld's per-task cache folder (``cache_dir``, made
         beneath the constructor's ``cache_dir`` as OSWorld makes it) for its getters."""
-        task_id = task_config.get("id") if task_config is not None else None
-        # A task's id names a folder: one that would lead elsewhere gets none.
-        if isinstance(task_id, str) and task_id not in ("", ".", "..") and "/" not in task_id:
-            self.task_id = task_id
-            self.cache_dir = os.path.join(self.cache_dir_base, task_id)
-            os.makedirs(self.cache_dir, exist_ok=True)
+        self.task_id, self.cache_dir = task_cache_dir(self.cache_dir_base, task_config)
         return super().begin(task_config)
 
     @property
@@ -165,7 +160,19 @@ class DesktopEnv(OSWorldDesktopEnv):
         self._server.close()
 
 
-def _check_arguments(
+def task_cache_dir(base: str, task_config: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    """The task's id and its cache folder beneath ``base`` (made), as OSWorld's
+    ``DesktopEnv`` makes it for its getters; ``(None, None)`` for a task with no id, or
+    an id that would lead out of ``base``."""
+    task_id = task_config.get("id") if task_config is not None else None
+    if isinstance(task_id, str) and task_id not in ("", ".", "..") and "/" not in task_id:
+        folder = os.path.join(base, task_id)
+        os.makedirs(folder, exist_ok=True)
+        return task_id, folder
+    return None, None
+
+
+def refuse_unsupported(
     provider_name: str,
     snapshot_name: str,
     action_space: str,
@@ -173,6 +180,8 @@ def _check_arguments(
     os_type: str,
     enable_proxy: bool,
 ) -> None:
+    """Raise `UnsupportedArgument` for the first of OSWorld's ``DesktopEnv`` arguments
+    whose value means nothing for a cleanroom environment."""
     if provider_name != PROVIDER_NAME:
         raise UnsupportedArgument(
             "provider_name", provider_name, f"use provider_name={PROVIDER_NAME!r}"

@@ -59,11 +59,20 @@ def vm_ip(env: str, key: str, address: str) -> str:
     return f"{env}:{env_key(key, env)}@{address}"
 
 
-def build_vm_server_app(controllers: dict[str, EnvironmentController], key: str) -> Starlette:
-    """OSWorld's server's routes over ``controllers`` (by environment name), each opened
-    only by its environment's key derived from ``key``."""
+def build_vm_server_app(
+    controller_of: Callable[[str], EnvironmentController | None],
+    key: str,
+    *,
+    episode_over: Callable[[str], bool] | None = None,
+) -> Starlette:
+    """OSWorld's server's routes over the controller ``controller_of`` gives for an
+    environment's name (None: it serves none), each opened only by its environment's key
+    derived from ``key``. A run gives the controller of the agent's latest episode, and
+    ``episode_over`` says when that episode has ended: then only ``/end_recording``
+    answers (OSWorld's runner ends its recording after ``evaluate``), and every other
+    route is 409 ``episode_over``, since the window's trials may be running there."""
 
-    def environment_of(request: Request) -> EnvironmentController | None:
+    def environment_of(request: Request) -> tuple[str, EnvironmentController] | None:
         scheme, _, encoded = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "basic":
             return None
@@ -71,11 +80,11 @@ def build_vm_server_app(controllers: dict[str, EnvironmentController], key: str)
             user, _, password = base64.b64decode(encoded, validate=True).decode().partition(":")
         except (binascii.Error, UnicodeDecodeError):
             return None
-        controller = controllers.get(user)
+        controller = controller_of(user)
         expected = env_key(key, user).encode()
         if controller is None or not hmac.compare_digest(password.encode(), expected):
             return None
-        return controller
+        return user, controller
 
     async def fields(request: Request) -> dict[str, Any]:
         raw = await request.body()
@@ -90,11 +99,16 @@ def build_vm_server_app(controllers: dict[str, EnvironmentController], key: str)
             return data
         return {k: v[-1] for k, v in parse_qs(raw.decode()).items()}
 
-    def route(call: Callable[[EnvironmentController, dict[str, Any]], Response]) -> Any:
+    def route(
+        call: Callable[[EnvironmentController, dict[str, Any]], Response], after_episode: bool
+    ) -> Any:
         async def endpoint(request: Request) -> Response:
-            controller = environment_of(request)
-            if controller is None:
+            found = environment_of(request)
+            if found is None:
                 return JSONResponse({"error": "unauthorised"}, status_code=401)
+            user, controller = found
+            if not after_episode and episode_over is not None and episode_over(user):
+                return JSONResponse({"error": "episode_over"}, status_code=409)
             try:
                 body = await fields(request)
             except (ValueError, UnicodeDecodeError) as exc:
@@ -183,7 +197,12 @@ def build_vm_server_app(controllers: dict[str, EnvironmentController], key: str)
         ("/start_recording", "POST", start_recording),
         ("/end_recording", "POST", end_recording),
     ]
-    return Starlette(routes=[Route(path, route(call), methods=[m]) for path, m, call in calls])
+    return Starlette(
+        routes=[
+            Route(path, route(call, after_episode=path == "/end_recording"), methods=[m])
+            for path, m, call in calls
+        ]
+    )
 
 
 def _strings(value: Any) -> bool:

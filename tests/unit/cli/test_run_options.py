@@ -3,6 +3,7 @@ every run setting is an option of both, and what is given reaches the loop."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,12 @@ from typer.testing import CliRunner
 from cleanroom.cli import app
 from cleanroom.cli import run as run_module
 from cleanroom.cli.model_options import with_settings
-from cleanroom.harness.loop import LoopResult
+from cleanroom.environments.interface import ScreenSize
+from cleanroom.harness.loop import LoopResult, pool_config
 from cleanroom.harness.settings import CliOption, LoopConfig, RunSettings, Settings
+from cleanroom.rollouts.osworld_outside import OUTSIDE_TASK
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _leaves(model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo]]:
@@ -111,3 +116,38 @@ def test_soak_runs_for_hours_with_half_hour_windows_and_the_soak_counts(
     config = _loop_config(monkeypatch, tmp_path, ["soak", "--hours", "2", "--envs", "4"])
     assert (config.hours, config.windows, config.window_minutes) == (2.0, None, 30.0)
     assert (config.soak, config.job, config.envs) == (True, "soak", 4)
+
+
+def test_run_starts_its_pool_at_the_screen_size_it_is_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = _loop_config(monkeypatch, tmp_path, ["run", "--screen", "1920x1080"])
+    assert pool_config(config).screen == ScreenSize(1920, 1080)
+
+
+def test_run_keeps_the_pools_own_screen_size_when_none_is_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = _loop_config(monkeypatch, tmp_path, ["run"])
+    assert pool_config(config).screen == ScreenSize()
+
+
+@pytest.mark.parametrize("screen", ["1920", "1920x", "wide", "10x10", "1920x1080x24"])
+def test_run_refuses_a_screen_size_that_is_not_width_x_height(tmp_path: Path, screen: str) -> None:
+    result = CliRunner().invoke(app, ["run", "--screen", screen, "--run", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_documented_run_for_osworlds_runner_starts_its_pool_at_osworlds_screen(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The command docs/verifiers/osworld-agents.md shows, as given (its run folder moved).
+    page = (REPO / "docs/verifiers/osworld-agents.md").read_text()
+    _, marker, after = page.partition(f"<!-- run by {Path(__file__).relative_to(REPO)} -->")
+    assert marker, "the page shows no command this test runs"
+    command = shlex.split(after.split("```bash\n", 1)[1].split("```", 1)[0])
+    assert command[0] == "cleanroom" and command[-2] == "--run"
+    config = _loop_config(monkeypatch, tmp_path, command[1:-2])
+    assert OUTSIDE_TASK in config.tasks and config.envs == 2
+    assert pool_config(config).screen == ScreenSize(1920, 1080)

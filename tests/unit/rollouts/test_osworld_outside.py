@@ -31,6 +31,7 @@ from cleanroom.rollouts.osworld_outside import (
     OutsideAgents,
     write_connection,
 )
+from cleanroom.rollouts.osworld_vm_server import build_vm_server_app
 from cleanroom.rollouts.smoke_rollout import attempt_rollout
 from cleanroom.verifiers.osworld.task import TaskFileError
 
@@ -44,15 +45,39 @@ def _pool() -> MemoryDesktops:
     return pool
 
 
+class _Recorder:
+    running = True
+
+    def stop(self) -> list[bytes]:
+        self.running = False
+        return [b"frame"]
+
+
+class _Controller:
+    """Stands in for `EnvironmentController`: what OSWorld's in-VM server calls."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.recorder = _Recorder()
+
+    def execute(self, command: Any, shell: bool = False) -> dict[str, Any]:
+        return {"status": "success", "output": self.name, "error": "", "returncode": 0}
+
+    def end_recording_bytes(self) -> bytes:
+        return f"recording of {self.name}".encode()
+
+
 class _Env:
     """Stands in for `OSWorldDesktopEnv`: counts steps, scores what it is told to."""
 
     score: float | Exception = 1.0
     step_error: Exception | None = None
 
-    def __init__(self, handle: Any, **_: Any) -> None:
+    def __init__(self, handle: Any, action_space: str = "", **_: Any) -> None:
         self.task: dict[str, Any] | None = None
         self.steps: list[Any] = []
+        self.action_space = action_space
+        self.controller = _Controller(f"{handle.env} generation {handle.generation}")
 
     def begin(self, task_config: dict[str, Any] | None) -> dict[str, Any]:
         if task_config is not None and "evaluator" not in task_config:
@@ -130,6 +155,88 @@ def _rollout(agents: OutsideAgents, env: str = "env01") -> _Caller:
     return _Caller(rollout)
 
 
+def test_each_episode_takes_the_action_space_its_agent_resets_with() -> None:
+    agents = _agents(action_space="pyautogui")
+    claude = _Caller(agents.reset, "env01", TASK, "claude_computer_use")
+    plain = _Caller(agents.reset, "env02", TASK)
+    rollouts = [_rollout(agents, "env01"), _rollout(agents, "env02")]
+    claude.outcome(), plain.outcome()
+    spaces = {n: agents._slots[n].episode.env.action_space for n in ("env01", "env02")}  # type: ignore[union-attr]
+    assert spaces == {"env01": "claude_computer_use", "env02": "pyautogui"}
+    agents.evaluate("env01"), agents.evaluate("env02")
+    for r in rollouts:
+        r.outcome()
+
+
+def test_a_reset_with_an_unknown_action_space_is_refused_before_it_waits() -> None:
+    agents = _agents(reset_wait_s=60)
+    with pytest.raises(BadAction, match="action_space"):
+        agents.reset("env01", TASK, "voice")
+
+
+def _vm_server(agents: OutsideAgents) -> TestClient:
+    app = build_vm_server_app(agents.controller, "harness-key", episode_over=agents.episode_over)  # type: ignore[arg-type]
+    return TestClient(app, base_url="http://127.0.50.1:5000")
+
+
+def _env01_vm(path: str, client: TestClient) -> Any:
+    return client.post(
+        path, json={"command": ["true"]}, auth=("env01", env_key("harness-key", "env01"))
+    )
+
+
+def test_the_in_vm_server_answers_for_the_running_episode_only() -> None:
+    agents = _agents()
+    with _vm_server(agents) as vm:
+        assert _env01_vm("/execute", vm).status_code == 401  # no episode yet: nothing served
+        reset = _Caller(agents.reset, "env01", TASK)
+        rollout = _rollout(agents)
+        reset.outcome()
+        ran = _env01_vm("/execute", vm)
+        assert (ran.status_code, ran.json()["output"]) == (200, "env01 generation 1")
+        agents.evaluate("env01")
+        rollout.outcome()
+        # Over (the window's trials may run there now): only the recording is ended.
+        over = _env01_vm("/execute", vm)
+        assert (over.status_code, over.json()["error"]) == (409, "episode_over")
+        recording = _env01_vm("/end_recording", vm)
+        assert (recording.status_code, recording.content) == (
+            200,
+            b"recording of env01 generation 1",
+        )
+    assert agents.controller("env00") is None and agents.controller("env02") is None
+
+
+def test_a_recording_the_agent_never_ended_stops_when_its_next_episode_opens() -> None:
+    agents = _agents()
+    first = _Caller(agents.reset, "env01", TASK)
+    _rollout(agents)
+    first.outcome()
+    before = agents.controller("env01")
+    second = _Caller(agents.reset, "env01", TASK)  # ends the first episode
+    _rollout(agents)
+    second.outcome()
+    assert before is not None and not before.recorder.running
+    assert agents.controller("env01") is not before
+
+
+def test_over_http_evaluate_answers_the_score_and_the_outcome() -> None:
+    agents = _agents()
+    app = build_osworld_app(agents, "harness-key")
+    mine = {KEY_HEADER: f"Bearer {env_key('harness-key', 'env01')}"}
+    with TestClient(app) as client:
+        body = {"task_config": TASK}
+        reset = _Caller(lambda: client.post("/v1/osworld/env01/reset", json=body, headers=mine))
+        rollout = _rollout(agents)
+        assert reset.outcome().status_code == 200
+        answer = client.post("/v1/osworld/env01/evaluate", json={}, headers=mine).json()
+        rollout.outcome()
+    assert answer["score"] == 1.0
+    outcome = Outcome.from_json(answer["outcome"])
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0)
+    assert outcome.details == {"task": "task-1", "ended": "evaluated"}
+
+
 def test_no_agent_no_rollout_and_no_rollout_no_reset() -> None:
     agents = _agents(wait_s=0.2, reset_wait_s=0.2)
     assert agents.gate("env01") is None
@@ -149,7 +256,7 @@ def test_an_episode_from_reset_to_evaluate_is_one_scored_rollout() -> None:
     rollout = _rollout(agents)
     assert reset.outcome()["instruction"] == "do it"
     assert agents.step("env01", "pyautogui.press('a')", 0)[2] is False
-    assert agents.evaluate("env01") == 1.0
+    assert agents.evaluate("env01").score == 1.0
     outcome: Outcome = rollout.outcome()
     assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0)
     assert outcome.details == {"task": "task-1", "ended": "evaluated"}
@@ -222,7 +329,7 @@ def test_each_environment_has_its_own_episode() -> None:
     r1, r2 = _rollout(agents, "env01"), _rollout(agents, "env02")
     one.outcome(), two.outcome()
     _Env.score = 1.0
-    assert agents.evaluate("env02") == 1.0
+    assert agents.evaluate("env02").score == 1.0
     assert r2.outcome().status is Status.SUCCESS
     assert r1.is_alive()  # env01's agent has not finished
     agents.evaluate("env01")

@@ -42,7 +42,7 @@ class StandIn:
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, dict[str, StandIn]]]:
     stand_ins = {name: StandIn(name) for name in ("env01", "env02")}
-    app = build_vm_server_app(cast(dict[str, EnvironmentController], stand_ins), KEY)
+    app = build_vm_server_app(cast(dict[str, EnvironmentController], stand_ins).get, KEY)
     with serving_vm_server(app) as address:
         yield address, stand_ins
 
