@@ -2,7 +2,8 @@
 another.
 
 `make test` runs the suite on two workers (pytest-xdist, ``--dist loadgroup``). The desktop
-tests form one group, so they run one after another on one worker, as they would alone:
+tests form one group, so they run one after another on one worker, as they would alone
+(but for the modules marked ``beside_desktops``, which only drive OSWorld's interfaces):
 each starts displays, Writers and browsers whose timing the isolation checks judge (a
 third worker, tried, loaded the machine until Writer missed its start-up limits). The
 tests that read the demo's run (the red-team matrix it ran) are in that group too, so
@@ -32,6 +33,11 @@ DESKTOP_GROUP = "desktop"
 DESKTOP_SUITES = ("cluster", "environments", "harness", "isolation", "x11")
 # A test elsewhere that reads the demo's run shares the session's one run of it.
 DEMO_FIXTURE = "demo_run"
+# A desktop suite's module marked so starts a pool of its own to drive OSWorld's interfaces
+# and judges no timing between environments: it runs beside the desktop group, on the
+# other worker, like a Docker test, so that the desktop group is not the whole suite's
+# length.
+BESIDE_MARK = "beside_desktops"
 
 _INTEGRATION = Path(__file__).parent / "integration"
 
@@ -53,7 +59,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _group(item: pytest.Item) -> str:
     path = Path(str(item.path))
-    if not path.is_relative_to(_INTEGRATION):
+    if not path.is_relative_to(_INTEGRATION) or item.get_closest_marker(BESIDE_MARK):
         return ""
     in_desktop_suite = path.relative_to(_INTEGRATION).parts[0] in DESKTOP_SUITES
     reads_the_demo = DEMO_FIXTURE in getattr(item, "fixturenames", ())

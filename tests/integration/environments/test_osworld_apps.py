@@ -29,7 +29,7 @@ from cleanroom.verifiers.osworld.commands import guest_command
 from .conftest import require_desktop_stack
 from .test_containers_mode import require_docker
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.beside_desktops]
 
 ENV = "env01"
 # The pool's own needs and the apps' commands on the host (the sandbox mode runs them from

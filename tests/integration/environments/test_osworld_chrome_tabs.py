@@ -22,7 +22,7 @@ from cleanroom.verifiers.osworld.setup_steps import SYSTEM_PYTHON, StepContext, 
 from cleanroom.verifiers.osworld.task import SetupStep
 from cleanroom.verifiers.osworld.task_cache import TaskCache
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.beside_desktops]
 
 ENV = "env01"
 PORT = 8765

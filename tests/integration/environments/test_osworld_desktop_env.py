@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[3]
 RENAME = REPO / "tests/data/osworld/tasks/os/e0df059f-28a6-4169-924f-b9623e7184cc.json"
 PNG = b"\x89PNG\r\n\x1a\n"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.beside_desktops]
 
 
 def _env(pool: Pool) -> OSWorldDesktopEnv:

@@ -29,7 +29,7 @@ from cleanroom.verifiers.osworld.setup_steps import (
 from cleanroom.verifiers.osworld.task import SetupStep
 from cleanroom.verifiers.osworld.task_cache import TaskCache
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.beside_desktops]
 
 ENV = "env01"
 _FOCUS = "from Xlib import display; print(display.Display().get_input_focus().focus.id)"

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[3]
 RENAME = REPO / "tests/data/osworld/tasks/os/e0df059f-28a6-4169-924f-b9623e7184cc.json"
 KEY = "harness-key-for-this-test"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.beside_desktops]
 
 
 @pytest.fixture(scope="module")

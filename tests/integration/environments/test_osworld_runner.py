@@ -33,7 +33,7 @@ TASK = json.loads(
 )
 SPACES = ("pyautogui", "claude_computer_use", "autoglm_computer_use")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.beside_desktops]
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[3]
 TASKS = REPO / "tests/data/osworld/tasks"
 ORACLES = json.loads((REPO / "tests/data/osworld/oracles.json").read_text())
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.beside_desktops]
 
 
 @pytest.fixture(scope="module")
