@@ -185,12 +185,22 @@ def make_xlsx(seed: Seeded) -> bytes:
 
 
 def make_docx(seed: Seeded) -> bytes:
-    """A Word document of a few paragraphs."""
+    """A Word document of a few paragraphs and a table of words and numbers (a checker
+    that compares tables must find two tables that differ, not two without any)."""
     main = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
     paragraphs = "".join(
         f"<w:p><w:r><w:t>{escape(line)}</w:t></w:r></w:p>" for line in seed.lines()
     )
-    document = _XML + f'<w:document xmlns:w="{main}"><w:body>{paragraphs}</w:body></w:document>'
+    rows = "".join(
+        "<w:tr>"
+        + "".join(f"<w:tc><w:p><w:r><w:t>{escape(str(v))}</w:t></w:r></w:p></w:tc>" for v in row)
+        + "</w:tr>"
+        for row in seed.table()
+    )
+    grid = '<w:gridCol w:w="2400"/>' * len(seed.table()[0])  # the columns readers count
+    table = f"<w:tbl><w:tblPr/><w:tblGrid>{grid}</w:tblGrid>{rows}</w:tbl><w:p/>"
+    body = paragraphs + table
+    document = _XML + f'<w:document xmlns:w="{main}"><w:body>{body}</w:body></w:document>'
     return _zip(
         {
             "[Content_Types].xml": _content_types(
