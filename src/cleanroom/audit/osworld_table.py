@@ -83,20 +83,58 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def audit_markdown(summary: AuditSummary, command: str) -> str:
-    """The Markdown page of the audit; ``command`` is how it was made (shown on the page)."""
+@dataclass(frozen=True)
+class PageSource:
+    """How the page was made: the audit's command, and the command that made its mirror
+    when the mirror's files were made here (`mirror_fill.made_files_in`), not fetched."""
+
+    command: str
+    made_mirror_command: str | None = None
+    made_files: int = 0
+
+
+# What made files mean for the stages, as the page says it.
+MADE_FILES_NOTE = (
+    "The task files are **made, not OSWorld's**: the mirror holds, for every dataset URL",
+    "a task names, a small file of the kind its name says, seeded by its URL",
+    "(`cleanroom osworld mirror --made`). So each task's setup, getters and metric run end",
+    "to end, on files that are not the task's. At t=0 and after the no-op the checker",
+    "compares the file the setup put there with a different made file; at gold it compares",
+    "the made expected file with itself, so a pass there says the checker reads and",
+    "compares what the pipeline produces, not that it accepts OSWorld's own expected file.",
+    "A checker that looks for particular cells, slides or words fails on made files for",
+    "want of them, and one that passes at t=0 may pass on what the made files lack (two",
+    "documents with no images compare equal) rather than on what the task's files hold.",
+)
+
+
+def audit_markdown(summary: AuditSummary, source: PageSource | str) -> str:
+    """The Markdown page of the audit; ``source`` says how it was made (shown on the
+    page: a bare string is the audit's command alone)."""
+    if isinstance(source, str):
+        source = PageSource(source)
     rows = audit_rows(summary)
     verdicts = Counter(r.verdict for r in rows)
     ran = len(rows) - verdicts[NOT_RUN]
+    commands = [source.command]
+    if source.made_mirror_command is not None:
+        commands.insert(0, source.made_mirror_command)
     out = [
         "# OSWorld checkers audited by execution",
         "",
         "<!-- Generated: do not edit. Regenerate from the repository's root with",
-        f"     {command} -->",
+        *(f"     {c}" for c in commands),
+        "-->",
         "",
-        f"Made by `{command}`: every task of OSWorld's task set that runs here, set up in",
-        "an environment of a pool of desktops and checked by its own checker with no agent",
-        "acting (see [the audit](audit.md#osworld-tasks-by-execution)). Each stage:",
+        "Made by",
+        "",
+        "```",
+        *commands,
+        "```",
+        "",
+        "Every task of OSWorld's task set that runs here, set up in an environment of a pool",
+        "of desktops and checked by its own checker with no agent acting (see",
+        "[the audit](audit.md#osworld-tasks-by-execution)). Each stage:",
         "",
     ]
     out += [f"- **{STAGE_HEADS[name]}**: {STAGE_RULES[name]}." for name in STAGE_ORDER]
@@ -106,6 +144,10 @@ def audit_markdown(summary: AuditSummary, command: str) -> str:
         "setup step, a getter or a metric that could not run): that is never a flag on the",
         "checker. *n/a*: the task file names no gold state of these kinds.",
         "",
+    ]
+    if source.made_files:
+        out += [*MADE_FILES_NOTE, f"The mirror held {source.made_files} made files.", ""]
+    out += [
         "## Counts",
         "",
         f"- tasks: {len(rows)}; run: {ran}; not run: {verdicts[NOT_RUN]}",

@@ -19,7 +19,7 @@ from cleanroom.audit.findings import (
     judge_osworld,
 )
 from cleanroom.audit.jobs import AuditJob, JobKind
-from cleanroom.audit.osworld_table import audit_markdown, stage_cell
+from cleanroom.audit.osworld_table import PageSource, audit_markdown, stage_cell
 from cleanroom.audit.records import JobRecord
 from cleanroom.audit.summary import EXIT_CLEAN, EXIT_FLAGGED, AuditSummary
 from cleanroom.core.outcomes import Outcome, Reason
@@ -101,6 +101,27 @@ def test_a_task_that_needs_what_this_machine_lacks_is_not_run_and_does_not_fail_
     assert "- tasks: 2; run: 1; not run: 1" in page
     assert "| `b` | os | fails | fails | - | clean |  |" in page
     assert "| needs VS Code | 1 |" in page
+
+
+def test_a_page_over_made_files_gives_both_commands_at_its_top_and_says_the_files_are_made() -> (
+    None
+):
+    clean = judge_osworld([run("t0", Outcome.failure()), run("noop", Outcome.failure())])
+    summary = AuditSummary((_record("b", clean),), "run", "here", {})
+    source = PageSource(
+        "cleanroom audit T --mirror MIRROR --markdown",
+        made_mirror_command="cleanroom osworld mirror T --made --to MIRROR",
+        made_files=7,
+    )
+    page = audit_markdown(summary, source)
+    top = page.split("-->")[0]
+    assert top.index("osworld mirror T --made") < top.index("cleanroom audit T --mirror")
+    assert "**made, not OSWorld's**" in page and "The mirror held 7 made files." in page
+
+
+def test_a_page_over_fetched_files_says_nothing_of_made_ones() -> None:
+    summary = AuditSummary((), "run", "here", {})
+    assert "made, not OSWorld's" not in audit_markdown(summary, PageSource("cleanroom audit T"))
 
 
 def test_a_flagged_task_makes_the_audit_exit_1() -> None:
