@@ -334,7 +334,9 @@ def coverage_markdown(rows: list[TaskCoverage], source: str) -> str:
         "",
         "A task **runs here** when every piece is implemented and it needs nothing below;",
         "it runs **with a mirror** when a mirror of OSWorld's file dataset is all it needs",
-        "(`cleanroom osworld mirror` fills one). A task needs:",
+        "(`cleanroom osworld mirror` fills one, or makes one with `--made`). Every task that",
+        "runs, here or with a mirror, is set up and checked by execution in",
+        "[the execution audit](osworld-audit.md). A task needs:",
         "",
     ]
     out += [f"- **{n.value}** when it {NEED_RULES[n]}." for n in Need]
