@@ -50,6 +50,7 @@ from cleanroom.verifiers.osworld.mirror import (
     resolve,
     task_file_urls,
 )
+from cleanroom.verifiers.osworld.mirror_fill import made_urls
 from cleanroom.verifiers.osworld.task import Task, TaskFileError, load_task
 
 TRACE_CHARS = 3000
@@ -122,7 +123,17 @@ def _audit(task_file: Path, env: OSWorldDesktopEnv) -> TaskAudit:
             why = f"the gold state could not be made: {exc}"
             skipped = (Stage("gold", Status.SUCCESS.value, StageResult.NOT_RUN, None, why),)
             unmade = (Unaudited("gold", Reason.ENVIRONMENT_ERROR.value, why),)
-    return judge_osworld(runs, skipped=skipped, unmade=unmade, notes=notes)
+    made = files_made_here(task, env.settings.mirror)
+    return judge_osworld(runs, skipped=skipped, unmade=unmade, notes=notes, made_files=made)
+
+
+def files_made_here(task: Task, mirror: Mirror | None) -> bool:
+    """Whether any file the task fetches comes from a mirror folder that made it here
+    (`mirror_fill`'s index marks it), rather than from OSWorld's dataset."""
+    if mirror is None or mirror.is_url:
+        return False
+    made = made_urls(Path(mirror.location))
+    return any(url in made for url in task_file_urls(task))
 
 
 def _gold_actions(plan: GoldPlan) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from cleanroom.audit.findings import NOT_RUN, STAGE_ORDER, Stage, StageResult
+from cleanroom.audit.findings import MADE_FILES, NOT_RUN, STAGE_ORDER, Stage, StageResult
 from cleanroom.audit.jobs import JobKind
 from cleanroom.audit.records import JobRecord
 from cleanroom.audit.summary import AuditSummary
@@ -33,6 +33,8 @@ class AuditRow:
     stages: dict[str, Stage]
     verdict: str
     why: str  # why the task was not run, or its first finding's or unmade check's words
+    # The stages that went the wrong way over made files (no finding on the checker).
+    over_made_files: frozenset[str] = frozenset()
 
 
 def audit_rows(summary: AuditSummary) -> list[AuditRow]:
@@ -53,13 +55,24 @@ def _row(summary: AuditSummary, record: JobRecord) -> AuditRow:
         elif audit.unaudited:
             gap = audit.unaudited[0]
             why = f"{gap.check}: {gap.detail.splitlines()[0] if gap.detail else gap.reason}"
+    made = (
+        frozenset(u.check for u in audit.unaudited if u.reason == MADE_FILES)
+        if audit is not None
+        else frozenset()
+    )
     return AuditRow(
-        record.job.name, Path(record.job.path).parent.name, stages, summary.verdict_of(record), why
+        record.job.name,
+        Path(record.job.path).parent.name,
+        stages,
+        summary.verdict_of(record),
+        why,
+        made,
     )
 
 
-def stage_cell(stage: Stage | None) -> str:
-    """A stage as one cell: what the checker gave, and whether that is a sound answer."""
+def stage_cell(stage: Stage | None, over_made_files: bool = False) -> str:
+    """A stage as one cell: what the checker gave, and whether that is a sound answer
+    (or, ``over_made_files``, that made files decided it)."""
     if stage is None:
         return "-"
     if stage.result is StageResult.NOT_RUN:
@@ -68,7 +81,9 @@ def stage_cell(stage: Stage | None) -> str:
         return f"invalid ({stage.why})" if stage.why else "invalid"
     passed = (stage.expect == "success") == (stage.result is StageResult.AS_EXPECTED)
     said = "passes" if passed else "fails"
-    return said if stage.result is StageResult.AS_EXPECTED else f"{said.upper()} (wrong)"
+    if stage.result is StageResult.AS_EXPECTED:
+        return said
+    return f"{said} (made files)" if over_made_files else f"{said.upper()} (wrong)"
 
 
 def stage_counts(rows: list[AuditRow]) -> dict[str, Counter[str]]:
@@ -105,6 +120,8 @@ MADE_FILES_NOTE = (
     "A checker that looks for particular cells, slides or words fails on made files for",
     "want of them, and one that passes at t=0 may pass on what the made files lack (two",
     "documents with no images compare equal) rather than on what the task's files hold.",
+    "So a stage that goes the wrong way over made files is no finding on the checker: the",
+    "task is *could not audit*, the cell says *(made files)*, and the evidence is kept.",
 )
 
 
@@ -116,6 +133,7 @@ def audit_markdown(summary: AuditSummary, source: PageSource | str) -> str:
     rows = audit_rows(summary)
     verdicts = Counter(r.verdict for r in rows)
     ran = len(rows) - verdicts[NOT_RUN]
+    made = sum(bool(r.over_made_files) for r in rows if r.verdict == "could not audit")
     commands = [source.command]
     if source.made_mirror_command is not None:
         commands.insert(0, source.made_mirror_command)
@@ -152,7 +170,8 @@ def audit_markdown(summary: AuditSummary, source: PageSource | str) -> str:
         "",
         f"- tasks: {len(rows)}; run: {ran}; not run: {verdicts[NOT_RUN]}",
         f"- clean: {verdicts['clean']}; flagged: {verdicts['flagged']};"
-        f" could not audit: {verdicts['could not audit']}",
+        f" could not audit: {verdicts['could not audit']}"
+        f" ({made} of them for a stage the made files decided)",
         "",
         "| stage | as expected | wrong | invalid | n/a |",
         "|---|---|---|---|---|",
@@ -164,7 +183,7 @@ def audit_markdown(summary: AuditSummary, source: PageSource | str) -> str:
     heads = ["task", "domain", *(STAGE_HEADS[n] for n in STAGE_ORDER), "verdict", "why"]
     out += ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for r in (r for r in rows if r.verdict != NOT_RUN):
-        cells = [stage_cell(r.stages.get(n)) for n in STAGE_ORDER]
+        cells = [stage_cell(r.stages.get(n), n in r.over_made_files) for n in STAGE_ORDER]
         out.append(
             f"| `{r.task}` | {r.domain} | "
             + " | ".join(_md(c) for c in cells)

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cleanroom.audit.desktop_job import not_run_reason
+from cleanroom.audit.desktop_job import files_made_here, not_run_reason
 from cleanroom.audit.findings import (
+    MADE_FILES,
     NOT_RUN,
     CheckerRun,
     Flag,
@@ -122,6 +123,36 @@ def test_a_page_over_made_files_gives_both_commands_at_its_top_and_says_the_file
 def test_a_page_over_fetched_files_says_nothing_of_made_ones() -> None:
     summary = AuditSummary((), "run", "here", {})
     assert "made, not OSWorld's" not in audit_markdown(summary, PageSource("cleanroom audit T"))
+
+
+def test_a_stage_wrong_over_made_files_is_a_check_not_made_with_the_checkers_evidence() -> None:
+    audit = judge_osworld(
+        [run("t0", Outcome.success(**DETAILS)), run("noop", Outcome.failure())], made_files=True
+    )
+    assert audit.findings == () and audit.verdict == "could not audit"
+    (gap,) = audit.unaudited
+    assert gap.check == "t0" and gap.reason == MADE_FILES
+    assert "over made files" in gap.detail and "metric[0] exact_match: 1.0" in gap.detail
+
+
+def test_the_page_says_made_files_decided_a_stage_not_that_the_checker_is_wrong() -> None:
+    audit = judge_osworld(
+        [run("t0", Outcome.success()), run("noop", Outcome.failure())], made_files=True
+    )
+    page = audit_markdown(AuditSummary((_record("a", audit),), "run", "here", {}), "c")
+    assert "| `a` | os | passes (made files) | fails | - | could not audit |" in page
+    assert "could not audit: 1 (1 of them for a stage the made files decided)" in page
+
+
+def test_a_tasks_files_are_made_here_when_the_mirrors_index_marks_them(tmp_path: Path) -> None:
+    from cleanroom.verifiers.osworld.mirror import task_file_urls
+    from cleanroom.verifiers.osworld.mirror_fill import fill_mirror
+
+    task = load_task(EXAMPLES / "libreoffice_calc/035f41ba-6653-43ab-aa63-c86d449d62e5.json")
+    assert not files_made_here(task, Mirror(str(tmp_path)))
+    fill_mirror(task_file_urls(task), tmp_path, make=True)
+    assert files_made_here(task, Mirror(str(tmp_path)))
+    assert not files_made_here(task, None)
 
 
 def test_a_flagged_task_makes_the_audit_exit_1() -> None:

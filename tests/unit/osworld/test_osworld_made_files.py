@@ -43,7 +43,7 @@ def test_the_same_url_makes_the_same_bytes_and_another_url_other_bytes() -> None
 @pytest.mark.parametrize(
     ("name", "parts"),
     [
-        ("s.xlsx", {"[Content_Types].xml", "xl/workbook.xml", "xl/worksheets/sheet1.xml"}),
+        ("s.xlsx", {"xl/workbook.xml", "xl/worksheets/sheet1.xml", "xl/worksheets/sheet3.xml"}),
         ("d.docx", {"[Content_Types].xml", "word/document.xml"}),
         ("p.pptx", {"ppt/presentation.xml", "ppt/slides/slide1.xml", "ppt/theme/theme1.xml"}),
         ("t.odt", {"mimetype", "content.xml", "META-INF/manifest.xml"}),

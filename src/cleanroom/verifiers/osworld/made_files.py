@@ -148,10 +148,9 @@ def _rels(targets: list[tuple[str, str]]) -> str:
     return _XML + f'<Relationships xmlns="{_PKG_RELS}">{items}</Relationships>'
 
 
-def make_xlsx(seed: Seeded) -> bytes:
-    """A workbook of one sheet, ``Sheet1``: a header row, then words and numbers."""
-    rows = []
-    for r, row in enumerate(seed.table(), start=1):
+def _sheet_xml(rows: list[list[str | int]]) -> str:
+    xml_rows = []
+    for r, row in enumerate(rows, start=1):
         cells = []
         for c, value in enumerate(row):
             ref = f"{'ABC'[c]}{r}"
@@ -159,29 +158,50 @@ def make_xlsx(seed: Seeded) -> bytes:
                 cells.append(f'<c r="{ref}"><v>{value}</v></c>')
             else:
                 cells.append(f'<c r="{ref}" t="inlineStr"><is><t>{escape(value)}</t></is></c>')
-        rows.append(f'<row r="{r}">{"".join(cells)}</row>')
-    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-    sheet = _XML + f'<worksheet xmlns="{main}"><sheetData>{"".join(rows)}</sheetData></worksheet>'
+        xml_rows.append(f'<row r="{r}">{"".join(cells)}</row>')
+    return (
+        _XML + f'<worksheet xmlns="{_SML}"><sheetData>{"".join(xml_rows)}</sheetData></worksheet>'
+    )
+
+
+_SML = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+# Checkers name sheets by their default names and compare the second and third too.
+SHEETS = ("Sheet1", "Sheet2", "Sheet3")
+
+
+def make_xlsx(seed: Seeded) -> bytes:
+    """A workbook of three sheets, ``Sheet1`` to ``Sheet3``, each a header row, then words
+    and numbers."""
+    sheets = "".join(
+        f'<sheet name="{name}" sheetId="{n}" r:id="rId{n}"/>'
+        for n, name in enumerate(SHEETS, start=1)
+    )
     workbook = (
-        _XML + f'<workbook xmlns="{main}" xmlns:r="{_DOC_RELS}"><sheets>'
-        '<sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>'
+        _XML
+        + f'<workbook xmlns="{_SML}" xmlns:r="{_DOC_RELS}"><sheets>{sheets}</sheets></workbook>'
     )
-    return _zip(
-        {
-            "[Content_Types].xml": _content_types(
-                {
-                    "/xl/workbook.xml": "spreadsheetml.sheet.main+xml",
-                    "/xl/worksheets/sheet1.xml": "spreadsheetml.worksheet+xml",
-                }
-            ),
-            "_rels/.rels": _rels([(_OFFICE_DOCUMENT, "xl/workbook.xml")]),
-            "xl/workbook.xml": workbook,
-            "xl/_rels/workbook.xml.rels": _rels(
-                [(_DOC_RELS + "/worksheet", "worksheets/sheet1.xml")]
-            ),
-            "xl/worksheets/sheet1.xml": sheet,
-        }
-    )
+    parts: dict[str, str | bytes] = {
+        "[Content_Types].xml": _content_types(
+            {
+                "/xl/workbook.xml": "spreadsheetml.sheet.main+xml",
+                **{
+                    f"/xl/worksheets/sheet{n}.xml": "spreadsheetml.worksheet+xml"
+                    for n in range(1, len(SHEETS) + 1)
+                },
+            }
+        ),
+        "_rels/.rels": _rels([(_OFFICE_DOCUMENT, "xl/workbook.xml")]),
+        "xl/workbook.xml": workbook,
+        "xl/_rels/workbook.xml.rels": _rels(
+            [
+                (_DOC_RELS + "/worksheet", f"worksheets/sheet{n}.xml")
+                for n in range(1, len(SHEETS) + 1)
+            ]
+        ),
+    }
+    for n in range(1, len(SHEETS) + 1):
+        parts[f"xl/worksheets/sheet{n}.xml"] = _sheet_xml(seed.table())
+    return _zip(parts)
 
 
 def make_docx(seed: Seeded) -> bytes:

@@ -224,3 +224,8 @@ def made_files_in(folder: Path) -> int:
     """How many of a mirror folder's files its index marks as made here (0 for a folder
     with no readable index)."""
     return sum(e.made for e in read_manifest(folder).values())
+
+
+def made_urls(folder: Path) -> frozenset[str]:
+    """The URLs whose files a mirror folder's index marks as made here."""
+    return frozenset(e.url for e in read_manifest(folder).values() if e.made)
