@@ -13,6 +13,8 @@ from cleanroom.audit.jobs import JobKind
 from cleanroom.audit.records import JobRecord
 from cleanroom.audit.summary import AuditSummary
 
+# The verdicts of a task whose audit ended; any other is a job not done yet.
+ENDED = frozenset({"clean", "flagged", "could not audit", NOT_RUN})
 STAGE_HEADS = {"t0": "t=0", "noop": "no-op", "gold": "gold"}
 # What a sound checker gives in each stage, as the page explains it.
 STAGE_RULES = {
@@ -132,7 +134,8 @@ def audit_markdown(summary: AuditSummary, source: PageSource | str) -> str:
         source = PageSource(source)
     rows = audit_rows(summary)
     verdicts = Counter(r.verdict for r in rows)
-    ran = len(rows) - verdicts[NOT_RUN]
+    unfinished = [r for r in rows if r.verdict not in ENDED]
+    ran = len(rows) - verdicts[NOT_RUN] - len(unfinished)
     made = sum(bool(r.over_made_files) for r in rows if r.verdict == "could not audit")
     commands = [source.command]
     if source.made_mirror_command is not None:
@@ -168,7 +171,13 @@ def audit_markdown(summary: AuditSummary, source: PageSource | str) -> str:
     out += [
         "## Counts",
         "",
-        f"- tasks: {len(rows)}; run: {ran}; not run: {verdicts[NOT_RUN]}",
+        f"- tasks: {len(rows)}; run: {ran}; not run: {verdicts[NOT_RUN]}"
+        + (
+            f"; not audited yet: {len(unfinished)} (the audit was stopped: the same"
+            " command with its --run-dir goes on where it stopped)"
+            if unfinished
+            else ""
+        ),
         f"- clean: {verdicts['clean']}; flagged: {verdicts['flagged']};"
         f" could not audit: {verdicts['could not audit']}"
         f" ({made} of them for a stage the made files decided)",
@@ -182,7 +191,7 @@ def audit_markdown(summary: AuditSummary, source: PageSource | str) -> str:
     out += ["", "## Tasks run", ""]
     heads = ["task", "domain", *(STAGE_HEADS[n] for n in STAGE_ORDER), "verdict", "why"]
     out += ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
-    for r in (r for r in rows if r.verdict != NOT_RUN):
+    for r in (r for r in rows if r.verdict != NOT_RUN and r.verdict in ENDED):
         cells = [stage_cell(r.stages.get(n), n in r.over_made_files) for n in STAGE_ORDER]
         out.append(
             f"| `{r.task}` | {r.domain} | "
