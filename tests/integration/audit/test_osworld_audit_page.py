@@ -16,13 +16,17 @@ from .conftest import CLEANROOM, REPO, run_audit
 PAGE = REPO / "docs/osworld-audit.md"
 EXAMPLES = REPO / "tests/data/osworld/evaluation_examples/examples"
 # Tasks run end to end: a volume read through the sound server, the default video player,
-# a spreadsheet and a document fetched from the mirror, opened and compared with an
-# expected made file; and one not run, for the system service it needs.
+# a workbook and a document fetched from the mirror, opened in their apps and compared with
+# an expected made file, an image placed for its gold state; and one not run, for the
+# system service it needs.
 SAMPLE = {
     "os": ["28cc3b7e-b194-4bc9-8353-d04c0f4d56d2", "b6781586-6346-41cd-935a-a6b1487918fc"],
-    "multi_apps": ["937087b6-f668-4ba6-9110-60682ee33441"],
-    "libreoffice_calc": ["REPLACE_CALC"],
-    "libreoffice_writer": ["REPLACE_WRITER"],
+    "multi_apps": [
+        "937087b6-f668-4ba6-9110-60682ee33441",
+        "00fa164e-2612-4439-992e-157d019a8436",
+    ],
+    "libreoffice_calc": ["01b269ae-2111-4a07-81fd-3fcd711993b0"],
+    "gimp": ["045bf3ff-9077-4b86-b483-a1040a949cff"],
 }
 NOT_RUN = {"b6781586-6346-41cd-935a-a6b1487918fc": "needs system service"}
 
