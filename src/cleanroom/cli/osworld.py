@@ -28,7 +28,12 @@ from cleanroom.verifiers.osworld.coverage import (
 )
 from cleanroom.verifiers.osworld.download import TASK_FILE_CAP_BYTES
 from cleanroom.verifiers.osworld.evaluator import check_task
-from cleanroom.verifiers.osworld.mirror import DATASET_URL, Mirror, task_file_urls
+from cleanroom.verifiers.osworld.mirror import (
+    DATASET_URL,
+    Mirror,
+    task_file_names,
+    task_file_urls,
+)
 from cleanroom.verifiers.osworld.mirror_fill import (
     MANIFEST_NAME,
     FileState,
@@ -363,7 +368,13 @@ def mirror(
 ) -> None:
     listed = _task_list(paths)
     urls = [u for t in listed.tasks for u in task_file_urls(t)]
-    report = fill_mirror(urls, to, source=source, timeout=timeout, cap=cap, make=made)
+    saved_as: dict[str, tuple[str, ...]] = {}
+    for t in listed.tasks:
+        for url, names in task_file_names(t).items():
+            saved_as[url] = tuple(dict.fromkeys(saved_as.get(url, ()) + names))
+    report = fill_mirror(
+        urls, to, source=source, timeout=timeout, cap=cap, make=made, saved_as=saved_as
+    )
     errors = [str(e) for e in listed.errors]
     if as_json:
         _print_json({"tasks": len(listed.tasks), **report.to_json(), "errors": errors})

@@ -119,3 +119,21 @@ def test_a_made_fill_keeps_a_file_already_in_the_mirror(tmp_path: Path) -> None:
     fill_mirror([SHEET_URL], tmp_path, make=True)
     again = fill_mirror([SHEET_URL], tmp_path, make=True)
     assert again.count(FileState.PRESENT) == 1
+
+
+def test_a_dataset_name_of_no_kind_is_made_as_the_kind_the_task_saves_it_as() -> None:
+    from cleanroom.verifiers.osworld.mirror import task_file_names
+    from cleanroom.verifiers.osworld.task import parse_task
+
+    url = DATASET_URL + "libreoffice_impress/t/deck.file"
+    step = {"url": url, "path": "/home/user/Desktop/deck.pptx"}
+    task = parse_task(
+        {
+            "id": "t",
+            "config": [{"type": "download", "parameters": {"files": [step]}}],
+            "evaluator": {"func": "f", "result": {"type": "vm_file", "path": "/x"}},
+        }
+    )
+    names = task_file_names(task)
+    assert names == {url: ("deck.pptx",)}
+    assert "ppt/presentation.xml" in zip_parts(made_file("t/deck.file", url, names[url]))

@@ -591,10 +591,12 @@ def made_kind(path: str) -> bool:
     return _maker(path.rsplit("/", 1)[-1]) is not None
 
 
-def made_file(path: str, url: str) -> bytes:
-    """The file made for dataset ``path`` (its kind from the name), seeded by ``url``."""
+def made_file(path: str, url: str, saved_as: tuple[str, ...] = ()) -> bytes:
+    """The file made for dataset ``path``, seeded by ``url``: of the kind its name says,
+    else of the kind of the first name a task saves it under (``saved_as``) that says one."""
     seed = Seeded(url)
-    maker = _maker(path.rsplit("/", 1)[-1])
-    if maker is None:
-        return seed.rng.randbytes(256)
-    return maker(seed)
+    for name in (path.rsplit("/", 1)[-1], *saved_as):
+        maker = _maker(name)
+        if maker is not None:
+            return maker(seed)
+    return seed.rng.randbytes(256)

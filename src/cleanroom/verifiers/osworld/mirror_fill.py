@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -175,10 +175,12 @@ def fill_mirror(
     cap: int = TASK_FILE_CAP_BYTES,
     tries: int = 3,
     make: bool = False,
+    saved_as: Mapping[str, tuple[str, ...]] | None = None,
 ) -> FillReport:
     """Fetch every dataset URL of ``urls`` into ``folder`` (made if missing) from
     ``source`` (the dataset, or another copy serving the same paths), skipping files
-    already there; with ``make``, make each missing file here instead of fetching it.
+    already there; with ``make``, make each missing file here instead of fetching it (of
+    the kind its name says, or one of the names in ``saved_as``, by URL).
     Each URL's outcome is in the report, none raises."""
     folder = Path(os.path.abspath(folder))
     folder.mkdir(parents=True, exist_ok=True)
@@ -200,7 +202,7 @@ def fill_mirror(
             continue
         try:
             if make:
-                data = made_file(path, url)
+                data = made_file(path, url, (saved_as or {}).get(url, ()))
             else:
                 data = fetch(base + url[len(DATASET_URL) :], timeout=timeout, tries=tries, cap=cap)
             make_folders_beneath(folder, folder / path)
