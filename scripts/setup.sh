@@ -30,7 +30,7 @@ PACKAGES=(
   python3-xlib python-is-python3
   runc tini bubblewrap
   gcc libc6-dev
-  libreoffice-calc libreoffice-impress gimp gtk2-engines-pixbuf vlc thunderbird socat
+  libreoffice-calc libreoffice-impress gimp gtk2-engines-pixbuf vlc totem thunderbird socat
   libglib2.0-bin gsettings-desktop-schemas gnome-shell-common gnome-settings-daemon-common
   dconf-gsettings-backend dconf-service pulseaudio pulseaudio-utils bc jq
 )

@@ -50,7 +50,8 @@ from cleanroom.verifiers.osworld.mirror import (
     resolve,
     task_file_urls,
 )
-from cleanroom.verifiers.osworld.task import Task, TaskFileError, load_task
+from cleanroom.verifiers.osworld.mirror_fill import made_urls
+from cleanroom.verifiers.osworld.task import Task, TaskFileError, load_task, rehome_text
 
 TRACE_CHARS = 3000
 # The no-op: OSWorld's control actions, no act on the desktop. WAIT lets a setup that is
@@ -122,7 +123,17 @@ def _audit(task_file: Path, env: OSWorldDesktopEnv) -> TaskAudit:
             why = f"the gold state could not be made: {exc}"
             skipped = (Stage("gold", Status.SUCCESS.value, StageResult.NOT_RUN, None, why),)
             unmade = (Unaudited("gold", Reason.ENVIRONMENT_ERROR.value, why),)
-    return judge_osworld(runs, skipped=skipped, unmade=unmade, notes=notes)
+    made = files_made_here(task, env.settings.mirror)
+    return judge_osworld(runs, skipped=skipped, unmade=unmade, notes=notes, made_files=made)
+
+
+def files_made_here(task: Task, mirror: Mirror | None) -> bool:
+    """Whether any file the task fetches comes from a mirror folder that made it here
+    (`mirror_fill`'s index marks it), rather than from OSWorld's dataset."""
+    if mirror is None or mirror.is_url:
+        return False
+    made = made_urls(Path(mirror.location))
+    return any(url in made for url in task_file_urls(task))
 
 
 def _gold_actions(plan: GoldPlan) -> tuple[str, ...]:
@@ -166,7 +177,8 @@ def _place(files: tuple[GoldFile, ...], env: OSWorldDesktopEnv) -> None:
     contents = [(f, _expected_bytes(f, guest, env)) for f in files]
     home = PurePosixPath(guest.home)
     for f, data in contents:
-        target = PurePosixPath(resolve_path(f.target, guest.home))
+        # The result getter reads OSWorld's home as the guest's (`task_in_home`).
+        target = PurePosixPath(resolve_path(rehome_text(f.target, guest.home), guest.home))
         if not target.is_relative_to(home) or target == home:
             # Writing there would write the host's own files, not the environment's.
             raise GoldNotMade(
@@ -193,6 +205,6 @@ def _expected_bytes(f: GoldFile, guest: Guest, env: OSWorldDesktopEnv) -> bytes:
         except DownloadError as exc:
             raise GoldNotMade(str(exc)) from exc
     try:
-        return guest.read_file(f.source)
+        return guest.read_file(rehome_text(f.source, guest.home))
     except (OSError, GuestError, NotARegularFile) as exc:
         raise GoldNotMade(f"could not read the expected {f.source}: {exc}") from exc

@@ -129,6 +129,9 @@ class Unaudited:
 
 
 NOT_RUN = "not run"
+# The reason of a stage that went the wrong way over files made here (a mirror made by
+# `made_files`), not OSWorld's: those files decide it, so it is no finding on the checker.
+MADE_FILES = "made_files"
 
 
 class StageResult(StrEnum):
@@ -449,12 +452,16 @@ def judge_osworld(
     skipped: tuple[Stage, ...] = (),
     unmade: tuple[Unaudited, ...] = (),
     notes: tuple[str, ...] = (),
+    made_files: bool = False,
 ) -> TaskAudit:
     """Flags of an OSWorld checker: passing at t=0 or after a no-op, failing after its
     oracle or in its gold state, accepting a near miss; an invalid run is a check not made.
 
     ``skipped`` are stages that did not run (with why), ``unmade`` checks that could not
-    be set up (the infrastructure's), ``notes`` what a reader should know besides.
+    be set up (the infrastructure's), ``notes`` what a reader should know besides. With
+    ``made_files`` (the task's files were made here, not OSWorld's) a stage that went the
+    wrong way is a check not made (`MADE_FILES`), with the same evidence: the made files,
+    which lack what the task's own hold, may be what decided it.
     """
     findings: list[Finding] = []
     unaudited: list[Unaudited] = list(unmade)
@@ -474,6 +481,10 @@ def judge_osworld(
         else:
             flag, why = Flag.PASSES_WITH_NO_WORK, f"the checker passes {record.label}"
         evidence = checker_evidence(record.outcome)
+        if made_files and not run.near_miss:
+            detail = f"{why}, over made files (not OSWorld's)\n{evidence}".strip()
+            unaudited.append(Unaudited(record.label, MADE_FILES, detail))
+            continue
         findings.append(Finding(flag, f"{why}\n{evidence}".strip(), (record.describe(),)))
     stages = tuple(r.stage() for r in runs) + skipped
     order = {name: n for n, name in enumerate(STAGE_ORDER)}

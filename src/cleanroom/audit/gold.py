@@ -80,11 +80,34 @@ def gold_plan(task: Task) -> GoldPlan | NoGold:
             files += pairs
     if not files or (lacking and (not evaluator.is_list or evaluator.conj == "and")):
         return NoGold("; ".join(lacking) or "no metric compares a file with an expected one")
+    # An expected file that a postconfig step downloads is not in the guest after the
+    # setup: the gold state takes it from the dataset URL that step fetches.
+    later = _postconfig_downloads(task)
+    files = [
+        GoldFile("cloud_file", later[posixpath.normpath(f.source)], f.target)
+        if f.source_getter == "vm_file" and posixpath.normpath(f.source) in later
+        else f
+        for f in files
+    ]
     targets: dict[str, GoldFile] = {}
     for f in files:
         if targets.setdefault(f.target, f) != f:
             return NoGold(f"two expected files for {f.target}")
     return GoldPlan(files=tuple(targets.values()))
+
+
+def _postconfig_downloads(task: Task) -> dict[str, str]:
+    """The guest paths the postconfig's ``download`` steps write, with their URLs."""
+    found: dict[str, str] = {}
+    for step in task.evaluator.postconfig:
+        if step.type != "download" or not isinstance(step.parameters.get("files"), list):
+            continue
+        for entry in step.parameters["files"]:
+            if isinstance(entry, dict):
+                path, url = entry.get("path"), entry.get("url")
+                if isinstance(path, str) and isinstance(url, str) and path and url:
+                    found[posixpath.normpath(path)] = url
+    return found
 
 
 def _file_pairs(call: MetricCall) -> list[GoldFile] | str:

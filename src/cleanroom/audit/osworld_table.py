@@ -8,11 +8,13 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from cleanroom.audit.findings import NOT_RUN, STAGE_ORDER, Stage, StageResult
+from cleanroom.audit.findings import MADE_FILES, NOT_RUN, STAGE_ORDER, Stage, StageResult
 from cleanroom.audit.jobs import JobKind
 from cleanroom.audit.records import JobRecord
 from cleanroom.audit.summary import AuditSummary
 
+# The verdicts of a task whose audit ended; any other is a job not done yet.
+ENDED = frozenset({"clean", "flagged", "could not audit", NOT_RUN})
 STAGE_HEADS = {"t0": "t=0", "noop": "no-op", "gold": "gold"}
 # What a sound checker gives in each stage, as the page explains it.
 STAGE_RULES = {
@@ -33,6 +35,8 @@ class AuditRow:
     stages: dict[str, Stage]
     verdict: str
     why: str  # why the task was not run, or its first finding's or unmade check's words
+    # The stages that went the wrong way over made files (no finding on the checker).
+    over_made_files: frozenset[str] = frozenset()
 
 
 def audit_rows(summary: AuditSummary) -> list[AuditRow]:
@@ -53,13 +57,24 @@ def _row(summary: AuditSummary, record: JobRecord) -> AuditRow:
         elif audit.unaudited:
             gap = audit.unaudited[0]
             why = f"{gap.check}: {gap.detail.splitlines()[0] if gap.detail else gap.reason}"
+    made = (
+        frozenset(u.check for u in audit.unaudited if u.reason == MADE_FILES)
+        if audit is not None
+        else frozenset()
+    )
     return AuditRow(
-        record.job.name, Path(record.job.path).parent.name, stages, summary.verdict_of(record), why
+        record.job.name,
+        Path(record.job.path).parent.name,
+        stages,
+        summary.verdict_of(record),
+        why,
+        made,
     )
 
 
-def stage_cell(stage: Stage | None) -> str:
-    """A stage as one cell: what the checker gave, and whether that is a sound answer."""
+def stage_cell(stage: Stage | None, over_made_files: bool = False) -> str:
+    """A stage as one cell: what the checker gave, and whether that is a sound answer
+    (or, ``over_made_files``, that made files decided it)."""
     if stage is None:
         return "-"
     if stage.result is StageResult.NOT_RUN:
@@ -68,7 +83,9 @@ def stage_cell(stage: Stage | None) -> str:
         return f"invalid ({stage.why})" if stage.why else "invalid"
     passed = (stage.expect == "success") == (stage.result is StageResult.AS_EXPECTED)
     said = "passes" if passed else "fails"
-    return said if stage.result is StageResult.AS_EXPECTED else f"{said.upper()} (wrong)"
+    if stage.result is StageResult.AS_EXPECTED:
+        return said
+    return f"{said} (made files)" if over_made_files else f"{said.upper()} (wrong)"
 
 
 def stage_counts(rows: list[AuditRow]) -> dict[str, Counter[str]]:
@@ -83,20 +100,62 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def audit_markdown(summary: AuditSummary, command: str) -> str:
-    """The Markdown page of the audit; ``command`` is how it was made (shown on the page)."""
+@dataclass(frozen=True)
+class PageSource:
+    """How the page was made: the audit's command, and the command that made its mirror
+    when the mirror's files were made here (`mirror_fill.made_files_in`), not fetched."""
+
+    command: str
+    made_mirror_command: str | None = None
+    made_files: int = 0
+
+
+# What made files mean for the stages, as the page says it.
+MADE_FILES_NOTE = (
+    "The task files are **made, not OSWorld's**: the mirror holds, for every dataset URL",
+    "a task names, a small file of the kind its name says, seeded by its URL",
+    "(`cleanroom osworld mirror --made`). So each task's setup, getters and metric run end",
+    "to end, on files that are not the task's. At t=0 and after the no-op the checker",
+    "compares the file the setup put there with a different made file; at gold it compares",
+    "the made expected file with itself, so a pass there says the checker reads and",
+    "compares what the pipeline produces, not that it accepts OSWorld's own expected file.",
+    "A checker that looks for particular cells, slides or words fails on made files for",
+    "want of them, and one that passes at t=0 may pass on what the made files lack (two",
+    "documents with no images compare equal) rather than on what the task's files hold.",
+    "So a stage that goes the wrong way over made files is no finding on the checker: the",
+    "task is *could not audit*, the cell says *(made files)*, and the evidence is kept.",
+)
+
+
+def audit_markdown(summary: AuditSummary, source: PageSource | str) -> str:
+    """The Markdown page of the audit; ``source`` says how it was made (shown on the
+    page: a bare string is the audit's command alone)."""
+    if isinstance(source, str):
+        source = PageSource(source)
     rows = audit_rows(summary)
     verdicts = Counter(r.verdict for r in rows)
-    ran = len(rows) - verdicts[NOT_RUN]
+    unfinished = [r for r in rows if r.verdict not in ENDED]
+    ran = len(rows) - verdicts[NOT_RUN] - len(unfinished)
+    made = sum(bool(r.over_made_files) for r in rows if r.verdict == "could not audit")
+    commands = [source.command]
+    if source.made_mirror_command is not None:
+        commands.insert(0, source.made_mirror_command)
     out = [
         "# OSWorld checkers audited by execution",
         "",
         "<!-- Generated: do not edit. Regenerate from the repository's root with",
-        f"     {command} -->",
+        *(f"     {c}" for c in commands),
+        "-->",
         "",
-        f"Made by `{command}`: every task of OSWorld's task set that runs here, set up in",
-        "an environment of a pool of desktops and checked by its own checker with no agent",
-        "acting (see [the audit](audit.md#osworld-tasks-by-execution)). Each stage:",
+        "Made by",
+        "",
+        "```",
+        *commands,
+        "```",
+        "",
+        "Every task of OSWorld's task set that runs here, set up in an environment of a pool",
+        "of desktops and checked by its own checker with no agent acting (see",
+        "[the audit](audit.md#osworld-tasks-by-execution)). Each stage:",
         "",
     ]
     out += [f"- **{STAGE_HEADS[name]}**: {STAGE_RULES[name]}." for name in STAGE_ORDER]
@@ -106,11 +165,22 @@ def audit_markdown(summary: AuditSummary, command: str) -> str:
         "setup step, a getter or a metric that could not run): that is never a flag on the",
         "checker. *n/a*: the task file names no gold state of these kinds.",
         "",
+    ]
+    if source.made_files:
+        out += [*MADE_FILES_NOTE, f"The mirror held {source.made_files} made files.", ""]
+    out += [
         "## Counts",
         "",
-        f"- tasks: {len(rows)}; run: {ran}; not run: {verdicts[NOT_RUN]}",
+        f"- tasks: {len(rows)}; run: {ran}; not run: {verdicts[NOT_RUN]}"
+        + (
+            f"; not audited yet: {len(unfinished)} (the audit was stopped: the same"
+            " command with its --run-dir goes on where it stopped)"
+            if unfinished
+            else ""
+        ),
         f"- clean: {verdicts['clean']}; flagged: {verdicts['flagged']};"
-        f" could not audit: {verdicts['could not audit']}",
+        f" could not audit: {verdicts['could not audit']}"
+        f" ({made} of them for a stage the made files decided)",
         "",
         "| stage | as expected | wrong | invalid | n/a |",
         "|---|---|---|---|---|",
@@ -121,8 +191,8 @@ def audit_markdown(summary: AuditSummary, command: str) -> str:
     out += ["", "## Tasks run", ""]
     heads = ["task", "domain", *(STAGE_HEADS[n] for n in STAGE_ORDER), "verdict", "why"]
     out += ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
-    for r in (r for r in rows if r.verdict != NOT_RUN):
-        cells = [stage_cell(r.stages.get(n)) for n in STAGE_ORDER]
+    for r in (r for r in rows if r.verdict != NOT_RUN and r.verdict in ENDED):
+        cells = [stage_cell(r.stages.get(n), n in r.over_made_files) for n in STAGE_ORDER]
         out.append(
             f"| `{r.task}` | {r.domain} | "
             + " | ".join(_md(c) for c in cells)

@@ -23,7 +23,7 @@ from rich.table import Table
 from cleanroom.audit.findings import NO_ORACLE, STAGE_ORDER, Flag, TaskAudit
 from cleanroom.audit.job import AuditSettings
 from cleanroom.audit.jobs import AuditInputError, AuditJob, JobKind
-from cleanroom.audit.osworld_table import STAGE_HEADS, audit_markdown, stage_cell
+from cleanroom.audit.osworld_table import STAGE_HEADS, PageSource, audit_markdown, stage_cell
 from cleanroom.audit.pool import JobPool, LocalPool
 from cleanroom.audit.probes import DEFAULT_PROBES
 from cleanroom.audit.run import run_audit
@@ -41,6 +41,8 @@ from cleanroom.cli.styles import AUDIT_VERDICT, FLAG_SEVERITY
 from cleanroom.cli.verify import parse_image_map, read_image_map_file
 from cleanroom.core.errors import ExtraNotInstalledError
 from cleanroom.store.auditdb import AuditStoreError
+from cleanroom.verifiers.osworld.mirror import Mirror
+from cleanroom.verifiers.osworld.mirror_fill import made_files_in
 
 
 def audit(
@@ -161,13 +163,25 @@ def audit(
     if as_json:
         typer.echo(json.dumps(summary.to_json()))
     elif markdown:
-        shown = " ".join(str(p) for p in paths) + (" --mirror MIRROR" if chosen else "")
-        typer.echo(audit_markdown(summary, f"cleanroom audit {shown} --markdown"), nl=False)
+        typer.echo(audit_markdown(summary, _page_source(paths, chosen, desktops)), nl=False)
     else:
         print_summary(summary, Console())
         if html is not None:
             Console().print(f"HTML: {html}", markup=False)
     raise typer.Exit(summary.exit_code)
+
+
+def _page_source(paths: list[Path], mirror: Mirror | None, desktops: int) -> PageSource:
+    """How the page was made, as the page shows it: the mirror by a placeholder (its folder
+    is this machine's), and the command that made it when its files were made here."""
+    shown = " ".join(str(p) for p in paths)
+    command = f"cleanroom audit {shown}" + (" --mirror MIRROR" if mirror else "")
+    command += f" --desktops {desktops} --markdown > docs/osworld-audit.md"
+    made = 0 if mirror is None or mirror.is_url else made_files_in(Path(mirror.location))
+    if not made:
+        return PageSource(command)
+    fill = f"cleanroom osworld mirror {shown} --made --to MIRROR"
+    return PageSource(command, made_mirror_command=fill, made_files=made)
 
 
 def _run_with_progress(

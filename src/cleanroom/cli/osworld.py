@@ -28,7 +28,12 @@ from cleanroom.verifiers.osworld.coverage import (
 )
 from cleanroom.verifiers.osworld.download import TASK_FILE_CAP_BYTES
 from cleanroom.verifiers.osworld.evaluator import check_task
-from cleanroom.verifiers.osworld.mirror import DATASET_URL, Mirror, task_file_urls
+from cleanroom.verifiers.osworld.mirror import (
+    DATASET_URL,
+    Mirror,
+    task_file_names,
+    task_file_urls,
+)
 from cleanroom.verifiers.osworld.mirror_fill import (
     MANIFEST_NAME,
     FileState,
@@ -337,7 +342,8 @@ def _print_coverage(rows: list[TaskCoverage], errors: list[str]) -> None:
     "mirror",
     help="Fetch every file the tasks' download steps and cloud_file getters name into a"
     f" folder that --mirror reads; files already there are kept; {MANIFEST_NAME} lists"
-    " each file's URL, size and sha256.",
+    " each file's URL, size and sha256. With --made, make each file here instead (no"
+    " network): a small file of the kind its name says, seeded by its URL, not OSWorld's.",
 )
 def mirror(
     paths: TaskPaths,
@@ -350,11 +356,25 @@ def mirror(
     cap: Annotated[
         int, typer.Option("--max-file-bytes", help="Refuse a file larger than this.")
     ] = TASK_FILE_CAP_BYTES,
+    made: Annotated[
+        bool,
+        typer.Option(
+            "--made",
+            help="Make each missing file here (a file of its kind, seeded by its URL) instead"
+            " of fetching it; the index marks it as made.",
+        ),
+    ] = False,
     as_json: AsJson = False,
 ) -> None:
     listed = _task_list(paths)
     urls = [u for t in listed.tasks for u in task_file_urls(t)]
-    report = fill_mirror(urls, to, source=source, timeout=timeout, cap=cap)
+    saved_as: dict[str, tuple[str, ...]] = {}
+    for t in listed.tasks:
+        for url, names in task_file_names(t).items():
+            saved_as[url] = tuple(dict.fromkeys(saved_as.get(url, ()) + names))
+    report = fill_mirror(
+        urls, to, source=source, timeout=timeout, cap=cap, make=made, saved_as=saved_as
+    )
     errors = [str(e) for e in listed.errors]
     if as_json:
         _print_json({"tasks": len(listed.tasks), **report.to_json(), "errors": errors})
@@ -372,6 +392,7 @@ def _print_fill(report: FillReport, tasks: int, errors: list[str]) -> None:
     console.print(
         f"{len(report.files)} files of {tasks} tasks in {report.folder}:"
         f" {report.count(FileState.FETCHED)} fetched ({report.fetched_bytes} bytes),"
+        f" {report.count(FileState.MADE)} made ({report.made_bytes} bytes),"
         f" {report.count(FileState.PRESENT)} already there,"
         f" {report.count(FileState.FAILED)} failed."
     )

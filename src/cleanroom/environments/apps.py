@@ -35,6 +35,7 @@ PACKAGES = (
     "gimp",
     "gtk2-engines-pixbuf",
     "vlc",
+    "totem",
     "thunderbird",
     "socat",
     "libglib2.0-bin",
@@ -87,11 +88,80 @@ qt-privacy-ask=0
 """
 
 
+# The sound server's settings: the system's, then its sink at half volume. With no sound
+# card the server's only sink is the null sink, which starts at 100%; a desktop's starts
+# lower, and a task that asks for the volume at its maximum must have something to do.
+PULSE_SETTINGS_PATH = ".config/pulse/default.pa"
+SINK_VOLUME = 0x8000  # half of PulseAudio's 100% (0x10000)
+PULSE_SETTINGS = f""".include /etc/pulse/default.pa
+set-sink-volume @DEFAULT_SINK@ {SINK_VOLUME}
+"""
+
+# The default apps as GNOME on Ubuntu has them: videos open in Totem (GNOME Videos).
+MIME_APPS_PATH = ".config/mimeapps.list"
+VIDEO_PLAYER = "org.gnome.Totem.desktop"
+# The video types OSWorld's default_video_player getter asks ``xdg-mime`` about, all of
+# which GNOME gives Totem.
+VIDEO_TYPES = (
+    "3gp",
+    "3gpp",
+    "3gpp2",
+    "avi",
+    "divx",
+    "dv",
+    "fli",
+    "flv",
+    "mp2t",
+    "mp4",
+    "mp4v-es",
+    "mpeg",
+    "mpeg-system",
+    "msvideo",
+    "ogg",
+    "quicktime",
+    "vnd.divx",
+    "vnd.mpegurl",
+    "vnd.rn-realvideo",
+    "webm",
+    "x-anim",
+    "x-avi",
+    "x-flc",
+    "x-fli",
+    "x-flv",
+    "x-m4v",
+    "x-matroska",
+    "x-mpeg",
+    "x-mpeg-system",
+    "x-mpeg2",
+    "x-ms-asf",
+    "x-ms-asf-plugin",
+    "x-ms-asx",
+    "x-ms-wm",
+    "x-ms-wmv",
+    "x-ms-wmx",
+    "x-ms-wvx",
+    "x-msvideo",
+    "x-nsv",
+    "x-ogm",
+    "x-ogm+ogg",
+    "x-theora",
+    "x-theora+ogg",
+)
+MIME_APPS = "[Default Applications]\n" + "".join(
+    f"video/{kind}={VIDEO_PLAYER}\n" for kind in VIDEO_TYPES
+)
+
+
 def write_home_settings(home: Path) -> None:
     """Put the apps' settings into a home (the template every home is restored from)."""
-    vlcrc = home / VLC_SETTINGS_PATH
-    vlcrc.parent.mkdir(parents=True, exist_ok=True)
-    vlcrc.write_text(VLC_SETTINGS)
+    for relative, text in (
+        (VLC_SETTINGS_PATH, VLC_SETTINGS),
+        (PULSE_SETTINGS_PATH, PULSE_SETTINGS),
+        (MIME_APPS_PATH, MIME_APPS),
+    ):
+        path = home / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
 
 
 def install_chrome(bin_dir: Path) -> list[Path]:

@@ -128,3 +128,21 @@ def test_a_result_file_the_setup_does_not_download_is_placed_after_it() -> None:
     plan = gold_plan(parse_task(raw))
     assert isinstance(plan, GoldPlan)
     assert gold_setup(raw, plan)[1] == plan.files
+
+
+def test_an_expected_file_a_postconfig_step_downloads_is_taken_from_that_steps_url() -> None:
+    download = {
+        "type": "download",
+        "parameters": {"files": [{"url": URL + "g.xlsx", "path": "/home/user/g.xlsx"}]},
+    }
+    plan = gold_plan(
+        task(
+            {
+                "postconfig": [download],
+                "func": "compare_table",
+                "result": vm_file("/home/user/a.xlsx"),
+                "expected": vm_file("/home/user/g.xlsx"),
+            }
+        )
+    )
+    assert plan == GoldPlan(files=(GoldFile("cloud_file", URL + "g.xlsx", "/home/user/a.xlsx"),))

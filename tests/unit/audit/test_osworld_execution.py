@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cleanroom.audit.desktop_job import not_run_reason
+from cleanroom.audit.desktop_job import files_made_here, not_run_reason
 from cleanroom.audit.findings import (
+    MADE_FILES,
     NOT_RUN,
     CheckerRun,
     Flag,
@@ -19,7 +20,7 @@ from cleanroom.audit.findings import (
     judge_osworld,
 )
 from cleanroom.audit.jobs import AuditJob, JobKind
-from cleanroom.audit.osworld_table import audit_markdown, stage_cell
+from cleanroom.audit.osworld_table import PageSource, audit_markdown, stage_cell
 from cleanroom.audit.records import JobRecord
 from cleanroom.audit.summary import EXIT_CLEAN, EXIT_FLAGGED, AuditSummary
 from cleanroom.core.outcomes import Outcome, Reason
@@ -101,6 +102,57 @@ def test_a_task_that_needs_what_this_machine_lacks_is_not_run_and_does_not_fail_
     assert "- tasks: 2; run: 1; not run: 1" in page
     assert "| `b` | os | fails | fails | - | clean |  |" in page
     assert "| needs VS Code | 1 |" in page
+
+
+def test_a_page_over_made_files_gives_both_commands_at_its_top_and_says_the_files_are_made() -> (
+    None
+):
+    clean = judge_osworld([run("t0", Outcome.failure()), run("noop", Outcome.failure())])
+    summary = AuditSummary((_record("b", clean),), "run", "here", {})
+    source = PageSource(
+        "cleanroom audit T --mirror MIRROR --markdown",
+        made_mirror_command="cleanroom osworld mirror T --made --to MIRROR",
+        made_files=7,
+    )
+    page = audit_markdown(summary, source)
+    top = page.split("-->")[0]
+    assert top.index("osworld mirror T --made") < top.index("cleanroom audit T --mirror")
+    assert "**made, not OSWorld's**" in page and "The mirror held 7 made files." in page
+
+
+def test_a_page_over_fetched_files_says_nothing_of_made_ones() -> None:
+    summary = AuditSummary((), "run", "here", {})
+    assert "made, not OSWorld's" not in audit_markdown(summary, PageSource("cleanroom audit T"))
+
+
+def test_a_stage_wrong_over_made_files_is_a_check_not_made_with_the_checkers_evidence() -> None:
+    audit = judge_osworld(
+        [run("t0", Outcome.success(**DETAILS)), run("noop", Outcome.failure())], made_files=True
+    )
+    assert audit.findings == () and audit.verdict == "could not audit"
+    (gap,) = audit.unaudited
+    assert gap.check == "t0" and gap.reason == MADE_FILES
+    assert "over made files" in gap.detail and "metric[0] exact_match: 1.0" in gap.detail
+
+
+def test_the_page_says_made_files_decided_a_stage_not_that_the_checker_is_wrong() -> None:
+    audit = judge_osworld(
+        [run("t0", Outcome.success()), run("noop", Outcome.failure())], made_files=True
+    )
+    page = audit_markdown(AuditSummary((_record("a", audit),), "run", "here", {}), "c")
+    assert "| `a` | os | passes (made files) | fails | - | could not audit |" in page
+    assert "could not audit: 1 (1 of them for a stage the made files decided)" in page
+
+
+def test_a_tasks_files_are_made_here_when_the_mirrors_index_marks_them(tmp_path: Path) -> None:
+    from cleanroom.verifiers.osworld.mirror import task_file_urls
+    from cleanroom.verifiers.osworld.mirror_fill import fill_mirror
+
+    task = load_task(EXAMPLES / "libreoffice_calc/035f41ba-6653-43ab-aa63-c86d449d62e5.json")
+    assert not files_made_here(task, Mirror(str(tmp_path)))
+    fill_mirror(task_file_urls(task), tmp_path, make=True)
+    assert files_made_here(task, Mirror(str(tmp_path)))
+    assert not files_made_here(task, None)
 
 
 def test_a_flagged_task_makes_the_audit_exit_1() -> None:

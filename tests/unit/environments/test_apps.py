@@ -74,3 +74,23 @@ def test_a_home_starts_with_vlcs_web_interface_on_and_osworlds_password(tmp_path
     assert vlcrc["core"]["extraintf"] == "http"
     assert vlcrc["core"]["http-port"] == "8080"
     assert vlcrc["lua"]["http-password"] == "password"
+
+
+def test_a_homes_sound_server_starts_from_the_systems_settings_with_its_sink_at_half(
+    tmp_path: Path,
+) -> None:
+    home = build_template(tmp_path / "template")
+    lines = (home / apps.PULSE_SETTINGS_PATH).read_text().splitlines()
+    assert lines[0] == ".include /etc/pulse/default.pa"
+    assert lines[-1] == "set-sink-volume @DEFAULT_SINK@ 32768"
+
+
+def test_a_home_opens_every_video_type_the_getter_asks_about_in_totem(tmp_path: Path) -> None:
+    from cleanroom.verifiers.osworld.getters.app_config import VIDEO_TYPES
+
+    home = build_template(tmp_path / "template")
+    mimeapps = configparser.ConfigParser(delimiters=("=",))
+    mimeapps.optionxform = str  # type: ignore[assignment,method-assign]
+    mimeapps.read(home / apps.MIME_APPS_PATH)
+    defaults = mimeapps["Default Applications"]
+    assert {defaults[f"video/{kind}"] for kind in VIDEO_TYPES} == {"org.gnome.Totem.desktop"}

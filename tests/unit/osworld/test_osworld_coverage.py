@@ -179,6 +179,25 @@ def test_a_program_whose_name_starts_with_code_is_not_vs_code() -> None:
     assert task_needs(make([step("launch", command=["codec-info"])])) == frozenset()
 
 
+@pytest.mark.parametrize(
+    ("config", "evaluator"),
+    [
+        ([], {**CHECKED, "result": {"type": "vm_command_line", "command": "timedatectl status"}}),
+        ([step("execute", command=["systemctl", "--user", "restart", "x"])], None),
+        ([step("execute", command="sudo /usr/bin/hostnamectl set-hostname a", shell=True)], None),
+    ],
+)
+def test_a_tool_of_the_service_manager_in_a_step_or_a_getter_needs_a_system_service(
+    config: list[dict[str, Any]], evaluator: dict[str, Any] | None
+) -> None:
+    assert task_needs(make(config, evaluator)) == {Need.SYSTEM_SERVICE}
+
+
+def test_a_word_that_only_contains_a_service_tools_name_needs_no_system_service() -> None:
+    command = "cat /home/user/my-systemctl-notes.txt; echo timedatectl_status"
+    assert task_needs(make([step("execute", command=command, shell=True)])) == frozenset()
+
+
 # -- what runs ----------------------------------------------------------------------------
 
 

@@ -156,3 +156,30 @@ def test_related_apps_are_kept_and_a_non_list_is_named() -> None:
     assert task.related_apps == ("gimp",)
     with pytest.raises(TaskFileError, match="related_apps"):
         parse_task({"id": "t", "related_apps": "gimp", "evaluator": {"func": "infeasible"}})
+
+
+def test_a_task_in_another_home_names_that_home_in_its_steps_getters_and_options() -> None:
+    from cleanroom.verifiers.osworld.task import parse_task, task_in_home
+
+    task = parse_task(
+        {
+            "id": "t",
+            "instruction": "Edit /home/user/a.txt.",
+            "config": [{"type": "open", "parameters": {"path": "/home/user/a.txt"}}],
+            "evaluator": {
+                "func": "check",
+                "result": {"type": "vm_file", "path": "/home/user/a.txt", "dest": "a.txt"},
+                "expected": {"type": "rule", "rules": {"uri": "file:///home/user/b.png"}},
+                "options": {"keep": "/home/username/c"},
+            },
+        }
+    )
+    moved = task_in_home(task, "/pool/homes/env01")
+    assert moved.config[0].parameters["path"] == "/pool/homes/env01/a.txt"
+    call = moved.evaluator.calls[0]
+    assert call.result.config["path"] == "/pool/homes/env01/a.txt"
+    assert call.expected is not None
+    assert call.expected.config["rules"]["uri"] == "file:///pool/homes/env01/b.png"
+    assert call.options == {"keep": "/home/username/c"}
+    assert moved.instruction == "Edit /home/user/a.txt."
+    assert task_in_home(task, "/home/user") is task

@@ -18,6 +18,9 @@ these rules (`NEED_RULES`, printed with every report):
 - **VS Code**: ``related_apps`` names ``vs_code`` (or ``vscode``), a step launches
   ``code``, or a ``vscode_config`` getter reads its settings; VS Code is not packaged
   for Debian, so the desktop image does not have it.
+- **system service**: a step, a getter or a metric's options run a tool of the service
+  manager (``timedatectl``, ``systemctl``, ``hostnamectl``, ...): it asks systemd, which
+  an environment here does not run, so the tool answers nothing a checker can read.
 
 A task *runs here* when no piece is missing and it needs none of these; it runs *with a
 mirror* when the mirror is all it needs.
@@ -44,7 +47,20 @@ class Need(StrEnum):
     LIVE_WEB = "live web"
     ACCOUNT = "account"
     VS_CODE = "VS Code"
+    SYSTEM_SERVICE = "system service"
 
+
+# The service manager's own tools: each asks a running systemd over D-Bus.
+SYSTEMD_TOOLS = (
+    "timedatectl",
+    "systemctl",
+    "hostnamectl",
+    "localectl",
+    "loginctl",
+    "journalctl",
+    "resolvectl",
+    "busctl",
+)
 
 NEED_RULES: dict[Need, str] = {
     Need.MIRROR: "fetches files (a download or update_browse_history step or a cloud_file getter)",
@@ -54,6 +70,8 @@ NEED_RULES: dict[Need, str] = {
     Need.ACCOUNT: "has a googledrive or login step or a googledrive_file getter",
     Need.VS_CODE: "names vs_code or vscode in related_apps, launches code in a step, or"
     " reads vscode_config (VS Code is not packaged for Debian)",
+    Need.SYSTEM_SERVICE: "runs a tool of the service manager (" + ", ".join(SYSTEMD_TOOLS) + ")"
+    " in a step, a getter or a metric's options (no environment here runs systemd)",
 }
 """Each need's rule, as reports print it: what a task that has the need does."""
 
@@ -63,6 +81,7 @@ VS_CODE_APPS = frozenset({"vs_code", "vscode"})
 VS_CODE_GETTERS = frozenset({"vscode_config"})
 VS_CODE_PROGRAM = "code"
 
+_SYSTEMD_TOOL = re.compile(r"(?<![\w./-])(?:/usr)?(?:/s?bin/)?(" + "|".join(SYSTEMD_TOOLS) + r")\b")
 _URL = re.compile(r"https?://[^\s\"'<>]+", re.IGNORECASE)
 _LOOPBACK = re.compile(r"https?://(localhost|127\.[0-9.]+|\[::1\])([:/]|$)", re.IGNORECASE)
 # An install command and the words after it, up to the end of that command.
@@ -121,6 +140,15 @@ def _fetches_packages(command: str) -> bool:
     return False
 
 
+def systemd_tools(task: Task) -> tuple[str, ...]:
+    """The service manager's tools a task's steps, getters or metric options run."""
+    places: list[Any] = _step_values(task.config + task.evaluator.postconfig)
+    places += [g.config for g in task.getters()]
+    places += [c.options for c in task.evaluator.calls]
+    found = (m.group(1) for text in _strings(places) for m in _SYSTEMD_TOOL.finditer(text))
+    return tuple(dict.fromkeys(found))
+
+
 def _launches_vs_code(task: Task) -> bool:
     for step in task.config + task.evaluator.postconfig:
         command = step.parameters.get("command")
@@ -148,6 +176,8 @@ def task_needs(task: Task) -> frozenset[Need]:
         or _launches_vs_code(task)
     ):
         needs.add(Need.VS_CODE)
+    if systemd_tools(task):
+        needs.add(Need.SYSTEM_SERVICE)
     return frozenset(needs)
 
 
@@ -305,7 +335,9 @@ def coverage_markdown(rows: list[TaskCoverage], source: str) -> str:
         "",
         "A task **runs here** when every piece is implemented and it needs nothing below;",
         "it runs **with a mirror** when a mirror of OSWorld's file dataset is all it needs",
-        "(`cleanroom osworld mirror` fills one). A task needs:",
+        "(`cleanroom osworld mirror` fills one, or makes one with `--made`). Every task that",
+        "runs, here or with a mirror, is set up and checked by execution in",
+        "[the execution audit](osworld-audit.md). A task needs:",
         "",
     ]
     out += [f"- **{n.value}** when it {NEED_RULES[n]}." for n in Need]

@@ -50,7 +50,7 @@ from cleanroom.verifiers.osworld.own_metrics import OWN_METRICS, TRUSTED_GETTERS
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.setup_steps import SetupStepFailed, StepContext, run_steps
 from cleanroom.verifiers.osworld.support import missing_for_check
-from cleanroom.verifiers.osworld.task import GetterSpec, MetricCall, Task
+from cleanroom.verifiers.osworld.task import GetterSpec, MetricCall, Task, task_in_home
 from cleanroom.verifiers.osworld.task_cache import TaskCache
 
 FAIL = "FAIL"
@@ -94,7 +94,8 @@ class TaskRun:
     """
 
     def __init__(self, task: Task, guest: Guest, settings: CheckSettings | None = None) -> None:
-        self.task = task
+        # The task's paths name OSWorld's home; the guest's user has its own.
+        self.task = task_in_home(task, guest.home)
         self.guest = guest
         self.settings = settings or CheckSettings()
         self.cache = TaskCache(self.settings.cache_root, task.id)

@@ -164,6 +164,30 @@ def task_file_urls(task: Task) -> tuple[str, ...]:
     return tuple(dict.fromkeys(urls))
 
 
+def task_file_names(task: Task) -> dict[str, tuple[str, ...]]:
+    """For each URL the task fetches, the names it saves the file under (a ``download``
+    step's path, a ``cloud_file`` getter's ``dest``), which say its kind where the
+    dataset's own name does not (``note-taking-strategies.file`` saved as ``.pptx``)."""
+    names: dict[str, list[str]] = {}
+    for step in task.config + task.evaluator.postconfig:
+        if step.type == "download" and isinstance(step.parameters.get("files"), list):
+            for f in step.parameters["files"]:
+                if _has_url(f, "url") and _is_text(f.get("path")):
+                    names.setdefault(str(f["url"]), []).append(str(f["path"]).rsplit("/", 1)[-1])
+    for getter in task.getters():
+        if getter.type == "cloud_file":
+            paths, dests = getter.config.get("path"), getter.config.get("dest")
+            pairs = (
+                zip(paths, dests, strict=False)
+                if isinstance(paths, list) and isinstance(dests, list)
+                else [(paths, dests)]
+            )
+            for url, dest in pairs:
+                if _is_text(url) and _is_text(dest):
+                    names.setdefault(str(url), []).append(str(dest))
+    return {url: tuple(dict.fromkeys(n)) for url, n in names.items()}
+
+
 def _has_url(entry: Any, key: str) -> bool:
     return isinstance(entry, dict) and _is_text(entry.get(key))
 

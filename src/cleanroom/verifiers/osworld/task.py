@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -241,3 +242,52 @@ def find_task_files(paths: list[str | os.PathLike[str]]) -> list[Path]:
         else:
             found.append(p)
     return found
+
+
+OSWORLD_HOME = "/home/user"
+"""The home of the user OSWorld's tasks run as, which their paths name."""
+
+# OSWorld's home as a path or a file URI, not a longer name (``/home/username``) nor a
+# path beneath another folder (``/srv/home/user``).
+_OSWORLD_HOME = re.compile(r"(?:(?<=file://)|(?<![\w./-]))/home/user(?![\w.-])")
+
+
+def rehome_text(text: str, home: str) -> str:
+    """``text`` with every path (or file URI) under OSWorld's home moved under ``home``."""
+    return _OSWORLD_HOME.sub(lambda _: home, text)
+
+
+def _rehome(value: Any, home: str) -> Any:
+    if isinstance(value, str):
+        return rehome_text(value, home)
+    if isinstance(value, list):
+        return [_rehome(v, home) for v in value]
+    if isinstance(value, dict):
+        return {k: _rehome(v, home) for k, v in value.items()}
+    return value
+
+
+def task_in_home(task: Task, home: str) -> Task:
+    """The task with the paths its setup, getters and metric options name under OSWorld's
+    home (``/home/user``) moved under ``home``: the guest's own home, where its user's
+    files are. The instruction is left as the task wrote it."""
+    if home == OSWORLD_HOME:
+        return task
+
+    def steps(items: tuple[SetupStep, ...]) -> tuple[SetupStep, ...]:
+        return tuple(SetupStep(s.type, _rehome(s.parameters, home)) for s in items)
+
+    def getter(spec: GetterSpec | None) -> GetterSpec | None:
+        return None if spec is None else GetterSpec(spec.type, _rehome(spec.config, home))
+
+    calls = tuple(
+        MetricCall(
+            c.func,
+            GetterSpec(c.result.type, _rehome(c.result.config, home)),
+            getter(c.expected),
+            _rehome(c.options, home),
+        )
+        for c in task.evaluator.calls
+    )
+    evaluator = replace(task.evaluator, calls=calls, postconfig=steps(task.evaluator.postconfig))
+    return replace(task, config=steps(task.config), evaluator=evaluator)
