@@ -184,3 +184,11 @@ def test_a_task_that_fetches_files_runs_only_with_a_mirror_that_holds_them(tmp_p
     for name in ("Essay_Writing_English_for_uni.docx", "Essay_Writing_English_for_uni_Gold.docx"):
         (folder / name).write_bytes(b"x")
     assert not_run_reason(writer, mirror) == ""
+
+
+def test_the_page_writes_a_pools_home_as_a_tilde_so_every_run_gives_the_same_page() -> None:
+    from cleanroom.audit.osworld_table import _md
+
+    text = "no file '/var/lib/cleanroom/pools/1f82d8/homes/env01/Desktop/a b.pdf' | x"
+    assert _md(text) == "no file '~/Desktop/a b.pdf' \\| x"
+    assert _md("/srv/pools/0a/homes/env02.b") == "~"
