@@ -10,6 +10,7 @@ getters cleanroom lacks) are listed in the same file with the reason."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -92,3 +93,15 @@ def test_a_task_fails_at_the_start_and_after_a_no_op_and_passes_after_its_oracle
         pause = 1.5 if action["action_type"] == "TYPING" else 0.5
         env.step(_concrete(env, action), pause=pause)
     assert env.evaluate() == 1.0  # after the oracle
+
+
+def test_the_docs_table_says_what_the_oracles_file_says() -> None:
+    page = (REPO / "docs/verifiers/osworld-agents.md").read_text()
+    rows = dict(re.findall(r"^\| ([0-9a-f]{8}) \|[^|]+\|[^|]+\| (yes|no) \|", page, re.M))
+    assert rows == {
+        t[:8]: "yes" if t in ORACLES["oracles"] else "no"
+        for t in (*ORACLES["oracles"], *ORACLES["excluded"])
+    }
+    for task, entry in ORACLES["excluded"].items():
+        assert f"| {task[:8]} |" in page and f"| {entry['why']} |" in page, task
+    assert f"the {len(ORACLES['oracles'])} that can run offline here" in page
