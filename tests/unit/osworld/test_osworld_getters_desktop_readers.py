@@ -194,6 +194,15 @@ def test_a_tree_the_reader_would_not_write_is_a_getter_failure() -> None:
         )
 
 
+def test_a_tree_cut_by_the_time_bound_is_a_getter_failure() -> None:
+    with pytest.raises(GetterFailed, match="out of time"):
+        tree_from_answer(helper_answer(ok=True, xml=TREE, truncated=True, cut=["time"]))
+
+
+def test_a_tree_cut_by_the_node_bound_is_the_value() -> None:
+    assert tree_from_answer(helper_answer(ok=True, xml=TREE, truncated=True, cut=["nodes"])) == TREE
+
+
 def test_an_answer_over_the_cap_is_a_getter_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(accessibility.atspi, "MAX_ANSWER_BYTES", 100)
     with pytest.raises(GetterFailed, match="over 100 bytes"):

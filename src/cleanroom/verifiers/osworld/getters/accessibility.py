@@ -8,8 +8,9 @@ the metric sees the tree an agent would be shown.
 
 The reader runs among the agent's programs, so its answer is read as untrusted: within
 a time limit, at most `atspi.MAX_ANSWER_BYTES`, and the tree checked to be the XML the
-reader writes (`atspi.checked_tree`). A reader that cannot run or answer is the
-infrastructure's fault (`GetterFailed`); OSWorld would give None and its metric crash.
+reader writes (`atspi.checked_tree`). A reader that cannot run or answer, or that ran
+out of time walking the tree, is the infrastructure's fault (`GetterFailed`); OSWorld
+would give None and its metric crash.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ _GRACE_S = 15.0  # beyond the reader's own tree limit, for starting it and its a
 
 def tree_from_answer(stdout: bytes) -> str:
     """The tree in the reader's one-line answer; `GetterFailed` when the answer is too
-    long, no JSON, an error, or not the XML the reader writes."""
+    long, no JSON, an error, not the XML the reader writes, or a tree the reader's time
+    bound cut short. A tree cut by its other bounds is the value: its node and size
+    bounds are reached by what the agent left on the bus, and its depth and width bounds
+    are OSWorld's own."""
     if len(stdout) > atspi.MAX_ANSWER_BYTES:
         raise GetterFailed(f"the accessibility reader answered over {atspi.MAX_ANSWER_BYTES} bytes")
     try:
@@ -48,6 +52,11 @@ def tree_from_answer(stdout: bytes) -> str:
     if answer.get("ok") is not True:
         why = excerpt(str(answer.get("error", "no reason given")), 500)
         raise GetterFailed(f"the accessibility reader failed: {why}")
+    cut = answer.get("cut")
+    if isinstance(cut, list) and "time" in cut:
+        # On a busy machine the walk can run out of time through no one's doing, and a
+        # node it never reached would score 0.
+        raise GetterFailed("the accessibility reader ran out of time walking the tree")
     try:
         return atspi.checked_tree(answer.get("xml"))
     except atspi.AtspiUnavailable as exc:
