@@ -78,6 +78,12 @@ DELIBERATE: dict[str, str] = {
         "without a score; cleanroom raises `FileNotFoundError`: a VLC whose settings were "
         "never saved scores 0."
     ),
+    "vlc_playing_info: nothing answers on VLC's web interface": (
+        "The agent closed VLC (or it never started): OSWorld's request raises "
+        "`ConnectionError` and the evaluation stops without a score; cleanroom scores 0 "
+        "as a missing result. So does a status over 1 MB or one not whole within 30 s, "
+        "which OSWorld would wait for without a limit."
+    ),
     "gimp_config_file: a missing config file": (
         "OSWorld gives None, which its metric scores 0; cleanroom's getter raises "
         "`FileNotFoundError`, which scores 0 without calling the metric. The score is the "

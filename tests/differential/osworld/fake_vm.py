@@ -28,6 +28,9 @@ doing what OSWorld's server does for them (it is not on PyPI, so it is restated 
     ``gsettings get org.gnome.desktop.background picture-uri``, stripped, ``file://`` and
     quotes dropped, served as a file; 404 when gsettings fails or gives nothing, 500 when
     the file cannot be served.
+``GET /accessibility``
+    ``{"AT": tree}``, the tree a test sets as ``FakeVm.tree`` (the desktop's, which the
+    server writes from AT-SPI); 500 when there is none, as when the server's walk fails.
 
 The controller's Python commands (``python -c "import pyautogui; ..."``) run with this
 interpreter and a stand-in ``pyautogui`` that does nothing: the getters compared use them
@@ -39,12 +42,14 @@ the two sides differ only in what the getters do. The server's time limit is a p
 against the home, where cleanroom resolves them too.
 
 `Downloads` is a local web server for ``cloud_file``: both sides fetch the same URLs.
+`VlcWeb` stands in for VLC's web interface, for ``vlc_playing_info``.
 `Sides` puts it together: one home, OSWorld's getters on it through the fake VM,
 cleanroom's through a local guest, a task cache for each.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pwd
@@ -78,6 +83,7 @@ FILE_GETTERS = {
     "cache_file",
     "cloud_file",
     "vlc_config",
+    "vlc_playing_info",
     "gimp_config_file",
     "vm_wallpaper",
     "audio_in_slide",
@@ -119,12 +125,21 @@ class FakeVm:
     def __init__(self, home: str, *, command_timeout: float) -> None:
         self.home = home
         self.command_timeout = command_timeout
+        self.tree: str | None = None
         self.environment = login_environment(pwd.getpwuid(os.geteuid()), home)
         vm = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                if self.path == "/accessibility" and vm.tree is not None:
+                    _json(self, 200, {"AT": vm.tree})
+                elif self.path == "/accessibility":
+                    _json(self, 500, {"error": "no accessibility tree"})
+                else:
+                    _reply(self, 404, b"not found", "text/plain")
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -325,6 +340,34 @@ class Downloads:
         self._server.close()
 
 
+class VlcWeb:
+    """VLC's web interface as the environment's VLC serves it: ``/requests/status.xml``
+    to an empty user with the password (``password``), else 401. ``status`` is the body."""
+
+    def __init__(self, password: str = "password") -> None:
+        self.status = b""
+        token = base64.b64encode(f":{password}".encode()).decode()
+        web = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.headers.get("Authorization") != f"Basic {token}":
+                    _reply(self, 401, b"<html>401</html>", "text/html")
+                elif self.path.startswith("/requests/status.xml"):
+                    _reply(self, 200, web.status, "text/xml")
+                else:
+                    _reply(self, 404, b"not found", "text/plain")
+
+        self._server = _Server(Handler)
+        self.port = self._server.port
+
+    def close(self) -> None:
+        self._server.close()
+
+
 class Sides:
     """One home folder, OSWorld's getters on it through the fake VM, cleanroom's through
     a local guest, and a task cache for each."""
@@ -357,10 +400,14 @@ class Sides:
     def env(self) -> Any:
         return self.vm.env(str(self.osworld_cache), osworld().python_controller)
 
-    def run(self, getter: str, config: dict[str, Any]) -> tuple[Any, Any]:
-        """cleanroom's and OSWorld's getter on the same config, values made comparable."""
+    def run(self, getter: str, config: dict[str, Any], **env: Any) -> tuple[Any, Any]:
+        """cleanroom's and OSWorld's getter on the same config, values made comparable;
+        ``env`` sets more attributes of OSWorld's ``env`` (``vlc_port``, say)."""
         mine = call_cleanroom(our_getters.GETTERS[getter], self.ctx, config)
-        theirs = call_osworld(osworld().getters[getter], self.env(), config)
+        theirs_env = self.env()
+        for name, value in env.items():
+            setattr(theirs_env, name, value)
+        theirs = call_osworld(osworld().getters[getter], theirs_env, config)
         if getter not in FILE_GETTERS:
             return mine, theirs
         return self._ours(mine), self._theirs(theirs)

@@ -21,10 +21,10 @@ pytest.importorskip("desktop_env")
 from cleanroom.guests import local
 from cleanroom.verifiers.osworld import getters as our_getters
 from cleanroom.verifiers.osworld import metrics as ours
-from cleanroom.verifiers.osworld.getters import relative_time
+from cleanroom.verifiers.osworld.getters import relative_time, vlc_status
 
 from .differences import DELIBERATE
-from .fake_vm import Sides
+from .fake_vm import Sides, VlcWeb
 from .reference import REPO, Files, Raised, call_cleanroom, call_osworld, osworld
 from .test_getters_desktop import (
     AUDIO_TYPE,
@@ -166,6 +166,15 @@ def vlcrc_missing(files: Files, sides: Sides) -> None:
     )
 
 
+def vlc_silent(files: Files, sides: Sides) -> None:
+    web = VlcWeb()
+    port = web.port
+    web.close()
+    with mock.patch.object(vlc_status, "PORT", port):
+        answers = sides.run("vlc_playing_info", {"dest": "status.xml"}, vlc_port=port)
+    assert answers == (Raised("VlcNotAnswering"), Raised("ConnectionError"))
+
+
 def gimp_missing(files: Files, sides: Sides) -> None:
     config = {"file_name": "gimprc", "dest": "gimprc"}
     assert sides.run("gimp_config_file", config) == (Raised("FileNotFoundError"), None)
@@ -278,6 +287,7 @@ SHOWN: dict[str, Callable[[Files, Sides], None]] = {
     "cloud_file: a 2xx answer other than 200": not_200,
     "rule_relativeTime: rules without a timezone": no_timezone,
     "vlc_config: a missing vlcrc": vlcrc_missing,
+    "vlc_playing_info: nothing answers on VLC's web interface": vlc_silent,
     "gimp_config_file: a missing config file": gimp_missing,
     "Chrome profile getters, vlc_config, gimp_config_file, shortcuts_on_desktop, "
     "vm_wallpaper: a symbolic link": profile_link,

@@ -499,6 +499,7 @@ COMPARED_ELSEWHERE = {
     **dict.fromkeys(
         ["active_tab_url_parse", "url_dashPart", "url_path_parse"], "test_getters_chrome_tabs"
     ),
+    **dict.fromkeys(["vlc_playing_info", "accessibility_tree"], "test_getters_desktop_readers"),
     # OSWorld's drive Playwright, which is not here: checked against a real Chrome instead.
     **dict.fromkeys(
         [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cleanroom.verifiers.osworld.getters import GETTERS
+from cleanroom.verifiers.osworld.getters import GETTERS, NOT_IMPLEMENTED
 from cleanroom.verifiers.osworld.metrics import METRICS
 from cleanroom.verifiers.osworld.own_metrics import OWN_METRICS, REFUSED
 from cleanroom.verifiers.osworld.setup_steps import (
@@ -90,7 +90,10 @@ def metric_implemented(name: str) -> bool:
 def missing_for_check(task: Task) -> list[str]:
     """What the checker lacks to score this task, as ``getter X`` / ``metric Y`` phrases."""
     support = task_support(task)
-    return [f"getter {g}" for g in support.missing_getters] + [
+    return [
+        f"getter {g} ({NOT_IMPLEMENTED[g]})" if g in NOT_IMPLEMENTED else f"getter {g}"
+        for g in support.missing_getters
+    ] + [
         f"metric {m} ({REFUSED[m]})" if m in REFUSED else f"metric {m}"
         for m in support.missing_metrics
     ]
