@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cleanroom.environments.x11 import atspi
+from cleanroom.environments import accessibility as atspi
 from cleanroom.guests.base import CommandNotStarted, GuestTimeout
 from cleanroom.verifiers.osworld.commands import decode_output
 from cleanroom.verifiers.osworld.details import excerpt
