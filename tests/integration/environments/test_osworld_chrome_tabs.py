@@ -17,8 +17,9 @@ from cleanroom.environments.pool.pool import Pool
 from cleanroom.guests.desktop import DesktopGuest
 from cleanroom.lifecycle import wait_until
 from cleanroom.verifiers.osworld.getters import GETTERS, GetterContext
+from cleanroom.verifiers.osworld.guest_program import SYSTEM_PYTHON
 from cleanroom.verifiers.osworld.settings import CheckSettings
-from cleanroom.verifiers.osworld.setup_steps import SYSTEM_PYTHON, StepContext, run_steps
+from cleanroom.verifiers.osworld.setup_steps import StepContext, run_steps
 from cleanroom.verifiers.osworld.task import SetupStep
 from cleanroom.verifiers.osworld.task_cache import TaskCache
 

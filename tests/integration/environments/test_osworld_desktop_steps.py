@@ -19,9 +19,9 @@ from cleanroom.environments.interface import WindowInfo
 from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.guests.desktop import DesktopGuest
+from cleanroom.verifiers.osworld.guest_program import SYSTEM_PYTHON
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.setup_steps import (
-    SYSTEM_PYTHON,
     SetupStepFailed,
     StepContext,
     run_steps,

@@ -16,11 +16,11 @@ import pytest
 from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import Command, CommandNotStarted, Guest
 from cleanroom.verifiers.osworld import guest_windows
+from cleanroom.verifiers.osworld.guest_program import SYSTEM_PYTHON
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.setup_steps import (
     DESKTOP_STEP_RUNNERS,
     STEP_RUNNERS,
-    SYSTEM_PYTHON,
     WINDOWS_HELPER,
     SetupStepFailed,
     StepContext,

@@ -24,11 +24,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from cleanroom.guests.base import CommandNotStarted, Guest, GuestTimeout
-from cleanroom.verifiers.osworld.commands import decode_output
-from cleanroom.verifiers.osworld.details import excerpt
+from cleanroom.guests.base import Guest
+from cleanroom.verifiers.osworld import guest_program
 
-SYSTEM_PYTHON = "/usr/bin/python3"
 HELPER = Path(__file__).with_name("guest_chrome.py")
 PORT = 9222  # OSWorld's chromium_port: the socat forward of Chrome's 1337
 CONNECT_S = 70.0  # OSWorld's open_tabs step tries 15 times, 5 s apart
@@ -49,28 +47,16 @@ class DevToolsFailed(Exception):
 
 
 def run_helper(guest: Guest, op: str, args: dict[str, Any], limit: float) -> dict[str, Any]:
-    """Run one operation of `guest_chrome` in ``guest`` and return its answer.
-
-    The source goes in as ``-c`` and the arguments as one JSON argv element, so no shell
-    reads them; the run is limited to ``limit`` seconds.
-    """
-    argv = [SYSTEM_PYTHON, "-I", "-c", HELPER.read_text(), op, json.dumps({"port": PORT, **args})]
-    try:
-        result = guest.exec(argv, shell=False, timeout=limit)
-    except CommandNotStarted as exc:
-        raise DevToolsFailed(f"the guest cannot run {SYSTEM_PYTHON}: {exc.why}") from exc
-    except GuestTimeout as exc:
-        raise DevToolsFailed(f"the Chrome helper ({op}) ran past its {limit:g} s limit") from exc
-    if result.exit_code != 0:
-        why = excerpt(decode_output(result.stderr), 1000)
-        raise DevToolsFailed(f"the Chrome helper ({op}) failed ({result.exit_code}): {why}")
-    try:
-        answer = json.loads(decode_output(result.stdout))
-    except ValueError as exc:
-        raise DevToolsFailed(f"the Chrome helper ({op}) did not answer in JSON") from exc
-    if not isinstance(answer, dict):
-        raise DevToolsFailed(f"the Chrome helper ({op}) answered {answer!r}")
-    return answer
+    """Run one operation of `guest_chrome` in ``guest`` and return its answer, within
+    ``limit`` seconds (`guest_program.run_json`)."""
+    return guest_program.run_json(
+        guest,
+        HELPER.read_text(),
+        [op, json.dumps({"port": PORT, **args})],
+        limit=limit,
+        what=f"the Chrome helper ({op})",
+        fails_as=DevToolsFailed,
+    )
 
 
 def helper_limit(*waits: float) -> float:

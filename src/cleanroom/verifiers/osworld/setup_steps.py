@@ -27,7 +27,7 @@ from typing import Any
 from cleanroom.exec_result import ExecResult
 from cleanroom.guests.base import CommandNotStarted, Guest, GuestError, GuestTimeout
 from cleanroom.lifecycle import wait_until
-from cleanroom.verifiers.osworld import devtools
+from cleanroom.verifiers.osworld import devtools, guest_program
 from cleanroom.verifiers.osworld.commands import (
     BadCommand,
     decode_output,
@@ -45,7 +45,6 @@ _UNTIL_POLL_S = 0.3  # OSWorld's polling interval
 _DOWNLOAD_TRIES = 3  # OSWorld's host-side retries
 # The desktop steps' helper, run in the guest by the system Python (which has python3-xlib);
 # ``-I`` keeps the user's home and environment off its import path.
-SYSTEM_PYTHON = "/usr/bin/python3"
 WINDOWS_HELPER = Path(__file__).with_name("guest_windows.py")
 _HELPER_GRACE_S = 15.0  # beyond the helper's own wait, for its start and its answer
 
@@ -302,26 +301,14 @@ def _windows_helper(
     The helper's source goes in as ``-c`` and the task's strings as one JSON argv element,
     so no shell ever reads them.
     """
-    argv = [SYSTEM_PYTHON, "-I", "-c", WINDOWS_HELPER.read_text(), op, json.dumps(args)]
-    limit = ctx.settings.step_timeout if limit is None else limit
-    try:
-        result = ctx.guest.exec(argv, shell=False, timeout=limit)
-    except CommandNotStarted as exc:
-        raise _StepError(f"the guest cannot run {SYSTEM_PYTHON}: {exc.why}") from exc
-    except GuestTimeout as exc:
-        raise _StepError(f"the window helper ({op}) ran past its {limit:g} s limit") from exc
-    if result.exit_code != 0:
-        why = excerpt(decode_output(result.stderr), 1000)
-        raise _StepError(
-            f"the window helper ({op}) failed with exit code {result.exit_code}: {why}"
-        )
-    try:
-        answer = json.loads(decode_output(result.stdout))
-    except ValueError as exc:
-        raise _StepError(f"the window helper ({op}) did not answer in JSON") from exc
-    if not isinstance(answer, dict):
-        raise _StepError(f"the window helper ({op}) answered {answer!r}")
-    return answer
+    return guest_program.run_json(
+        ctx.guest,
+        WINDOWS_HELPER.read_text(),
+        [op, json.dumps(args)],
+        limit=ctx.settings.step_timeout if limit is None else limit,
+        what=f"the window helper ({op})",
+        fails_as=_StepError,
+    )
 
 
 def _window_query(params: dict[str, Any], step: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from cleanroom.environments import accessibility as atspi
-from cleanroom.guests.base import CommandNotStarted, GuestTimeout
+from cleanroom.verifiers.osworld import guest_program
 from cleanroom.verifiers.osworld.commands import decode_output
 from cleanroom.verifiers.osworld.details import excerpt
 from cleanroom.verifiers.osworld.getters.core import GetterContext, GetterFailed
@@ -70,21 +70,12 @@ def get_accessibility_tree(ctx: GetterContext, config: dict[str, Any]) -> str:
             f"accessibility_tree needs a desktop session, which guest {ctx.guest.kind!r} "
             "does not have"
         )
-    argv = [
-        atspi.SYSTEM_PYTHON,
-        "-I",
-        "-c",
+    stdout = guest_program.run(
+        ctx.guest,
         _ONE_TREE,
-        atspi.READER_SOURCE.read_text(),
-    ]
-    limit = atspi.TREE_TIMEOUT_S + _GRACE_S
-    try:
-        result = ctx.guest.exec(argv, shell=False, timeout=limit)
-    except CommandNotStarted as exc:
-        raise GetterFailed(f"the guest cannot run {atspi.SYSTEM_PYTHON}: {exc.why}") from exc
-    except GuestTimeout as exc:
-        raise GetterFailed(f"the accessibility reader ran past its {limit:g} s limit") from exc
-    if result.exit_code != 0:
-        why = excerpt(decode_output(result.stderr), 1000)
-        raise GetterFailed(f"the accessibility reader failed ({result.exit_code}): {why}")
-    return tree_from_answer(result.stdout)
+        [atspi.READER_SOURCE.read_text()],
+        limit=atspi.TREE_TIMEOUT_S + _GRACE_S,
+        what="the accessibility reader",
+        fails_as=GetterFailed,
+    )
+    return tree_from_answer(stdout)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanroom.environments import apps
-from cleanroom.guests.base import CommandNotStarted, GuestTimeout
+from cleanroom.verifiers.osworld import guest_program
 from cleanroom.verifiers.osworld.cached_file import CachedFile
 from cleanroom.verifiers.osworld.commands import decode_output
 from cleanroom.verifiers.osworld.details import excerpt
@@ -33,7 +33,6 @@ from cleanroom.verifiers.osworld.getters.core import (
     cache_write,
 )
 
-SYSTEM_PYTHON = "/usr/bin/python3"
 HELPER = Path(__file__).parent.parent / "guest_vlc.py"
 PORT = apps.VLC_HTTP_PORT  # OSWorld's vlc_port
 STATUS_CAP_BYTES = 1 << 20  # VLC's status is a few kB; its titles are the agent's
@@ -88,18 +87,15 @@ def ask_vlc(ctx: GetterContext, port: int) -> VlcStatus:
         "total_s": TOTAL_S,
         "max_bytes": STATUS_CAP_BYTES,
     }
-    argv = [SYSTEM_PYTHON, "-I", "-c", HELPER.read_text(), json.dumps(args)]
-    limit = TOTAL_S + _GRACE_S
-    try:
-        result = ctx.guest.exec(argv, shell=False, timeout=limit)
-    except CommandNotStarted as exc:
-        raise GetterFailed(f"the guest cannot run {SYSTEM_PYTHON}: {exc.why}") from exc
-    except GuestTimeout as exc:
-        raise GetterFailed(f"the VLC helper ran past its {limit:g} s limit") from exc
-    if result.exit_code != 0:
-        why = excerpt(decode_output(result.stderr), 1000)
-        raise GetterFailed(f"the VLC helper failed ({result.exit_code}): {why}")
-    return parse_answer(result.stdout)
+    stdout = guest_program.run(
+        ctx.guest,
+        HELPER.read_text(),
+        [json.dumps(args)],
+        limit=TOTAL_S + _GRACE_S,
+        what="the VLC helper",
+        fails_as=GetterFailed,
+    )
+    return parse_answer(stdout)
 
 
 def get_vlc_playing_info(ctx: GetterContext, config: dict[str, Any]) -> CachedFile | None:
