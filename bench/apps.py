@@ -26,14 +26,13 @@ from pathlib import Path
 from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
-from cleanroom.environments.session.processes import pids_of_uid, process_tree
 from cleanroom.lifecycle import wait_until
+from env_procs import cpu_s, env_pids, pss_mb, rss_mb
 from results_md import write_section
 
 SECTION = "## OSWorld apps: the cost of each per environment"
 ENV = "env01"
 START_WITHIN_S = 120.0
-_TICK = os.sysconf("SC_CLK_TCK")
 
 # A Thunderbird profile as a task unpacks one into the home (without one Thunderbird
 # starts on its account wizard).
@@ -86,54 +85,6 @@ APPS = (
 )
 
 
-def _status_kb(pid: int, key: str) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        pass
-    return 0.0
-
-
-def _pss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        pass
-    return 0.0
-
-
-def _cpu_s(pid: int) -> float:
-    """The process's CPU time and that of its children it has reaped."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return sum(int(f) for f in fields[11:15]) / _TICK  # utime stime cutime cstime
-
-
-def _pids(env: DesktopEnvironment) -> list[int]:
-    """The environment's processes: its user's (in its sandbox or its container), its
-    display server and its sandboxes' first processes."""
-    pids = list(pids_of_uid(env.account.uid))
-    live = env.running
-    if live is None:
-        return pids
-    display = live.display
-    pids.append(display.pid)
-    if display.sandbox is not None:  # the server itself and its sandbox's first processes
-        pids += [p for p in process_tree(display.sandbox.init_pid) if p not in pids]
-        leader = getattr(display.proc, "group_leader", lambda: None)()
-        if leader:
-            pids += [p for p in process_tree(leader) if p not in pids]
-    if live.session.sandbox is not None:  # its first processes (tini and what it waits on)
-        pids += [p for p in process_tree(live.session.sandbox.init_pid) if p not in pids]
-    return pids
-
-
 @dataclass
 class Sample:
     """What the environment held and had spent at one moment."""
@@ -144,11 +95,11 @@ class Sample:
 
     @classmethod
     def take(cls, env: DesktopEnvironment) -> Sample:
-        pids = _pids(env)
+        pids = env_pids(env)
         return cls(
-            sum(_status_kb(p, "VmRSS:") for p in pids),
-            sum(_pss_mb(p) for p in pids),
-            sum(_cpu_s(p) for p in pids),
+            sum(rss_mb(p) for p in pids),
+            sum(pss_mb(p) for p in pids),
+            sum(cpu_s(p) for p in pids),
         )
 
 

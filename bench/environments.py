@@ -25,35 +25,14 @@ import time
 from pathlib import Path
 
 from cleanroom.environments.interface import Screenshot
-from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
-from cleanroom.environments.session.processes import pids_of_uid, process_tree
 from cleanroom.environments.x11.display import XvfbDisplay
 from cleanroom.environments.x11.screen import Screen
+from env_procs import env_pids, pss_mb, rss_mb
 from results_md import write_section
 
 SECTION = "## Desktop environments"
-
-
-def _proc_kb(path: str, key: str) -> float:
-    try:
-        for line in Path(path).read_text().splitlines():
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        pass
-    return 0.0
-
-
-def _rss_mb(pid: int) -> float:
-    return _proc_kb(f"/proc/{pid}/status", "VmRSS:")
-
-
-def _pss_mb(pid: int) -> float:
-    """Proportional set size: each shared page divided among the processes mapping it,
-    so the environments' figures add up to what they cost together."""
-    return _proc_kb(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def _busy_s() -> float:
@@ -94,23 +73,6 @@ def baseline(shots: int) -> dict[str, float]:
     }
 
 
-def _pids(env: DesktopEnvironment) -> list[int]:
-    """An environment's processes: its user's, its display and its sandbox's own."""
-    pids = list(pids_of_uid(env.account.uid))
-    display = env.running.display if env.running is not None else None
-    if display is not None:
-        pids.append(display.pid)
-        if display.sandbox is not None:  # the server itself and its sandbox's first processes
-            pids += [p for p in process_tree(display.sandbox.init_pid) if p not in pids]
-            leader = getattr(display.proc, "group_leader", lambda: None)()
-            if leader:
-                pids += [p for p in process_tree(leader) if p not in pids]
-    sandbox = env.running.session.sandbox if env.running is not None else None
-    if sandbox is not None:  # its first processes (tini and what it waits on)
-        pids += [p for p in process_tree(sandbox.init_pid) if p not in pids]
-    return pids
-
-
 def measure(
     n: int, resets: int, shots: int, containers: bool = False, standby: bool = False
 ) -> dict[str, float]:
@@ -144,12 +106,12 @@ def measure(
             lat.append(time.monotonic() - t)
         mem, pss, spare_pss = [], [], []
         for name in names:
-            pids = _pids(pool.env(name))
-            mem.append(sum(_rss_mb(p) for p in pids))
-            pss.append(sum(_pss_mb(p) for p in pids))
+            pids = env_pids(pool.env(name))
+            mem.append(sum(rss_mb(p) for p in pids))
+            pss.append(sum(pss_mb(p) for p in pids))
             spare = pool.life.standby.spare(name) if pool.life.standby is not None else None
             if spare is not None:
-                spare_pss.append(sum(_pss_mb(p) for p in _pids(spare)))
+                spare_pss.append(sum(pss_mb(p) for p in env_pids(spare)))
     finally:
         pool.stop()
     return {
