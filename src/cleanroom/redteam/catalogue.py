@@ -320,6 +320,24 @@ ATTACKS: tuple[Attack, ...] = (
         ClearedExpectation.NOT_CLAIMED,
     ),
     Attack(
+        "scratch-link",
+        "the answer a link, dangling in the agent's container, to the scratch file where "
+        "test.sh writes its own reference answer",
+        "word-tally",
+        Demonstration.FOOLED,
+        _FOOLED + ": test.sh compares its reference answer with itself",
+        ClearedExpectation.NOT_CLAIMED,
+    ),
+    Attack(
+        "scratch-link-folder",
+        "a link in the work dir to the image's /tmp, and the answer a link through it to "
+        "the scratch file where test.sh writes its own reference answer",
+        "word-tally",
+        Demonstration.FOOLED,
+        _FOOLED + ": test.sh compares its reference answer with itself",
+        ClearedExpectation.NOT_CLAIMED,
+    ),
+    Attack(
         "dist-info-plugin",
         "packaging metadata in the work dir registering a pytest plugin that passes every test",
         "fix-median",

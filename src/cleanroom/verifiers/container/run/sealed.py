@@ -20,14 +20,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cleanroom.core.outcomes import Reason
-from cleanroom.core.paths import under, under_any
+from cleanroom.core.paths import under_any
 from cleanroom.host_files import read_capped
-from cleanroom.verifiers.container.agent_state import links
-from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind, Resolution
+from cleanroom.verifiers.container.agent_state import state_archive
 from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.decision.tamper import TamperReport, classify
 from cleanroom.verifiers.container.decision.verdict import AgentFault, Evidence
-from cleanroom.verifiers.container.run import artifact_export, freeze, state_export
+from cleanroom.verifiers.container.run import artifact_export, freeze, link_freeze, state_export
 from cleanroom.verifiers.container.run.commands import (
     check_health,
     read_results,
@@ -214,10 +213,20 @@ def verify_sealed(
         agent_paths = [*paths, *(i.entry.source for i in taken.items if i.carried)]
         if ev.agent_fault is not None:
             return
+        installed = artifact_export.carried_copies(taken, paths) + exported.copies
+        ev.agent_fault = link_freeze.too_many_links(installed)
+        if ev.agent_fault is not None:
+            return
         try:
             vctr, ready = clearing.result()
+            with timed(ev, "links_s"):
+                judged = link_freeze.judge_and_freeze(rt, vctr, installed, _verifier_places(ctx))
+            ev.details["links"] = judged.details()
+            if judged.tamper:
+                ev.tamper = replace(ev.tamper, links=tuple(judged.tamper))
+                rt.containers.kill(vctr)
+                return
             with timed(ev, "install_s"):
-                installed = artifact_export.carried_copies(taken, paths) + exported.copies
                 rt.state.install(vctr, installed, cleared=sorted(ready))
         except RuntimeUnavailable as exc:
             if exc.status is None:  # the daemon did not answer
@@ -229,11 +238,9 @@ def verify_sealed(
             why = f"the agent's state could not be installed: {exc!r}"
             ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, why[:800])
             return
-        with timed(ev, "links_s"):
-            landed = _links_into_verifier(ctx, res, ev, vctr, installed)
-        if landed:
-            ev.tamper = replace(ev.tamper, links=tuple(str(r) for r in landed))
-            rt.containers.kill(vctr)
+        except state_archive.StateArchiveError as exc:
+            why = f"the agent's state could not be installed: {exc}"
+            ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, why[:800])
             return
     finally:
         exported.close()
@@ -255,33 +262,10 @@ def _cleared(
     return vctr, {*paths, *absent}
 
 
-def _links_into_verifier(
-    ctx: RunContext, res: Resources, ev: Evidence, vctr: str, installed: list[StateCopy]
-) -> list[Resolution]:
-    """Every link of the agent's installed in ``vctr`` that resolves there into the
-    verifier's places (`links`): its tests, its reward folder, cleanroom's mounts.
-
-    The installed archives answer for their own paths (installing made each of them
-    exactly its archive); the runtime's stat answers for the image's."""
-    tree: dict[str, Entry] = {}
-    roots: list[str] = []
-    for copy in installed:  # in install order: a later copy replaces what it covers
-        tree = {p: e for p, e in tree.items() if not under(p, copy.path)}
-        tree.update(copy.installed())
-        roots.append(copy.path)
-
-    def lstat(path: str) -> Entry:
-        found = tree.get(path)
-        if found is not None:
-            return found
-        if under_any(path, roots):
-            return Entry(EntryKind.MISSING)  # not in the archive that made that tree
-        return res.rt.files.entry(vctr, path)
-
-    places = (TESTS_DIR, ctx.verifier.reward_dir, PYTHON_GUARD_DIR, WITNESS_DIR)
-    found = [p for p, e in tree.items() if e.kind is EntryKind.LINK]
-    ev.details["links_resolved"] = len(found)
-    return links.into_places(sorted(found), lstat, places)
+def _verifier_places(ctx: RunContext) -> tuple[str, ...]:
+    """Where no link of the agent's may lead: the tests, the reward folder, cleanroom's
+    mounts."""
+    return (TESTS_DIR, ctx.verifier.reward_dir, PYTHON_GUARD_DIR, WITNESS_DIR)
 
 
 def _verify_on_pristine(

@@ -131,8 +131,12 @@ class Files(Protocol):
         links). Only ``shared``'s control for a trojaned reader reads so."""
         ...
 
-    def entry(self, container: str, path: str) -> Entry:
-        """What ``path`` is in the container, from a stat of it (nothing runs there)."""
+    def entries(self, container: str, paths: Sequence[str]) -> dict[str, Entry]:
+        """What each of ``paths`` is in the container, links not followed, from a stat
+        of each, in bulk: a few calls however many paths (nothing of the agent's runs:
+        it is asked of a verifier's container before the state is installed). A path
+        that is missing, or that the runtime refuses to stat (a name it cannot carry),
+        is left out."""
         ...
 
 
