@@ -94,6 +94,7 @@ def test_every_forging_and_red_team_route_has_an_attack() -> None:
         + HARBOR_FORMAT_ROUTES
         + STATE_AS_DATA_ROUTES
         + RUNNER_ROUTES
+        + LINKS_WHERE_USED_ROUTES
     )
     assert sorted(a.route for a in ATTACKS) == sorted(expected)
 
