@@ -17,6 +17,10 @@
     tests' own file with itself: the answer is forged by one ``ln -s``. Its control,
     `OracleProbe.REMOVE`, removes those outputs instead: only when the tests pass with
     the links and fail without them did the links do the forging.
+  - `OracleProbe.SCRATCH`: the same with the files test.sh itself wrote when it verified
+    the oracle's work (a reference answer computed into ``/tmp``, say: `scratch_digests`).
+    A verifier that follows the link compares its own scratch answer with itself. Its
+    control is `OracleProbe.SCRATCH_REMOVE`.
   - `OracleProbe.SUCCEED`: every output becomes a program that succeeds at once and
     prints nothing (``import os; os._exit(0)`` for a Python module, ``exit 0`` for any
     other file). Tests that still pass trust the exit of the agent's code, not what it
@@ -116,7 +120,18 @@ class OracleProbe(StrEnum):
 
     LINK = "link-to-tests"
     REMOVE = "remove-linked"  # the link probe's control
+    SCRATCH = "link-to-scratch"
+    SCRATCH_REMOVE = "remove-scratch-linked"  # the scratch probe's control
     SUCCEED = "succeed-at-once"
+
+    @property
+    def digests(self) -> str:
+        """The name of the list of digests the probe links to (or removes by)."""
+        return (
+            SCRATCH_LIST
+            if self in (OracleProbe.SCRATCH, OracleProbe.SCRATCH_REMOVE)
+            else TESTS_LIST
+        )
 
 
 # What the probes print: one line per file replaced, and a line when nothing applied.
@@ -124,6 +139,8 @@ PROBE_MARK = "cleanroom-probe"
 NOT_APPLICABLE = f"{PROBE_MARK}: not applicable"
 # Where the link probe finds the tests' digests (`digests_of_tests`).
 TESTS_LIST = "tests-digests"
+# Where the scratch probe finds the digests of what test.sh wrote (`scratch_digests`).
+SCRATCH_LIST = "scratch-digests"
 _WHITE_SPACE = b" \t\r\n"
 
 
@@ -141,6 +158,18 @@ def digests_of_tests(tests_dirs: Iterable[Path]) -> bytes:
             if data:
                 found[path.relative_to(root).as_posix()] = hashlib.sha256(data).hexdigest()
     return "".join(f"{digest} /tests/{name}\n" for name, digest in found.items()).encode()
+
+
+def scratch_digests(written: Iterable[object]) -> bytes:
+    """One ``sha256 PATH`` line per file test.sh wrote, from a sealed run's
+    ``verifier_wrote`` details (entries that are not ``{"path", "sha256"}`` are left out)."""
+    lines = []
+    for entry in written:
+        if isinstance(entry, dict):
+            path, digest = entry.get("path"), entry.get("sha256")
+            if isinstance(path, str) and isinstance(digest, str) and "\n" not in path:
+                lines.append(f"{digest} {path}\n")
+    return "".join(lines).encode()
 
 
 # How each probe replaces one file ``$f`` the oracle wrote (a step of the loop below).
@@ -163,6 +192,8 @@ _REPLACE_STEPS = {
     esac && echo "{PROBE_MARK}: $f"
 """,
 }
+_REPLACE_STEPS[OracleProbe.SCRATCH] = _REPLACE_STEPS[OracleProbe.LINK]
+_REPLACE_STEPS[OracleProbe.SCRATCH_REMOVE] = _REPLACE_STEPS[OracleProbe.REMOVE]
 
 
 def oracle_probe_script(probe: OracleProbe, roots: Iterable[str]) -> str:
@@ -173,7 +204,7 @@ def oracle_probe_script(probe: OracleProbe, roots: Iterable[str]) -> str:
     replace = _REPLACE_STEPS[probe]
     return rf"""#!/bin/bash
 # The audit's {probe.value} probe (cleanroom.audit.probes).
-list=/tmp/cleanroom-attack/{TESTS_LIST}
+list=/tmp/cleanroom-attack/{probe.digests}
 roots=({quoted})
 listing() {{
   for r in "${{roots[@]}}" "${{fresh[@]}}"; do

@@ -11,6 +11,7 @@ agent's code while the tests ran (the runner witness), is too.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import time
@@ -19,12 +20,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cleanroom.core.observed_file import FileKind
 from cleanroom.core.outcomes import Reason
 from cleanroom.core.paths import under_any
 from cleanroom.host_files import read_capped
 from cleanroom.verifiers.container.agent_state import state_archive
 from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
-from cleanroom.verifiers.container.decision.tamper import TamperReport, classify
+from cleanroom.verifiers.container.decision.tamper import ChangeKind, TamperReport, classify
 from cleanroom.verifiers.container.decision.verdict import AgentFault, Evidence
 from cleanroom.verifiers.container.run import artifact_export, freeze, link_freeze, state_export
 from cleanroom.verifiers.container.run.commands import (
@@ -50,6 +52,7 @@ from cleanroom.verifiers.container.runtime import (
     Limits,
     RuntimeUnavailable,
     StateCopy,
+    VerificationRuntime,
     VerifierContainerSpec,
 )
 
@@ -277,6 +280,8 @@ def _verify_on_pristine(
     agent_paths: list[str],
 ) -> None:
     rt = res.rt
+    recording = ctx.options.record_verifier_writes
+    installed = _files_now(rt, vctr) if recording else set()
     deadline = time.monotonic() + ctx.verifier.timeout_sec
     setup = run_setup(ctx, rt, vctr, deadline, agent_paths)
     tests = run_test(ctx, rt, vctr, deadline, agent_paths) if record_setup(ev, setup) else None
@@ -288,6 +293,8 @@ def _verify_on_pristine(
         # Nothing the verifier started may write the reward, its results (or the
         # witness's records) while they are read.
         rt.containers.kill(vctr)
+        if recording:
+            ev.details["verifier_wrote"] = _written_by_tests(ctx, rt, vctr, installed)
         results = read_results(ctx, rt, vctr, host_reward_dir=folders.reward)
         if results:
             ev.details["results"] = results
@@ -306,6 +313,33 @@ def _verify_on_pristine(
         if touched:
             found = ev.tamper or TamperReport(protected=(), planted=())
             ev.tamper = replace(found, touched=touched)
+
+
+_SCRATCH_SHOWN = 20
+_SCRATCH_CAP_BYTES = 1 << 20
+_NOT_SCRATCH = ("/logs", TESTS_DIR, "/run/cleanroom", "/proc", "/sys", "/dev")
+
+
+def _files_now(rt: VerificationRuntime, vctr: str) -> set[str]:
+    """The paths the verifier's container has added or changed against its image."""
+    return {c.path for c in rt.state.changes(vctr).changes if c.kind is not ChangeKind.DELETED}
+
+
+def _written_by_tests(
+    ctx: RunContext, rt: VerificationRuntime, vctr: str, before: set[str]
+) -> list[dict[str, str]]:
+    """The regular files test.sh (and the setup) wrote beyond the reward folder and the
+    verifier's own places, with the SHA-256 of each one's content without white space
+    (the first `_SCRATCH_SHOWN`, each at most `_SCRATCH_CAP_BYTES`)."""
+    found: list[dict[str, str]] = []
+    for path in sorted(_files_now(rt, vctr) - before):
+        if len(found) >= _SCRATCH_SHOWN or under_any(path, _NOT_SCRATCH):
+            continue
+        seen = rt.files.read(vctr, path, _SCRATCH_CAP_BYTES)
+        if seen.kind is FileKind.REGULAR and seen.data.strip():
+            stripped = seen.data.translate(None, b" \t\r\n")
+            found.append({"path": path, "sha256": hashlib.sha256(stripped).hexdigest()})
+    return found
 
 
 def written_after(reward_dir: Path, reward_paths: Iterable[str], ended_ns: int) -> tuple[str, ...]:
