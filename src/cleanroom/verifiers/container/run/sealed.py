@@ -27,7 +27,7 @@ from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind, Re
 from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.decision.tamper import TamperReport, classify
 from cleanroom.verifiers.container.decision.verdict import AgentFault, Evidence
-from cleanroom.verifiers.container.run import artifact_export, freeze, state_export
+from cleanroom.verifiers.container.run import artifact_export, freeze, state_config, state_export
 from cleanroom.verifiers.container.run.commands import (
     check_health,
     read_results,
@@ -215,9 +215,18 @@ def verify_sealed(
         if ev.agent_fault is not None:
             return
         try:
-            vctr, ready = clearing.result()
+            vctr, ready, pristine = clearing.result()
+            installed = artifact_export.carried_copies(taken, paths) + exported.copies
+            # Configuration of the agent's that a tool of the verifier's would obey (a
+            # git filter or hook, a home's start-up file) is its tamper, found before
+            # the tests run (`state_config`).
+            with timed(ev, "config_s"):
+                configured = state_config.found_in(ctx, installed, pristine)
+            if configured:
+                ev.tamper = replace(ev.tamper, config=configured)
+                rt.containers.kill(vctr)
+                return
             with timed(ev, "install_s"):
-                installed = artifact_export.carried_copies(taken, paths) + exported.copies
                 rt.state.install(vctr, installed, cleared=sorted(ready))
         except RuntimeUnavailable as exc:
             if exc.status is None:  # the daemon did not answer
@@ -244,15 +253,17 @@ def verify_sealed(
 
 def _cleared(
     ctx: RunContext, res: Resources, starting: Future[str], paths: list[str]
-) -> tuple[str, set[str]]:
+) -> tuple[str, set[str], dict[str, bytes]]:
     """The verifier's container, once started, with its state paths cleared, and the
     paths that installing needs not clear: the state paths, and every artifact's source
-    that the pristine image does not have (as a rule, all of them)."""
+    that the pristine image does not have (as a rule, all of them); and the image's own
+    start-up files in homes that are state, read before they are cleared."""
     vctr = starting.result()
+    pristine = state_config.pristine_home_files(ctx, res.rt, vctr, paths)
     sources = artifact_export.offered_sources(ctx)
     sources = [p for p in sources if not under_any(p, paths)]
     absent = res.rt.state.clear(vctr, paths, probe=sources)
-    return vctr, {*paths, *absent}
+    return vctr, {*paths, *absent}, pristine
 
 
 def _links_into_verifier(
