@@ -13,8 +13,8 @@ git-config(1) describes, following git's own reader character by character:
   ``\\\\``, and a backslash at the end of a line continuing the value; blanks around a
   value dropped, blanks inside kept.
 
-What git would refuse (an unknown escape, an unterminated quote or header, a setting
-before any section, a NUL byte) is `MalformedConfig`: the caller decides what a file git
+What git would refuse (an unknown escape, an unterminated quote or header, a NUL
+byte) is `MalformedConfig`: the caller decides what a file git
 cannot read means. The input is bounded by the caller; the parser keeps nothing but the
 settings found.
 """
@@ -96,7 +96,10 @@ class _Reader:
             elif c == ord("["):
                 self.section = self._header()
             elif chr(c).isascii() and chr(c).isalpha():
-                found.append(self._setting(c))
+                setting = self._setting(c)
+                # git reads a name before any section too, as a key no setting has.
+                if setting.section:
+                    found.append(setting)
             else:
                 raise self._error(f"unexpected {chr(c)!r}")
 
@@ -161,21 +164,19 @@ class _Reader:
         return section, sub.decode("utf-8", "surrogateescape")
 
     def _setting(self, first: int) -> Setting:
-        if self.section is None:
-            raise self._error("a setting before any section")
         name = bytearray([first])
         c = self._next()
         while c is not None and _key_char(c):
             name.append(c)
             c = self._next()
-        while c is not None and c in _SPACE and c != ord("\n"):
+        while c in (ord(" "), ord("\t")):
             c = self._next()
         value: str | None = None
         if c is not None and c != ord("\n"):
             if c != ord("="):
                 raise self._error(f"{chr(c)!r} after the name {name.decode('ascii')!r}")
             value = self._value()
-        section, sub = self.section
+        section, sub = self.section or ("", None)
         return Setting(section, sub, name.decode("ascii").lower(), value)
 
     def _value(self) -> str:
