@@ -430,3 +430,23 @@ def test_found_configuration_is_tamper_and_named_with_its_path_and_key() -> None
 
     assert report.tampered
     assert report.paths == ["config /app/.git/config: filter.a.clean (git setting: runs a program)"]
+
+
+def test_a_state_with_no_repository_and_no_home_is_not_read_again() -> None:
+    tree = ["app", "app/src", "app/src/lib", "app/.venv/bin/python"]
+
+    assert not tool_config.worth_reading([("/app", tree)], ["/root"])
+
+
+@pytest.mark.parametrize(
+    ("path", "tree"),
+    [
+        ("/app", ["app", "app/.git"]),  # a repository's folder
+        ("/app", ["app", "app/sub/objects", "app/sub/refs"]),  # a bare one
+        ("/app", ["app", "app/objects"]),  # a link or a half of one: read to be sure
+        ("/root", ["root"]),  # a home folder
+        ("/root/.config", ["root/.config"]),  # part of one
+    ],
+)
+def test_a_state_with_a_repository_or_a_home_is_read(path: str, tree: list[str]) -> None:
+    assert tool_config.worth_reading([(path, tree)], ["/root"])

@@ -39,12 +39,12 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import tarfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import IO
 
-from cleanroom.core.paths import under_any
+from cleanroom.core.paths import under, under_any
 from cleanroom.verifiers.container.agent_state import git_config
 from cleanroom.verifiers.container.agent_state.git_config import Setting
 
@@ -312,6 +312,21 @@ def home_files(homes: Sequence[str]) -> list[str]:
     return [posixpath.join(h, rel) for h in homes for rel in HOME_FILES]
 
 
+def worth_reading(state: Sequence[tuple[str, Iterable[str]]], homes: Sequence[str]) -> bool:
+    """Whether the state, each path with its archive's folder and link names (as
+    `state_archive.StateScan.tree` has them), may hold anything `find_in_archives`
+    finds: a home folder, or a name a git directory needs (``.git``, and the ``objects``
+    and ``refs`` every repository git accepts has, itself or through its ``commondir``).
+    A state with neither is not read again: git finds no repository of the agent's in
+    it (one whose common directory is the image's has the image's configuration)."""
+    for path, names in state:
+        if any(under(h, path) or under(path, h) for h in homes):
+            return True
+        if any(n.rpartition("/")[2] in _REPOSITORY_NAMES for n in names):
+            return True
+    return False
+
+
 def find_in_archives(
     archives: Sequence[tuple[str, IO[bytes]]],
     homes: Sequence[str],
@@ -320,7 +335,8 @@ def find_in_archives(
     """The configuration a verifier's tool would obey in the state's checked archives,
     each ``(state path, archive)``; ``pristine`` holds the image's own start-up and rc
     files below ``homes`` (a file it lacks was not in the image). Never raises for what
-    an archive holds: what cannot be read is itself found (`ConfigKind.UNREADABLE`)."""
+    an archive holds: what cannot be read is itself found (`ConfigKind.UNREADABLE`).
+    Its cost is one pass over each archive's member headers, its data skipped."""
     with contextlib.ExitStack() as open_archives:
         noted: dict[str, Member] = {}
         found: list[ToolConfig] = []
@@ -565,6 +581,9 @@ def _unread(path: str, why: str, key: str = "") -> ToolConfig:
     return ToolConfig(path, ConfigKind.UNREADABLE, key, why)
 
 
+_REPOSITORY_NAMES = frozenset({".git", "objects", "refs"})
+
+
 class _Interest:
     """Which installed paths are worth noting: names git reads in a git directory, the
     folders that make one, and the homes' files."""
@@ -573,10 +592,22 @@ class _Interest:
     GIT_FOLDERS = frozenset({"objects", "refs", "hooks"})
 
     def __init__(self, homes: Sequence[str]) -> None:
-        self.home_paths = {
-            posixpath.join(h, rel) for h in homes for rel in (*HOME_FILES, *GIT_GLOBAL_FILES)
-        }
+        home_files = (*HOME_FILES, *GIT_GLOBAL_FILES)
+        self.home_paths = {posixpath.join(h, rel) for h in homes for rel in home_files}
         self.home_folders = {posixpath.join(h, rel) for h in homes for rel in HOME_FOLDERS}
+        # The last names any noted member can have, or its folder can: most members of
+        # a large state are passed over on these alone.
+        self.names = (
+            self.GIT_NAMES
+            | self.GIT_FOLDERS
+            | HOOK_NAMES
+            | {posixpath.basename(r) for r in home_files}
+        )
+        self.folder_names = {posixpath.basename(r) for r in HOME_FOLDERS}
+
+    def may_want(self, member_name: str) -> bool:
+        head, _, name = member_name.rstrip("/").rpartition("/")
+        return name in self.names or head.rpartition("/")[2] in self.folder_names
 
     def wants(self, path: str, kind: MemberKind) -> bool:
         name = posixpath.basename(path)
@@ -606,10 +637,11 @@ def _noted(
 ) -> Iterator[tuple[str, Member]]:
     parent = posixpath.dirname(state_path.rstrip("/")) or "/"
     while (info := tar.next()) is not None:
-        kind = _kind(info)
-        path = posixpath.normpath(posixpath.join(parent, info.name))
-        if interest.wants(path, kind):
-            yield path, Member(kind, info.mode, info.size, info.linkname, _reader(tar, info))
+        if interest.may_want(info.name):
+            kind = _kind(info)
+            path = posixpath.normpath(posixpath.join(parent, info.name))
+            if interest.wants(path, kind):
+                yield path, Member(kind, info.mode, info.size, info.linkname, _reader(tar, info))
         # Nothing of a member is kept once it is judged uninteresting: a state of a
         # million files costs no memory here.
         tar.members.clear()  # type: ignore[attr-defined]

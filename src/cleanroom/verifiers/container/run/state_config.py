@@ -51,6 +51,10 @@ def pristine_home_files(
 def found_in(
     ctx: RunContext, installed: Sequence[StateCopy], pristine: dict[str, bytes]
 ) -> tuple[ToolConfig, ...]:
-    """What a tool of the verifier's would obey in the ``installed`` copies."""
+    """What a tool of the verifier's would obey in the ``installed`` copies (none read
+    again when their scans show no repository and no home folder)."""
+    users = homes(ctx)
+    if not tool_config.worth_reading([(c.path, c.tree) for c in installed], users):
+        return ()
     archives = [(c.path, c.archive) for c in installed if c.archive is not None]
-    return tuple(tool_config.find_in_archives(archives, homes(ctx), pristine))
+    return tuple(tool_config.find_in_archives(archives, users, pristine))
