@@ -450,3 +450,27 @@ def test_a_state_with_no_repository_and_no_home_is_not_read_again() -> None:
 )
 def test_a_state_with_a_repository_or_a_home_is_read(path: str, tree: list[str]) -> None:
     assert tool_config.worth_reading([(path, tree)], ["/root"])
+
+
+def test_a_hook_the_task_declares_as_state_is_its_own_business() -> None:
+    members = repo(DEFAULT_CONFIG, {"app/.git/hooks/pre-commit": b"#!/bin/sh\n"})
+    modes = {"app/.git/hooks/pre-commit": 0o755}
+    archives = [("/app", archive(members, modes))]
+
+    declared = find_in_archives(archives, ["/root"], {}, named=["/app/.git/hooks/"])
+    whole_repo = find_in_archives(
+        [("/app", archive(members, modes))], ["/root"], {}, named=["/app/.git"]
+    )
+
+    assert declared == []
+    assert [f.kind for f in whole_repo] == [ConfigKind.GIT_HOOK]
+
+
+def test_a_start_up_file_the_task_declares_as_state_is_its_own_business() -> None:
+    members = home({"root/.bashrc": b"alias ll='ls -l'\n"})
+
+    def found(named: list[str]) -> list[ToolConfig]:
+        return find_in_archives([("/root", archive(members))], ["/root"], {}, named=named)
+
+    assert found(["/root/.bashrc"]) == []
+    assert [f.path for f in found(["/root"])] == ["/root/.bashrc"]

@@ -331,11 +331,13 @@ def find_in_archives(
     archives: Sequence[tuple[str, IO[bytes]]],
     homes: Sequence[str],
     pristine: Mapping[str, bytes],
+    named: Sequence[str] = (),
 ) -> list[ToolConfig]:
     """The configuration a verifier's tool would obey in the state's checked archives,
     each ``(state path, archive)``; ``pristine`` holds the image's own start-up and rc
-    files below ``homes`` (a file it lacks was not in the image). Never raises for what
-    an archive holds: what cannot be read is itself found (`ConfigKind.UNREADABLE`).
+    files below ``homes`` (a file it lacks was not in the image); ``named`` are the state
+    paths the task itself declares (see `find`). Never raises for what an archive
+    holds: what cannot be read is itself found (`ConfigKind.UNREADABLE`).
     Its cost is one pass over each archive's member headers, its data skipped."""
     with contextlib.ExitStack() as open_archives:
         noted: dict[str, Member] = {}
@@ -352,7 +354,7 @@ def find_in_archives(
             except (tarfile.TarError, EOFError, OSError) as exc:
                 found.append(_unread(path, f"its archive could not be read again: {exc}"))
         roots = [path for path, _ in archives]
-        found += find(noted, roots, homes, pristine)
+        found += find(noted, roots, homes, pristine, named)
     return sorted(set(found))
 
 
@@ -361,14 +363,29 @@ def find(
     roots: Sequence[str],
     homes: Sequence[str],
     pristine: Mapping[str, bytes],
+    named: Sequence[str] = (),
 ) -> list[ToolConfig]:
     """The configuration among ``noted`` members (by installed path) of a state whose
-    paths are ``roots``: git's, and the homes' (see the module's docstring)."""
+    paths are ``roots``: git's, and the homes' (see the module's docstring).
+
+    A setting, hook or file the task asked for is its own business: one at or below a
+    path of ``named`` (the state the task declares) that is the file itself or a folder
+    inside the git directory or home holding it (``/root/.gitconfig``,
+    ``/app/.git/hooks``). What comes with a broader path (the work dir, a home, a folder
+    the agent created) is the agent's configuration."""
     budget = _Budget(MAX_READ_BYTES)
-    found = _git(noted, roots, budget)
+    named = [posixpath.normpath(d) for d in named]
+    found = _git(noted, roots, budget, named)
     for home in homes:
-        found += _home(noted, home, pristine, budget)
+        found += _not_named(_home(noted, home, pristine, budget), home, named)
     return found
+
+
+def _not_named(found: list[ToolConfig], place: str, named: Sequence[str]) -> list[ToolConfig]:
+    """``found`` less what a declared path inside ``place`` (a git directory, a home)
+    carries."""
+    inside = [d for d in named if d != place and under(d, place)]
+    return [f for f in found if not under_any(f.path, inside)]
 
 
 @dataclass
@@ -384,7 +401,9 @@ class _Budget:
         return data if len(data) == member.size else None
 
 
-def _git(noted: Mapping[str, Member], roots: Sequence[str], budget: _Budget) -> list[ToolConfig]:
+def _git(
+    noted: Mapping[str, Member], roots: Sequence[str], budget: _Budget, named: Sequence[str]
+) -> list[ToolConfig]:
     found: list[ToolConfig] = []
     folders = {p for p, m in noted.items() if m.kind is MemberKind.FOLDER}
     pending: list[str] = []
@@ -415,7 +434,7 @@ def _git(noted: Mapping[str, Member], roots: Sequence[str], budget: _Budget) -> 
             pending += _pointer(
                 posixpath.join(gitdir, "commondir"), common, "", roots, budget, found, gitdir
             )
-        found += _git_dir(noted, gitdir, budget)
+        found += _not_named(_git_dir(noted, gitdir, budget), gitdir, named)
     return found
 
 

@@ -57,4 +57,5 @@ def found_in(
     if not tool_config.worth_reading([(c.path, c.tree) for c in installed], users):
         return ()
     archives = [(c.path, c.archive) for c in installed if c.archive is not None]
-    return tuple(tool_config.find_in_archives(archives, users, pristine))
+    named = ctx.verifier.state
+    return tuple(tool_config.find_in_archives(archives, users, pristine, named))
