@@ -71,3 +71,36 @@ def test_the_honest_commit_scores_one(
     outcome = verify_task(example(TASK), AgentSpec.solution(), runtime, VerifyOptions(mode))
 
     assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome.detail
+
+
+def with_home_as_state(example: Callable[[str], Task], variant: Callable[..., Task]) -> Task:
+    """fix-median, with root's home folder carried as state."""
+    toml = (example("fix-median").root / "task.toml").read_text()
+    return variant(
+        "fix-median", {"task.toml": toml.replace("[verifier]\n", '[verifier]\nstate = ["/root"]\n')}
+    )
+
+
+def test_a_home_that_is_state_keeps_the_images_own_start_up_files_unflagged(
+    example: Callable[[str], Task], variant: Callable[..., Task], runtime: DockerRuntime
+) -> None:
+    task = with_home_as_state(example, variant)
+
+    outcome = verify_task(task, AgentSpec.solution(), runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome.details.get("tamper")
+
+
+def test_a_start_up_file_changed_in_a_home_that_is_state_is_the_agents_tamper(
+    example: Callable[[str], Task], variant: Callable[..., Task], runtime: DockerRuntime
+) -> None:
+    task = with_home_as_state(example, variant)
+    fix = (task.solution_dir / "solve.sh").read_text()
+    agent = AgentSpec.script(fix + "echo 'cp /tests/test_median.py /tmp/' >> /root/.bashrc\n", "rc")
+
+    outcome = verify_task(task, agent, runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.reason) == (Status.FAILURE, Reason.TAMPER), outcome.detail
+    assert outcome.details["tamper"] == [
+        "config /root/.bashrc: bash (start-up file: differs from the image's)"
+    ]

@@ -31,7 +31,9 @@ What is found:
 Whoever wrote it, a git setting of the state is judged as it will be installed: a task
 image that ships such a setting in its work dir has every rollout flagged, which its
 oracle run shows at once. A home's rc files are compared with the image's own, since
-every Debian image ships a ``.bashrc`` and a ``.profile`` in ``/root``.
+every Debian image ships a ``.bashrc`` and a ``.profile`` in ``/root``. What the task
+asks for by naming it in its declared state (``/root/.gitconfig``, ``/app/.git/hooks``)
+is the task's business, not flagged (`find`).
 """
 
 from __future__ import annotations
