@@ -6,7 +6,9 @@ the agent's is handled, its state paths and artifacts taken out, and installed i
 verifier's container, which was started from the pristine image while the agent acted
 (or while its container was frozen and read). A link of the agent's that resolves into
 the verifier's places is tampering; a reward written after test.sh ended, or by the
-agent's code while the tests ran (the runner witness), is too.
+agent's code while the tests ran (the runner witness), is too; and so is configuration
+in the state that a tool of the verifier's would obey (`state_config`), found before
+anything is installed.
 """
 
 from __future__ import annotations
