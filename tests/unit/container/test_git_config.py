@@ -67,6 +67,13 @@ def test_a_byte_order_mark_and_crlf_line_ends_are_read_through() -> None:
     assert keys(b"\xef\xbb\xbf[x]\r\nv = 1\r\n") == [("x.v", "1")]
 
 
+def test_a_vertical_tab_is_part_of_a_value_as_git_reads_it() -> None:
+    [setting] = parse(b"[core]\n\tfsmonitor = false\x0b\n")
+
+    assert setting.value == "false\x0b"
+    assert maybe_bool(setting.value) is None  # git takes it for a hook's path
+
+
 def test_a_subsection_escape_keeps_the_quote() -> None:
     assert keys(b'[x "a\\"b"]\nv = 1\n') == [('x.a"b.v', "1")]
 

@@ -101,6 +101,7 @@ def git_keys(found: list[ToolConfig]) -> list[str]:
         ('[filter "a"]\n\tprocess = ./p', "filter.a.process"),
         ("[core]\n\tfsmonitor = /app/watch.sh", "core.fsmonitor"),
         ("[core]\n\tfsmonitor", "core.fsmonitor"),
+        ("[core]\n\tfsmonitor = false\x0b", "core.fsmonitor"),
         ("[core]\n\thooksPath = /app/hooks", "core.hookspath"),
         ("[core]\n\tpager = ./p", "core.pager"),
         ("[core]\n\teditor = ./e", "core.editor"),

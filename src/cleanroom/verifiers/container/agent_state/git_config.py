@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 _BOM = b"\xef\xbb\xbf"
-_SPACE = frozenset(b" \t\n\v\f\r")
+# git's own isspace: a vertical tab or a form feed is part of a value to git.
+_SPACE = frozenset(b" \t\n\r")
 _ESCAPES = {ord("n"): "\n", ord("t"): "\t", ord("b"): "\b", ord('"'): '"', ord("\\"): "\\"}
 
 
@@ -56,10 +57,12 @@ def parse(data: bytes) -> list[Setting]:
 
 
 def maybe_bool(value: str | None) -> bool | None:
-    """A value as git reads a boolean: True, False, or None when it is not one."""
+    """A value as git reads a boolean: True, False, or None when it is not one. Only
+    spellings git reads as booleans are: anything else (``0x0``, ``false\v``) is None,
+    as a value git would take for something else (a path, a command) must be."""
     if value is None:
         return True
-    lowered = value.strip().lower()
+    lowered = value.lower()
     if lowered in ("true", "yes", "on", "1"):
         return True
     if lowered in ("false", "no", "off", "0", ""):

@@ -546,7 +546,7 @@ def git_risk(setting: Setting, *, global_file: bool = False) -> str:
         return _PROGRAM if git_config.maybe_bool(value) is None else ""
     if section == "protocol" and name == "allow":
         # Allowing a transport such as ext:: lets a remote's URL run a command.
-        return "" if (value or "").strip().lower() == "never" else _PROGRAM
+        return "" if (value or "").lower() == "never" else _PROGRAM
     if rule is None:
         return ""
     needs_sub, why = rule
@@ -554,7 +554,7 @@ def git_risk(setting: Setting, *, global_file: bool = False) -> str:
         return ""
     if (section, name) == ("core", "fsmonitor") and git_config.maybe_bool(value) is False:
         return ""
-    if (section, name) == ("credential", "helper") and not (value or "").strip():
+    if (section, name) == ("credential", "helper") and value == "":
         return ""  # an empty helper clears the list
     return why
 
