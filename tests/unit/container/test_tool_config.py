@@ -7,6 +7,8 @@ import io
 import tarfile
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cleanroom.verifiers.container.agent_state import tool_config
 from cleanroom.verifiers.container.agent_state.tool_config import (
@@ -475,3 +477,31 @@ def test_a_start_up_file_the_task_declares_as_state_is_its_own_business() -> Non
 
     assert found(["/root/.bashrc"]) == []
     assert [f.path for f in found(["/root"])] == ["/root/.bashrc"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=400))
+def test_any_bytes_as_a_repository_config_are_judged_and_never_raise(data: bytes) -> None:
+    found = found_in(repo(data))
+
+    assert all(f.path == "/app/.git/config" for f in found)
+
+
+member_names = st.lists(
+    st.sampled_from([".git", "HEAD", "config", "commondir", "objects", "refs", "hooks", "x"]),
+    min_size=1,
+    max_size=4,
+).map(lambda parts: "app/" + "/".join(parts))
+member_contents = st.one_of(
+    st.none(),
+    st.binary(max_size=60),
+    st.sampled_from([b"gitdir: /elsewhere\n", b"gitdir: ..\n", b"../..\n", b"/\n"]),
+    st.text(max_size=20).map(Link),
+    st.just(Fifo()),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(members=st.dictionaries(member_names, member_contents, max_size=12))
+def test_any_tree_of_git_names_is_judged_and_never_raises(members: dict[str, Content]) -> None:
+    found_in({"app": None, **members})
