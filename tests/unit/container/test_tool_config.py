@@ -265,6 +265,18 @@ def test_a_work_dir_git_would_take_for_a_bare_repository_has_its_config_judged()
     assert git_keys(found_in(members)) == ["filter.a.clean"]
 
 
+def test_a_bare_repository_whose_folders_are_links_has_its_config_judged() -> None:
+    members = {
+        "app": None,
+        "app/HEAD": Link("/srv/HEAD"),
+        "app/objects": Link("/srv/objects"),
+        "app/refs": Link("/srv/refs"),
+        "app/config": b'[filter "a"]\n\tclean = ./x\n',
+    }
+
+    assert git_keys(found_in(members)) == ["filter.a.clean"]
+
+
 def test_a_file_named_config_outside_any_repository_is_not_read_as_git_config() -> None:
     members = {"app": None, "app/config": b'[filter "a"]\n\tclean = ./x\n'}
 

@@ -407,7 +407,8 @@ def _git(
     noted: Mapping[str, Member], roots: Sequence[str], budget: _Budget, named: Sequence[str]
 ) -> list[ToolConfig]:
     found: list[ToolConfig] = []
-    folders = {p for p, m in noted.items() if m.kind is MemberKind.FOLDER}
+    # A repository's folders may be links (git follows them), and so may its HEAD.
+    folders = {p for p, m in noted.items() if m.kind in (MemberKind.FOLDER, MemberKind.LINK)}
     pending: list[str] = []
     for path, member in noted.items():
         name = posixpath.basename(path)
@@ -418,7 +419,7 @@ def _git(
                 pending += _pointer(path, member, "gitdir:", roots, budget, found)
         elif (
             name == "HEAD"
-            and member.kind is MemberKind.FILE
+            and member.kind in (MemberKind.FILE, MemberKind.LINK)
             and {posixpath.join(posixpath.dirname(path), d) for d in ("objects", "refs")} <= folders
         ):
             pending.append(posixpath.dirname(path))  # git takes it for a bare repository
