@@ -36,6 +36,7 @@ EXAMPLE_TASK_NAMES = (
     "venv-tool",
     "artifact-answer",
     "word-tally",
+    "commit-total",
 )
 # Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs, a
 # separate verifier environment, a multi-step task, compose services). The matrix leaves

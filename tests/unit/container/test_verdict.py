@@ -10,6 +10,7 @@ import pytest
 
 from cleanroom.core.observed_file import FileKind, ObservedFile
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
+from cleanroom.verifiers.container.agent_state.tool_config import ConfigKind, ToolConfig
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, TamperReport, classify
 from cleanroom.verifiers.container.decision.verdict import (
     AgentFault,
@@ -154,6 +155,20 @@ def test_a_reward_the_agent_made_unclearable_is_its_zero_not_an_exclusion() -> N
     assert (outcome.status, outcome.score, outcome.reason) == (Status.FAILURE, 0.0, Reason.TAMPER)
     assert outcome.caused_by is Cause.AGENT
     assert outcome.exit_code == 3
+
+
+def test_configuration_a_verifiers_tool_would_obey_is_tamper_that_says_so() -> None:
+    ev = ran(b"1")
+    found = ToolConfig("/app/.git/config", ConfigKind.GIT_SETTING, "core.fsmonitor", "runs")
+    ev.tamper = TamperReport((), (), config=(found,))
+
+    outcome = decide(ev)
+
+    assert (outcome.status, outcome.score, outcome.reason) == (Status.FAILURE, 0.0, Reason.TAMPER)
+    assert "configuration that a tool of the verifier's would obey" in outcome.detail
+    assert outcome.details["tamper"] == [
+        "config /app/.git/config: core.fsmonitor (git setting: runs)"
+    ]
 
 
 def test_proof_of_tampering_stands_even_when_the_daemon_fails_afterwards() -> None:

@@ -68,6 +68,7 @@ STATE_AS_DATA_ROUTES = [
     "the source left as shipped and a __pycache__ entry with its header holding a fix",
     "a planted reward and a new top-level folder whose name is not UTF-8",
     "a planted reward and 3,000 new top-level folders",
+    "a clean filter in the work dir's repository config, which test.sh's git status runs",
 ]
 # Links judged where they are used: a scratch answer test.sh writes later, where a
 # link of the agent's already points.

@@ -126,6 +126,13 @@ def _outcome(ev: Evidence) -> tuple[Outcome, dict[str, float] | None]:
             f"the agent wrote into, linked to or (from its code, while the tests ran) "
             f"touched the verifier's own places (tests, reward) {n} time(s)"
         )
+        if ev.tamper.config:
+            why = (
+                f"the agent left configuration that a tool of the verifier's would obey "
+                f"(a git filter, hook or driver, a start-up or rc file), {n} time(s) in all"
+            )
+            if len(ev.tamper.config) < n:
+                why += ", and wrote into or linked to the verifier's own places"
         return Outcome.agent_fault(Reason.TAMPER, why, **details), None
     if ev.agent_fault is not None:
         return Outcome.agent_fault(ev.agent_fault.reason, ev.agent_fault.detail, **details), None

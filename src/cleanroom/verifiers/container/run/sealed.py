@@ -6,7 +6,9 @@ the agent's is handled, its state paths and artifacts taken out, and installed i
 verifier's container, which was started from the pristine image while the agent acted
 (or while its container was frozen and read). A link of the agent's that resolves into
 the verifier's places is tampering; a reward written after test.sh ended, or by the
-agent's code while the tests ran (the runner witness), is too.
+agent's code while the tests ran (the runner witness), is too; and so is configuration
+in the state that a tool of the verifier's would obey (`state_config`), found before
+anything is installed.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ from cleanroom.verifiers.container.agent_state import state_archive
 from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
 from cleanroom.verifiers.container.decision.tamper import ChangeKind, TamperReport, classify
 from cleanroom.verifiers.container.decision.verdict import AgentFault, Evidence
-from cleanroom.verifiers.container.run import artifact_export, freeze, link_freeze, state_export
+from cleanroom.verifiers.container.run import (
+    artifact_export,
+    freeze,
+    link_freeze,
+    state_config,
+    state_export,
+)
 from cleanroom.verifiers.container.run.commands import (
     check_health,
     read_results,
@@ -221,7 +229,16 @@ def verify_sealed(
         if ev.agent_fault is not None:
             return
         try:
-            vctr, ready = clearing.result()
+            vctr, ready, pristine = clearing.result()
+            # Configuration of the agent's that a tool of the verifier's would obey (a
+            # git filter or hook, a home's start-up file) is its tamper, found before
+            # the tests run (`state_config`).
+            with timed(ev, "config_s"):
+                configured = state_config.found_in(ctx, installed, pristine)
+            if configured:
+                ev.tamper = replace(ev.tamper, config=configured)
+                rt.containers.kill(vctr)
+                return
             with timed(ev, "links_s"):
                 judged = link_freeze.judge_and_freeze(rt, vctr, installed, _verifier_places(ctx))
             ev.details["links"] = judged.details()
@@ -254,15 +271,17 @@ def verify_sealed(
 
 def _cleared(
     ctx: RunContext, res: Resources, starting: Future[str], paths: list[str]
-) -> tuple[str, set[str]]:
+) -> tuple[str, set[str], dict[str, bytes]]:
     """The verifier's container, once started, with its state paths cleared, and the
     paths that installing needs not clear: the state paths, and every artifact's source
-    that the pristine image does not have (as a rule, all of them)."""
+    that the pristine image does not have (as a rule, all of them); and the image's own
+    start-up files in homes that are state, read before they are cleared."""
     vctr = starting.result()
+    pristine = state_config.pristine_home_files(ctx, res.rt, vctr, paths)
     sources = artifact_export.offered_sources(ctx)
     sources = [p for p in sources if not under_any(p, paths)]
     absent = res.rt.state.clear(vctr, paths, probe=sources)
-    return vctr, {*paths, *absent}
+    return vctr, {*paths, *absent}, pristine
 
 
 def _verifier_places(ctx: RunContext) -> tuple[str, ...]:
