@@ -198,31 +198,34 @@ _REPLACE_STEPS[OracleProbe.SCRATCH_REMOVE] = _REPLACE_STEPS[OracleProbe.REMOVE]
 
 def oracle_probe_script(probe: OracleProbe, roots: Iterable[str]) -> str:
     """The agent script of ``probe``: the task's solution (at ``/solution``) runs in the
-    work dir, then every regular file it created or changed under ``roots`` (and in
-    top-level folders that did not exist before) is replaced as ``probe`` says."""
+    work dir, then every regular file it created, wrote or changed the mode of under
+    ``roots`` (and in top-level folders that did not exist before) is replaced as
+    ``probe`` says. Files are found by their status change, so a program the oracle only
+    made executable counts, and names are read NUL-separated, so any name does."""
     quoted = " ".join(shlex.quote(r) for r in roots)
     replace = _REPLACE_STEPS[probe]
     return rf"""#!/bin/bash
 # The audit's {probe.value} probe (cleanroom.audit.probes).
 list=/tmp/cleanroom-attack/{probe.digests}
 roots=({quoted})
-listing() {{
-  for r in "${{roots[@]}}" "${{fresh[@]}}"; do
-    [ -e "$r" ] && find "$r" -xdev -type f -print0 2>/dev/null
-  done | xargs -0 -r sha256sum 2>/dev/null | sort
-}}
+mark=/tmp/cleanroom-probe-mark
 fresh=()
 ls -A / > /tmp/cleanroom-probe-top
-before=$(listing)
+: > "$mark" && sleep 0.01
 bash /solution/solve.sh > /tmp/cleanroom-probe-oracle.log 2>&1
 echo "{PROBE_MARK}: the oracle exited $?"
 while IFS= read -r top; do
   grep -qxF -- "$top" /tmp/cleanroom-probe-top || fresh+=("/$top")
 done < <(ls -A /)
+# What the oracle wrote, made or changed the mode of (its status changed since the mark),
+# whatever its name.
+listing() {{
+  for r in "${{roots[@]}}" "${{fresh[@]}}"; do
+    [ -e "$r" ] && find "$r" -xdev -type f -cnewer "$mark" -print0 2>/dev/null
+  done
+}}
 replaced=0
-while IFS= read -r line; do
-  f=${{line#* }}; f=${{f# }}; f=${{f#\*}}
-  grep -qxF -- "$line" <<< "$before" && continue
+while IFS= read -r -d '' f; do
   [ -f "$f" ] && [ ! -L "$f" ] || continue{replace.rstrip()}
   replaced=$((replaced + 1))
 done < <(listing)
