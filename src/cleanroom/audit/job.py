@@ -43,6 +43,7 @@ from cleanroom.audit.probes import (
     forging_probes,
     oracle_probe_script,
     probe_replaced,
+    ran_configuration,
     scratch_digests,
     visible_answers,
 )
@@ -218,6 +219,7 @@ def _probe_from_oracle(
         else:
             runs.skipped.append((control, f"{kind.value}'s control: those outputs removed"))
             runs.probes[kind.value] = (linked, run(f"probe {kind.value}", agent(kind), sealed))
+    _probe_configured(roots, runs, run, shared, sealed)
     if config.verifier.live_processes:
         # What is graded is a process the oracle left running, not the files it wrote.
         runs.notes.append(
@@ -226,6 +228,29 @@ def _probe_from_oracle(
         )
     else:
         runs.succeed = probe(OracleProbe.SUCCEED, sealed)
+
+
+def _probe_configured(
+    roots: list[str], runs: ContainerRuns, run: Runner, shared: VerifyOptions, sealed: VerifyOptions
+) -> None:
+    """The configured-tools probe under shared, and under sealed when the tests ran the
+    configuration it left there."""
+    agent = AgentSpec.script_with_solution(
+        oracle_probe_script(OracleProbe.CONFIGURE, roots),
+        f"probe {OracleProbe.CONFIGURE.value}",
+        (),
+    )
+    label = f"probe {OracleProbe.CONFIGURE.value}"
+    naive = run(label, agent, shared)
+    phase = naive.outcome.get("details", {}).get("agent_phase", {})
+    if naive.valid and not probe_replaced(str(phase.get("output_tail", ""))):
+        runs.skipped.append(
+            (naive, "not applicable: no git repository or home folder in the state")
+        )
+    elif naive.valid and not ran_configuration(naive.outcome):
+        runs.skipped.append((naive, "the tests ran none of the configuration the probe left"))
+    else:
+        runs.probes[OracleProbe.CONFIGURE.value] = (naive, run(label, agent, sealed))
 
 
 # Each link probe with its control.
