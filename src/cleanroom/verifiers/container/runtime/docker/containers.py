@@ -38,6 +38,14 @@ class DockerContainers:
         self.docker = docker
         self.labels = dict(labels)
         self.images = images
+        self.made = images.made
+
+    def _run(self, image: str, command: Sequence[str] | None, **options: Any) -> str:
+        """Start a container, known to `made` from the moment the daemon names it."""
+        with self.made.making(f"starting a container of {image}"):
+            ctr = self.docker.run_container(image, command, **options)
+            self.made.container(ctr)
+        return ctr
 
     def start_agent(self, spec: AgentContainerSpec) -> str:
         """Start the task container idle, no network unless its limits give one.
@@ -60,7 +68,7 @@ class DockerContainers:
                 "mounts": [anonymous_volume(ARTIFACTS_DIR, empty=True)],
             }
         )
-        ctr = self.docker.run_container(
+        ctr = self._run(
             spec.image,
             KEEPALIVE,
             **network_options(spec.limits.network, spec.services_network, (MAIN,)),
@@ -120,7 +128,7 @@ class DockerContainers:
             str(host): {"bind": dest, "mode": "ro" if dest in spec.read_only else "rw"}
             for host, dest in spec.binds.items()
         }
-        ctr = self.docker.run_container(
+        ctr = self._run(
             spec.image,
             KEEPALIVE,
             **networking,
@@ -157,7 +165,7 @@ class DockerContainers:
             options["tmpfs"] = dict(_tmpfs_entry(entry) for entry in service.tmpfs)
         if service.hostname:
             options["hostname"] = service.hostname
-        ctr = self.docker.run_container(
+        ctr = self._run(
             image,
             service.command,
             **network_options(False, network, names_of(service)),
@@ -198,11 +206,15 @@ class DockerContainers:
         self.docker.limit_cpus(container, cpus)
 
     def freeze(self, container: str) -> None:
-        """Freeze every process in the container (cgroup freezer)."""
-        self.docker.pause(container)
+        """Freeze every process in the container (cgroup freezer); known to `made`, so a
+        stopped run thaws a container it does not own."""
+        with self.made.making(f"freezing {container[:12]}"):
+            self.docker.pause(container)
+            self.made.froze(container)
 
     def thaw(self, container: str) -> None:
         self.docker.unpause(container)
+        self.made.thawed(container)
 
     def kill(self, container: str) -> None:
         """SIGKILL every process in the container and wait for it to stop; a container
@@ -216,6 +228,7 @@ class DockerContainers:
     def remove(self, container: str) -> None:
         """Remove a container and its anonymous volumes, whatever its state."""
         self.docker.remove_container(container, volumes=True)
+        self.made.removed_container(container)
 
     def state(self, container: str) -> ServiceState:
         state = self.docker.inspect_container(container).get("State") or {}

@@ -1,0 +1,87 @@
+"""An interrupted ``cleanroom verify`` (SIGINT, SIGTERM) removes every container and
+network it made, its paused agent container among them, and exits with the signal's
+conventional status."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cleanroom.verifiers.container.runtime.docker import LABELS_ENV, DockerRuntime
+
+pytestmark = pytest.mark.docker
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
+
+
+def slow_compose_task(root: Path) -> Path:
+    """compose-store, whose test.sh waits long enough to be interrupted: a run of it
+    holds a services network, a service, the paused agent and the verifier."""
+    task = root / "compose-store-slow"
+    shutil.copytree(EXAMPLES / "compose-store", task)
+    test = task / "tests" / "test.sh"
+    test.write_text("#!/bin/bash\nsleep 55\n" + test.read_text().split("\n", 1)[1])
+    test.chmod(0o755)
+    return task
+
+
+def wait_for_sealed_verifier(rt: DockerRuntime, label: str, limit_s: float = 180) -> None:
+    """Until the run's agent container is paused and its verifier's is running."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        found = rt.docker.containers_labelled(label)
+        roles = {c.labels.get("cleanroom.role"): c.id for c in found}
+        agent, verifier = roles.get("agent"), roles.get("verifier")
+        if agent and verifier:
+            paused = rt.docker.inspect_container(agent)["State"]["Paused"]
+            if paused:
+                time.sleep(2)  # test.sh under way
+                return
+        time.sleep(0.5)
+    pytest.fail("the run never reached its verifier with the agent's container paused")
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signalled_verify_removes_its_containers_and_networks(
+    runtime: DockerRuntime, tmp_path: Path, sig: signal.Signals, status: int
+) -> None:
+    # Given a sealed verify whose agent container is paused, with a service and its network
+    token = secrets.token_hex(6)
+    label = f"cleanroom.interrupted={token}"
+    labels = {**runtime.labels, "cleanroom.interrupted": token}
+    env = {**os.environ, LABELS_ENV: ",".join(f"{k}={v}" for k, v in labels.items())}
+    code = "from cleanroom.cli import main; main()"
+    task = slow_compose_task(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "verify", str(task), "--solution"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for_sealed_verifier(runtime, label)
+        assert runtime.docker.networks_labelled(label), "the run made no network to remove"
+        assert len(runtime.docker.containers_labelled(label)) >= 3
+
+        # When it is signalled
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    # Then it exits with the signal's status, having removed all it made
+    assert proc.returncode == status, err
+    assert runtime.docker.containers_labelled(label) == []
+    assert runtime.docker.networks_labelled(label) == []
+    assert "removing the containers and networks" in err
