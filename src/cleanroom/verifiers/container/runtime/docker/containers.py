@@ -14,7 +14,10 @@ from typing import Any, Unpack
 
 from cleanroom.docker_layer import Docker, anonymous_volume
 from cleanroom.exec_result import ExecResult
+from cleanroom.verifiers.container.decision.name_files import NAME_FILE_CAP, RESOLV_CONF, NameFiles
+from cleanroom.verifiers.container.runtime.docker.files import DockerFiles
 from cleanroom.verifiers.container.runtime.docker.images import KEEPALIVE, DockerImages
+from cleanroom.verifiers.container.runtime.docker.name_files import from_inspect, probe_network_mode
 from cleanroom.verifiers.container.runtime.docker.tar import renamed_top, tar_folder
 from cleanroom.verifiers.container.runtime.records import (
     AgentContainerSpec,
@@ -183,6 +186,25 @@ class DockerContainers:
         if public:
             self.docker.connect_network("bridge", ctr)
         return ctr
+
+    def name_files(self, container: str) -> NameFiles:
+        """The name files Docker made for ``container`` when it started it, made again
+        (`name_files`): its hosts and hostname from its inspect, its resolver file from
+        a fresh idle container of its image on its network, removed at once."""
+        attrs = self.docker.inspect_container(container)
+        image = str(attrs.get("Image") or "")
+        probe = self._run(
+            image,
+            KEEPALIVE,
+            network_mode=probe_network_mode(attrs),
+            cap_drop=["MKNOD"],
+            labels={**self.labels, "cleanroom.role": "probe"},
+        )
+        try:
+            resolv = DockerFiles(self.docker).read(probe, RESOLV_CONF, NAME_FILE_CAP)
+        finally:
+            self.remove(probe)
+        return from_inspect(attrs, resolv)
 
     def put_dir(self, container: str, source: Path, dest: str) -> None:
         """Copy a host folder into the container at ``dest`` (merged into what is there)."""
