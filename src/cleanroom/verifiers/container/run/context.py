@@ -297,8 +297,11 @@ class Resources:
             thread.join()
         if self.keep:
             return
-        with contextlib.suppress(RuntimeUnavailable):
-            for ctr in self.containers:
+        # The last made first: a live verifier depends on the agent's container whose
+        # network it joined, and podman refuses to remove that one while it exists. One
+        # that cannot be removed does not keep the others.
+        for ctr in reversed(self.containers):
+            with contextlib.suppress(RuntimeUnavailable):
                 self.rt.containers.remove(ctr)
         # After the containers on its network: a network with containers cannot go.
         if self.services is not None:

@@ -98,7 +98,8 @@ class DockerRuntime:
             if ctr not in left.containers:
                 with contextlib.suppress(RuntimeUnavailable):
                     self.docker.unpause(ctr)
-        for ctr in left.containers:
+        # The last made first: a live verifier depends on the agent's container.
+        for ctr in reversed(left.containers):
             with contextlib.suppress(RuntimeUnavailable):
                 self.docker.remove_container(ctr, volumes=True)
         for network in left.networks:
