@@ -13,10 +13,12 @@ thaws what it froze (`stop_every_runtime`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
+import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from cleanroom.docker_layer import Docker
 from cleanroom.verifiers.container.runtime.capabilities import FULL
@@ -98,14 +100,27 @@ class DockerRuntime:
             if ctr not in left.containers:
                 with contextlib.suppress(RuntimeUnavailable):
                     self.docker.unpause(ctr)
-        # The last made first: a live verifier depends on the agent's container.
+        # The last made first: a live verifier depends on the agent's container. A run's
+        # own teardown may be removing the same ones: each is tried until it is gone.
         for ctr in reversed(left.containers):
-            with contextlib.suppress(RuntimeUnavailable):
-                self.docker.remove_container(ctr, volumes=True)
+            _until_gone(functools.partial(self.docker.remove_container, ctr, volumes=True))
         for network in left.networks:
-            with contextlib.suppress(RuntimeUnavailable):
-                self.docker.remove_network(network)
+            _until_gone(functools.partial(self.docker.remove_network, network))
         return left
+
+
+def _until_gone(remove: Callable[[], None], wait_s: float = 10.0) -> None:
+    """``remove`` (missing is fine) tried again while the daemon refuses it, as it does
+    while another caller's removal of the same thing is under way."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            remove()
+            return
+        except RuntimeUnavailable:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.2)
 
 
 def stop_every_runtime(wait_s: float = STOP_WAIT_S) -> list[Leftovers]:
