@@ -71,7 +71,7 @@ def start_verifier(
     ctx: RunContext, res: Resources, ev: Evidence, agent: AgentContainer | None, image: str
 ) -> StartingVerifier:
     """Start the verifier's container now, in the background: beside the agent's
-    (``agent_ctr`` None: a verifier that talks to no process of the agent's) or while
+    (``agent`` None: a verifier that talks to no process of the agent's) or while
     the agent acts. It is made from the pristine image and depends on nothing the agent
     does, so its start (the longest wait of a sealed verification) overlaps the agent's.
     Nothing of the agent's reaches it before `verify_sealed` installs the state: it has
