@@ -406,9 +406,9 @@ def test_a_task_with_a_skills_folder_is_verified(runtime: DockerRuntime, tmp_pat
 
 CATALOGUE_AGENT = "harbor_agents:CatalogueAgent"
 # The attacks on the agent's state as data, on the test runner and on a live verifier's
-# name files, each with the agent's reason for its 0 through Harbor (the rest of the catalogue runs in the red team's own
-# matrix): a link, metadata, bytecode, a name the API cannot carry, code cutting pytest
-# short, code writing the reward.
+# name files, each with the agent's reason for its 0 through Harbor (the rest of the
+# catalogue runs in the red team's own matrix): a link, metadata, bytecode, a name the
+# API cannot carry, code cutting pytest short, code writing the reward, a hosts line.
 STATE_AND_RUNNER_ATTACKS = {
     "workdir-link-answer": "tamper",
     "artifact-link-chain": "tamper",
