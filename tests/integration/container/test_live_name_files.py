@@ -59,11 +59,13 @@ def test_the_honest_server_scores_one_and_changes_no_name_file(
     assert "name_files_changed" not in outcome.details
 
 
+@pytest.mark.parametrize("engine", ["runtime", "podman"])
 def test_a_verifier_joining_another_harness_container_gets_name_files_made_again(
-    runtime: DockerRuntime,
+    request: pytest.FixtureRequest, engine: str
 ) -> None:
-    # Given a container another harness started, on a network of its own, whose hosts
-    # file its agent edited
+    # Given a container another harness started (on Docker or podman), on a network of
+    # its own, whose hosts file its agent edited
+    runtime: DockerRuntime = request.getfixturevalue(engine)
     network = runtime.networks.create("name-files")
     ctr = runtime.docker.run_container(
         "cleanroom/base:bookworm",
@@ -81,32 +83,40 @@ def test_a_verifier_joining_another_harness_container_gets_name_files_made_again
         # When the runtime makes its name files again
         made = runtime.containers.name_files(ctr)
 
-        # Then they are what Docker made, without the agent's line
+        # Then they are what the daemon made, without the agent's line
         hostname = runtime.docker.inspect_container(ctr)["Config"]["Hostname"]
-        assert made.hostname == f"{hostname}\n".encode()
+        assert made.hostname.strip() == hostname.encode()
+        assert runtime.files.read(ctr, "/etc/hostname", 1 << 16).data == made.hostname
         assert b"store" not in made.hosts
         assert b"10.1.2.3\tgiven\n" in made.hosts
-        assert made.hosts.endswith(f"\t{hostname}\n".encode())
-        assert made.resolv_conf.startswith(b"nameserver 127.0.0.11")
         now = runtime.files.read(ctr, "/etc/hosts", 1 << 16).data
         assert now.replace(b"10.9.9.9 store\n", b"") == made.hosts
+        assert runtime.files.read(ctr, "/etc/resolv.conf", 1 << 16).data == made.resolv_conf
     finally:
         runtime.containers.remove(ctr)
         runtime.networks.remove(network)
 
 
+@pytest.mark.parametrize("engine", ["runtime", "podman"])
 @pytest.mark.parametrize(("script", "score"), [(ORACLE, 1.0), (ATTACK.script, 0.0)])
 def test_a_container_another_harness_started_is_verified_with_name_files_made_again(
-    example: Callable[[str], Task], runtime: DockerRuntime, script: str, score: float
+    example: Callable[[str], Task],
+    request: pytest.FixtureRequest,
+    engine: str,
+    script: str,
+    score: float,
 ) -> None:
-    # Given http-sum's container, started as another harness would, the agent acted in
+    # Given http-sum's container, started as another harness would (on Docker or
+    # podman), the agent acted in
+    runtime: DockerRuntime = request.getfixturevalue(engine)
     task = example("http-sum")
     ident, name = start_container(runtime, task)
     try:
         act_in(runtime, task, ident, script)
 
         # When cleanroom verifies it by name, sealed
-        outcome = cleanroom.verify_container(task.root, name)
+        on = "podman" if engine == "podman" else "docker"
+        outcome = cleanroom.verify_container(task.root, name, engine=on)
 
         # Then the honest server scores 1 and the hosts redirect 0
         expected = Status.SUCCESS if score else Status.FAILURE

@@ -1,5 +1,5 @@
 """The name files the harness made for the agent's container, and what the agent changed
-of them; Docker's hosts file made again from a container's inspect."""
+of them; a container's made again from a probe started as it was."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from cleanroom.verifiers.container.decision.name_files import (
     changes,
 )
 from cleanroom.verifiers.container.runtime.docker.name_files import (
-    LOCALHOST_BLOCK,
-    hosts_file,
-    probe_network_mode,
+    made_again,
+    probe_options,
+    retargeted,
 )
+from cleanroom.verifiers.container.runtime.records import RuntimeUnavailable
 
-MADE = NameFiles(LOCALHOST_BLOCK.encode(), b"nameserver 10.0.0.53\n", b"abc123\n")
+MADE = NameFiles(b"127.0.0.1\tlocalhost\n", b"nameserver 10.0.0.53\n", b"abc123\n")
 
 
 def regular(path: str, data: bytes) -> ObservedFile:
@@ -72,21 +73,60 @@ def test_name_files_taken_from_a_fresh_container_must_be_regular_files() -> None
         NameFiles.of(observed)
 
 
-def test_the_hosts_file_is_made_as_docker_writes_it() -> None:
+def test_a_probe_starts_as_the_container_did() -> None:
     attrs = {
+        "Config": {"Hostname": "abc123", "Domainname": "example.org"},
         "HostConfig": {"ExtraHosts": ["given:10.1.2.3"], "NetworkMode": "tasknet"},
-        "NetworkSettings": {"Networks": {"tasknet": {"IPAddress": "172.19.0.2"}}},
+        "NetworkSettings": {"Networks": {"tasknet": {}}},
     }
 
-    made = hosts_file("abc123", "", attrs)
+    assert probe_options(attrs) == {
+        "hostname": "abc123",
+        "domainname": "example.org",
+        "network_mode": "tasknet",
+        "extra_hosts": ["given:10.1.2.3"],
+    }
 
-    assert made == LOCALHOST_BLOCK + "10.1.2.3\tgiven\n172.19.0.2\tabc123\n"
-    assert hosts_file("abc", "example.org", attrs).endswith("\tabc.example.org abc\n")
+
+def test_a_probe_joins_the_network_podman_calls_bridge_by_its_name() -> None:
+    attrs = {
+        "Config": {"Hostname": "h"},
+        "HostConfig": {"NetworkMode": "bridge"},
+        "NetworkSettings": {"Networks": {"tasknet": {"IPAddress": "10.89.0.2"}}},
+    }
+
+    assert probe_options(attrs)["network_mode"] == "tasknet"
 
 
-@pytest.mark.parametrize(
-    ("mode", "probe"),
-    [("tasknet", "tasknet"), ("bridge", "none"), ("default", "none"), ("container:x", "none")],
-)
-def test_the_resolver_probe_joins_only_a_network_of_the_users(mode: str, probe: str) -> None:
-    assert probe_network_mode({"HostConfig": {"NetworkMode": mode}}) == probe
+def test_a_probe_of_a_container_in_anothers_namespace_gets_no_network() -> None:
+    attrs = {"Config": {"Hostname": "h"}, "HostConfig": {"NetworkMode": "container:x"}}
+
+    assert probe_options(attrs)["network_mode"] == "none"
+
+
+def test_the_probes_address_and_name_are_put_back_to_the_containers() -> None:
+    probe = {
+        "Name": "/probe_name",
+        "NetworkSettings": {"Networks": {"tasknet": {"IPAddress": "172.19.0.9"}}},
+    }
+    container = {
+        "Name": "/harbor_main",
+        "NetworkSettings": {"Networks": {"tasknet": {"IPAddress": "172.19.0.2"}}},
+    }
+    hosts = b"127.0.0.1\tlocalhost\n# a comment\n10.1.2.3\tgiven\n172.19.0.9\tabc123 probe_name\n"
+
+    made = retargeted(hosts, probe, container)
+
+    assert made == (
+        b"127.0.0.1\tlocalhost\n# a comment\n10.1.2.3\tgiven\n172.19.0.2\tabc123 harbor_main\n"
+    )
+
+
+def test_made_again_keeps_the_probes_resolver_and_hostname_files() -> None:
+    container = {"Config": {"Hostname": "abc123"}}
+    probe_files = NameFiles(b"127.0.0.1\tlocalhost\n", b"nameserver 1.1.1.1\n", b"abc123")
+
+    assert made_again(container, {}, probe_files) == probe_files
+
+    with pytest.raises(RuntimeUnavailable, match="hostname"):
+        made_again({"Config": {}}, {}, probe_files)

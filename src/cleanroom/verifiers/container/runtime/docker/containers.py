@@ -14,10 +14,15 @@ from typing import Any, Unpack
 
 from cleanroom.docker_layer import Docker, anonymous_volume
 from cleanroom.exec_result import ExecResult
-from cleanroom.verifiers.container.decision.name_files import NAME_FILE_CAP, RESOLV_CONF, NameFiles
+from cleanroom.verifiers.container.decision.name_files import (
+    NAME_FILE_CAP,
+    NAME_FILE_PATHS,
+    NameFiles,
+    NameFilesUnreadable,
+)
 from cleanroom.verifiers.container.runtime.docker.files import DockerFiles
 from cleanroom.verifiers.container.runtime.docker.images import KEEPALIVE, DockerImages
-from cleanroom.verifiers.container.runtime.docker.name_files import from_inspect, probe_network_mode
+from cleanroom.verifiers.container.runtime.docker.name_files import made_again, probe_options
 from cleanroom.verifiers.container.runtime.docker.tar import renamed_top, tar_folder
 from cleanroom.verifiers.container.runtime.records import (
     AgentContainerSpec,
@@ -188,23 +193,28 @@ class DockerContainers:
         return ctr
 
     def name_files(self, container: str) -> NameFiles:
-        """The name files Docker made for ``container`` when it started it, made again
-        (`name_files`): its hosts and hostname from its inspect, its resolver file from
-        a fresh idle container of its image on its network, removed at once."""
+        """The name files the daemon made for ``container`` when it started it, made
+        again (`name_files`): from a probe, a fresh idle container of its image started
+        as it was (nothing of the agent's in it), removed at once."""
         attrs = self.docker.inspect_container(container)
         image = str(attrs.get("Image") or "")
         probe = self._run(
             image,
             KEEPALIVE,
-            network_mode=probe_network_mode(attrs),
+            **probe_options(attrs),
             cap_drop=["MKNOD"],
             labels={**self.labels, "cleanroom.role": "probe"},
         )
         try:
-            resolv = DockerFiles(self.docker).read(probe, RESOLV_CONF, NAME_FILE_CAP)
+            files = DockerFiles(self.docker)
+            observed = {p: files.read(probe, p, NAME_FILE_CAP) for p in NAME_FILE_PATHS}
+            probe_attrs = self.docker.inspect_container(probe)
         finally:
             self.remove(probe)
-        return from_inspect(attrs, resolv)
+        try:
+            return made_again(attrs, probe_attrs, NameFiles.of(observed))
+        except NameFilesUnreadable as exc:
+            raise RuntimeUnavailable(f"making the name files of {container[:12]}: {exc}") from exc
 
     def put_dir(self, container: str, source: Path, dest: str) -> None:
         """Copy a host folder into the container at ``dest`` (merged into what is there)."""
