@@ -418,6 +418,15 @@ ATTACKS: tuple[Attack, ...] = (
         "one in a thread of its own",
     ),
     Attack(
+        "hosts-redirect",
+        "a line in the agent's /etc/hosts that sends the name a live verifier asks its "
+        "reference service by to a fake of the agent's",
+        "http-sum",
+        Demonstration.FOOLED,
+        _FOOLED + ": the agent's server and the fake reference agree on wrong sums",
+        ClearedExpectation.NOT_CLAIMED,
+    ),
+    Attack(
         "test-killer",
         "killing test.sh from a process left behind",
         "csv-report",

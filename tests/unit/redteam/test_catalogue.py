@@ -88,6 +88,13 @@ RUNNER_ROUTES = [
 ]
 
 
+# What a verifier that joins the agent's network namespace shares with it.
+LIVE_VERIFIER_ROUTES = [
+    "a line in the agent's /etc/hosts that sends the name a live verifier asks its "
+    "reference service by to a fake of the agent's",
+]
+
+
 def test_every_forging_and_red_team_route_has_an_attack() -> None:
     expected = (
         FORGING_ROUTES
@@ -96,6 +103,7 @@ def test_every_forging_and_red_team_route_has_an_attack() -> None:
         + STATE_AS_DATA_ROUTES
         + RUNNER_ROUTES
         + LINKS_WHERE_USED_ROUTES
+        + LIVE_VERIFIER_ROUTES
     )
     assert sorted(a.route for a in ATTACKS) == sorted(expected)
 

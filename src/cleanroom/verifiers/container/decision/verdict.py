@@ -21,6 +21,7 @@ from typing import Any
 
 from cleanroom.core.observed_file import ObservedFile
 from cleanroom.core.outcomes import Outcome, Reason, Status
+from cleanroom.verifiers.container.decision.name_files import NameFileChange
 from cleanroom.verifiers.container.decision.reward import BadReward, parse_reward
 from cleanroom.verifiers.container.decision.tamper import TamperReport
 from cleanroom.verifiers.container.decision.witness import WitnessReport
@@ -90,6 +91,9 @@ class Evidence:
     test_s: float = 0.0
     # The step of a multi-step task this verification is of.
     step: str | None = None
+    # What the agent changed of the name files (/etc/hosts, ...) the harness made for its
+    # container: evidence for people (a live verifier gets the harness's copies).
+    name_files_changed: tuple[NameFileChange, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -110,6 +114,8 @@ def _outcome(ev: Evidence) -> tuple[Outcome, dict[str, float] | None]:
     details: dict[str, Any] = {**ev.details, "mode": ev.mode.value}
     if ev.timings:
         details["timings"] = {k: round(v, 4) for k, v in ev.timings.items()}
+    if ev.name_files_changed:
+        details["name_files_changed"] = [str(c) for c in ev.name_files_changed]
     if ev.tamper is not None:
         details["tamper"] = ev.tamper.paths
         details["unseen_by_verifier"] = {

@@ -34,6 +34,7 @@ from cleanroom.verifiers.container.run import (
     artifact_export,
     freeze,
     link_freeze,
+    name_files,
     state_config,
     state_export,
 )
@@ -78,10 +79,10 @@ class StartingVerifier:
 
 
 def start_verifier(
-    ctx: RunContext, res: Resources, ev: Evidence, agent_ctr: str | None, image: str
+    ctx: RunContext, res: Resources, ev: Evidence, agent: AgentContainer | None, image: str
 ) -> StartingVerifier:
     """Start the verifier's container now, in the background: beside the agent's
-    (``agent_ctr`` None: a verifier that talks to no process of the agent's) or while
+    (``agent`` None: a verifier that talks to no process of the agent's) or while
     the agent acts. It is made from the pristine image and depends on nothing the agent
     does, so its start (the longest wait of a sealed verification) overlaps the agent's.
     Nothing of the agent's reaches it before `verify_sealed` installs the state: it has
@@ -89,7 +90,7 @@ def start_verifier(
     listens) or, for a verifier that talks to the agent's processes, the agent's own
     namespace."""
     folders = res.fresh_folders(ctx)
-    started = res.in_background(lambda: _start(ctx, res, ev, agent_ctr, image, folders))
+    started = res.in_background(lambda: _start(ctx, res, ev, agent, image, folders))
     return StartingVerifier(started, folders)
 
 
@@ -97,20 +98,26 @@ def _start(
     ctx: RunContext,
     res: Resources,
     ev: Evidence,
-    agent_ctr: str | None,
+    agent: AgentContainer | None,
     image: str,
     folders: VerifierFolders,
 ) -> str:
     """A fresh idle container of the pristine image, its folders bound in (in the
-    agent's network namespace, ``agent_ctr``, for a ``live_processes`` verifier)."""
+    agent's network namespace, for a ``live_processes`` verifier, with the harness's
+    name files: `live_name_files`)."""
     vcfg = ctx.verifier
-    if vcfg.live_processes and agent_ctr is None:
+    if vcfg.live_processes and agent is None:
         raise ValueError("a live_processes verifier starts once the agent's container has")
     binds = {
         folders.reward: vcfg.reward_dir,
         folders.guard: PYTHON_GUARD_DIR,
         folders.witness: WITNESS_DIR,
     }
+    read_only = [PYTHON_GUARD_DIR]
+    if vcfg.live_processes and agent is not None:
+        names = live_name_files(res, ev, agent)
+        binds.update(names)
+        read_only.extend(names.values())
     separate = ctx.separate_environment
     limits, environment = ctx.limits, ctx.envs.task
     if separate is not None:
@@ -125,8 +132,8 @@ def _start(
                 limits,
                 "/",
                 binds,
-                join_network_of=agent_ctr if vcfg.live_processes else None,
-                read_only=(PYTHON_GUARD_DIR,),
+                join_network_of=agent.id if vcfg.live_processes and agent else None,
+                read_only=tuple(read_only),
                 network=(
                     vcfg.network_mode == "public"
                     if vcfg.network_mode is not None
@@ -152,6 +159,20 @@ def _start(
     return vctr
 
 
+def live_name_files(res: Resources, ev: Evidence, agent: AgentContainer) -> dict[Path, str]:
+    """The harness's name files for a verifier in ``agent``'s network namespace, as
+    binds: Docker would bind the agent's own copies, which the agent can edit (a line in
+    its hosts file sends a name the tests ask for to a process of its own). Those taken
+    before the agent acted, or, for a container another harness started, made afresh
+    from its configuration by the runtime (and what the agent's differ from them is
+    evidence, as the rollout's own run records it after the agent phase)."""
+    made = agent.name_files
+    if made is None:
+        made = res.rt.containers.name_files(agent.id)
+        ev.name_files_changed = name_files.changed(res.rt, agent.id, made)
+    return name_files.host_copies(res.workspace(), made)
+
+
 def verify_sealed(
     ctx: RunContext,
     res: Resources,
@@ -166,7 +187,7 @@ def verify_sealed(
     if starting is None:
         # The verifier's container depends on nothing the agent left, so it starts while
         # the agent's is frozen and read: the two waits on the daemon overlap.
-        starting = start_verifier(ctx, res, ev, agent.id, image)
+        starting = start_verifier(ctx, res, ev, agent, image)
     exported = state_export.ExportedState([])
     taken = artifact_export.TakenArtifacts([])
     prefetched: list[Future[StateCopy] | None] = []

@@ -24,6 +24,7 @@ from cleanroom.core.observed_file import ObservedFile
 from cleanroom.exec_result import ExecResult
 from cleanroom.verifiers.container.agent_state.links import Entry
 from cleanroom.verifiers.container.agent_state.state_archive import ArtifactRules
+from cleanroom.verifiers.container.decision.name_files import NameFiles
 from cleanroom.verifiers.container.decision.tamper import Diff
 from cleanroom.verifiers.container.runtime.capabilities import RuntimeCapabilities
 from cleanroom.verifiers.container.runtime.records import (
@@ -71,6 +72,12 @@ class Containers(Protocol):
 
     def start_service(self, service: Service, image: str, network: str, public: bool) -> str:
         """A compose service's container on ``network``, known there by its names."""
+        ...
+
+    def name_files(self, container: str) -> NameFiles:
+        """The ``/etc/hosts``, ``/etc/resolv.conf`` and ``/etc/hostname`` the runtime made
+        for ``container`` when it started it, made again from what nothing inside the
+        container can change (never read from it: the agent may have edited them)."""
         ...
 
     def exec(
