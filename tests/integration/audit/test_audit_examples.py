@@ -8,7 +8,9 @@ import pytest
 
 from .conftest import EXAMPLES, QUICK, run_audit
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# Every example task through every probe: a long run of what test_audit_planted.py
+# samples, so `make test-integrations` runs it.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.integrations]
 
 
 def test_the_example_tasks_come_out_with_no_flag_of_their_own(tmp_path: Path) -> None:
