@@ -24,7 +24,7 @@ test: setup lint typecheck docs
 # Harbor), the adapters for verifiers, verl and TRL, each in its library's own code, and
 # the long cluster runs (`cleanroom run --ray` on two nodes, the node-loss cases).
 test-integrations: setup-integrations
-	$(VENV)/pytest -n 2 --dist loadgroup -m integrations
+	$(VENV)/pytest -n 2 --dist loadgroup -m integrations --ignore=tests/differential
 
 lint:
 	$(VENV)/ruff check src tests bench soak

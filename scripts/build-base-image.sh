@@ -9,7 +9,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 debootstrap --variant=minbase \
-  --include=python3,python3-pytest,python3-venv,ca-certificates,procps,curl,coreutils \
+  --include=python3,python3-pytest,python3-venv,ca-certificates,procps,curl,coreutils,git \
   bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 || {
   tail -n 30 "$work/debootstrap.log" >&2
   echo "build-base-image: debootstrap failed" >&2

@@ -67,8 +67,10 @@ if ! docker info >/dev/null 2>&1; then
   }
 fi
 
-# The local base image: no registry is reachable, so task images start FROM this one.
-if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+# The local base image: no registry is reachable, so task images start FROM this one. One
+# built before it carried git (which commit-total's tests run) is built again.
+if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1 \
+  || ! docker run --rm --network none "$BASE_IMAGE" sh -c 'command -v git' >/dev/null 2>&1; then
   say "building $BASE_IMAGE with debootstrap (about a minute, once)"
   "$here/scripts/build-base-image.sh" "$BASE_IMAGE" "$DEBIAN_MIRROR"
 fi
@@ -99,7 +101,10 @@ if ! curl -fsS --unix-socket "$PODMAN_SOCKET" http://podman/_ping >/dev/null 2>&
     exit 1
   }
 fi
-if ! podman image exists "$BASE_IMAGE"; then
+# Loaded again when podman's copy is not Docker's (the base image was rebuilt).
+if ! podman image exists "$BASE_IMAGE" \
+  || [ "$(podman image inspect --format '{{.Id}}' "$BASE_IMAGE" 2>/dev/null)" != \
+    "$(docker image inspect --format '{{.Id}}' "$BASE_IMAGE" | sed 's/^sha256://')" ]; then
   say "loading $BASE_IMAGE into podman"
   docker save "$BASE_IMAGE" | podman load -q >/dev/null
 fi

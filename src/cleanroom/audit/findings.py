@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from cleanroom.audit.probes import ran_configuration
 from cleanroom.core.outcomes import Outcome
 
 EVIDENCE_CHARS = 1500
@@ -387,10 +388,10 @@ def _judge_probes(
     fooled_shared: list[str] = []
     fooled_sealed: list[str] = []
     for probe, (shared, sealed) in runs.probes.items():
-        if shared.valid and (shared.score or 0.0) > truth:
-            fooled_shared.append(f"{probe}: {shared.describe()}")
-        if sealed.valid and (sealed.score or 0.0) > truth:
-            fooled_sealed.append(f"{probe}: {sealed.describe()}")
+        if _fooled(shared, truth):
+            fooled_shared.append(f"{probe}: {_describe_fooled(shared)}")
+        if _fooled(sealed, truth):
+            fooled_sealed.append(f"{probe}: {_describe_fooled(sealed)}")
         elif not sealed.valid:
             unaudited.append(_unaudited(f"probe {probe} under sealed", sealed))
     if fooled_shared:
@@ -409,6 +410,17 @@ def _judge_probes(
                 tuple(fooled_sealed),
             )
         )
+
+
+def _fooled(run: RunRecord, truth: float) -> bool:
+    """Whether a probe's run fooled its verifier: a score above the truth, or tests that
+    ran configuration the probe left (`probes.ran_configuration`)."""
+    return run.valid and ((run.score or 0.0) > truth or ran_configuration(run.outcome))
+
+
+def _describe_fooled(run: RunRecord) -> str:
+    ran = ran_configuration(run.outcome)
+    return run.describe() + (": its tests ran the configuration the probe left" if ran else "")
 
 
 def _unaudited(check: str, run: RunRecord | None) -> Unaudited:

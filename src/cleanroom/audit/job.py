@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from cleanroom.audit.probes import (
     ANSWERS_LIST,
     ANSWERS_SCRIPT,
     DEFAULT_PROBES,
+    SCRATCH_LIST,
     TESTS_LIST,
     OracleProbe,
     answer_files,
@@ -42,6 +43,8 @@ from cleanroom.audit.probes import (
     forging_probes,
     oracle_probe_script,
     probe_replaced,
+    ran_configuration,
+    scratch_digests,
     visible_answers,
 )
 from cleanroom.core.outcomes import Reason, Status
@@ -147,8 +150,10 @@ def _audit_container(task_dir: Path, job_id: str, settings: AuditSettings) -> Ta
     if build_failed(runs.noop):
         return judge_container(runs)
     if runs.has_oracle:
+        # The first run also lists what test.sh wrote, for the scratch probe.
+        recording = replace(sealed, record_verifier_writes=True)
         runs.repeats = [
-            run(f"oracle #{n}", AgentSpec.solution(), sealed)
+            run(f"oracle #{n}", AgentSpec.solution(), recording if n == 1 else sealed)
             for n in range(1, settings.repeats + 1)
         ]
     else:
@@ -170,16 +175,22 @@ def _audit_container(task_dir: Path, job_id: str, settings: AuditSettings) -> Ta
 def _probe_from_oracle(
     task: Task, runs: ContainerRuns, run: Runner, shared: VerifyOptions, sealed: VerifyOptions
 ) -> None:
-    """The link probe (under shared beside its control, then under sealed when the links
-    did the forging) and the code-under-test probe (under sealed)."""
+    """The link probes, to the tests' files and to what test.sh wrote (each under shared
+    beside its control, then under sealed when the links did the forging), and the
+    code-under-test probe (under sealed)."""
     config = task.config
     workdir = config.environment.workdir
     roots = [workdir] if workdir and workdir != "/" else []
     roots += [*config.verifier.state, *(e.source for e in config.artifact_entries)]
-    files = ((TESTS_LIST, digests_of_tests(task.tests_dirs)),)
+    written = runs.repeats[0].outcome.get("details", {}).get("verifier_wrote", [])
+    lists = {
+        TESTS_LIST: digests_of_tests(task.tests_dirs),
+        SCRATCH_LIST: scratch_digests(written if isinstance(written, list) else []),
+    }
 
     def agent(kind: OracleProbe) -> AgentSpec:
         script = oracle_probe_script(kind, roots)
+        files = ((kind.digests, lists[kind.digests]),)
         return AgentSpec.script_with_solution(script, f"probe {kind.value}", files)
 
     def probe(kind: OracleProbe, options: VerifyOptions) -> RunRecord | None:
@@ -191,16 +202,24 @@ def _probe_from_oracle(
             return None
         return record
 
-    linked = probe(OracleProbe.LINK, shared)
-    control = probe(OracleProbe.REMOVE, shared) if linked is not None else None
-    if linked is not None and control is not None:
+    for kind, control_kind in _LINK_PROBES:
+        if kind is OracleProbe.SCRATCH and not lists[kind.digests]:
+            runs.notes.append(
+                f"probe {kind.value}: not run: test.sh wrote no file beyond its reward when "
+                "it verified the oracle's work"
+            )
+            continue
+        linked = probe(kind, shared)
+        control = probe(control_kind, shared) if linked is not None else None
+        if linked is None or control is None:
+            continue
         if control.valid and (control.score or 0.0) >= (linked.score or 0.0):
-            why = "the tests score as well without the outputs the link probe links: no link forged"
+            why = f"the tests score as well without the outputs {kind.value} links: no link forged"
             runs.skipped += [(linked, why), (control, why)]
         else:
-            runs.skipped.append((control, "the link probe's control: those outputs removed"))
-            again = run(f"probe {OracleProbe.LINK.value}", agent(OracleProbe.LINK), sealed)
-            runs.probes[OracleProbe.LINK.value] = (linked, again)
+            runs.skipped.append((control, f"{kind.value}'s control: those outputs removed"))
+            runs.probes[kind.value] = (linked, run(f"probe {kind.value}", agent(kind), sealed))
+    _probe_configured(roots, runs, run, shared, sealed)
     if config.verifier.live_processes:
         # What is graded is a process the oracle left running, not the files it wrote.
         runs.notes.append(
@@ -211,9 +230,40 @@ def _probe_from_oracle(
         runs.succeed = probe(OracleProbe.SUCCEED, sealed)
 
 
+def _probe_configured(
+    roots: list[str], runs: ContainerRuns, run: Runner, shared: VerifyOptions, sealed: VerifyOptions
+) -> None:
+    """The configured-tools probe under shared, and under sealed when the tests ran the
+    configuration it left there."""
+    agent = AgentSpec.script_with_solution(
+        oracle_probe_script(OracleProbe.CONFIGURE, roots),
+        f"probe {OracleProbe.CONFIGURE.value}",
+        (),
+    )
+    label = f"probe {OracleProbe.CONFIGURE.value}"
+    naive = run(label, agent, shared)
+    phase = naive.outcome.get("details", {}).get("agent_phase", {})
+    if naive.valid and not probe_replaced(str(phase.get("output_tail", ""))):
+        runs.skipped.append(
+            (naive, "not applicable: no git repository or home folder in the state")
+        )
+    elif naive.valid and not ran_configuration(naive.outcome):
+        runs.skipped.append((naive, "the tests ran none of the configuration the probe left"))
+    else:
+        runs.probes[OracleProbe.CONFIGURE.value] = (naive, run(label, agent, sealed))
+
+
+# Each link probe with its control.
+_LINK_PROBES = (
+    (OracleProbe.LINK, OracleProbe.REMOVE),
+    (OracleProbe.SCRATCH, OracleProbe.SCRATCH_REMOVE),
+)
+_NO_SCRATCH = "not applicable: no output of the oracle's equals a file test.sh wrote"
 _NOTHING_TO_REPLACE = {
     OracleProbe.LINK: "not applicable: no output of the oracle's equals a file of the tests",
     OracleProbe.REMOVE: "not applicable: no output of the oracle's equals a file of the tests",
+    OracleProbe.SCRATCH: _NO_SCRATCH,
+    OracleProbe.SCRATCH_REMOVE: _NO_SCRATCH,
     OracleProbe.SUCCEED: "not applicable: the oracle wrote no file where the verifier looks",
 }
 

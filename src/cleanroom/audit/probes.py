@@ -17,6 +17,14 @@
     tests' own file with itself: the answer is forged by one ``ln -s``. Its control,
     `OracleProbe.REMOVE`, removes those outputs instead: only when the tests pass with
     the links and fail without them did the links do the forging.
+  - `OracleProbe.SCRATCH`: the same with the files test.sh itself wrote when it verified
+    the oracle's work (a reference answer computed into ``/tmp``, say: `scratch_digests`).
+    A verifier that follows the link compares its own scratch answer with itself. Its
+    control is `OracleProbe.SCRATCH_REMOVE`.
+  - `OracleProbe.CONFIGURE`: every git repository under the roots gets configuration
+    its tools obey (a filter on every file, an fsmonitor hook, the usual hooks), and a
+    home folder among the roots start-up files; each runs a program that prints
+    `RAN_MARK`. Tests whose output shows the mark ran configuration the agent left.
   - `OracleProbe.SUCCEED`: every output becomes a program that succeeds at once and
     prints nothing (``import os; os._exit(0)`` for a Python module, ``exit 0`` for any
     other file). Tests that still pass trust the exit of the agent's code, not what it
@@ -27,10 +35,11 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from cleanroom.redteam.catalogue import Attack, by_id
 
@@ -116,7 +125,19 @@ class OracleProbe(StrEnum):
 
     LINK = "link-to-tests"
     REMOVE = "remove-linked"  # the link probe's control
+    SCRATCH = "link-to-scratch"
+    SCRATCH_REMOVE = "remove-scratch-linked"  # the scratch probe's control
     SUCCEED = "succeed-at-once"
+    CONFIGURE = "configured-tools"
+
+    @property
+    def digests(self) -> str:
+        """The name of the list of digests the probe links to (or removes by)."""
+        return (
+            SCRATCH_LIST
+            if self in (OracleProbe.SCRATCH, OracleProbe.SCRATCH_REMOVE)
+            else TESTS_LIST
+        )
 
 
 # What the probes print: one line per file replaced, and a line when nothing applied.
@@ -124,6 +145,8 @@ PROBE_MARK = "cleanroom-probe"
 NOT_APPLICABLE = f"{PROBE_MARK}: not applicable"
 # Where the link probe finds the tests' digests (`digests_of_tests`).
 TESTS_LIST = "tests-digests"
+# Where the scratch probe finds the digests of what test.sh wrote (`scratch_digests`).
+SCRATCH_LIST = "scratch-digests"
 _WHITE_SPACE = b" \t\r\n"
 
 
@@ -141,6 +164,18 @@ def digests_of_tests(tests_dirs: Iterable[Path]) -> bytes:
             if data:
                 found[path.relative_to(root).as_posix()] = hashlib.sha256(data).hexdigest()
     return "".join(f"{digest} /tests/{name}\n" for name, digest in found.items()).encode()
+
+
+def scratch_digests(written: Iterable[object]) -> bytes:
+    """One ``sha256 PATH`` line per file test.sh wrote, from a sealed run's
+    ``verifier_wrote`` details (entries that are not ``{"path", "sha256"}`` are left out)."""
+    lines = []
+    for entry in written:
+        if isinstance(entry, dict):
+            path, digest = entry.get("path"), entry.get("sha256")
+            if isinstance(path, str) and isinstance(digest, str) and "\n" not in path:
+                lines.append(f"{digest} {path}\n")
+    return "".join(lines).encode()
 
 
 # How each probe replaces one file ``$f`` the oracle wrote (a step of the loop below).
@@ -163,41 +198,118 @@ _REPLACE_STEPS = {
     esac && echo "{PROBE_MARK}: $f"
 """,
 }
+_REPLACE_STEPS[OracleProbe.SCRATCH] = _REPLACE_STEPS[OracleProbe.LINK]
+_REPLACE_STEPS[OracleProbe.SCRATCH_REMOVE] = _REPLACE_STEPS[OracleProbe.REMOVE]
 
 
 def oracle_probe_script(probe: OracleProbe, roots: Iterable[str]) -> str:
     """The agent script of ``probe``: the task's solution (at ``/solution``) runs in the
-    work dir, then every regular file it created or changed under ``roots`` (and in
-    top-level folders that did not exist before) is replaced as ``probe`` says."""
+    work dir, then every regular file it created, wrote or changed the mode of under
+    ``roots`` (and in top-level folders that did not exist before) is replaced as
+    ``probe`` says. Files are found by their status change, so a program the oracle only
+    made executable counts, and names are read NUL-separated, so any name does."""
+    if probe is OracleProbe.CONFIGURE:
+        return configure_probe_script(roots)
     quoted = " ".join(shlex.quote(r) for r in roots)
     replace = _REPLACE_STEPS[probe]
     return rf"""#!/bin/bash
 # The audit's {probe.value} probe (cleanroom.audit.probes).
-list=/tmp/cleanroom-attack/{TESTS_LIST}
+list=/tmp/cleanroom-attack/{probe.digests}
 roots=({quoted})
-listing() {{
-  for r in "${{roots[@]}}" "${{fresh[@]}}"; do
-    [ -e "$r" ] && find "$r" -xdev -type f -print0 2>/dev/null
-  done | xargs -0 -r sha256sum 2>/dev/null | sort
-}}
+mark=/tmp/cleanroom-probe-mark
 fresh=()
 ls -A / > /tmp/cleanroom-probe-top
-before=$(listing)
+: > "$mark" && sleep 0.01
 bash /solution/solve.sh > /tmp/cleanroom-probe-oracle.log 2>&1
 echo "{PROBE_MARK}: the oracle exited $?"
 while IFS= read -r top; do
   grep -qxF -- "$top" /tmp/cleanroom-probe-top || fresh+=("/$top")
 done < <(ls -A /)
+# What the oracle wrote, made or changed the mode of (its status changed since the mark),
+# whatever its name.
+listing() {{
+  for r in "${{roots[@]}}" "${{fresh[@]}}"; do
+    [ -e "$r" ] && find "$r" -xdev -type f -cnewer "$mark" -print0 2>/dev/null
+  done
+}}
 replaced=0
-while IFS= read -r line; do
-  f=${{line#* }}; f=${{f# }}; f=${{f#\*}}
-  grep -qxF -- "$line" <<< "$before" && continue
+while IFS= read -r -d '' f; do
   [ -f "$f" ] && [ ! -L "$f" ] || continue{replace.rstrip()}
   replaced=$((replaced + 1))
 done < <(listing)
 [ "$replaced" -gt 0 ] || echo "{NOT_APPLICABLE}: no file the oracle wrote to replace"
 exit 0
 """
+
+
+# What the configured-tools probe's program prints (to standard error) when a tool of the
+# verifier's runs it.
+RAN_MARK = "cleanroom-probe-ran"
+_GIT_HOOKS = (
+    "pre-commit",
+    "post-commit",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "post-rewrite",
+    "reference-transaction",
+    "post-index-change",
+)
+_START_UP_FILES = (".bashrc", ".profile", ".bash_profile", ".bash_login", ".zshenv", ".zshrc")
+
+
+def configure_probe_script(roots: Iterable[str]) -> str:
+    """The agent script of `OracleProbe.CONFIGURE`: the task's solution runs, then each
+    git repository under ``roots`` is configured to run the probe's program from every
+    tool git obeys, and each home folder among ``roots`` runs it from its start-up files."""
+    quoted = " ".join(shlex.quote(r) for r in roots)
+    hooks = " ".join(_GIT_HOOKS)
+    start_up = " ".join(_START_UP_FILES)
+    return rf"""#!/bin/bash
+# The audit's {OracleProbe.CONFIGURE.value} probe (cleanroom.audit.probes).
+roots=({quoted})
+bash /solution/solve.sh > /tmp/cleanroom-probe-oracle.log 2>&1
+echo "{PROBE_MARK}: the oracle exited $?"
+configured=0
+if command -v git > /dev/null; then
+  while IFS= read -r -d '' gitdir; do
+    hook="$gitdir/cleanroom-probe-hook"
+    printf '#!/bin/sh\necho "{RAN_MARK}: $0 $*" >&2\n%s\nexit 0\n' \
+      '[ "$1" = filter ] && exec cat' > "$hook"
+    chmod +x "$hook" || continue
+    git config --file "$gitdir/config" filter.cleanroomprobe.clean "$hook filter" &&
+    git config --file "$gitdir/config" filter.cleanroomprobe.smudge "$hook filter" &&
+    git config --file "$gitdir/config" core.fsmonitor "$hook" || continue
+    mkdir -p "$gitdir/info" "$gitdir/hooks"
+    echo '* filter=cleanroomprobe' >> "$gitdir/info/attributes"
+    for h in {hooks}; do
+      printf '#!/bin/sh\nexec "%s" hook\n' "$hook" > "$gitdir/hooks/$h"
+      chmod +x "$gitdir/hooks/$h"
+    done
+    echo "{PROBE_MARK}: configured $gitdir"
+    configured=$((configured + 1))
+  done < <(for r in "${{roots[@]}}"; do
+             [ -d "$r" ] && find "$r" -xdev -name .git -type d -prune -print0 2>/dev/null
+           done)
+fi
+for r in "${{roots[@]}}"; do
+  case "$r" in /root|/home/*) ;; *) continue ;; esac
+  [ -d "$r" ] || continue
+  for f in {start_up}; do echo 'echo "{RAN_MARK}: $0 start-up" >&2' >> "$r/$f"; done
+  echo "{PROBE_MARK}: configured $r"
+  configured=$((configured + 1))
+done
+[ "$configured" -gt 0 ] || echo "{NOT_APPLICABLE}: no git repository or home folder in the state"
+exit 0
+"""
+
+
+def ran_configuration(outcome: Mapping[str, Any]) -> bool:
+    """Whether a run's tests ran the configured-tools probe's program (its mark is in
+    test.sh's output)."""
+    details = outcome.get("details", {})
+    tail = details.get("test_output_tail", "") if isinstance(details, Mapping) else ""
+    return RAN_MARK in str(tail)
 
 
 def probe_replaced(output: str) -> bool:

@@ -31,8 +31,10 @@ from cleanroom.core.outcomes import (
     EXIT_SUCCESS,
     Outcome,
 )
+from cleanroom.harness.stopping import exit_on_signals
 from cleanroom.integrations.container import verify_container
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode
+from cleanroom.verifiers.container.runtime.docker import stop_every_runtime
 from cleanroom.verifiers.container.side_by_side import side_by_side
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_path
 
@@ -129,69 +131,81 @@ def verify(
     fault, excluded), 3 a failure scored 0 for the agent's own act (tamper, ...). With
     several tasks the exit code is the most serious of theirs: 2, then 3, then 1, then 0."""
     use_environment(environment)
-    if image_map is None:
-        image_map = []
-    chosen = [flag for flag, on in (("--solution", solution), ("--noop", noop)) if on]
-    if agent is not None:
-        chosen.append("--agent")
-    if ray_address is not None and jobs != 1:
-        raise typer.BadParameter(
-            "on Ray, the nodes' docker slots say how many run at once", param_hint="--jobs"
-        )
-    if container is not None:
-        _verify_container(
-            task_dirs, container, chosen, mode, step, budget, as_json, ray_address, environment
-        )
-    if step is not None or budget is not None:
-        raise typer.BadParameter("--step and --budget go with --container")
-    if len(chosen) != 1:
-        raise typer.BadParameter("give exactly one of --solution, --noop or --agent CMD")
-    spec = (
-        AgentSpec.solution()
-        if solution
-        else AgentSpec.noop()
-        if noop
-        else AgentSpec.command(agent or "")
-    )
-    from_file = read_image_map_file(image_map_file) if image_map_file else ()
-    mapping = tuple({**dict(from_file), **dict(parse_image_map(image_map))}.items())
-    several = len(task_dirs) > 1
-
-    def options_for(task_dir: Path) -> VerifyOptions:
-        # Several tasks' artifacts go to a folder each, named after the task's folder.
-        collect = artifacts_dir / task_dir.resolve().name if artifacts_dir and several else None
-        return VerifyOptions(
-            mode=mode, keep=keep, image_map=mapping, artifacts_dir=collect or artifacts_dir
-        )
-
-    def one(task_dir: Path) -> Outcome:
-        return verify_path(task_dir, spec, options_for(task_dir))
-
-    def shown(_task_dir: Path, outcome: Outcome) -> None:
-        if not as_json:
-            _print_human(outcome_json(outcome, mode))
-
-    if several and artifacts_dir is not None:
-        names = [d.resolve().name for d in task_dirs]
-        if len(set(names)) != len(names):
+    # A stopped run removes what it made: its threads cannot be interrupted.
+    with exit_on_signals(_remove_what_was_made):
+        if image_map is None:
+            image_map = []
+        chosen = [flag for flag, on in (("--solution", solution), ("--noop", noop)) if on]
+        if agent is not None:
+            chosen.append("--agent")
+        if ray_address is not None and jobs != 1:
             raise typer.BadParameter(
-                "two task folders share a name; their artifacts would share a folder",
-                param_hint="--artifacts-dir",
+                "on Ray, the nodes' docker slots say how many run at once", param_hint="--jobs"
             )
-    if ray_address is not None:
-        from cleanroom.integrations.ray_verify import TaskVerification
-
-        engine = environment.value
-        _verify_on_ray(
-            ray_address,
-            [TaskVerification(d, spec, options_for(d), engine) for d in task_dirs],
-            as_json,
+        if container is not None:
+            _verify_container(
+                task_dirs, container, chosen, mode, step, budget, as_json, ray_address, environment
+            )
+        if step is not None or budget is not None:
+            raise typer.BadParameter("--step and --budget go with --container")
+        if len(chosen) != 1:
+            raise typer.BadParameter("give exactly one of --solution, --noop or --agent CMD")
+        spec = (
+            AgentSpec.solution()
+            if solution
+            else AgentSpec.noop()
+            if noop
+            else AgentSpec.command(agent or "")
         )
-    outcomes = side_by_side(task_dirs, one, jobs, shown)
-    if as_json:
-        payloads = [outcome_json(o, mode) for o in outcomes]
-        typer.echo(json.dumps(payloads if several else payloads[0], sort_keys=False))
-    raise typer.Exit(most_serious_exit([o.exit_code for o in outcomes]))
+        from_file = read_image_map_file(image_map_file) if image_map_file else ()
+        mapping = tuple({**dict(from_file), **dict(parse_image_map(image_map))}.items())
+        several = len(task_dirs) > 1
+
+        def options_for(task_dir: Path) -> VerifyOptions:
+            # Several tasks' artifacts go to a folder each, named after the task's folder.
+            collect = artifacts_dir / task_dir.resolve().name if artifacts_dir and several else None
+            return VerifyOptions(
+                mode=mode, keep=keep, image_map=mapping, artifacts_dir=collect or artifacts_dir
+            )
+
+        def one(task_dir: Path) -> Outcome:
+            return verify_path(task_dir, spec, options_for(task_dir))
+
+        def shown(_task_dir: Path, outcome: Outcome) -> None:
+            if not as_json:
+                _print_human(outcome_json(outcome, mode))
+
+        if several and artifacts_dir is not None:
+            names = [d.resolve().name for d in task_dirs]
+            if len(set(names)) != len(names):
+                raise typer.BadParameter(
+                    "two task folders share a name; their artifacts would share a folder",
+                    param_hint="--artifacts-dir",
+                )
+        if ray_address is not None:
+            from cleanroom.integrations.ray_verify import TaskVerification
+
+            engine = environment.value
+            _verify_on_ray(
+                ray_address,
+                [TaskVerification(d, spec, options_for(d), engine) for d in task_dirs],
+                as_json,
+            )
+        outcomes = side_by_side(task_dirs, one, jobs, shown)
+        if as_json:
+            payloads = [outcome_json(o, mode) for o in outcomes]
+            typer.echo(json.dumps(payloads if several else payloads[0], sort_keys=False))
+        raise typer.Exit(most_serious_exit([o.exit_code for o in outcomes]))
+
+
+def _remove_what_was_made(signal_name: str) -> None:
+    """On a stop signal: every container and network this process made is removed and
+    every container it froze is thawed (`stop_every_runtime`), before it exits."""
+    Console(stderr=True).print(
+        f"[bold red]{signal_name}[/]: removing the containers and networks this run made",
+        highlight=False,
+    )
+    stop_every_runtime()
 
 
 def _verify_container(

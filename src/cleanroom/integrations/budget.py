@@ -56,9 +56,9 @@ UNLIMITED = BudgetPlan()
 def budget_needed(limit_s: float, mode: Mode) -> float:
     """The time a verification of a task whose tests may run ``limit_s`` takes at most,
     one step after another: in `sealed` the pristine control's tests after the
-    verification's (at most half the limit: a control that takes longer does not count),
-    plus `OVERHEAD_S`."""
-    control = limit_s / 2 if mode is Mode.SEALED else 0.0
+    verification's (up to the limit: a control counts when it ends within it), plus
+    `OVERHEAD_S`."""
+    control = limit_s if mode is Mode.SEALED else 0.0
     return limit_s + control + OVERHEAD_S
 
 

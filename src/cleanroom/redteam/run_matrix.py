@@ -35,6 +35,8 @@ EXAMPLE_TASK_NAMES = (
     "install-tool",
     "venv-tool",
     "artifact-answer",
+    "word-tally",
+    "commit-total",
 )
 # Examples of Harbor task fields (a healthcheck, env templates, inputs under /logs, a
 # separate verifier environment, a multi-step task, compose services). The matrix leaves

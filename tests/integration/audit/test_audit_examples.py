@@ -8,7 +8,9 @@ import pytest
 
 from .conftest import EXAMPLES, QUICK, run_audit
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# Every example task through every probe: a long run of what test_audit_planted.py
+# samples, so `make test-integrations` runs it.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.integrations]
 
 
 def test_the_example_tasks_come_out_with_no_flag_of_their_own(tmp_path: Path) -> None:
@@ -24,3 +26,11 @@ def test_the_example_tasks_come_out_with_no_flag_of_their_own(tmp_path: Path) ->
         # What only the naive verifier lets through (forgeable_shared) is expected there.
         own = [f for f in task["findings"] if f["severity"] != "naive"]
         assert task["verdict"] == "clean" and own == [], task
+    # word-tally's tests compute their reference answer into /tmp: the scratch probe
+    # links the oracle's output to it, which fools the naive verifier and not sealed.
+    (tally,) = [t for t in tasks if t["name"] == "word-tally"]
+    runs = {(r["label"], r["mode"]): r["outcome"] for r in tally["runs"]}
+    forged = [f for f in tally["findings"] if f["flag"] == "forgeable_shared"]
+    assert any("link-to-scratch" in line for f in forged for line in f["runs"]), tally
+    assert runs[("probe link-to-scratch", "sealed")]["outcome"] == "failure", tally
+    assert runs[("probe remove-scratch-linked", "shared")]["outcome"] == "failure", tally

@@ -23,6 +23,7 @@ PLANTED = {
     "build-fails": ["build_fails"],
     "link-forged": ["forgeable_shared"],
     "trusts-exit": ["trusts_agent_exit"],
+    "trusts-exit-mode": ["trusts_agent_exit"],
 }
 
 

@@ -308,3 +308,63 @@ def test_busy_processes_under_a_small_cpu_limit_are_stopped_and_the_work_scores(
 
     assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome
     assert outcome.details["agent_processes"] in stopped
+
+
+# The tests wait for the answer the agent was to leave: on the untouched state they
+# overrun their limit, and only the solution's run shows the limit is sufficient.
+WAITS_FOR_THE_ANSWER = """#!/bin/bash
+while [ ! -e /app/tally.txt ]; do sleep 0.2; done
+exec bash /tests/compare.sh
+"""
+
+
+@pytest.mark.parametrize("agent", ["noop", "idle"])
+def test_an_agent_that_leaves_tests_waiting_scores_its_zero_when_the_solution_fits_the_limit(
+    agent: str, runtime: DockerRuntime, example: Callable[[str], Task], variant: Callable[..., Task]
+) -> None:
+    original = example("word-tally")
+    toml = (
+        (original.root / "task.toml").read_text().replace("timeout_sec = 60\n", "timeout_sec = 6\n")
+    )
+    task = variant(
+        "word-tally",
+        {
+            "task.toml": toml,
+            "tests/test.sh": WAITS_FOR_THE_ANSWER,
+            "tests/compare.sh": (original.root / "tests" / "test.sh").read_text(),
+        },
+        folder="waits",
+    )
+    spec = AgentSpec.noop() if agent == "noop" else AgentSpec.command("true")
+
+    outcome = verify_task(task, spec, runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.score, outcome.reason) == (
+        Status.FAILURE,
+        0.0,
+        Reason.BROKE_VERIFIER,
+    ), outcome
+    assert outcome.details["pristine_control"]["reason"] == "verifier_timeout"
+    assert outcome.details["oracle_control"]["status"] == "success"
+
+
+def test_a_fifo_on_a_check_whose_pristine_run_takes_over_half_the_limit_is_the_agents_zero(
+    runtime: DockerRuntime, example: Callable[[str], Task], variant: Callable[..., Task]
+) -> None:
+    # The pristine run takes 5 s of an 8 s limit; the FIFO makes the check hang.
+    original = example("csv-report")
+    toml = (
+        (original.root / "task.toml").read_text().replace("timeout_sec = 60\n", "timeout_sec = 8\n")
+    )
+    slow_first = (
+        (original.root / "tests" / "test.sh").read_text().replace("exec ", "sleep 5\nexec ", 1)
+    )
+    task = variant(
+        "csv-report", {"task.toml": toml, "tests/test.sh": slow_first}, folder="slow-check"
+    )
+    fifo = AgentSpec.command("mkdir -p /app/out && mkfifo /app/out/summary.csv")
+
+    outcome = verify_task(task, fifo, runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.reason) == (Status.FAILURE, Reason.BROKE_VERIFIER), outcome
+    assert outcome.details["pristine_control"]["setup_and_test_s"] > 4

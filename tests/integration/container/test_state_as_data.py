@@ -33,6 +33,13 @@ targets = st.one_of(
             "/dev/stdin",
             "/usr/bin/python3",
             "self",
+            # Frozen at install: dangling, in the image, under the container's own mounts,
+            # or named so that no stat of the daemon's or the kernel's can answer.
+            "/tmp/expected.txt",
+            "/tmp",
+            "/dev/shm/expected",
+            "/dev/" + "a" * 300 + "/b",
+            "/usr/" + "x/" * 2100,
         ]
     ),
     names.map(lambda b: b.decode("latin-1")),
@@ -112,3 +119,17 @@ def test_new_top_level_folders_past_the_cap_are_the_agents_zero_with_no_planted_
     if expected is Status.FAILURE:
         assert outcome.reason is Reason.WORKSPACE_BROKEN
         assert f"created {folders} new top-level folders" in outcome.detail
+
+
+@pytest.mark.integrations
+def test_a_hundred_thousand_links_are_the_agents_zero_within_harbors_budget(
+    example: Callable[[str], Task], runtime: DockerRuntime
+) -> None:
+    make = "import os\nfor i in range(100_000): os.symlink(f'/tmp/x{i}', f'/app/l{i}')\n"
+    agent = AgentSpec.script(f"python3 -c {quoted(make)}\n", "100,000 links")
+
+    outcome = verify_task(example("fix-median"), agent, runtime, VerifyOptions(Mode.SEALED))
+
+    assert (outcome.status, outcome.reason) == (Status.FAILURE, Reason.WORKSPACE_BROKEN)
+    assert "symbolic links" in (outcome.detail or "")
+    assert outcome.details["timings"]["verify_s"] < 60  # Harbor's default verifier budget

@@ -405,10 +405,10 @@ def test_a_task_with_a_skills_folder_is_verified(runtime: DockerRuntime, tmp_pat
 
 
 CATALOGUE_AGENT = "harbor_agents:CatalogueAgent"
-# The attacks on the agent's state as data and on the test runner, each with the agent's
-# reason for its 0 through Harbor (the rest of the catalogue runs in the red team's own
-# matrix): a link, metadata, bytecode, a name the API cannot carry, code cutting pytest
-# short, code writing the reward.
+# The attacks on the agent's state as data, on the test runner and on a live verifier's
+# name files, each with the agent's reason for its 0 through Harbor (the rest of the
+# catalogue runs in the red team's own matrix): a link, metadata, bytecode, a name the
+# API cannot carry, code cutting pytest short, code writing the reward, a hosts line.
 STATE_AND_RUNNER_ATTACKS = {
     "workdir-link-answer": "tamper",
     "artifact-link-chain": "tamper",
@@ -419,6 +419,8 @@ STATE_AND_RUNNER_ATTACKS = {
     "exit-in-handler": "runner_cut_short",
     "skip-in-code": "runner_cut_short",
     "reward-from-code": "tamper",
+    # A live verifier's name files: the hosts file the agent edited never reaches it.
+    "hosts-redirect": None,
 }
 
 

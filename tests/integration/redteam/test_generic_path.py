@@ -60,6 +60,7 @@ SAMPLE = (
     "sparse-workdir",
     "nonutf8-folder",
     "workdir-link-folder",
+    "scratch-link-folder",
 )
 
 

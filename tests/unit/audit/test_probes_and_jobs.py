@@ -132,3 +132,24 @@ def test_every_oracle_probe_is_a_bash_script_bash_accepts(probe: OracleProbe) ->
 
     assert checked.returncode == 0, checked.stderr
     assert "'/odd name/it'\"'\"'s'" in script  # roots are quoted for the shell
+
+
+def test_the_configured_tools_probe_counts_as_fooling_only_when_the_tests_ran_its_mark() -> None:
+    from cleanroom.audit.findings import ContainerRuns, RunRecord, judge_container
+    from cleanroom.audit.probes import RAN_MARK, ran_configuration
+
+    def record(mode: str, tail: str, status: str = "failure") -> RunRecord:
+        outcome = {"outcome": status, "score": 0.0, "details": {"test_output_tail": tail}}
+        return RunRecord("probe configured-tools", mode, outcome)
+
+    ran = record("shared", f"On branch main\n{RAN_MARK}: .git/hooks x\n")
+    assert ran_configuration(ran.outcome)
+    assert not ran_configuration(record("shared", "clean").outcome)
+    noop = RunRecord("no-op", "sealed", {"outcome": "failure", "score": 0.0})
+    runs = ContainerRuns(noop=noop, has_oracle=False)
+    runs.probes["configured-tools"] = (ran, record("sealed", "", "failure"))
+    flags = [f.flag.value for f in judge_container(runs).findings]
+    assert flags == ["forgeable_shared"]
+    runs.probes["configured-tools"] = (ran, record("sealed", f"{RAN_MARK}: x"))
+    flags = [f.flag.value for f in judge_container(runs).findings]
+    assert flags == ["forgeable_shared", "forgeable_sealed"]

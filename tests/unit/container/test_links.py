@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind, into_places, resolve
+from cleanroom.verifiers.container.agent_state.links import (
+    Entry,
+    EntryKind,
+    into_places,
+    judge,
+    resolve,
+    resolve_all,
+)
 
 FOLDER = Entry(EntryKind.FOLDER)
 PLACES = ("/tests", "/logs/verifier", "/run/cleanroom/python")
@@ -101,3 +108,103 @@ def test_a_link_into_the_verifiers_places_makes_the_tamper_report_tampered() -> 
 
     assert report.tampered
     assert report.paths == ["link /app/key resolves to /tests (the verifier's /tests)"]
+
+
+# What becomes of each link (`judge`) ---------------------------------------------------
+
+STATE = ("/app",)
+
+
+def lstat_many_of(fs: dict[str, Entry], calls: list[list[str]] | None = None):  # type: ignore[no-untyped-def]
+    def lstat_many(paths: list[str]) -> dict[str, Entry]:
+        if calls is not None:
+            calls.append(paths)
+        return {p: fs[p] for p in paths if p in fs}
+
+    return lstat_many
+
+
+def fates(fs: dict[str, Entry]) -> dict[str, str]:
+    """Each link of the state's fate: tamper, dangling, outside, or kept."""
+    found = [p for p, e in fs.items() if e.kind is EntryKind.LINK and p.startswith("/app/")]
+    judged = judge(found, lstat_many_of(fs), PLACES, STATE)
+    out = {p: "kept" for p in found}
+    for what in ("tamper", "dangling", "outside"):
+        out.update({r.link: what for r in getattr(judged, what)})
+    return out
+
+
+def test_a_link_that_dangles_is_frozen_to_nowhere_wherever_it_points() -> None:
+    fs = tree(app__out="/tmp/tally.expected", app__rel="missing/x", app__lock="root@host.12")
+    fs["/tmp"] = FOLDER
+    assert fates(fs) == {"/app/out": "dangling", "/app/rel": "dangling", "/app/lock": "dangling"}
+
+
+def test_a_link_resting_on_the_images_file_or_folder_is_frozen_to_a_copy() -> None:
+    fs = tree(app__py="/usr/bin/python3.11", app__scratch="/tmp", app__bin="/usr/bin")
+    fs["/tmp"] = FOLDER
+    assert set(fates(fs).values()) == {"outside"}
+
+
+def test_a_link_resting_inside_the_state_is_kept() -> None:
+    fs = tree(app__lib64="lib", app__cur="./releases/3", app__abs="/app/lib")
+    fs.update({"/app/lib": FOLDER, "/app/releases": FOLDER, "/app/releases/3": FOLDER})
+    assert set(fates(fs).values()) == {"kept"}
+
+
+def test_only_the_last_link_of_the_state_in_a_chain_is_frozen() -> None:
+    # python3 -> python -> the image's interpreter: freezing python serves both.
+    fs = tree(app__python3="python", app__python="/usr/bin/python3", usr__bin__python3="python3.11")
+    assert fates(fs) == {"/app/python3": "kept", "/app/python": "outside"}
+    judged = judge(["/app/python"], lstat_many_of(fs), PLACES, STATE)
+    assert [r.resolved for r in judged.outside] == ["/usr/bin/python3.11"]
+
+
+def test_a_dangling_answer_through_a_folder_link_freezes_the_folder_link() -> None:
+    # tally.txt -> scratch/tally.expected, scratch -> /tmp: scratch becomes a copy of
+    # /tmp as it is now, and tally.txt then dangles inside the state.
+    fs = tree(app__scratch="/tmp", app__tally="scratch/tally.expected")
+    fs["/tmp"] = FOLDER
+    assert fates(fs) == {"/app/scratch": "outside", "/app/tally": "kept"}
+
+
+def test_links_to_devices_stay_and_a_dangling_one_under_dev_does_not() -> None:
+    fs = tree(app__null="/dev/null", app__shm="/dev/shm/expected")
+    fs.update({"/dev": FOLDER, "/dev/null": Entry(EntryKind.OTHER), "/dev/shm": FOLDER})
+    assert fates(fs) == {"/app/null": "kept", "/app/shm": "dangling"}
+
+
+def test_a_fifo_of_the_image_outside_dev_cannot_be_frozen_and_is_judged_outside() -> None:
+    fs = tree(app__f="/run/fifo")
+    fs.update({"/run": FOLDER, "/run/fifo": Entry(EntryKind.OTHER)})
+    assert fates(fs) == {"/app/f": "outside"}
+
+
+def test_a_loop_dangles() -> None:
+    assert fates(tree(app__a="b", app__b="a")) == {"/app/a": "dangling", "/app/b": "dangling"}
+
+
+def test_links_into_the_verifiers_places_are_tamper_before_anything_is_frozen() -> None:
+    fs = tree(app__key="/tests/expected.txt", app__out="/tmp/x")
+    assert fates(fs)["/app/key"] == "tamper"
+
+
+def test_a_path_through_a_file_dangles_even_when_it_climbs_back() -> None:
+    fs = tree(app__x="/usr/bin/python3.11/../python3.11")
+    assert fates(fs) == {"/app/x": "dangling"}
+
+
+def test_many_links_are_resolved_in_a_few_rounds() -> None:
+    # 2,000 links to distinct paths of the image, each two folders deep: every round asks
+    # for all the paths it needs at once.
+    fs = tree()
+    fs["/data"] = FOLDER
+    for i in range(2000):
+        fs[f"/data/d{i}"] = FOLDER
+        fs[f"/data/d{i}/f"] = Entry(EntryKind.FILE)
+        fs[f"/app/l{i}"] = Entry(EntryKind.LINK, f"/data/d{i}/f")
+    calls: list[list[str]] = []
+    links = [f"/app/l{i}" for i in range(2000)]
+    resolved = resolve_all(links, lstat_many_of(fs, calls), PLACES)
+    assert all(r.kind is EntryKind.FILE for r in resolved.values())
+    assert len(calls) <= 5

@@ -291,7 +291,7 @@ def test_the_host_looks_at_a_bounded_number_of_entries(tmp_path: Path) -> None:
     assert any("more than" in u for u in seen.unread)
 
 
-def test_records_of_another_pid_and_junk_lines_are_not_the_runs() -> None:
+def test_records_of_another_pid_and_junk_lines_are_not_the_runs_records() -> None:
     data = b"\n".join(
         [
             b'{"e":"start","pid":7,"argv":["pytest"]}',
@@ -305,7 +305,7 @@ def test_records_of_another_pid_and_junk_lines_are_not_the_runs() -> None:
 
     run = parse_run(7, data)
 
-    assert run.foreign_lines == 3
+    assert (run.foreign_lines, run.unreadable_lines) == (2, 1)
     assert run.finished and run.exit_status is None and run.counts == {}
     assert not run.exited
     assert run.contradiction(()) is not None

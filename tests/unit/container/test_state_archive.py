@@ -10,10 +10,13 @@ import pytest
 from cleanroom.verifiers.container.agent_state.state_archive import (
     PATH_MAX,
     ArchiveNotRooted,
+    FrozenLink,
     StateArchiveError,
     copy_capped,
+    files_named,
     rooted,
     scan,
+    with_frozen,
     without_dropped,
 )
 
@@ -158,3 +161,57 @@ def test_members_beneath_the_state_path_pass_the_confinement() -> None:
         ),  # a link's place is decided later
     )
     assert scan(src, top="app").members == 5
+
+
+def members(buf: io.BytesIO) -> dict[str, tarfile.TarInfo]:
+    buf.seek(0)
+    with tarfile.open(fileobj=buf, mode="r") as tar:
+        return {m.name: m for m in tar.getmembers()}
+
+
+def test_a_frozen_dangling_link_points_elsewhere_and_keeps_its_name() -> None:
+    src = archive(
+        entry("app", tarfile.DIRTYPE),
+        entry("app/tally.txt", tarfile.SYMTYPE, linkname="/tmp/tally.expected"),
+        entry("app/keep", tarfile.SYMTYPE, linkname="lib"),
+    )
+    out = io.BytesIO()
+    with_frozen(src, out, {"app/tally.txt": FrozenLink(target="/nowhere")})
+    found = members(out)
+    assert found["app/tally.txt"].linkname == "/nowhere"
+    assert found["app/keep"].linkname == "lib"
+
+
+def test_a_link_frozen_to_a_copy_becomes_the_copy_under_its_own_name() -> None:
+    src = archive(
+        entry("app", tarfile.DIRTYPE),
+        entry("app/scratch", tarfile.SYMTYPE, linkname="/tmp"),
+        entry("app/other"),
+    )
+    copy = archive(
+        entry("tmp", tarfile.DIRTYPE),
+        entry("tmp/seen"),
+        entry("tmp/hard", tarfile.LNKTYPE, linkname="tmp/seen"),
+    )
+    out = io.BytesIO()
+    with_frozen(src, out, {"app/scratch": FrozenLink(copy=copy, top="tmp")})
+    found = members(out)
+    assert found["app/scratch"].isdir()
+    assert found["app/scratch/seen"].isreg()
+    assert found["app/scratch/hard"].linkname == "app/scratch/seen"
+    assert "app/other" in found and "tmp" not in found
+    out.seek(0)
+    with tarfile.open(fileobj=out) as tar:
+        reader = tar.extractfile("app/scratch/seen")
+        assert reader is not None and reader.read() == b"x"
+
+
+def test_files_named_finds_files_and_fifos_not_folders_or_links() -> None:
+    src = archive(
+        entry("app", tarfile.DIRTYPE),
+        entry("app/data.txt"),
+        entry("app/pipe", tarfile.FIFOTYPE),
+        entry("app/l", tarfile.SYMTYPE, linkname="data.txt"),
+    )
+    wanted = {"app/data.txt", "app/pipe", "app/l", "app", "app/none"}
+    assert files_named(src, wanted) == {"app/data.txt", "app/pipe"}

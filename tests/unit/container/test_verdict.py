@@ -10,6 +10,7 @@ import pytest
 
 from cleanroom.core.observed_file import FileKind, ObservedFile
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
+from cleanroom.verifiers.container.agent_state.tool_config import ConfigKind, ToolConfig
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, TamperReport, classify
 from cleanroom.verifiers.container.decision.verdict import (
     AgentFault,
@@ -156,6 +157,20 @@ def test_a_reward_the_agent_made_unclearable_is_its_zero_not_an_exclusion() -> N
     assert outcome.exit_code == 3
 
 
+def test_configuration_a_verifiers_tool_would_obey_is_tamper_that_says_so() -> None:
+    ev = ran(b"1")
+    found = ToolConfig("/app/.git/config", ConfigKind.GIT_SETTING, "core.fsmonitor", "runs")
+    ev.tamper = TamperReport((), (), config=(found,))
+
+    outcome = decide(ev)
+
+    assert (outcome.status, outcome.score, outcome.reason) == (Status.FAILURE, 0.0, Reason.TAMPER)
+    assert "configuration that a tool of the verifier's would obey" in outcome.detail
+    assert outcome.details["tamper"] == [
+        "config /app/.git/config: core.fsmonitor (git setting: runs)"
+    ]
+
+
 def test_proof_of_tampering_stands_even_when_the_daemon_fails_afterwards() -> None:
     ev = Evidence(Mode.SEALED, unavailable="the daemon went away")
     ev.tamper = TamperReport((), ("/logs/verifier/reward.txt",))
@@ -254,12 +269,35 @@ def test_a_verifier_that_fails_on_the_pristine_state_too_stays_invalid() -> None
     assert judged.details["pristine_control"]["reason"] == "verifier_timeout"
 
 
-def test_a_pristine_run_near_the_limit_proves_nothing_and_the_failure_stays_invalid() -> None:
+def test_a_pristine_run_that_ends_within_the_limit_shows_the_verifier_sound() -> None:
+    # However near the limit: the machine ran this verifier within it just now.
     judged = blame_state(
-        failed_after_running(Reason.VERIFIER_TIMEOUT), pristine(Status.SUCCESS, 31.0), LIMIT_S
+        failed_after_running(Reason.VERIFIER_TIMEOUT), pristine(Status.SUCCESS, 59.0), LIMIT_S
     ).outcome
 
+    assert (judged.status, judged.reason) == (Status.FAILURE, Reason.BROKE_VERIFIER)
+
+
+def test_a_pristine_run_past_the_limit_proves_nothing_without_the_solution_s_run() -> None:
+    late = pristine(Status.SUCCESS, 61.0)
+    judged = blame_state(failed_after_running(Reason.VERIFIER_TIMEOUT), late, LIMIT_S).outcome
+
     assert (judged.status, judged.reason) == (Status.INVALID, Reason.VERIFIER_TIMEOUT)
+
+
+def test_when_the_pristine_state_overruns_too_the_solution_s_run_decides() -> None:
+    # The tests wait for what the agent was to make: the untouched state overruns, and
+    # the solution's state shows the limit is sufficient.
+    overran = failed_after_running(Reason.VERIFIER_TIMEOUT)
+    control = pristine(Status.INVALID, 60.0)
+
+    judged = blame_state(overran, control, LIMIT_S, pristine(Status.SUCCESS, 2.0)).outcome
+    assert (judged.status, judged.reason) == (Status.FAILURE, Reason.BROKE_VERIFIER)
+    assert judged.details["oracle_control"]["status"] == "success"
+    assert "solution's state" in judged.detail
+
+    broken = blame_state(overran, control, LIMIT_S, pristine(Status.INVALID, 60.0)).outcome
+    assert (broken.status, broken.reason) == (Status.INVALID, Reason.VERIFIER_TIMEOUT)
 
 
 def test_only_suspect_failures_of_a_verifier_that_ran_get_a_pristine_control() -> None:
@@ -280,9 +318,9 @@ def test_the_decisions_read_the_facts_never_the_details() -> None:
     never_ran = Verified(Outcome.invalid(Reason.VERIFIER_TIMEOUT, "x", **shown), VerifierFacts())
     assert not needs_pristine_control(never_ran)
 
-    slow = Verified(Outcome.failure(0.0, **shown), VerifierFacts(finished=True, test_s=59.0))
+    slow = Verified(Outcome.failure(0.0, **shown), VerifierFacts(finished=True, test_s=61.0))
     judged = blame_state(failed_after_running(Reason.VERIFIER_TIMEOUT), slow, LIMIT_S).outcome
-    assert judged.reason is Reason.VERIFIER_TIMEOUT  # 59 s of a 60 s limit proves nothing
+    assert judged.reason is Reason.VERIFIER_TIMEOUT  # 61 s of a 60 s limit proves nothing
 
 
 def test_the_pristine_control_names_the_image_it_ran_on() -> None:

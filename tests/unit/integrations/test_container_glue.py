@@ -93,8 +93,8 @@ def test_an_inspect_without_an_image_is_the_daemon_s_failure() -> None:
         started_container({"Mounts": []})
 
 
-def test_sealed_needs_room_for_the_control_s_half_of_the_limit_after_the_tests() -> None:
-    assert budget_needed(60, Mode.SEALED) == 60 + 30 + OVERHEAD_S
+def test_sealed_needs_room_for_the_control_s_whole_limit_after_the_tests() -> None:
+    assert budget_needed(60, Mode.SEALED) == 60 + 60 + OVERHEAD_S
     assert budget_needed(60, Mode.CLEARED) == 60 + OVERHEAD_S
 
 
@@ -103,7 +103,7 @@ HOW = "run harbor with --verifier-timeout-multiplier {}"
 
 def test_a_budget_with_room_for_everything_changes_nothing() -> None:
     assert plan_budget(None, 60, Mode.SEALED, HOW) == BudgetPlan()
-    assert plan_budget(150, 60, Mode.SEALED, HOW) == BudgetPlan()
+    assert plan_budget(180, 60, Mode.SEALED, HOW) == BudgetPlan()
     assert plan_budget(120, 60, Mode.CLEARED, HOW) == BudgetPlan()
 
 

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from cleanroom.verifiers.osworld.mirror import DATASET_URL, Mirror, fetch_task_file
+from cleanroom.verifiers.osworld.mirror import (
+    DATASET_URL,
+    Mirror,
+    NotMirrored,
+    fetch_task_file,
+)
 from cleanroom.verifiers.osworld.mirror_fill import (
     MANIFEST_NAME,
     FileState,
@@ -67,6 +72,24 @@ def test_a_filled_folder_is_a_mirror_the_checker_reads(server: FileServer, tmp_p
     data = fetch_task_file(SHEET, Mirror.parse(str(tmp_path)), timeout=5, cap=1 << 20)
 
     assert data == b"sheet bytes"
+
+
+def test_a_file_changed_since_the_fill_is_not_read_as_the_tasks_file(
+    server: FileServer, tmp_path: Path
+) -> None:
+    # Same size, other bytes: the index's sha256 tells them apart.
+    _fill(server, tmp_path, SHEET)
+    (tmp_path / SHEET_PATH).write_bytes(b"sheet BYTES")
+
+    with pytest.raises(NotMirrored, match="no longer has the sha256"):
+        fetch_task_file(SHEET, Mirror.parse(str(tmp_path)), timeout=5, cap=1 << 20)
+
+
+def test_a_folder_with_no_index_is_read_as_it_is(tmp_path: Path) -> None:
+    (tmp_path / "os/t2").mkdir(parents=True)
+    (tmp_path / "os/t2/notes.txt").write_bytes(b"by hand")
+
+    assert fetch_task_file(NOTES, Mirror.parse(str(tmp_path)), timeout=5, cap=99) == b"by hand"
 
 
 def test_a_second_fill_fetches_nothing_already_there(server: FileServer, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ ends as an outcome with a reason, never as a traceback.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -21,6 +22,7 @@ from cleanroom.verifiers.container.decision.verdict import (
     blame_state,
     decide,
     needs_pristine_control,
+    sound,
 )
 from cleanroom.verifiers.container.modes import Mode
 from cleanroom.verifiers.container.run.capability_check import (
@@ -96,10 +98,12 @@ def verify_task(
     """
     refuse_unless_capable(task, required_capabilities(task, options, services=True), runtime)
     verified = run_rollout(task, agent, runtime, options)
-    if options.mode is not Mode.SEALED or agent.kind == "noop":
+    if options.mode is not Mode.SEALED:
         return verified.outcome
     control_options = VerifyOptions(options.mode, image_map=options.image_map)
-    return _with_pristine_control(task, verified, runtime, control_options, None)
+    # A no-op's own run is the pristine control.
+    pristine = verified if agent.kind == "noop" else None
+    return _with_pristine_control(task, verified, runtime, control_options, None, pristine)
 
 
 def verify_acted_on(
@@ -119,8 +123,9 @@ def verify_acted_on(
 
     ``control_alongside`` runs the pristine control beside the verification instead of
     after it, when a harness's budget has no room for one after the other: the control
-    is started at once (its tests limited to half the verifier's limit, the most a
-    control that counts may take) and its result read only if the verification needs it.
+    is started at once (its tests limited to the verifier's limit) and its result read
+    only if the verification needs it; the solution's run counts only when one ran before
+    in this process.
 
     A verification that needs what ``runtime`` cannot do (`RuntimeCapabilities`) is
     refused with `UnsupportedByRuntimeError` before the container is touched.
@@ -140,14 +145,17 @@ def verify_acted_on(
             _pristine_control,
             task,
             runtime,
-            replace(control_options, test_limit_s=limit / 2),
+            replace(control_options, test_limit_s=limit),
             acted.image,
             step,
         )
         verified = verify_existing_container(task, acted, runtime, options)
         if not needs_pristine_control(verified):
             return verified.outcome
-        return blame_state(verified, control.result(), limit).outcome
+        done = control.result()
+        # No room in the budget to run the solution now: only one run before counts.
+        oracle = None if sound(done, limit) else _known_oracle(task, acted.image, limit)
+        return blame_state(verified, done, limit, oracle).outcome
 
 
 def _with_pristine_control(
@@ -156,15 +164,21 @@ def _with_pristine_control(
     runtime: VerificationRuntime,
     control_options: VerifyOptions,
     image: str | None,
+    pristine: Verified | None = None,
 ) -> Outcome:
     """``verified``'s outcome, judged against a no-op's run of the same verifier (of
-    the step that failed) when the failure may be the agent's state's doing."""
+    the step that failed; ``pristine`` when it ran already) when the failure may be the
+    agent's state's doing, and, when that run shows nothing, against the task's
+    solution's (`verdict.blame_state`)."""
     if not needs_pristine_control(verified):
         return verified.outcome
     step = _step_named(task, verified.facts.step)
-    control = _pristine_control(task, runtime, control_options, image, step)
+    control = pristine or _pristine_control(task, runtime, control_options, image, step)
     limit = control_options.test_limit(_verifier_limit(task, step))
-    return blame_state(verified, control, limit).outcome
+    oracle = None
+    if not sound(control, limit):
+        oracle = _oracle_control(task, runtime, control_options, image, step)
+    return blame_state(verified, control, limit, oracle).outcome
 
 
 def _pristine_control(
@@ -176,6 +190,41 @@ def _pristine_control(
 ) -> Verified:
     """A no-op's run of the task's verifier (of ``step``) on the pristine state."""
     return run_rollout(task, AgentSpec.noop(), runtime, options, image, only_step=step)
+
+
+# The solution's runs, by task folder, image and test limit: a property of the task and
+# its image, not of the rollout, so each is run once in a process.
+_ORACLES: dict[tuple[str, str, float | None], Verified] = {}
+_ORACLES_LOCK = threading.Lock()
+
+
+def _oracle_control(
+    task: Task,
+    runtime: VerificationRuntime,
+    options: VerifyOptions,
+    image: str | None,
+    step: TaskStep | None,
+) -> Verified | None:
+    """The task's own solution, verified the same way (once per task, image and limit in
+    this process); None for a task without ``solution/solve.sh`` or with steps (a step's
+    solution needs the steps before it, so it is not run alone)."""
+    if step is not None or task.steps or not (task.solution_dir / "solve.sh").is_file():
+        return None
+    key = (str(task.root), image or "", options.test_limit_s)
+    with _ORACLES_LOCK:
+        known = _ORACLES.get(key)
+    if known is not None:
+        return known
+    ran = run_rollout(task, AgentSpec.solution(), runtime, options, image)
+    with _ORACLES_LOCK:
+        _ORACLES[key] = ran
+    return ran
+
+
+def _known_oracle(task: Task, image: str | None, limit: float) -> Verified | None:
+    """The solution's run of this task and image, if one ran in this process."""
+    with _ORACLES_LOCK:
+        return _ORACLES.get((str(task.root), image or "", limit))
 
 
 def _step_named(task: Task, name: str | None) -> TaskStep | None:

@@ -67,6 +67,10 @@ class VerifyOptions:
     # The most the verifier's setup commands and test.sh may run, when a harness's budget
     # leaves less than the task's own ``timeout_sec`` (which wins when it is shorter).
     test_limit_s: float | None = None
+    # ``sealed`` only: list the files test.sh wrote in the verifier's container (beyond
+    # the reward folder), each with the digest of its content without white space, in the
+    # outcome's ``verifier_wrote`` details: the audit's scratch-link probe links to them.
+    record_verifier_writes: bool = False
 
     def __post_init__(self) -> None:
         if self.in_container_reader and self.mode is not Mode.SHARED:

@@ -9,21 +9,27 @@ path, as the task spells it, appended to the base). `resolve` is the one place t
 a task's URL into where it is fetched from, and `fetch_task_file` fetches it from there.
 
 With a mirror set, a URL the mirror cannot hold (outside the dataset, or escaping it with
-``..``) and a file the mirror lacks are `NotMirrored` errors naming the URL and the
+``..``), a file the mirror lacks, and a file of a filled mirror folder whose content no
+longer has the sha256 its index records are `NotMirrored` errors naming the URL and the
 mirror: the infrastructure's fault, so the run is invalid, never a 0.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from cleanroom.host_files import NotARegularFile, read_beneath
 from cleanroom.verifiers.osworld.download import DownloadError, fetch
 from cleanroom.verifiers.osworld.task import Task
+
+if TYPE_CHECKING:
+    from cleanroom.verifiers.osworld.mirror_fill import ManifestEntry
 
 DATASET_URL = "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/"
 """The dataset every OSWorld task file is fetched from."""
@@ -131,19 +137,45 @@ def fetch_task_file(
         assert mirror is not None
         root = Path(source.root)
         try:
-            return read_beneath(root, root / source.relative, cap)
+            data = read_beneath(root, root / source.relative, cap)
         except NotARegularFile as exc:
             raise NotMirrored(url, mirror, f"{source.relative} is {exc.strerror}") from exc
         except FileNotFoundError as exc:
             raise NotMirrored(url, mirror, f"{source.relative} is not in it") from exc
         except OSError as exc:
             raise NotMirrored(url, mirror, f"{source.relative}: {exc.strerror or exc}") from exc
+        expected = _indexed_sha256(root, source.relative)
+        if expected is not None and hashlib.sha256(data).hexdigest() != expected:
+            why = f"{source.relative} no longer has the sha256 the mirror's index records"
+            raise NotMirrored(url, mirror, why)
+        return data
     try:
         return fetch(source.url, timeout=timeout, tries=tries, cap=cap)
     except DownloadError as exc:
         if mirror is None:
             raise
         raise NotMirrored(url, mirror, f"{source.url}: {exc.why}") from exc
+
+
+def _indexed_sha256(root: Path, relative: str) -> str | None:
+    """The sha256 a filled mirror folder's index records for ``relative``; None for a
+    folder with no readable index (one a user made by hand) or a file it does not list."""
+    from cleanroom.verifiers.osworld.mirror_fill import MANIFEST_NAME  # it imports this module
+
+    try:
+        changed = os.stat(root / MANIFEST_NAME).st_mtime_ns
+    except OSError:
+        return None
+    entry = _index_of(str(root), changed).get(relative)
+    return entry.sha256 if entry is not None else None
+
+
+@functools.lru_cache(maxsize=8)
+def _index_of(root: str, changed_ns: int) -> dict[str, ManifestEntry]:
+    """A mirror folder's index, read once for each time it was written (``changed_ns``)."""
+    from cleanroom.verifiers.osworld.mirror_fill import read_manifest
+
+    return read_manifest(Path(root))
 
 
 def task_file_urls(task: Task) -> tuple[str, ...]:

@@ -94,7 +94,7 @@ def scan(
                 else:
                     kept.add(member.name)
                     entry = entry_of(member)
-                    if entry.kind is not EntryKind.OTHER:
+                    if entry.kind in (EntryKind.FOLDER, EntryKind.LINK):
                         found.tree[member.name.rstrip("/")] = entry
                 # Names are bytes on disk: one that is not UTF-8 is still a name.
                 raw_name = member.name.encode("utf-8", "surrogateescape")
@@ -204,6 +204,8 @@ def entry_of(member: tarfile.TarInfo) -> Entry:
         return Entry(EntryKind.LINK, member.linkname)
     if member.isdir():
         return Entry(EntryKind.FOLDER)
+    if member.isreg() or member.islnk():
+        return Entry(EntryKind.FILE)
     return Entry(EntryKind.OTHER)
 
 
@@ -224,6 +226,66 @@ def _dropped(member: tarfile.TarInfo, artifact: ArtifactRules | None = None) -> 
             member.isreg() or member.isdir() or member.issym() or member.islnk() or member.isfifo()
         )
     )
+
+
+@dataclass(frozen=True)
+class FrozenLink:
+    """What replaces one link member of a state archive: a link to ``target``, or (with
+    ``copy``) the members of ``copy``, an archive whose top member is named ``top``,
+    renamed to the link's name."""
+
+    target: str = ""
+    copy: IO[bytes] | None = None
+    top: str = ""
+
+
+def with_frozen(archive: IO[bytes], out: IO[bytes], frozen: dict[str, FrozenLink]) -> None:
+    """Copy a (checked) tar stream to ``out`` with each link member named in ``frozen``
+    replaced as its `FrozenLink` says."""
+    try:
+        with (
+            tarfile.open(fileobj=archive, mode="r|") as src,
+            tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as dst,
+        ):
+            for member in src:
+                name = member.name.rstrip("/")
+                replacement = frozen.get(name) if member.issym() else None
+                if replacement is None:
+                    data = src.extractfile(member) if member.isreg() else None
+                    dst.addfile(member, data)
+                elif replacement.copy is None:
+                    member.linkname = replacement.target
+                    dst.addfile(member)
+                else:
+                    _splice(rewind(replacement.copy), replacement.top, name, dst)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise StateArchiveError(f"the state archive is unreadable: {exc}") from exc
+
+
+def _splice(copy: IO[bytes], top: str, name: str, dst: tarfile.TarFile) -> None:
+    """Add the members of ``copy`` to ``dst``, its top ``top`` renamed ``name``."""
+    with tarfile.open(fileobj=copy, mode="r|") as src:
+        for member in src:
+            member.name = name + member.name.rstrip("/")[len(top) :]
+            if member.islnk():  # a hard link names a member of the same archive
+                member.linkname = name + member.linkname[len(top) :]
+            data = src.extractfile(member) if member.isreg() else None
+            dst.addfile(member, data)
+
+
+def files_named(archive: IO[bytes], names: set[str]) -> set[str]:
+    """The members among ``names`` that are in the archive as anything but a folder or
+    a link: the files and FIFOs the scan's tree leaves out."""
+    found: set[str] = set()
+    try:
+        with tarfile.open(fileobj=archive, mode="r|") as tar:
+            for member in tar:
+                name = member.name.rstrip("/")
+                if name in names and not (member.isdir() or member.issym()):
+                    found.add(name)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise StateArchiveError(f"the state archive is unreadable: {exc}") from exc
+    return found
 
 
 def rewind(archive: IO[bytes]) -> IO[bytes]:

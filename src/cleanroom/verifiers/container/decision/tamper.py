@@ -12,6 +12,9 @@ diff of the agent phase is therefore evidence, in two parts:
 - **links**: a link of the agent's that, installed in the verifier's container, resolves
   into one of those places or cleanroom's own mounts (`links`): the route by which a
   test that reads the work dir would read the answer key or the reward folder;
+- **config**: configuration in the agent's state that a tool of the verifier's would obey
+  (`tool_config`): a git filter, hook or fsmonitor in the work dir's repository, a
+  start-up file in a home folder that is state; found before the tests run;
 - **touched**: while the tests ran, code of the agent's state (the module under test)
   touched the reward folder or changed what the task shipped in ``/tests``, as the runner
   witness's audit hook saw it (`witness`);
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from cleanroom.core.paths import under, under_any
+from cleanroom.verifiers.container.agent_state.tool_config import ToolConfig
 
 SHOWN_PATHS = 20
 
@@ -88,10 +92,12 @@ class TamperReport:
     # What code of the agent's touched in the verifier's places while the tests ran, as
     # the runner witness saw it (`witness.WitnessReport.touched`).
     touched: tuple[str, ...] = field(default=())
+    # Configuration in the agent's state that a tool of the verifier's would obey.
+    config: tuple[ToolConfig, ...] = field(default=())
 
     @property
     def tampered(self) -> bool:
-        return bool(self.protected or self.planted or self.links or self.touched)
+        return bool(self.protected or self.planted or self.links or self.touched or self.config)
 
     @property
     def paths(self) -> list[str]:
@@ -102,6 +108,7 @@ class TamperReport:
             + [f"planted {p}" for p in self.planted]
             + [f"link {line}" for line in self.links]
             + [f"touched {line}" for line in self.touched]
+            + [f"config {found}" for found in self.config]
         )
 
     @property

@@ -21,6 +21,7 @@ from typing import Any
 
 from cleanroom.core.observed_file import ObservedFile
 from cleanroom.core.outcomes import Outcome, Reason, Status
+from cleanroom.verifiers.container.decision.name_files import NameFileChange
 from cleanroom.verifiers.container.decision.reward import BadReward, parse_reward
 from cleanroom.verifiers.container.decision.tamper import TamperReport
 from cleanroom.verifiers.container.decision.witness import WitnessReport
@@ -90,6 +91,9 @@ class Evidence:
     test_s: float = 0.0
     # The step of a multi-step task this verification is of.
     step: str | None = None
+    # What the agent changed of the name files (/etc/hosts, ...) the harness made for its
+    # container: evidence for people (a live verifier gets the harness's copies).
+    name_files_changed: tuple[NameFileChange, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -110,6 +114,8 @@ def _outcome(ev: Evidence) -> tuple[Outcome, dict[str, float] | None]:
     details: dict[str, Any] = {**ev.details, "mode": ev.mode.value}
     if ev.timings:
         details["timings"] = {k: round(v, 4) for k, v in ev.timings.items()}
+    if ev.name_files_changed:
+        details["name_files_changed"] = [str(c) for c in ev.name_files_changed]
     if ev.tamper is not None:
         details["tamper"] = ev.tamper.paths
         details["unseen_by_verifier"] = {
@@ -126,6 +132,13 @@ def _outcome(ev: Evidence) -> tuple[Outcome, dict[str, float] | None]:
             f"the agent wrote into, linked to or (from its code, while the tests ran) "
             f"touched the verifier's own places (tests, reward) {n} time(s)"
         )
+        if ev.tamper.config:
+            why = (
+                f"the agent left configuration that a tool of the verifier's would obey "
+                f"(a git filter, hook or driver, a start-up or rc file), {n} time(s) in all"
+            )
+            if len(ev.tamper.config) < n:
+                why += ", and wrote into or linked to the verifier's own places"
         return Outcome.agent_fault(Reason.TAMPER, why, **details), None
     if ev.agent_fault is not None:
         return Outcome.agent_fault(ev.agent_fault.reason, ev.agent_fault.detail, **details), None
@@ -185,29 +198,62 @@ def needs_pristine_control(verified: Verified) -> bool:
     return verified.facts.finished and verified.outcome.reason in STATE_SUSPECT_REASONS
 
 
-def blame_state(verified: Verified, control: Verified, limit_s: float) -> Verified:
-    """``verified``, judged against the same verifier run on the pristine state.
+def sound(control: Verified, limit_s: float) -> bool:
+    """Whether a control run shows the verifier and the machine sound: it ran to a valid
+    outcome (any score) with its setup and tests within the verifier's limit."""
+    return control.outcome.status is not Status.INVALID and (
+        control.facts.setup_and_test_s <= limit_s
+    )
 
-    When the pristine run is valid and its setup and test took at most half the
-    verifier's limit, the infrastructure and the verifier are sound and the failure came
-    from what the agent left: the agent's 0 (`Reason.BROKE_VERIFIER`). Otherwise the
-    verifier fails without the agent as well, and ``verified`` stands. Either way the
-    control's result is in the details.
+
+def blame_state(
+    verified: Verified, control: Verified, limit_s: float, oracle: Verified | None = None
+) -> Verified:
+    """``verified``, judged against the same verifier run on a known state: the rule that
+    tells the agent's failure from the infrastructure's, stated once.
+
+    A verifier failure the agent's state may have caused (`needs_pristine_control`: an
+    overrun, a junk reward, a failed setup command) is the agent's 0
+    (`Reason.BROKE_VERIFIER`) when a control shows the verifier and the machine sound
+    (`sound`: valid, within the limit, whatever its time within it):
+
+    - ``control``: the same verifier on the pristine state, as a no-op leaves it;
+    - ``oracle``: the same verifier on the state the task's own solution leaves, run when
+      the pristine control is not sound. A task whose untouched state makes the tests
+      overrun (they wait for what the agent was to make) shows its limit is sufficient
+      this way: the oracle's own run decides.
+
+    Otherwise the verifier fails without the agent as well, and ``verified`` stands
+    (`invalid`). Either way the controls' results are in the details.
     """
-    outcome, ran_s = verified.outcome, control.facts.setup_and_test_s
-    summary = {
+    outcome = verified.outcome
+    details = {**outcome.details, "pristine_control": _summary(control)}
+    if oracle is not None:
+        details["oracle_control"] = _summary(oracle)
+    proof = next(
+        (
+            (what, c)
+            for what, c in (("pristine", control), ("solution's", oracle))
+            if c is not None and sound(c, limit_s)
+        ),
+        None,
+    )
+    if proof is None:
+        return replace(verified, outcome=replace(outcome, details=details))
+    what, by = proof
+    why = (
+        f"{outcome.detail} on the agent's state; on the {what} state the same verifier "
+        f"ran cleanly in {by.facts.setup_and_test_s:.1f} s of its {limit_s:g} s "
+        f"({by.outcome.status.value}), so what the agent left broke it"
+    )
+    return replace(verified, outcome=Outcome.agent_fault(Reason.BROKE_VERIFIER, why, **details))
+
+
+def _summary(control: Verified) -> dict[str, Any]:
+    return {
         "status": control.outcome.status.value,
         "reason": control.outcome.reason.value if control.outcome.reason else None,
         "score": control.outcome.score,
-        "setup_and_test_s": round(ran_s, 3),
+        "setup_and_test_s": round(control.facts.setup_and_test_s, 3),
         "image": control.outcome.details.get("image"),
     }
-    details = {**outcome.details, "pristine_control": summary}
-    if control.outcome.status is Status.INVALID or ran_s > limit_s / 2:
-        return replace(verified, outcome=replace(outcome, details=details))
-    why = (
-        f"{outcome.detail} on the agent's state; on the pristine state the same verifier "
-        f"ran cleanly in {ran_s:.1f} s of its {limit_s:g} s ({control.outcome.status.value}), "
-        f"so what the agent left broke it"
-    )
-    return replace(verified, outcome=Outcome.agent_fault(Reason.BROKE_VERIFIER, why, **details))

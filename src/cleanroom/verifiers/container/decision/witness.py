@@ -22,6 +22,12 @@ result code of the agent's decided:
 about the tests, and a success it claims is the agent's 0 (`Reason.RUNNER_CUT_SHORT`).
 Only a success is judged: a run that failed failed whatever its witness says.
 
+Every line is the agent's data (its code runs in the process that writes them), so each is
+parsed under bounds: at most `MAX_LINE_BYTES`, strict UTF-8, nested at most `MAX_DEPTH`
+deep. A line past them, or one no JSON parser reads as a record, is none the witness
+writes: it contradicts the run (`RunnerRun.unreadable_lines`), never an error of the
+harness's.
+
 What the witness cannot see: code of the agent's that runs inside the pytest process
 can do whatever that process can, including writing the witness's own records before it
 exits, patching pytest's hooks, or editing the test module's functions in memory. The
@@ -38,6 +44,10 @@ from typing import Any
 from cleanroom.core.paths import under_any
 
 MAX_AGENT_OUTCOMES = 100
+# The witness's longest line (``start``: 32 arguments of 300 characters, each escaped to
+# at most 6 bytes) is under 64 KiB; its records nest two deep.
+MAX_LINE_BYTES = 256 << 10
+MAX_DEPTH = 8
 _RAISED = {"skip": "a skip", "xfail": "an expected failure", "exit": "pytest's exit"}
 # pytest's exit statuses the witness reads (``pytest.ExitCode``).
 _OK = 0
@@ -87,13 +97,21 @@ class RunnerRun:
     exited: bool = False
     agent_outcomes: tuple[AgentOutcome, ...] = ()
     touches: tuple[AgentTouch, ...] = ()
-    # Lines that were not a record of this process (junk, another pid's, too long).
+    # Records that were not of this process (another pid's, an event no witness writes).
     foreign_lines: int = 0
+    # Lines that were no record at all: too long, too deep, not UTF-8, not a JSON object.
+    unreadable_lines: int = 0
+    unreadable_first: str = ""
 
     def contradiction(self, state_paths: tuple[str, ...]) -> str | None:
         """Why this run does not end as a pytest run ends, or why its result is the
         agent's code's (``state_paths``: what the verifier got of the agent's), or None."""
         what = f"pytest (pid {self.pid})"
+        if self.unreadable_lines:
+            return (
+                f"{what}'s witness record holds {self.unreadable_lines} line(s) the witness "
+                f"never writes ({self.unreadable_first}): code in the process wrote them"
+            )
         if self.session_started and not self.finished:
             seen = f"collected {self.collected} test(s)" if self.collected is not None else ""
             ran = sum(self.counts.values())
@@ -134,6 +152,7 @@ class RunnerRun:
             "exit_status": self.exit_status,
             "counts": self.counts,
             "exited": self.exited,
+            "unreadable_lines": self.unreadable_lines,
             "touched": [str(t) for t in self.touches[:8]],
             "agent_outcomes": [
                 {"kind": a.kind, "origin": a.origin, "node": a.node}
@@ -192,14 +211,15 @@ def parse_run(pid: int, data: bytes) -> RunnerRun:
     fields: dict[str, Any] = {"pid": pid}
     made: list[AgentOutcome] = []
     touches: list[AgentTouch] = []
-    foreign = 0
+    foreign = unreadable = 0
+    first_unreadable = ""
     for raw in data.splitlines():
-        try:
-            record = json.loads(raw)
-        except ValueError:
-            foreign += 1
+        record = read_line(raw)
+        if isinstance(record, Unreadable):
+            unreadable += 1
+            first_unreadable = first_unreadable or record.why
             continue
-        if not isinstance(record, dict) or record.get("pid") != pid:
+        if record.get("pid") != pid:
             foreign += 1
             continue
         event = record.get("e")
@@ -244,8 +264,66 @@ def parse_run(pid: int, data: bytes) -> RunnerRun:
         elif event != "report":
             foreign += 1
     return RunnerRun(
-        **fields, agent_outcomes=tuple(made), touches=tuple(touches), foreign_lines=foreign
+        **fields,
+        agent_outcomes=tuple(made),
+        touches=tuple(touches),
+        foreign_lines=foreign,
+        unreadable_lines=unreadable,
+        unreadable_first=first_unreadable,
     )
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A witness line that is no record: ``why``, for people."""
+
+    why: str
+
+
+def read_line(raw: bytes) -> dict[str, Any] | Unreadable:
+    """One witness line as its record, or `Unreadable` when it is none: checked for
+    length, encoding and depth before any parser sees it, so no line can make the
+    parser raise anything but what is caught here."""
+    if len(raw) > MAX_LINE_BYTES:
+        return Unreadable(f"a line of {len(raw)} bytes, over {MAX_LINE_BYTES}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Unreadable("a line that is not UTF-8")
+    # Counting first spares the scan for every line the witness itself writes.
+    few = text.count("[") + text.count("{") <= MAX_DEPTH
+    if not few and nesting_depth(text) > MAX_DEPTH:
+        return Unreadable(f"a line nested over {MAX_DEPTH} deep")
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: the depth check's backstop
+        return Unreadable("a line that is not JSON")
+    if not isinstance(record, dict):
+        return Unreadable("a JSON line that is not an object")
+    return record
+
+
+def nesting_depth(text: str) -> int:
+    """How deep brackets and braces nest in ``text`` outside JSON strings (for JSON it
+    is the depth a parser recurses to; for anything else, a bound all the same)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _count(value: object) -> int | None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cleanroom.host_files import remove_tree
+from cleanroom.verifiers.container.decision.name_files import NameFiles
 from cleanroom.verifiers.container.decision.tamper import Change
 from cleanroom.verifiers.container.decision.verdict import Evidence
 from cleanroom.verifiers.container.modes import ModePlan, plan
@@ -296,8 +297,11 @@ class Resources:
             thread.join()
         if self.keep:
             return
-        with contextlib.suppress(RuntimeUnavailable):
-            for ctr in self.containers:
+        # The last made first: a live verifier depends on the agent's container whose
+        # network it joined, and podman refuses to remove that one while it exists. One
+        # that cannot be removed does not keep the others.
+        for ctr in reversed(self.containers):
+            with contextlib.suppress(RuntimeUnavailable):
                 self.rt.containers.remove(ctr)
         # After the containers on its network: a network with containers cannot go.
         if self.services is not None:
@@ -311,12 +315,15 @@ class AgentContainer:
     """The agent's container, as the verification sees it: its id, the image it started
     from, the host folder bound at its reward folder (watched for what the agent planted
     there; None when nothing watches it), and what the harness changed in it before the
-    agent started (its mount points)."""
+    agent started (its mount points); its name files as the harness took them before
+    the agent acted (for a verifier that joins its network namespace; None when not
+    taken)."""
 
     id: str
     image: str
     reward_dir: Path | None = None
     baseline: tuple[Change, ...] = ()
+    name_files: NameFiles | None = None
 
 
 @contextlib.contextmanager

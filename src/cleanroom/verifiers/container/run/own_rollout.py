@@ -19,6 +19,7 @@ from cleanroom.docker_layer import ImageBuildFailed
 from cleanroom.verifiers.container.decision.multi_step import StepOutcome, combine, next_step_runs
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
 from cleanroom.verifiers.container.decision.verdict import Evidence, Verified
+from cleanroom.verifiers.container.run import name_files
 from cleanroom.verifiers.container.run.commands import check_health, run_collect_hooks
 from cleanroom.verifiers.container.run.context import (
     AGENT_FILES_DIR,
@@ -235,7 +236,10 @@ def _start_agent_container(ctx: RunContext, res: Resources, image: str) -> Agent
             Change(ARTIFACTS_DIR, ChangeKind.ADDED),
         )
         baseline = (*rt.state.changes(ctr).changes, *mount_points)
-    return AgentContainer(ctr, image, reward_dir, baseline)
+    # A verifier that joins the agent's network namespace gets these, as they are before
+    # the agent acts, in place of the agent's own (`sealed.live_name_files`).
+    names = name_files.take(rt, ctr) if ctx.verifier.live_processes else None
+    return AgentContainer(ctr, image, reward_dir, baseline, names)
 
 
 def _run_steps(
@@ -320,9 +324,11 @@ def _act_and_verify(
     each step's collection of a multi-step task), then the verification."""
     if ctx.verifies_apart and early is None:
         image = _verifier_image(ctx, agent_ctr.image)
-        early = start_verifier(ctx, res, ev, agent_ctr.id, image)
+        early = start_verifier(ctx, res, ev, agent_ctr, image)
     with timed(ev, "agent_s"):
         ev.details["agent_phase"] = _agent_phase(ctx, res, agent, agent_ctr.id)
+    if agent_ctr.name_files is not None:
+        ev.name_files_changed = name_files.changed(res.rt, agent_ctr.id, agent_ctr.name_files)
     record_collect(ev, *run_collect_hooks(ctx, res.rt, agent_ctr.id, res.services, in_main=True))
     verify_agent_container(ctx, res, ev, agent_ctr, agent_ctr.image, early)
 

@@ -6,11 +6,14 @@ the agent's is handled, its state paths and artifacts taken out, and installed i
 verifier's container, which was started from the pristine image while the agent acted
 (or while its container was frozen and read). A link of the agent's that resolves into
 the verifier's places is tampering; a reward written after test.sh ended, or by the
-agent's code while the tests ran (the runner witness), is too.
+agent's code while the tests ran (the runner witness), is too; and so is configuration
+in the state that a tool of the verifier's would obey (`state_config`), found before
+anything is installed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import time
@@ -19,15 +22,22 @@ from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cleanroom.core.observed_file import FileKind
 from cleanroom.core.outcomes import Reason
-from cleanroom.core.paths import under, under_any
+from cleanroom.core.paths import under_any
 from cleanroom.host_files import read_capped
-from cleanroom.verifiers.container.agent_state import links
-from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind, Resolution
+from cleanroom.verifiers.container.agent_state import state_archive
 from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
-from cleanroom.verifiers.container.decision.tamper import TamperReport, classify
+from cleanroom.verifiers.container.decision.tamper import ChangeKind, TamperReport, classify
 from cleanroom.verifiers.container.decision.verdict import AgentFault, Evidence
-from cleanroom.verifiers.container.run import artifact_export, freeze, state_export
+from cleanroom.verifiers.container.run import (
+    artifact_export,
+    freeze,
+    link_freeze,
+    name_files,
+    state_config,
+    state_export,
+)
 from cleanroom.verifiers.container.run.commands import (
     check_health,
     read_results,
@@ -51,6 +61,7 @@ from cleanroom.verifiers.container.runtime import (
     Limits,
     RuntimeUnavailable,
     StateCopy,
+    VerificationRuntime,
     VerifierContainerSpec,
 )
 
@@ -68,10 +79,10 @@ class StartingVerifier:
 
 
 def start_verifier(
-    ctx: RunContext, res: Resources, ev: Evidence, agent_ctr: str | None, image: str
+    ctx: RunContext, res: Resources, ev: Evidence, agent: AgentContainer | None, image: str
 ) -> StartingVerifier:
     """Start the verifier's container now, in the background: beside the agent's
-    (``agent_ctr`` None: a verifier that talks to no process of the agent's) or while
+    (``agent`` None: a verifier that talks to no process of the agent's) or while
     the agent acts. It is made from the pristine image and depends on nothing the agent
     does, so its start (the longest wait of a sealed verification) overlaps the agent's.
     Nothing of the agent's reaches it before `verify_sealed` installs the state: it has
@@ -79,7 +90,7 @@ def start_verifier(
     listens) or, for a verifier that talks to the agent's processes, the agent's own
     namespace."""
     folders = res.fresh_folders(ctx)
-    started = res.in_background(lambda: _start(ctx, res, ev, agent_ctr, image, folders))
+    started = res.in_background(lambda: _start(ctx, res, ev, agent, image, folders))
     return StartingVerifier(started, folders)
 
 
@@ -87,20 +98,26 @@ def _start(
     ctx: RunContext,
     res: Resources,
     ev: Evidence,
-    agent_ctr: str | None,
+    agent: AgentContainer | None,
     image: str,
     folders: VerifierFolders,
 ) -> str:
     """A fresh idle container of the pristine image, its folders bound in (in the
-    agent's network namespace, ``agent_ctr``, for a ``live_processes`` verifier)."""
+    agent's network namespace, for a ``live_processes`` verifier, with the harness's
+    name files: `live_name_files`)."""
     vcfg = ctx.verifier
-    if vcfg.live_processes and agent_ctr is None:
+    if vcfg.live_processes and agent is None:
         raise ValueError("a live_processes verifier starts once the agent's container has")
     binds = {
         folders.reward: vcfg.reward_dir,
         folders.guard: PYTHON_GUARD_DIR,
         folders.witness: WITNESS_DIR,
     }
+    read_only = [PYTHON_GUARD_DIR]
+    if vcfg.live_processes and agent is not None:
+        names = live_name_files(res, ev, agent)
+        binds.update(names)
+        read_only.extend(names.values())
     separate = ctx.separate_environment
     limits, environment = ctx.limits, ctx.envs.task
     if separate is not None:
@@ -115,8 +132,8 @@ def _start(
                 limits,
                 "/",
                 binds,
-                join_network_of=agent_ctr if vcfg.live_processes else None,
-                read_only=(PYTHON_GUARD_DIR,),
+                join_network_of=agent.id if vcfg.live_processes and agent else None,
+                read_only=tuple(read_only),
                 network=(
                     vcfg.network_mode == "public"
                     if vcfg.network_mode is not None
@@ -142,6 +159,20 @@ def _start(
     return vctr
 
 
+def live_name_files(res: Resources, ev: Evidence, agent: AgentContainer) -> dict[Path, str]:
+    """The harness's name files for a verifier in ``agent``'s network namespace, as
+    binds: Docker would bind the agent's own copies, which the agent can edit (a line in
+    its hosts file sends a name the tests ask for to a process of its own). Those taken
+    before the agent acted, or, for a container another harness started, made afresh
+    from its configuration by the runtime (and what the agent's differ from them is
+    evidence, as the rollout's own run records it after the agent phase)."""
+    made = agent.name_files
+    if made is None:
+        made = res.rt.containers.name_files(agent.id)
+        ev.name_files_changed = name_files.changed(res.rt, agent.id, made)
+    return name_files.host_copies(res.workspace(), made)
+
+
 def verify_sealed(
     ctx: RunContext,
     res: Resources,
@@ -156,7 +187,7 @@ def verify_sealed(
     if starting is None:
         # The verifier's container depends on nothing the agent left, so it starts while
         # the agent's is frozen and read: the two waits on the daemon overlap.
-        starting = start_verifier(ctx, res, ev, agent.id, image)
+        starting = start_verifier(ctx, res, ev, agent, image)
     exported = state_export.ExportedState([])
     taken = artifact_export.TakenArtifacts([])
     prefetched: list[Future[StateCopy] | None] = []
@@ -214,10 +245,29 @@ def verify_sealed(
         agent_paths = [*paths, *(i.entry.source for i in taken.items if i.carried)]
         if ev.agent_fault is not None:
             return
+        installed = artifact_export.carried_copies(taken, paths) + exported.copies
+        ev.agent_fault = link_freeze.too_many_links(installed)
+        if ev.agent_fault is not None:
+            return
         try:
-            vctr, ready = clearing.result()
+            vctr, ready, pristine = clearing.result()
+            # Configuration of the agent's that a tool of the verifier's would obey (a
+            # git filter or hook, a home's start-up file) is its tamper, found before
+            # the tests run (`state_config`).
+            with timed(ev, "config_s"):
+                configured = state_config.found_in(ctx, installed, pristine)
+            if configured:
+                ev.tamper = replace(ev.tamper, config=configured)
+                rt.containers.kill(vctr)
+                return
+            with timed(ev, "links_s"):
+                judged = link_freeze.judge_and_freeze(rt, vctr, installed, _verifier_places(ctx))
+            ev.details["links"] = judged.details()
+            if judged.tamper:
+                ev.tamper = replace(ev.tamper, links=tuple(judged.tamper))
+                rt.containers.kill(vctr)
+                return
             with timed(ev, "install_s"):
-                installed = artifact_export.carried_copies(taken, paths) + exported.copies
                 rt.state.install(vctr, installed, cleared=sorted(ready))
         except RuntimeUnavailable as exc:
             if exc.status is None:  # the daemon did not answer
@@ -229,11 +279,9 @@ def verify_sealed(
             why = f"the agent's state could not be installed: {exc!r}"
             ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, why[:800])
             return
-        with timed(ev, "links_s"):
-            landed = _links_into_verifier(ctx, res, ev, vctr, installed)
-        if landed:
-            ev.tamper = replace(ev.tamper, links=tuple(str(r) for r in landed))
-            rt.containers.kill(vctr)
+        except state_archive.StateArchiveError as exc:
+            why = f"the agent's state could not be installed: {exc}"
+            ev.agent_fault = AgentFault(Reason.WORKSPACE_BROKEN, why[:800])
             return
     finally:
         exported.close()
@@ -244,44 +292,23 @@ def verify_sealed(
 
 def _cleared(
     ctx: RunContext, res: Resources, starting: Future[str], paths: list[str]
-) -> tuple[str, set[str]]:
+) -> tuple[str, set[str], dict[str, bytes]]:
     """The verifier's container, once started, with its state paths cleared, and the
     paths that installing needs not clear: the state paths, and every artifact's source
-    that the pristine image does not have (as a rule, all of them)."""
+    that the pristine image does not have (as a rule, all of them); and the image's own
+    start-up files in homes that are state, read before they are cleared."""
     vctr = starting.result()
+    pristine = state_config.pristine_home_files(ctx, res.rt, vctr, paths)
     sources = artifact_export.offered_sources(ctx)
     sources = [p for p in sources if not under_any(p, paths)]
     absent = res.rt.state.clear(vctr, paths, probe=sources)
-    return vctr, {*paths, *absent}
+    return vctr, {*paths, *absent}, pristine
 
 
-def _links_into_verifier(
-    ctx: RunContext, res: Resources, ev: Evidence, vctr: str, installed: list[StateCopy]
-) -> list[Resolution]:
-    """Every link of the agent's installed in ``vctr`` that resolves there into the
-    verifier's places (`links`): its tests, its reward folder, cleanroom's mounts.
-
-    The installed archives answer for their own paths (installing made each of them
-    exactly its archive); the runtime's stat answers for the image's."""
-    tree: dict[str, Entry] = {}
-    roots: list[str] = []
-    for copy in installed:  # in install order: a later copy replaces what it covers
-        tree = {p: e for p, e in tree.items() if not under(p, copy.path)}
-        tree.update(copy.installed())
-        roots.append(copy.path)
-
-    def lstat(path: str) -> Entry:
-        found = tree.get(path)
-        if found is not None:
-            return found
-        if under_any(path, roots):
-            return Entry(EntryKind.MISSING)  # not in the archive that made that tree
-        return res.rt.files.entry(vctr, path)
-
-    places = (TESTS_DIR, ctx.verifier.reward_dir, PYTHON_GUARD_DIR, WITNESS_DIR)
-    found = [p for p, e in tree.items() if e.kind is EntryKind.LINK]
-    ev.details["links_resolved"] = len(found)
-    return links.into_places(sorted(found), lstat, places)
+def _verifier_places(ctx: RunContext) -> tuple[str, ...]:
+    """Where no link of the agent's may lead: the tests, the reward folder, cleanroom's
+    mounts."""
+    return (TESTS_DIR, ctx.verifier.reward_dir, PYTHON_GUARD_DIR, WITNESS_DIR)
 
 
 def _verify_on_pristine(
@@ -293,6 +320,8 @@ def _verify_on_pristine(
     agent_paths: list[str],
 ) -> None:
     rt = res.rt
+    recording = ctx.options.record_verifier_writes
+    installed = _files_now(rt, vctr) if recording else set()
     deadline = time.monotonic() + ctx.verifier.timeout_sec
     setup = run_setup(ctx, rt, vctr, deadline, agent_paths)
     tests = run_test(ctx, rt, vctr, deadline, agent_paths) if record_setup(ev, setup) else None
@@ -304,6 +333,8 @@ def _verify_on_pristine(
         # Nothing the verifier started may write the reward, its results (or the
         # witness's records) while they are read.
         rt.containers.kill(vctr)
+        if recording:
+            ev.details["verifier_wrote"] = _written_by_tests(ctx, rt, vctr, installed)
         results = read_results(ctx, rt, vctr, host_reward_dir=folders.reward)
         if results:
             ev.details["results"] = results
@@ -322,6 +353,33 @@ def _verify_on_pristine(
         if touched:
             found = ev.tamper or TamperReport(protected=(), planted=())
             ev.tamper = replace(found, touched=touched)
+
+
+_SCRATCH_SHOWN = 20
+_SCRATCH_CAP_BYTES = 1 << 20
+_NOT_SCRATCH = ("/logs", TESTS_DIR, "/run/cleanroom", "/proc", "/sys", "/dev")
+
+
+def _files_now(rt: VerificationRuntime, vctr: str) -> set[str]:
+    """The paths the verifier's container has added or changed against its image."""
+    return {c.path for c in rt.state.changes(vctr).changes if c.kind is not ChangeKind.DELETED}
+
+
+def _written_by_tests(
+    ctx: RunContext, rt: VerificationRuntime, vctr: str, before: set[str]
+) -> list[dict[str, str]]:
+    """The regular files test.sh (and the setup) wrote beyond the reward folder and the
+    verifier's own places, with the SHA-256 of each one's content without white space
+    (the first `_SCRATCH_SHOWN`, each at most `_SCRATCH_CAP_BYTES`)."""
+    found: list[dict[str, str]] = []
+    for path in sorted(_files_now(rt, vctr) - before):
+        if len(found) >= _SCRATCH_SHOWN or under_any(path, _NOT_SCRATCH):
+            continue
+        seen = rt.files.read(vctr, path, _SCRATCH_CAP_BYTES)
+        if seen.kind is FileKind.REGULAR and seen.data.strip():
+            stripped = seen.data.translate(None, b" \t\r\n")
+            found.append({"path": path, "sha256": hashlib.sha256(stripped).hexdigest()})
+    return found
 
 
 def written_after(reward_dir: Path, reward_paths: Iterable[str], ended_ns: int) -> tuple[str, ...]:

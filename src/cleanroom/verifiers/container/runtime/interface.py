@@ -24,6 +24,7 @@ from cleanroom.core.observed_file import ObservedFile
 from cleanroom.exec_result import ExecResult
 from cleanroom.verifiers.container.agent_state.links import Entry
 from cleanroom.verifiers.container.agent_state.state_archive import ArtifactRules
+from cleanroom.verifiers.container.decision.name_files import NameFiles
 from cleanroom.verifiers.container.decision.tamper import Diff
 from cleanroom.verifiers.container.runtime.capabilities import RuntimeCapabilities
 from cleanroom.verifiers.container.runtime.records import (
@@ -71,6 +72,12 @@ class Containers(Protocol):
 
     def start_service(self, service: Service, image: str, network: str, public: bool) -> str:
         """A compose service's container on ``network``, known there by its names."""
+        ...
+
+    def name_files(self, container: str) -> NameFiles:
+        """The ``/etc/hosts``, ``/etc/resolv.conf`` and ``/etc/hostname`` the runtime made
+        for ``container`` when it started it, made again from what nothing inside the
+        container can change (never read from it: the agent may have edited them)."""
         ...
 
     def exec(
@@ -131,8 +138,12 @@ class Files(Protocol):
         links). Only ``shared``'s control for a trojaned reader reads so."""
         ...
 
-    def entry(self, container: str, path: str) -> Entry:
-        """What ``path`` is in the container, from a stat of it (nothing runs there)."""
+    def entries(self, container: str, paths: Sequence[str]) -> dict[str, Entry]:
+        """What each of ``paths`` is in the container, links not followed, from a stat
+        of each, in bulk: a few calls however many paths (nothing of the agent's runs:
+        it is asked of a verifier's container before the state is installed). A path
+        that is missing, or that the runtime refuses to stat (a name it cannot carry),
+        is left out."""
         ...
 
 

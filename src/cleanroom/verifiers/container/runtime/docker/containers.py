@@ -14,7 +14,15 @@ from typing import Any, Unpack
 
 from cleanroom.docker_layer import Docker, anonymous_volume
 from cleanroom.exec_result import ExecResult
+from cleanroom.verifiers.container.decision.name_files import (
+    NAME_FILE_CAP,
+    NAME_FILE_PATHS,
+    NameFiles,
+    NameFilesUnreadable,
+)
+from cleanroom.verifiers.container.runtime.docker.files import DockerFiles
 from cleanroom.verifiers.container.runtime.docker.images import KEEPALIVE, DockerImages
+from cleanroom.verifiers.container.runtime.docker.name_files import made_again, probe_options
 from cleanroom.verifiers.container.runtime.docker.tar import renamed_top, tar_folder
 from cleanroom.verifiers.container.runtime.records import (
     AgentContainerSpec,
@@ -38,6 +46,14 @@ class DockerContainers:
         self.docker = docker
         self.labels = dict(labels)
         self.images = images
+        self.made = images.made
+
+    def _run(self, image: str, command: Sequence[str] | None, **options: Any) -> str:
+        """Start a container, known to `made` from the moment the daemon names it."""
+        with self.made.making(f"starting a container of {image}"):
+            ctr = self.docker.run_container(image, command, **options)
+            self.made.container(ctr)
+        return ctr
 
     def start_agent(self, spec: AgentContainerSpec) -> str:
         """Start the task container idle, no network unless its limits give one.
@@ -60,7 +76,7 @@ class DockerContainers:
                 "mounts": [anonymous_volume(ARTIFACTS_DIR, empty=True)],
             }
         )
-        ctr = self.docker.run_container(
+        ctr = self._run(
             spec.image,
             KEEPALIVE,
             **network_options(spec.limits.network, spec.services_network, (MAIN,)),
@@ -120,7 +136,7 @@ class DockerContainers:
             str(host): {"bind": dest, "mode": "ro" if dest in spec.read_only else "rw"}
             for host, dest in spec.binds.items()
         }
-        ctr = self.docker.run_container(
+        ctr = self._run(
             spec.image,
             KEEPALIVE,
             **networking,
@@ -157,7 +173,7 @@ class DockerContainers:
             options["tmpfs"] = dict(_tmpfs_entry(entry) for entry in service.tmpfs)
         if service.hostname:
             options["hostname"] = service.hostname
-        ctr = self.docker.run_container(
+        ctr = self._run(
             image,
             service.command,
             **network_options(False, network, names_of(service)),
@@ -175,6 +191,30 @@ class DockerContainers:
         if public:
             self.docker.connect_network("bridge", ctr)
         return ctr
+
+    def name_files(self, container: str) -> NameFiles:
+        """The name files the daemon made for ``container`` when it started it, made
+        again (`name_files`): from a probe, a fresh idle container of its image started
+        as it was (nothing of the agent's in it), removed at once."""
+        attrs = self.docker.inspect_container(container)
+        image = str(attrs.get("Image") or "")
+        probe = self._run(
+            image,
+            KEEPALIVE,
+            **probe_options(attrs),
+            cap_drop=["MKNOD"],
+            labels={**self.labels, "cleanroom.role": "probe"},
+        )
+        try:
+            files = DockerFiles(self.docker)
+            observed = {p: files.read(probe, p, NAME_FILE_CAP) for p in NAME_FILE_PATHS}
+            probe_attrs = self.docker.inspect_container(probe)
+        finally:
+            self.remove(probe)
+        try:
+            return made_again(attrs, probe_attrs, NameFiles.of(observed))
+        except NameFilesUnreadable as exc:
+            raise RuntimeUnavailable(f"making the name files of {container[:12]}: {exc}") from exc
 
     def put_dir(self, container: str, source: Path, dest: str) -> None:
         """Copy a host folder into the container at ``dest`` (merged into what is there)."""
@@ -198,11 +238,15 @@ class DockerContainers:
         self.docker.limit_cpus(container, cpus)
 
     def freeze(self, container: str) -> None:
-        """Freeze every process in the container (cgroup freezer)."""
-        self.docker.pause(container)
+        """Freeze every process in the container (cgroup freezer); known to `made`, so a
+        stopped run thaws a container it does not own."""
+        with self.made.making(f"freezing {container[:12]}"):
+            self.docker.pause(container)
+            self.made.froze(container)
 
     def thaw(self, container: str) -> None:
         self.docker.unpause(container)
+        self.made.thawed(container)
 
     def kill(self, container: str) -> None:
         """SIGKILL every process in the container and wait for it to stop; a container
@@ -216,6 +260,7 @@ class DockerContainers:
     def remove(self, container: str) -> None:
         """Remove a container and its anonymous volumes, whatever its state."""
         self.docker.remove_container(container, volumes=True)
+        self.made.removed_container(container)
 
     def state(self, container: str) -> ServiceState:
         state = self.docker.inspect_container(container).get("State") or {}

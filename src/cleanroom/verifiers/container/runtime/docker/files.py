@@ -5,7 +5,12 @@ short is tried again; one that stays so is the daemon's fault (`RuntimeUnavailab
 
 from __future__ import annotations
 
+import os
+import stat
+from collections.abc import Sequence
+
 from cleanroom.core.observed_file import FileKind, ObservedFile
+from cleanroom.core.paths import under_any
 from cleanroom.docker_layer import Docker
 from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind
 from cleanroom.verifiers.container.decision.reward import REWARD_CAP_BYTES
@@ -13,6 +18,10 @@ from cleanroom.verifiers.container.runtime.docker import archive_read
 from cleanroom.verifiers.container.runtime.docker.tar import kind_of_mode
 from cleanroom.verifiers.container.runtime.records import RuntimeUnavailable, close_stream
 
+# What the runtime mounts over the image in every container: the merged folder shows
+# the image's files there, not the container's.
+_RUNTIME_MOUNTS = ("/dev", "/proc", "/sys", "/etc/hosts", "/etc/resolv.conf", "/etc/hostname")
+_ENTRY_KINDS = {"directory": EntryKind.FOLDER, "file": EntryKind.FILE, "other": EntryKind.OTHER}
 _READ_ATTEMPTS = 3
 _READ_TIMEOUT_S = 10.0
 _NOT_A_FOLDER = "not a directory"  # the daemon's words when a parent is a file
@@ -123,16 +132,63 @@ class DockerFiles:
             return ObservedFile(path, FileKind.OVERSIZE, data[:cap], max(size, len(data))), ""
         return ObservedFile(path, FileKind.REGULAR, data, size), ""
 
-    def entry(self, container: str, path: str) -> Entry:
-        """What ``path`` is in the container, from the daemon's stat of it (nothing runs
-        in the container): a link's target comes back evaluated in the container's root."""
-        stat = self.docker.stat_path(container, path)
+    def entries(self, container: str, paths: Sequence[str]) -> dict[str, Entry]:
+        """From the host's view of the container's root filesystem (its merged overlay
+        folder), one ``lstat`` per path; the daemon's stat answers for paths under the
+        container's own mounts (``/dev``, the files Docker binds into ``/etc``, the
+        task's binds), which that view does not show, and for every path when the
+        graph driver shows no merged folder."""
+        info = self.docker.inspect_container(container)
+        merged = str(((info.get("GraphDriver") or {}).get("Data") or {}).get("MergedDir") or "")
+        mounts = [
+            *_RUNTIME_MOUNTS,
+            *(str(m.get("Destination", "")) for m in info.get("Mounts") or []),
+        ]
+        viewable = bool(merged) and os.path.isdir(merged)
+        found: dict[str, Entry] = {}
+        for path in paths:
+            if viewable and not under_any(path, mounts):
+                entry = _host_entry(merged, path)
+            else:
+                entry = self._daemon_entry(container, path)
+            if entry.kind is not EntryKind.MISSING:
+                found[path] = entry
+        return found
+
+    def _daemon_entry(self, container: str, path: str) -> Entry:
+        """What ``path`` is, from the daemon's stat of it: a link's target comes back
+        evaluated in the container's root. A stat the daemon answers with an error (a
+        name it cannot carry or look up) names nothing, as for a program that looks."""
+        try:
+            stat = self.docker.stat_path(container, path)
+        except RuntimeUnavailable as exc:
+            if exc.status is None:
+                raise
+            return Entry(EntryKind.MISSING)
         if stat is None:
             return Entry(EntryKind.MISSING)
         kind = kind_of_mode(int(stat.get("mode", 0)))
         if kind == "symlink":
             return Entry(EntryKind.LINK, str(stat.get("linkTarget") or ""))
-        return Entry(EntryKind.FOLDER if kind == "directory" else EntryKind.OTHER)
+        return Entry(_ENTRY_KINDS[kind])
+
+
+def _host_entry(merged: str, path: str) -> Entry:
+    """What ``path`` is under ``merged``. Every folder on the way is one the resolver
+    found a folder (never a link), so nothing is followed; the last name is not."""
+    full = os.fsencode(merged) + os.fsencode(path)
+    try:
+        st = os.lstat(full)
+    except OSError:  # missing, or a name the kernel refuses (too long): nothing
+        return Entry(EntryKind.MISSING)
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            return Entry(EntryKind.LINK, os.fsdecode(os.readlink(full)))
+        except OSError:
+            return Entry(EntryKind.MISSING)
+    if stat.S_ISDIR(st.st_mode):
+        return Entry(EntryKind.FOLDER)
+    return Entry(EntryKind.FILE if stat.S_ISREG(st.st_mode) else EntryKind.OTHER)
 
 
 def _int_or_none(text: str) -> int | None:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cleanroom.docker_layer import Docker, ImageBuildFailed
+from cleanroom.verifiers.container.runtime.docker.made import MadeByRuntime
 from cleanroom.verifiers.container.runtime.docker.tar import (
     environment_hash,
     kind_of_mode,
@@ -39,9 +40,12 @@ _build_locks_guard = threading.Lock()
 class DockerImages:
     """The task images of one Docker connection; everything made carries ``labels``."""
 
-    def __init__(self, docker: Docker, labels: Mapping[str, str]) -> None:
+    def __init__(
+        self, docker: Docker, labels: Mapping[str, str], made: MadeByRuntime | None = None
+    ) -> None:
         self.docker = docker
         self.labels = dict(labels)
+        self.made = made or MadeByRuntime()
 
     def for_task(self, task: Task, image_map: Mapping[str, str] | None = None) -> tuple[str, bool]:
         """The task's image tag, built unless an image for this ``environment/`` exists.
@@ -140,9 +144,11 @@ class DockerImages:
         with _build_locks_guard:
             if image in _image_logs:
                 return _image_logs[image]
-        created = self.docker.create_container(
-            image, KEEPALIVE, network_disabled=True, labels=self.labels
-        )
+        with self.made.making(f"reading {image}'s /logs"):
+            created = self.docker.create_container(
+                image, KEEPALIVE, network_disabled=True, labels=self.labels
+            )
+            self.made.container(created)
         try:
             try:
                 chunks, info = self.docker.get_archive(created, "/logs")
@@ -157,6 +163,7 @@ class DockerImages:
                     found = None
         finally:
             self.docker.remove_container(created, volumes=True)
+            self.made.removed_container(created)
         with _build_locks_guard:
             _image_logs[image] = found
         return found

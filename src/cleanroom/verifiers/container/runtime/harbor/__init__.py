@@ -93,8 +93,8 @@ class HarborFiles:
     def read_with_programs(self, container: str, path: str, cap: int) -> ObservedFile:
         raise unavailable("reading with the container's own programs (shared's control)")
 
-    def entry(self, container: str, path: str) -> Entry:
-        return self._transfer.entry(self._environments.get(container), path)
+    def entries(self, container: str, paths: Sequence[str]) -> dict[str, Entry]:
+        return self._transfer.entries(self._environments.get(container), paths)
 
 
 class HarborNetworks:

@@ -20,6 +20,7 @@ from typing import Unpack
 
 from cleanroom.docker_layer import OUTPUT_CAP_BYTES
 from cleanroom.exec_result import ExecResult
+from cleanroom.verifiers.container.decision.name_files import NameFiles
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable, ServiceState
 from cleanroom.verifiers.container.runtime.harbor.bridge import CALL_LIMIT_S, outlasted_its_limit
 from cleanroom.verifiers.container.runtime.harbor.environments import Environments, Held
@@ -187,6 +188,12 @@ class HarborContainers:
 
     def start_service(self, service: Service, image: str, network: str, public: bool) -> str:
         raise unavailable(f"compose service {service.name!r}")
+
+    def name_files(self, container: str) -> NameFiles:
+        """Only a verifier in the agent's network namespace needs them, and Harbor's
+        environments cannot start one (its `capabilities` say so): a fresh environment
+        has name files of its own."""
+        raise unavailable("the name files of a verifier in the agent's network namespace")
 
     # Commands --------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ import os
 import secrets
 import shlex
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from cleanroom.core.observed_file import ObservedFile
@@ -28,6 +29,8 @@ from cleanroom.verifiers.container.runtime.harbor.bridge import Bridge, outlaste
 from cleanroom.verifiers.container.runtime.harbor.environments import Environments, Held
 from cleanroom.verifiers.container.runtime.remote_files import materialize, parse_records
 
+_FIND_KINDS = {"d": EntryKind.FOLDER, "f": EntryKind.FILE}
+_ENTRIES_BATCH_BYTES = 64 * 1024
 _FORMAT_IN_FOLDER = r"%y\0%m\0%s\0%T@\0%l\0%P\0"
 _FORMAT_ONE = r"%y\0%m\0%s\0%T@\0%l\0%f\0"
 LISTING_CAP = 16 << 20
@@ -200,17 +203,36 @@ class Transfer:
                 return ObservedFile.missing(path)
             return read_capped(Path(spool), records[0] if name not in records else name, path, cap)
 
-    def entry(self, held: Held, path: str) -> Entry:
-        """What ``path`` is in ``held``, from find's word on it."""
-        code, output = self.sh(
-            held, 'find "$1" -maxdepth 0 -printf "%y\\0%l\\0" 2>/dev/null; true', path
-        )
-        kind, _, rest = output.partition("\0")
-        if code != 0 or not kind:
-            return Entry(EntryKind.MISSING)
-        if kind == "l":
-            return Entry(EntryKind.LINK, rest.partition("\0")[0])
-        return Entry(EntryKind.FOLDER if kind == "d" else EntryKind.OTHER)
+    def entries(self, held: Held, paths: Sequence[str]) -> dict[str, Entry]:
+        """What each of ``paths`` is in ``held``, from find's word on them: one command
+        per `_ENTRIES_BATCH_BYTES` of names. A path find cannot stat is left out."""
+        found: dict[str, Entry] = {}
+        for batch in _batches([p for p in paths if p.startswith("/")]):
+            code, output = self.sh(
+                held, 'find "$@" -maxdepth 0 -printf "%y\\0%l\\0%p\\0" 2>/dev/null; true', *batch
+            )
+            if code != 0:
+                raise RuntimeUnavailable(f"looking at {len(batch)} paths: exit {code}")
+            fields = output.split("\0")
+            for kind, target, path in zip(fields[0::3], fields[1::3], fields[2::3], strict=False):
+                if kind == "l":
+                    found[path] = Entry(EntryKind.LINK, target)
+                elif kind:
+                    found[path] = Entry(_FIND_KINDS.get(kind, EntryKind.OTHER))
+        return found
+
+
+def _batches(paths: Sequence[str]) -> list[list[str]]:
+    """``paths`` in runs of at most `_ENTRIES_BATCH_BYTES` of names (a command line's room)."""
+    batches: list[list[str]] = [[]]
+    size = 0
+    for path in paths:
+        if batches[-1] and size + len(path) > _ENTRIES_BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(path)
+        size += len(path) + 1
+    return [b for b in batches if b]
 
 
 def _size(path: Path) -> int:

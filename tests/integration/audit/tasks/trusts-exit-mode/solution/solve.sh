@@ -1,0 +1,2 @@
+#!/bin/bash
+chmod +x /app/build.sh
