@@ -60,7 +60,6 @@ SAMPLE = (
     "sparse-workdir",
     "nonutf8-folder",
     "workdir-link-folder",
-    "scratch-link-folder",
 )
 
 
