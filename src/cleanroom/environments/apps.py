@@ -88,6 +88,26 @@ qt-privacy-ask=0
 """
 
 
+# The settings of the LibreOffice that tasks launch (``libreoffice --impress``, with its
+# default profile, not the pool's own Writer's) as OSWorld's VM has them: a profile that
+# has started before, so no "Tip of the Day" dialog. A fresh profile shows that dialog
+# at its first start, a moment after the template dialog closes; it takes the keys a
+# task's setup sends next (ef9d12bd's F10 and arrows end on its OK button, and the
+# slide pane it meant to close stays open). Only this key: every other setting keeps
+# LibreOffice's default, as on OSWorld's VM, where checkers read some of them from this
+# very file (EnablePresenterScreen, AutoSaveTimeIntervall, the default fonts).
+LIBREOFFICE_SETTINGS_PATH = ".config/libreoffice/4/user/registrymodifications.xcu"
+LIBREOFFICE_SETTINGS = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" \
+xmlns:xs="http://www.w3.org/2001/XMLSchema" \
+xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" \
+oor:op="fuse"><value>false</value></prop></item>
+</oor:items>
+"""
+
+
 # The sound server's settings: the system's, then its sink at half volume. With no sound
 # card the server's only sink is the null sink, which starts at 100%; a desktop's starts
 # lower, and a task that asks for the volume at its maximum must have something to do.
@@ -158,6 +178,7 @@ def write_home_settings(home: Path) -> None:
         (VLC_SETTINGS_PATH, VLC_SETTINGS),
         (PULSE_SETTINGS_PATH, PULSE_SETTINGS),
         (MIME_APPS_PATH, MIME_APPS),
+        (LIBREOFFICE_SETTINGS_PATH, LIBREOFFICE_SETTINGS),
     ):
         path = home / relative
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import configparser
 import re
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,19 @@ def test_a_home_opens_every_video_type_the_getter_asks_about_in_totem(tmp_path: 
     mimeapps.read(home / apps.MIME_APPS_PATH)
     defaults = mimeapps["Default Applications"]
     assert {defaults[f"video/{kind}"] for kind in VIDEO_TYPES} == {"org.gnome.Totem.desktop"}
+
+
+def test_a_homes_libreoffice_profile_starts_with_the_tip_of_the_day_off_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    home = build_template(tmp_path / "template")
+    root = ET.parse(home / apps.LIBREOFFICE_SETTINGS_PATH).getroot()
+    oor = "{http://openoffice.org/2001/registry}"
+    settings = [
+        (item.get(f"{oor}path"), prop.get(f"{oor}name"), prop.findtext("value"))
+        for item in root.iter("item")
+        for prop in item.iter("prop")
+    ]
+    # Anything more would be a setting OSWorld's VM does not have, and some checkers read
+    # this file.
+    assert settings == [("/org.openoffice.Office.Common/Misc", "ShowTipOfTheDay", "false")]
