@@ -12,11 +12,10 @@ from hypothesis import strategies as st
 
 from cleanroom.verifiers.container.agent_state import tool_config
 from cleanroom.verifiers.container.agent_state.tool_config import (
-    ConfigKind,
-    ToolConfig,
     find_in_archives,
     verifier_homes,
 )
+from cleanroom.verifiers.container.decision.config_findings import ConfigKind, ToolConfig
 from cleanroom.verifiers.container.decision.tamper import TamperReport
 
 DEFAULT_CONFIG = (

@@ -10,7 +10,7 @@ import pytest
 
 from cleanroom.core.observed_file import FileKind, ObservedFile
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
-from cleanroom.verifiers.container.agent_state.tool_config import ConfigKind, ToolConfig
+from cleanroom.verifiers.container.decision.config_findings import ConfigKind, ToolConfig
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind, TamperReport, classify
 from cleanroom.verifiers.container.decision.verdict import (
     AgentFault,

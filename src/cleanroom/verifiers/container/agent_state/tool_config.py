@@ -43,12 +43,13 @@ import posixpath
 import tarfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from enum import Enum
 from typing import IO
 
 from cleanroom.core.paths import under, under_any
 from cleanroom.verifiers.container.agent_state import git_config
 from cleanroom.verifiers.container.agent_state.git_config import Setting
+from cleanroom.verifiers.container.decision.config_findings import ConfigKind, ToolConfig
 
 # The largest configuration file read; an honest one is a few KiB.
 MAX_CONFIG_BYTES = 1 << 20
@@ -60,32 +61,6 @@ MAX_GIT_DIRS = 1000
 MAX_NOTED = 200_000
 # A ``.git`` file or a ``commondir`` is one short line.
 MAX_POINTER_BYTES = 4096
-
-
-class ConfigKind(StrEnum):
-    """What a piece of found configuration is."""
-
-    GIT_SETTING = "git setting"  # runs a program or leads git elsewhere
-    GIT_HOOK = "git hook"
-    GIT_REDIRECT = "git redirect"  # a .git file, commondir, config or hooks leading away
-    UNREADABLE = "unreadable"  # git could not read it as left, or it is over the caps
-    START_UP_FILE = "start-up file"  # a shell's
-    RC_FILE = "rc file"  # a tool's
-
-
-@dataclass(frozen=True, order=True)
-class ToolConfig:
-    """One piece of the agent's configuration a tool of the verifier's would obey: its
-    installed path, its kind, the key, hook or tool it concerns, and why it counts."""
-
-    path: str
-    kind: ConfigKind
-    key: str = ""
-    why: str = ""
-
-    def __str__(self) -> str:
-        what = f" {self.key}" if self.key else ""
-        return f"{self.path}:{what} ({self.kind.value}: {self.why})"
 
 
 # git's settings that run a program or lead git to other files, from git-config(1)

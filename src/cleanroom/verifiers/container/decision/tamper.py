@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from cleanroom.core.paths import under, under_any
-from cleanroom.verifiers.container.agent_state.tool_config import ToolConfig
+from cleanroom.verifiers.container.decision.config_findings import ToolConfig
 
 SHOWN_PATHS = 20
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from cleanroom.core.observed_file import FileKind
 from cleanroom.core.paths import under_any
 from cleanroom.verifiers.container.agent_state import tool_config
-from cleanroom.verifiers.container.agent_state.tool_config import ToolConfig
+from cleanroom.verifiers.container.decision.config_findings import ToolConfig
 from cleanroom.verifiers.container.run.context import RunContext
 from cleanroom.verifiers.container.runtime import (
     RuntimeUnavailable,
