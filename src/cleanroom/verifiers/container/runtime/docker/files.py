@@ -179,7 +179,7 @@ def _host_entry(merged: str, path: str) -> Entry:
     full = os.fsencode(merged) + os.fsencode(path)
     try:
         st = os.lstat(full)
-    except OSError:  # missing, or a name the kernel refuses (too long): nothing
+    except (OSError, ValueError):  # missing, or a name the kernel refuses: nothing
         return Entry(EntryKind.MISSING)
     if stat.S_ISLNK(st.st_mode):
         try:
