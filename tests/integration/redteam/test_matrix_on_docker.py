@@ -82,8 +82,16 @@ def test_toolchain_attacks_are_seen_in_sealed_as_tamper_or_unseen_changes(
     # workdir-shadow writes only into the work dir: state the verifier sees, so it leaves
     # no trace outside it; what defeats it is Python's search order, not the diff. So do
     # the links resolved in the verifier's view and the metadata and bytecode Python never
-    # reads from the state.
-    in_state = {"workdir-shadow", "dist-info-plugin", "pycache-forgery", *RUNNER_ATTACKS}
+    # reads from the state. The scratch links too: they lie in the work dir, and what
+    # defeats them is that they are frozen at install.
+    in_state = {
+        "workdir-shadow",
+        "dist-info-plugin",
+        "pycache-forgery",
+        "scratch-link",
+        "scratch-link-folder",
+        *RUNNER_ATTACKS,
+    }
     trojans = [
         a for a in ATTACKS if a.cleared is ClearedExpectation.NOT_CLAIMED and a.id not in in_state
     ]
