@@ -131,6 +131,26 @@ def test_a_separate_verifier_sees_only_the_artifacts(
     assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0), outcome.detail
 
 
+@pytest.mark.parametrize(
+    "link",
+    [
+        "/tests/expected.txt",  # the separate verifier's own tests, absent here
+        "../tests/expected.txt",
+        "/tmp/expected.txt",  # where test.sh could write, absent in both images
+    ],
+)
+def test_an_artifact_link_a_separate_verifiers_image_would_resolve_leads_nowhere_of_its(
+    link: str, runtime: DockerRuntime, example: Callable[[str], Task]
+) -> None:
+    # The verifier's image has no /app: the link is judged above a folder only the
+    # install makes, and never reaches the verifier's own files.
+    agent = AgentSpec.command(f"cd /app && rm -f result.txt && ln -s {link} result.txt")
+
+    outcome = verify_task(example("separate-verifier"), agent, runtime, SEALED)
+
+    assert (outcome.status, outcome.score) == (Status.FAILURE, 0.0), outcome.detail
+
+
 def test_a_separate_verifier_without_an_image_of_its_own_runs_the_tasks_with_the_tests_copied(
     runtime: DockerRuntime, variant: Callable[..., Task]
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cleanroom.verifiers.container.agent_state.links import (
+    NOWHERE,
     Entry,
     EntryKind,
     into_places,
@@ -208,3 +209,12 @@ def test_many_links_are_resolved_in_a_few_rounds() -> None:
     resolved = resolve_all(links, lstat_many_of(fs, calls), PLACES)
     assert all(r.kind is EntryKind.FILE for r in resolved.values())
     assert len(calls) <= 5
+
+
+def test_a_link_below_a_folder_the_verifier_lacks_is_never_kept_unjudged() -> None:
+    # What answers for the folders above the state says /app is missing: the link is
+    # never reached, so nothing shows where it leads, and it is frozen to nowhere.
+    fs = tree(app__result="/tests/expected.txt")
+    del fs["/app"]
+    judged = judge(["/app/result"], lstat_many_of(fs), PLACES, STATE)
+    assert [(r.link, r.resolved) for r in judged.dangling] == [("/app/result", NOWHERE)]

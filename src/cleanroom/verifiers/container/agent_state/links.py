@@ -172,6 +172,11 @@ def judge(
         if r.place:
             judgement.tamper.append(r)
             continue
+        if link not in r.through:
+            # Never reached (a folder above it missing): nothing shows where it leads, so
+            # it leads nowhere.
+            judgement.dangling.append(Resolution(link, NOWHERE))
+            continue
         # Only the last link of the state in the chain is frozen: the others then lead to
         # what replaces it, which is the state's.
         if [hop for hop in r.through if under_any(hop, state)][-1:] != [link]:

@@ -79,6 +79,10 @@ def judge_and_freeze(
         tree.update(copy.installed())
         roots.append(copy.path)
 
+    # The folders above the state's paths: the install makes those the image lacks (a
+    # separate verifier's image may have no work dir at all).
+    above = {a for r in roots for a in _ancestors(r)}
+
     def lstat_many(paths: list[str]) -> Mapping[str, Entry]:
         found = {p: tree[p] for p in paths if p in tree}
         # What an archive does not hold under its path is a file or nothing: either
@@ -86,6 +90,9 @@ def judge_and_freeze(
         asked = [p for p in paths if p not in tree and not under_any(p, roots)]
         if asked:
             found.update(rt.files.entries(vctr, asked))
+        for p in asked:
+            if p in above and found.get(p, _MISSING).kind is EntryKind.MISSING:
+                found[p] = Entry(EntryKind.FOLDER)
         return found
 
     found = [p for p, e in tree.items() if e.kind is EntryKind.LINK]
@@ -111,6 +118,17 @@ def judge_and_freeze(
     result.dangling = len(dangling)
     result.copied = len(copied)
     return result
+
+
+_MISSING = Entry(EntryKind.MISSING)
+
+
+def _ancestors(path: str) -> list[str]:
+    """The folders above ``path`` (absolute), ``/`` left out."""
+    found = []
+    while (path := posixpath.dirname(path)) not in ("/", ""):
+        found.append(path)
+    return found
 
 
 def _ends_in(r: Resolution, roots: Sequence[str]) -> bool:
