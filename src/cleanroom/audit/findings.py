@@ -260,6 +260,9 @@ class ContainerRuns:
     probes: dict[str, tuple[RunRecord, RunRecord]] = field(default_factory=dict)
     # The code-under-test probe (`probes.OracleProbe.SUCCEED`) under sealed.
     succeed: RunRecord | None = None
+    # The names probe (`probes.OracleProbe.NAMES`) under shared and sealed, when it
+    # changed the tests' outcome under shared.
+    names: tuple[RunRecord, RunRecord] | None = None
     # Runs made and judged not applicable, with why (a probe with nothing to replace).
     skipped: list[tuple[RunRecord, str]] = field(default_factory=list)
     # What the audit did not run, and why.
@@ -271,6 +274,7 @@ class ContainerRuns:
         for shared, sealed in self.probes.values():
             runs += [shared, sealed]
         runs += [self.succeed] if self.succeed is not None else []
+        runs += list(self.names) if self.names is not None else []
         runs += [run for run, _ in self.skipped]
         return tuple(runs)
 
@@ -317,11 +321,47 @@ def judge_container(runs: ContainerRuns) -> TaskAudit:
                 )
             )
     _judge_probes(runs, truth, findings, unaudited)
+    if runs.names is not None:
+        _judge_names(runs.names, runs.repeats[0], findings, unaudited)
     notes = [] if runs.has_oracle else [NO_ORACLE]
     notes += _judge_succeed(runs.succeed, truth, findings, unaudited)
     notes += [f"{run.label}: {why}" for run, why in runs.skipped]
     notes += runs.notes
     return TaskAudit(tuple(findings), tuple(unaudited), runs.all_runs(), tuple(notes))
+
+
+def names_followed(probe: RunRecord, oracle: RunRecord) -> bool:
+    """Whether the names probe changed what the oracle's work scores: the tests resolved
+    a name through the agent's name files (or a lookup of theirs never ended)."""
+    if not oracle.valid or oracle.status != "success":
+        return False
+    return not probe.valid or (probe.score or 0.0) < (oracle.score or 0.0)
+
+
+def _judge_names(
+    runs: tuple[RunRecord, RunRecord],
+    oracle: RunRecord,
+    findings: list[Finding],
+    unaudited: list[Unaudited],
+) -> None:
+    """The names probe: what a naive verifier resolves through the agent's files is its
+    exposure; a sealed verifier that does is cleanroom's bug."""
+    shared, sealed = runs
+    moved = (
+        "the tests resolve names through the agent's /etc/hosts: one line sends a "
+        "reference service they ask to a fake of the agent's"
+    )
+    findings.append(Finding(Flag.FORGEABLE_SHARED, moved, (shared.describe(), oracle.describe())))
+    if not sealed.valid:
+        unaudited.append(_unaudited("names probe under sealed", sealed))
+    elif names_followed(sealed, oracle):
+        findings.append(
+            Finding(
+                Flag.FORGEABLE_SEALED,
+                "CLEANROOM BUG: the sealed verifier resolved names through the agent's /etc/hosts",
+                (sealed.describe(), oracle.describe()),
+            )
+        )
 
 
 # The reasons a sealed verifier gives a code-under-test probe when it saw through it.

@@ -27,6 +27,7 @@ from cleanroom.audit.findings import (
     could_not_audit,
     judge_container,
     judge_osworld,
+    names_followed,
 )
 from cleanroom.audit.jobs import AuditJob, JobKind
 from cleanroom.audit.osworld_spec import SpecError, load_spec
@@ -41,6 +42,7 @@ from cleanroom.audit.probes import (
     answers_list,
     digests_of_tests,
     forging_probes,
+    names_probe_script,
     oracle_probe_script,
     probe_replaced,
     ran_configuration,
@@ -221,6 +223,7 @@ def _probe_from_oracle(
             runs.probes[kind.value] = (linked, run(f"probe {kind.value}", agent(kind), sealed))
     _probe_configured(roots, runs, run, shared, sealed)
     if config.verifier.live_processes:
+        _probe_names(task, runs, run, shared, sealed)
         # What is graded is a process the oracle left running, not the files it wrote.
         runs.notes.append(
             "probe succeed-at-once: not run: the verifier grades the agent's running "
@@ -251,6 +254,24 @@ def _probe_configured(
         runs.skipped.append((naive, "the tests ran none of the configuration the probe left"))
     else:
         runs.probes[OracleProbe.CONFIGURE.value] = (naive, run(label, agent, sealed))
+
+
+def _probe_names(
+    task: Task, runs: ContainerRuns, run: Runner, shared: VerifyOptions, sealed: VerifyOptions
+) -> None:
+    """The names probe under shared, and under sealed when it changed the tests' outcome
+    there (the oracle's processes answer, at names the agent's files send nowhere)."""
+    services = [s.name for s in task.compose.services] if task.compose is not None else []
+    label = f"probe {OracleProbe.NAMES.value}"
+    agent = AgentSpec.script_with_solution(names_probe_script(services), label, ())
+    naive = run(label, agent, shared)
+    phase = naive.outcome.get("details", {}).get("agent_phase", {})
+    if naive.valid and not probe_replaced(str(phase.get("output_tail", ""))):
+        runs.skipped.append((naive, "not applicable: the agent cannot write /etc/hosts"))
+    elif not names_followed(naive, runs.repeats[0]):
+        runs.skipped.append((naive, "the tests score as before: they resolve no name it moved"))
+    else:
+        runs.names = (naive, run(label, agent, sealed))
 
 
 # Each link probe with its control.

@@ -25,6 +25,12 @@
     its tools obey (a filter on every file, an fsmonitor hook, the usual hooks), and a
     home folder among the roots start-up files; each runs a program that prints
     `RAN_MARK`. Tests whose output shows the mark ran configuration the agent left.
+  - `OracleProbe.NAMES`: for a task whose verifier grades the agent's running
+    processes (``live_processes``), every name in the agent's ``/etc/hosts`` (``localhost``
+    among them), its host name and the task's service names are sent to an address where
+    nothing answers, in the file itself (Docker binds it into the container). The
+    oracle's processes still run: tests that now fail resolved names through the
+    agent's name files, a route to redirect their reference services to a fake.
   - `OracleProbe.SUCCEED`: every output becomes a program that succeeds at once and
     prints nothing (``import os; os._exit(0)`` for a Python module, ``exit 0`` for any
     other file). Tests that still pass trust the exit of the agent's code, not what it
@@ -129,6 +135,7 @@ class OracleProbe(StrEnum):
     SCRATCH_REMOVE = "remove-scratch-linked"  # the scratch probe's control
     SUCCEED = "succeed-at-once"
     CONFIGURE = "configured-tools"
+    NAMES = "names-nowhere"
 
     @property
     def digests(self) -> str:
@@ -210,6 +217,8 @@ def oracle_probe_script(probe: OracleProbe, roots: Iterable[str]) -> str:
     made executable counts, and names are read NUL-separated, so any name does."""
     if probe is OracleProbe.CONFIGURE:
         return configure_probe_script(roots)
+    if probe is OracleProbe.NAMES:
+        raise ValueError("the names probe is made by names_probe_script, from the services")
     quoted = " ".join(shlex.quote(r) for r in roots)
     replace = _REPLACE_STEPS[probe]
     return rf"""#!/bin/bash
@@ -300,6 +309,36 @@ for r in "${{roots[@]}}"; do
   configured=$((configured + 1))
 done
 [ "$configured" -gt 0 ] || echo "{NOT_APPLICABLE}: no git repository or home folder in the state"
+exit 0
+"""
+
+
+# Where the names probe sends every name: a loopback address nothing listens on.
+NOWHERE_ADDRESS = "127.0.0.77"
+
+
+def names_probe_script(names: Iterable[str]) -> str:
+    """The agent script of `OracleProbe.NAMES`: the task's solution runs, then every
+    name in ``/etc/hosts``, the host name and ``names`` (the task's services) are sent to
+    `NOWHERE_ADDRESS`, and the resolver's name servers there too. Each file is written in
+    place: it may be a bind mount."""
+    extra = " ".join(shlex.quote(n) for n in names)
+    return rf"""#!/bin/bash
+# The audit's {OracleProbe.NAMES.value} probe (cleanroom.audit.probes).
+bash /solution/solve.sh > /tmp/cleanroom-probe-oracle.log 2>&1
+echo "{PROBE_MARK}: the oracle exited $?"
+names=$( {{
+  grep -v '^[[:space:]]*#' /etc/hosts 2>/dev/null | awk '{{for (i = 2; i <= NF; i++) print $i}}'
+  hostname 2>/dev/null
+  for n in localhost {extra}; do echo "$n"; done
+}} | sort -u | tr '\n' ' ')
+if printf '%s\t%s\n' {NOWHERE_ADDRESS} "$names" > /tmp/cleanroom-probe-hosts &&
+   cat /tmp/cleanroom-probe-hosts > /etc/hosts 2>/dev/null; then
+  echo "{PROBE_MARK}: /etc/hosts sends $names to {NOWHERE_ADDRESS}"
+  echo "nameserver {NOWHERE_ADDRESS}" > /etc/resolv.conf 2>/dev/null || true
+else
+  echo "{NOT_APPLICABLE}: /etc/hosts cannot be written"
+fi
 exit 0
 """
 

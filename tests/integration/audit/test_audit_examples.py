@@ -34,3 +34,10 @@ def test_the_example_tasks_come_out_with_no_flag_of_their_own(tmp_path: Path) ->
     assert any("link-to-scratch" in line for f in forged for line in f["runs"]), tally
     assert runs[("probe link-to-scratch", "sealed")]["outcome"] == "failure", tally
     assert runs[("probe remove-scratch-linked", "shared")]["outcome"] == "failure", tally
+    # http-sum's tests ask a reference service by name: the names probe sends every name
+    # in the agent's hosts file nowhere, which the naive verifier follows and sealed not.
+    (http,) = [t for t in tasks if t["name"] == "http-sum"]
+    names = {(r["label"], r["mode"]): r["outcome"]["outcome"] for r in http["runs"]}
+    assert names[("probe names-nowhere", "shared")] == "failure", http
+    assert names[("probe names-nowhere", "sealed")] == "success", http
+    assert any("/etc/hosts" in f["evidence"] for f in http["findings"]), http

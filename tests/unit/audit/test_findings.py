@@ -11,6 +11,7 @@ from cleanroom.audit.findings import (
     RunRecord,
     judge_container,
     judge_osworld,
+    names_followed,
 )
 from cleanroom.core.outcomes import Outcome, Reason
 
@@ -192,3 +193,40 @@ def test_probes_with_nothing_to_replace_are_noted_with_their_runs() -> None:
     assert audit.flags == []
     assert "probe link-to-tests: not applicable: nothing to link" in audit.notes
     assert skipped[0][0] in audit.runs
+
+
+NAMES = "probe names-nowhere"
+
+
+def test_names_that_move_the_tests_outcome_under_shared_are_the_naive_verifiers_exposure() -> None:
+    names = (rec(NAMES, ZERO, "shared"), rec(NAMES, OK))
+
+    audit = judge_container(healthy(names=names))
+
+    assert audit.flags == [Flag.FORGEABLE_SHARED]
+    assert audit.verdict == "clean"
+    assert all(run in audit.runs for run in names)
+
+
+def test_names_that_move_the_tests_outcome_under_sealed_are_a_cleanroom_bug() -> None:
+    audit = judge_container(healthy(names=(rec(NAMES, ZERO, "shared"), rec(NAMES, ZERO))))
+
+    assert Flag.FORGEABLE_SEALED in audit.flags and audit.verdict == "flagged"
+
+
+def test_an_invalid_names_probe_under_sealed_is_a_check_not_made() -> None:
+    audit = judge_container(healthy(names=(rec(NAMES, ZERO, "shared"), rec(NAMES, LOST))))
+
+    assert Flag.FORGEABLE_SEALED not in audit.flags
+    assert [u.check for u in audit.unaudited] == ["names probe under sealed"]
+
+
+def test_names_are_followed_when_the_oracles_success_is_lost_or_never_ends() -> None:
+    oracle = rec("oracle #1", OK)
+    timeout = rec(NAMES, Outcome.invalid(Reason.VERIFIER_TIMEOUT, "over the limit"))
+
+    assert names_followed(rec(NAMES, ZERO), oracle)
+    assert names_followed(timeout, oracle)
+    assert not names_followed(rec(NAMES, OK), oracle)
+    # Nothing to compare with when the oracle itself failed.
+    assert not names_followed(rec(NAMES, ZERO), rec("oracle #1", ZERO))
