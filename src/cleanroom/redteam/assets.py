@@ -1,4 +1,5 @@
-"""Build the native parts some attacks need (an NSS module), on the host, once per source.
+"""What some attacks need beside their script, made on the host: the native parts (an NSS
+module), built once per source, and the variant of the target task an attack runs against.
 
 Task images carry no compiler, so an attack's C source is compiled here with the host's
 ``cc`` and handed to the attack script as a file. Task images are Debian like the host,
@@ -14,7 +15,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-from cleanroom.redteam.catalogue import Attack, asset_source
+from cleanroom.redteam.catalogue import Attack, asset_source, variant_files
 
 
 class AssetBuildFailed(Exception):
@@ -24,6 +25,24 @@ class AssetBuildFailed(Exception):
 def assets_for(attack: Attack) -> tuple[tuple[str, bytes], ...]:
     """``(file name, bytes)`` for every asset the attack's script expects."""
     return tuple((f"{name}.so", _shared_object(name)) for name in attack.assets)
+
+
+def variant_task(attack: Attack, target: Path, into: Path) -> Path:
+    """The task folder ``attack`` runs against: ``target`` itself, or for an attack with
+    a variant a copy of it in ``into`` with the variant's files laid over, named
+    ``<target>-<variant>``."""
+    if not attack.variant:
+        return target
+    root = into / f"{target.name}-{attack.variant}"
+    if not root.exists():
+        shutil.copytree(target, root, symlinks=True)
+        for rel, data in variant_files(attack.variant).items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            if path.suffix == ".sh":
+                path.chmod(0o755)
+    return root
 
 
 @cache

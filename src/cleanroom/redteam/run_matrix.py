@@ -7,11 +7,12 @@ a fresh container, so no attack can leave anything behind for the next.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cleanroom.core.errors import UnsupportedByRuntimeError
-from cleanroom.redteam.assets import assets_for
+from cleanroom.redteam.assets import assets_for, variant_task
 from cleanroom.redteam.catalogue import Attack
 from cleanroom.redteam.matrix import Cell, Matrix, Row, RowKind
 from cleanroom.verifiers.container.modes import Mode
@@ -71,8 +72,8 @@ def plan_rows(tasks: Sequence[Task], attacks: Sequence[Attack], *, targeted: boo
     """Honest and no-op rows for every task, then the attacks.
 
     ``targeted``: each attack runs against the task it was written for (the catalogue's
-    default); otherwise every attack runs against every task, which shows which routes a
-    new task's verifier is exposed to.
+    default); otherwise every attack runs against every task (but those on a variant of
+    their target), which shows which routes a new task's verifier is exposed to.
     """
     rows: list[Row] = []
     for task in tasks:
@@ -81,7 +82,8 @@ def plan_rows(tasks: Sequence[Task], attacks: Sequence[Attack], *, targeted: boo
         rows.extend(
             Row(task.name, RowKind.ATTACK, attack)
             for attack in attacks
-            if not targeted or attack.target == task.name
+            # An attack on a variant needs its own target's tests: only there.
+            if attack.target == task.name or not (targeted or attack.variant)
         )
     return rows
 
@@ -143,24 +145,38 @@ def run_matrix(
 ) -> Matrix:
     """Run every row under every mode and return the filled matrix; when ``runtime``
     cannot do what a row needs, `UnsupportedByRuntimeError` before anything runs."""
-    refused = refused_rows(tasks, rows, runtime, modes)
-    if refused:
-        raise next(iter(refused.values()))
+    with tempfile.TemporaryDirectory(prefix="cleanroom-variants-") as variants:
+        task_of = row_tasks(tasks, rows, Path(variants))
+        refused = refused_rows(tasks, rows, runtime, modes)
+        if refused:
+            raise next(iter(refused.values()))
+        matrix = Matrix(tuple(modes), list(rows))
+        build_images(list({t.root: t for t in task_of.values()}.values()), runtime)
+        work = [(row, mode) for row in rows for mode in modes]
+
+        def one(cell_of: tuple[Row, Mode]) -> Cell:
+            row, mode = cell_of
+            return Cell.of(
+                verify_task(task_of[row.id], agent_for(row), runtime, options_for(row, mode))
+            )
+
+        def record(cell_of: tuple[Row, Mode], cell: Cell) -> None:
+            matrix.put(*cell_of, cell)
+            if on_cell is not None:
+                on_cell(*cell_of, cell)
+
+        side_by_side(work, one, max(1, jobs), record)
+        return matrix
+
+
+def row_tasks(tasks: Sequence[Task], rows: Sequence[Row], into: Path) -> dict[str, Task]:
+    """The task each row runs against, by row id: its task, or for an attack with a
+    variant that task's variant, made in ``into``."""
     by_name = {t.name: t for t in tasks}
-    matrix = Matrix(tuple(modes), list(rows))
-    build_images(tasks, runtime)
-    work = [(row, mode) for row in rows for mode in modes]
-
-    def one(cell_of: tuple[Row, Mode]) -> Cell:
-        row, mode = cell_of
-        return Cell.of(
-            verify_task(by_name[row.task], agent_for(row), runtime, options_for(row, mode))
-        )
-
-    def record(cell_of: tuple[Row, Mode], cell: Cell) -> None:
-        matrix.put(*cell_of, cell)
-        if on_cell is not None:
-            on_cell(*cell_of, cell)
-
-    side_by_side(work, one, max(1, jobs), record)
-    return matrix
+    found: dict[str, Task] = {}
+    for row in rows:
+        task = by_name[row.task]
+        if row.attack is not None and row.attack.variant:
+            task = load_task(variant_task(row.attack, task.root, into))
+        found[row.id] = task
+    return found

@@ -421,6 +421,19 @@ STATE_AND_RUNNER_ATTACKS = {
     "reward-from-code": "tamper",
     # A live verifier's name files: the hosts file the agent edited never reaches it.
     "hosts-redirect": None,
+    # Links to test.sh's scratch answer, frozen to nowhere at install.
+    "scratch-link": None,
+    "scratch-link-folder": None,
+    # Configuration the image's git would obey.
+    "git-clean-filter": "tamper",
+    # Acts that would turn the agent's 0 into an exclusion: links no stat answers and a
+    # flood of them beside a planted reward, a witness line no parser should take whole,
+    # tests that wait past their limit on the untouched state, a FIFO on a slow check.
+    "unstatable-link": "tamper",
+    "link-flood": "tamper",
+    "witness-deep-line": "runner_cut_short",
+    "idle-on-waiting-tests": "broke_verifier",
+    "fifo-slow-check": "broke_verifier",
 }
 
 
@@ -438,15 +451,20 @@ IN_EVERY_RUN = {"workdir-link-answer", "exit-at-import", "reward-from-code"}
 def test_the_sealed_verifier_scores_each_state_and_runner_attack_zero_inside_harbor(
     runtime: DockerRuntime, tmp_path: Path, attack: str
 ) -> None:
+    from cleanroom.redteam.assets import variant_task
     from cleanroom.redteam.catalogue import by_id
 
-    target = TASKS / by_id(attack).target
+    chosen = by_id(attack)
+    target = variant_task(chosen, TASKS / chosen.target, tmp_path / "tasks")
+    # A variant's limit of a few seconds leaves Harbor's budget no room for what cleanroom
+    # keeps beside the tests: Harbor's multiplier gives it (the tests' limit stays).
+    room = ("--verifier-timeout-multiplier", "5") if chosen.variant else ()
     result = harbor_run(
         runtime,
         tmp_path,
         target,
         ["--agent-import-path", CATALOGUE_AGENT, "--ak", f"attack={attack}"],
-        SEALED_ARGS,
+        (*SEALED_ARGS, *room),
     )
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 0.0

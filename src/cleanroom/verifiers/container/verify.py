@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -124,8 +124,8 @@ def verify_acted_on(
     ``control_alongside`` runs the pristine control beside the verification instead of
     after it, when a harness's budget has no room for one after the other: the control
     is started at once (its tests limited to the verifier's limit) and its result read
-    only if the verification needs it; the solution's run counts only when one ran before
-    in this process.
+    only if the verification needs it. So is the solution's run, the first time this
+    process verifies the task on this image (later verifications share that run).
 
     A verification that needs what ``runtime`` cannot do (`RuntimeCapabilities`) is
     refused with `UnsupportedByRuntimeError` before the container is touched.
@@ -140,22 +140,16 @@ def verify_acted_on(
         return _with_pristine_control(task, verified, runtime, control_options, acted.image)
     step = _step_named(task, acted.step)
     limit = options.test_limit(_verifier_limit(task, step))
+    limited = replace(control_options, test_limit_s=limit)
     with ThreadPoolExecutor(1, thread_name_prefix="pristine-control") as pool:
-        control = pool.submit(
-            _pristine_control,
-            task,
-            runtime,
-            replace(control_options, test_limit_s=limit),
-            acted.image,
-            step,
-        )
+        control = pool.submit(_pristine_control, task, runtime, limited, acted.image, step)
+        oracle = _oracle_started(task, runtime, limited, acted.image, step)
         verified = verify_existing_container(task, acted, runtime, options)
         if not needs_pristine_control(verified):
             return verified.outcome
         done = control.result()
-        # No room in the budget to run the solution now: only one run before counts.
-        oracle = None if sound(done, limit) else _known_oracle(task, acted.image, limit)
-        return blame_state(verified, done, limit, oracle).outcome
+        solution = None if sound(done, limit) or oracle is None else oracle.result()
+        return blame_state(verified, done, limit, solution).outcome
 
 
 def _with_pristine_control(
@@ -193,8 +187,8 @@ def _pristine_control(
 
 
 # The solution's runs, by task folder, image and test limit: a property of the task and
-# its image, not of the rollout, so each is run once in a process.
-_ORACLES: dict[tuple[str, str, float | None], Verified] = {}
+# its image, not of the rollout, so each is run once in a process (started, or done).
+_ORACLES: dict[tuple[str, str, float | None], Future[Verified]] = {}
 _ORACLES_LOCK = threading.Lock()
 
 
@@ -208,23 +202,38 @@ def _oracle_control(
     """The task's own solution, verified the same way (once per task, image and limit in
     this process); None for a task without ``solution/solve.sh`` or with steps (a step's
     solution needs the steps before it, so it is not run alone)."""
+    started = _oracle_started(task, runtime, options, image, step)
+    return None if started is None else started.result()
+
+
+def _oracle_started(
+    task: Task,
+    runtime: VerificationRuntime,
+    options: VerifyOptions,
+    image: str | None,
+    step: TaskStep | None,
+) -> Future[Verified] | None:
+    """The solution's run of `_oracle_control`, started in a thread of its own unless it
+    was started before in this process (then the same run); None when there is none."""
     if step is not None or task.steps or not (task.solution_dir / "solve.sh").is_file():
         return None
     key = (str(task.root), image or "", options.test_limit_s)
     with _ORACLES_LOCK:
         known = _ORACLES.get(key)
-    if known is not None:
-        return known
-    ran = run_rollout(task, AgentSpec.solution(), runtime, options, image)
-    with _ORACLES_LOCK:
-        _ORACLES[key] = ran
-    return ran
+        if known is not None and not (known.done() and known.exception() is not None):
+            return known
+        started: Future[Verified] = Future()
+        _ORACLES[key] = started
 
+    def run() -> None:
+        try:
+            started.set_result(run_rollout(task, AgentSpec.solution(), runtime, options, image))
+        except BaseException as exc:  # the caller that waits gets it; a later one retries
+            started.set_exception(exc)
 
-def _known_oracle(task: Task, image: str | None, limit: float) -> Verified | None:
-    """The solution's run of this task and image, if one ran in this process."""
-    with _ORACLES_LOCK:
-        return _ORACLES.get((str(task.root), image or "", limit))
+    # Not a daemon: a process that ends waits for the run, which removes what it made.
+    threading.Thread(target=run, name="solution-control").start()
+    return started
 
 
 def _step_named(task: Task, name: str | None) -> TaskStep | None:
