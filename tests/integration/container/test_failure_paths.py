@@ -8,14 +8,18 @@ import pytest
 
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.run.existing_container import ActedOn
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task
 from cleanroom.verifiers.container.verify import (
     AgentSpec,
     VerifyOptions,
+    verify_acted_on,
     verify_path,
     verify_task,
 )
+
+from ..acted_containers import start_container
 
 pytestmark = pytest.mark.docker
 
@@ -345,6 +349,39 @@ def test_an_agent_that_leaves_tests_waiting_scores_its_zero_when_the_solution_fi
         Reason.BROKE_VERIFIER,
     ), outcome
     assert outcome.details["pristine_control"]["reason"] == "verifier_timeout"
+    assert outcome.details["oracle_control"]["status"] == "success"
+
+
+def test_with_the_controls_beside_the_verification_the_solutions_run_decides_too(
+    runtime: DockerRuntime, example: Callable[[str], Task], variant: Callable[..., Task]
+) -> None:
+    # As under a harness's short budget: the solution's run starts beside the
+    # verification, so the idle agent's overrun is still its 0, never an exclusion.
+    original = example("word-tally")
+    toml = (
+        (original.root / "task.toml").read_text().replace("timeout_sec = 60\n", "timeout_sec = 6\n")
+    )
+    task = variant(
+        "word-tally",
+        {
+            "task.toml": toml,
+            "tests/test.sh": WAITS_FOR_THE_ANSWER,
+            "tests/compare.sh": (original.root / "tests" / "test.sh").read_text(),
+        },
+        folder="waits-alongside",
+    )
+    container, _ = start_container(runtime, task)
+    image, _ = runtime.images.for_task(task)
+
+    outcome = verify_acted_on(
+        task,
+        ActedOn(container, image),
+        runtime,
+        VerifyOptions(Mode.SEALED),
+        control_alongside=True,
+    )
+
+    assert (outcome.status, outcome.reason) == (Status.FAILURE, Reason.BROKE_VERIFIER), outcome
     assert outcome.details["oracle_control"]["status"] == "success"
 
 
