@@ -270,7 +270,11 @@ _START_UP_FILES = (".bashrc", ".profile", ".bash_profile", ".bash_login", ".zshe
 def configure_probe_script(roots: Iterable[str]) -> str:
     """The agent script of `OracleProbe.CONFIGURE`: the task's solution runs, then each
     git repository under ``roots`` is configured to run the probe's program from every
-    tool git obeys, and each home folder among ``roots`` runs it from its start-up files."""
+    tool git obeys, and each home folder among ``roots`` runs it from its start-up files.
+
+    The program writes its mark to the standard output and error of every process above
+    it, so the mark reaches test.sh's output even when the test captures what the tool
+    printed (``$(git status 2>&1)``); as a filter it then passes its input through."""
     quoted = " ".join(shlex.quote(r) for r in roots)
     hooks = " ".join(_GIT_HOOKS)
     start_up = " ".join(_START_UP_FILES)
@@ -279,20 +283,36 @@ def configure_probe_script(roots: Iterable[str]) -> str:
 roots=({quoted})
 bash /solution/solve.sh > /tmp/cleanroom-probe-oracle.log 2>&1
 echo "{PROBE_MARK}: the oracle exited $?"
+# The program a tool runs: its mark on every ancestor's output, then a filter's work.
+write_hook() {{
+  cat > "$1" <<'HOOK'
+#!/bin/sh
+p=$PPID
+while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+  for fd in 1 2; do
+    {{ echo "{RAN_MARK}: $0 $*" >> "/proc/$p/fd/$fd"; }} 2>/dev/null
+  done
+  p=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f2)
+done
+[ "$1" = filter ] && exec cat
+exit 0
+HOOK
+  chmod +x "$1"
+}}
 configured=0
 if command -v git > /dev/null; then
   while IFS= read -r -d '' gitdir; do
     hook="$gitdir/cleanroom-probe-hook"
-    printf '#!/bin/sh\necho "{RAN_MARK}: $0 $*" >&2\n%s\nexit 0\n' \
-      '[ "$1" = filter ] && exec cat' > "$hook"
-    chmod +x "$hook" || continue
+    write_hook "$hook" || continue
     git config --file "$gitdir/config" filter.cleanroomprobe.clean "$hook filter" &&
     git config --file "$gitdir/config" filter.cleanroomprobe.smudge "$hook filter" &&
     git config --file "$gitdir/config" core.fsmonitor "$hook" || continue
     mkdir -p "$gitdir/info" "$gitdir/hooks"
     echo '* filter=cleanroomprobe' >> "$gitdir/info/attributes"
     for h in {hooks}; do
-      printf '#!/bin/sh\nexec "%s" hook\n' "$hook" > "$gitdir/hooks/$h"
+      printf '#!/bin/sh
+exec "%s" hook
+' "$hook" > "$gitdir/hooks/$h"
       chmod +x "$gitdir/hooks/$h"
     done
     echo "{PROBE_MARK}: configured $gitdir"
@@ -304,7 +324,8 @@ fi
 for r in "${{roots[@]}}"; do
   case "$r" in /root|/home/*) ;; *) continue ;; esac
   [ -d "$r" ] || continue
-  for f in {start_up}; do echo 'echo "{RAN_MARK}: $0 start-up" >&2' >> "$r/$f"; done
+  write_hook "$r/.cleanroom-probe-hook" || continue
+  for f in {start_up}; do echo '"$HOME/.cleanroom-probe-hook" start-up' >> "$r/$f"; done
   echo "{PROBE_MARK}: configured $r"
   configured=$((configured + 1))
 done

@@ -41,3 +41,8 @@ def test_the_example_tasks_come_out_with_no_flag_of_their_own(tmp_path: Path) ->
     assert names[("probe names-nowhere", "shared")] == "failure", http
     assert names[("probe names-nowhere", "sealed")] == "success", http
     assert any("/etc/hosts" in f["evidence"] for f in http["findings"]), http
+    # commit-total's tests run git status in the agent's repository, capturing what git
+    # prints: the configured-tools probe's mark still reaches their output.
+    (commit,) = [t for t in tasks if t["name"] == "commit-total"]
+    forged = [f for f in commit["findings"] if f["flag"] == "forgeable_shared"]
+    assert any("configured-tools" in line for f in forged for line in f["runs"]), commit
