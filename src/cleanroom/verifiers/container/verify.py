@@ -9,13 +9,14 @@ ends as an outcome with a reason, never as a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
-from cleanroom.core.outcomes import Outcome
+from cleanroom.core.outcomes import Outcome, Status
 from cleanroom.verifiers.container.decision.verdict import (
     Evidence,
     Verified,
@@ -121,11 +122,12 @@ def verify_acted_on(
     from. The container is left to its owner: frozen or killed (as the mode needs),
     never removed.
 
-    ``control_alongside`` runs the pristine control beside the verification instead of
-    after it, when a harness's budget has no room for one after the other: the control
-    is started at once (its tests limited to the verifier's limit) and its result read
-    only if the verification needs it. So is the solution's run, the first time this
-    process verifies the task on this image (later verifications share that run).
+    The pristine control and the solution's run are properties of the task and its
+    image: each runs once in a process and every verification of the task on that image
+    shares it (`_ControlRuns`). ``control_alongside`` starts both beside the
+    verification instead of after it, when a harness's budget has no room for one after
+    the other (their tests limited to the verifier's limit); their results are read only
+    if the verification needs them.
 
     A verification that needs what ``runtime`` cannot do (`RuntimeCapabilities`) is
     refused with `UnsupportedByRuntimeError` before the container is touched.
@@ -141,15 +143,14 @@ def verify_acted_on(
     step = _step_named(task, acted.step)
     limit = options.test_limit(_verifier_limit(task, step))
     limited = replace(control_options, test_limit_s=limit)
-    with ThreadPoolExecutor(1, thread_name_prefix="pristine-control") as pool:
-        control = pool.submit(_pristine_control, task, runtime, limited, acted.image, step)
-        oracle = _oracle_started(task, runtime, limited, acted.image, step)
-        verified = verify_existing_container(task, acted, runtime, options)
-        if not needs_pristine_control(verified):
-            return verified.outcome
-        done = control.result()
-        solution = None if sound(done, limit) or oracle is None else oracle.result()
-        return blame_state(verified, done, limit, solution).outcome
+    control = _pristine_started(task, runtime, limited, acted.image, step)
+    oracle = _oracle_started(task, runtime, limited, acted.image, step)
+    verified = verify_existing_container(task, acted, runtime, options)
+    if not needs_pristine_control(verified):
+        return verified.outcome
+    done = control.result()
+    solution = None if sound(done, limit) or oracle is None else oracle.result()
+    return blame_state(verified, done, limit, solution).outcome
 
 
 def _with_pristine_control(
@@ -167,43 +168,86 @@ def _with_pristine_control(
     if not needs_pristine_control(verified):
         return verified.outcome
     step = _step_named(task, verified.facts.step)
-    control = pristine or _pristine_control(task, runtime, control_options, image, step)
     limit = control_options.test_limit(_verifier_limit(task, step))
+    control = pristine or _pristine_started(task, runtime, control_options, image, step).result()
     oracle = None
     if not sound(control, limit):
-        oracle = _oracle_control(task, runtime, control_options, image, step)
+        started = _oracle_started(task, runtime, control_options, image, step)
+        oracle = None if started is None else started.result()
     return blame_state(verified, control, limit, oracle).outcome
 
 
-def _pristine_control(
+class _ControlRuns:
+    """Runs whose result is a property of a task, its image and the test limit, not of
+    a rollout: the pristine control and the solution's run. Each is started once in a
+    process, in a thread of its own, and every verification that needs it shares that
+    run (started, or done). A run that raised, or that ``keep`` refuses (a control that
+    shows nothing: the daemon lost, an overrun), is started afresh when next asked for."""
+
+    def __init__(self, name: str, keep: Callable[[Verified], bool]) -> None:
+        self._name = name
+        self._keep = keep
+        self._runs: dict[tuple[object, ...], Future[Verified]] = {}
+        self._lock = threading.Lock()
+
+    def started(self, key: tuple[object, ...], run: Callable[[], Verified]) -> Future[Verified]:
+        with self._lock:
+            known = self._runs.get(key)
+            if known is not None and not self._stale(known):
+                return known
+            fresh: Future[Verified] = Future()
+            self._runs[key] = fresh
+
+        def go() -> None:
+            try:
+                fresh.set_result(run())
+            except BaseException as exc:  # the caller that waits gets it
+                fresh.set_exception(exc)
+
+        # Not a daemon: a process that ends waits for the run, which removes what it made.
+        threading.Thread(target=go, name=self._name).start()
+        return fresh
+
+    def _stale(self, run: Future[Verified]) -> bool:
+        if not run.done():
+            return False
+        return run.exception() is not None or not self._keep(run.result())
+
+
+def _valid(control: Verified) -> bool:
+    return control.outcome.status is not Status.INVALID
+
+
+_PRISTINE = _ControlRuns("pristine-control", _valid)
+_SOLUTIONS = _ControlRuns("solution-control", lambda _: True)
+
+
+def _task_key(task: Task, image: str | None, options: VerifyOptions) -> tuple[object, ...]:
+    """What a control's result depends on: the task's folders as they are now (each
+    file's path, size and modification time), its image and the test limit."""
+    seen: list[tuple[str, int, int]] = []
+    for folder in (*task.tests_dirs, task.solution_dir, task.root / "task.toml"):
+        paths = [folder] if folder.is_file() else sorted(folder.rglob("*"))
+        for path in paths:
+            with contextlib.suppress(OSError):
+                st = path.lstat()
+                seen.append((str(path), st.st_size, st.st_mtime_ns))
+    return (str(task.root), image or "", options.test_limit_s, tuple(seen))
+
+
+def _pristine_started(
     task: Task,
     runtime: VerificationRuntime,
     options: VerifyOptions,
     image: str | None,
     step: TaskStep | None,
-) -> Verified:
-    """A no-op's run of the task's verifier (of ``step``) on the pristine state."""
-    return run_rollout(task, AgentSpec.noop(), runtime, options, image, only_step=step)
-
-
-# The solution's runs, by task folder, image and test limit: a property of the task and
-# its image, not of the rollout, so each is run once in a process (started, or done).
-_ORACLES: dict[tuple[str, str, float | None], Future[Verified]] = {}
-_ORACLES_LOCK = threading.Lock()
-
-
-def _oracle_control(
-    task: Task,
-    runtime: VerificationRuntime,
-    options: VerifyOptions,
-    image: str | None,
-    step: TaskStep | None,
-) -> Verified | None:
-    """The task's own solution, verified the same way (once per task, image and limit in
-    this process); None for a task without ``solution/solve.sh`` or with steps (a step's
-    solution needs the steps before it, so it is not run alone)."""
-    started = _oracle_started(task, runtime, options, image, step)
-    return None if started is None else started.result()
+) -> Future[Verified]:
+    """A no-op's run of the task's verifier (of ``step``) on the pristine state, shared
+    by every verification of the task on its image in this process."""
+    key = (*_task_key(task, image, options), step.name if step else None)
+    return _PRISTINE.started(
+        key, lambda: run_rollout(task, AgentSpec.noop(), runtime, options, image, only_step=step)
+    )
 
 
 def _oracle_started(
@@ -213,27 +257,15 @@ def _oracle_started(
     image: str | None,
     step: TaskStep | None,
 ) -> Future[Verified] | None:
-    """The solution's run of `_oracle_control`, started in a thread of its own unless it
-    was started before in this process (then the same run); None when there is none."""
+    """The task's own solution, verified the same way, shared as the pristine control
+    is; None for a task without ``solution/solve.sh`` or with steps (a step's solution
+    needs the steps before it, so it is not run alone)."""
     if step is not None or task.steps or not (task.solution_dir / "solve.sh").is_file():
         return None
-    key = (str(task.root), image or "", options.test_limit_s)
-    with _ORACLES_LOCK:
-        known = _ORACLES.get(key)
-        if known is not None and not (known.done() and known.exception() is not None):
-            return known
-        started: Future[Verified] = Future()
-        _ORACLES[key] = started
-
-    def run() -> None:
-        try:
-            started.set_result(run_rollout(task, AgentSpec.solution(), runtime, options, image))
-        except BaseException as exc:  # the caller that waits gets it; a later one retries
-            started.set_exception(exc)
-
-    # Not a daemon: a process that ends waits for the run, which removes what it made.
-    threading.Thread(target=run, name="solution-control").start()
-    return started
+    return _SOLUTIONS.started(
+        _task_key(task, image, options),
+        lambda: run_rollout(task, AgentSpec.solution(), runtime, options, image),
+    )
 
 
 def _step_named(task: Task, name: str | None) -> TaskStep | None:
