@@ -19,7 +19,7 @@ from cleanroom.verifiers.container.verify import (
     verify_task,
 )
 
-from ..acted_containers import start_container
+from ..acted_containers import act_in, start_container
 
 pytestmark = pytest.mark.docker
 
@@ -383,6 +383,37 @@ def test_with_the_controls_beside_the_verification_the_solutions_run_decides_too
 
     assert (outcome.status, outcome.reason) == (Status.FAILURE, Reason.BROKE_VERIFIER), outcome
     assert outcome.details["oracle_control"]["status"] == "success"
+
+
+def test_beside_a_known_control_a_quick_verification_runs_none_and_a_hang_starts_its_own(
+    runtime: DockerRuntime, example: Callable[[str], Task], variant: Callable[..., Task]
+) -> None:
+    # The first verification of the task on its image runs the control every later one
+    # shares; a later one that hangs gets a fresh control of its own, started late.
+    toml = (example("fix-median").root / "task.toml").read_text()
+    task = variant(
+        "fix-median", {"task.toml": toml.replace("timeout_sec = 60\n", "timeout_sec = 8\n")}
+    )
+    image, _ = runtime.images.for_task(task)
+
+    def verified(script: str) -> Outcome:
+        container, _ = start_container(runtime, task)
+        act_in(runtime, task, container, script)
+        return verify_acted_on(
+            task,
+            ActedOn(container, image),
+            runtime,
+            VerifyOptions(Mode.SEALED),
+            control_alongside=True,
+        )
+
+    first = verified("bash /solution/solve.sh")
+    second = verified("bash /solution/solve.sh")
+    hung = verified(HANGING_STATE["endless-module"][1])
+
+    assert (first.status, second.status) == (Status.SUCCESS, Status.SUCCESS)
+    assert (hung.status, hung.reason) == (Status.FAILURE, Reason.BROKE_VERIFIER), hung
+    assert hung.details["pristine_control"]["status"] == "failure"
 
 
 def test_a_fifo_on_a_check_whose_pristine_run_takes_over_half_the_limit_is_the_agents_zero(

@@ -18,6 +18,7 @@ from cleanroom.verifiers.container.decision.verdict import (
     Verified,
     VerifierFacts,
     blame_state,
+    control_delay,
     decide,
     judge,
     needs_pristine_control,
@@ -391,3 +392,21 @@ def test_a_reward_written_after_test_sh_ended_is_found_and_one_before_is_not(
 
     assert late == (f"{TXT} (written 1.000 s after test.sh ended)",)
     assert written_after(tmp_path / "gone", [TXT], ended) == ()
+
+
+def test_with_no_known_control_a_fresh_one_starts_at_once() -> None:
+    assert control_delay(None, 55.0) == 0.0
+
+
+def test_a_quick_known_control_lets_a_quick_verification_end_without_one() -> None:
+    # fix-median's control takes 0.4 s: a verification gets 1.2 s before one starts, and
+    # the late control still has 53.8 s, far more than twice what the task needs.
+    assert control_delay(pristine(Status.FAILURE, 0.4), 55.0) == pytest.approx(1.2)
+    assert control_delay(pristine(Status.FAILURE, 0.1), 55.0) == 1.0  # never under 1 s
+
+
+def test_a_known_control_too_slow_for_a_late_start_means_a_fresh_one_at_once() -> None:
+    # A check that takes 5 s of an 8 s limit: 15 s of waiting would leave it no room.
+    assert control_delay(pristine(Status.FAILURE, 5.0), 8.0) == 0.0
+    # A known control that showed nothing (it overran) is no measure either.
+    assert control_delay(pristine(Status.INVALID, 8.0), 8.0) == 0.0

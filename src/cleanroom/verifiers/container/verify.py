@@ -21,6 +21,7 @@ from cleanroom.verifiers.container.decision.verdict import (
     Evidence,
     Verified,
     blame_state,
+    control_delay,
     decide,
     needs_pristine_control,
     sound,
@@ -122,12 +123,16 @@ def verify_acted_on(
     from. The container is left to its owner: frozen or killed (as the mode needs),
     never removed.
 
-    The pristine control and the solution's run are properties of the task and its
-    image: each runs once in a process and every verification of the task on that image
-    shares it (`_ControlRuns`). ``control_alongside`` starts both beside the
-    verification instead of after it, when a harness's budget has no room for one after
-    the other (their tests limited to the verifier's limit); their results are read only
-    if the verification needs them.
+    In `sealed`, a failure the agent's state may have caused is judged against a
+    pristine control run after it. ``control_alongside`` is for a harness's budget with
+    no room for one after the other: the first verification of a task on its image runs
+    a pristine control beside it, which every later one shares as what the verifier
+    takes on that task (`_ControlRuns`); a later one that runs past a few times that
+    (`verdict.control_delay`) starts a fresh control of its own beside it, since only a
+    control run now answers for the machine as it is now. The solution's run (which
+    decides an overrun the pristine state shares) starts beside the first verification
+    too, and is shared the same way. Results are read only if the verification needs
+    them.
 
     A verification that needs what ``runtime`` cannot do (`RuntimeCapabilities`) is
     refused with `UnsupportedByRuntimeError` before the container is touched.
@@ -143,14 +148,54 @@ def verify_acted_on(
     step = _step_named(task, acted.step)
     limit = options.test_limit(_verifier_limit(task, step))
     limited = replace(control_options, test_limit_s=limit)
-    control = _pristine_started(task, runtime, limited, acted.image, step)
+    key = _control_key(task, acted.image, limited, step)
+    # The first verification of the task on its image starts the shared control; later
+    # ones start a fresh control of their own only if they run long (`control_delay`).
+    shared = _PRISTINE.started(key, _noop_run(task, runtime, limited, acted.image, step))
+    known = shared.result() if shared.done() and shared.exception() is None else None
+    late = None
+    if known is not None:
+        run = _noop_run_within(task, runtime, limited, acted.image, step)
+        late = _LateControl(control_delay(known, limit), limit, run)
     oracle = _oracle_started(task, runtime, limited, acted.image, step)
-    verified = verify_existing_container(task, acted, runtime, options)
+    try:
+        verified = verify_existing_container(task, acted, runtime, options)
+    finally:
+        if late is not None:
+            late.verification_ended()
     if not needs_pristine_control(verified):
         return verified.outcome
-    done = control.result()
+    done = shared.result() if late is None else late.result()
     solution = None if sound(done, limit) or oracle is None else oracle.result()
     return blame_state(verified, done, limit, solution).outcome
+
+
+class _LateControl:
+    """A pristine control of one verification's own, started ``delay`` seconds into it
+    (0: at once) unless the verification ended first, its tests limited to what is left
+    of ``limit`` by then."""
+
+    def __init__(self, delay: float, limit: float, run: Callable[[float], Verified]) -> None:
+        self._future: Future[Verified] = Future()
+
+        def go() -> None:
+            try:
+                self._future.set_result(run(limit - delay))
+            except BaseException as exc:  # the caller that waits gets it
+                self._future.set_exception(exc)
+
+        self._timer = threading.Timer(delay, go)
+        self._timer.name = "late-control"
+        self._timer.start()
+
+    def verification_ended(self) -> None:
+        """The verification is over: a control not yet started never starts."""
+        self._timer.cancel()
+
+    def result(self) -> Verified:
+        """The late control's run. Only a verification that ran past the delay needs one,
+        and by then it has started."""
+        return self._future.result()
 
 
 def _with_pristine_control(
@@ -169,7 +214,8 @@ def _with_pristine_control(
         return verified.outcome
     step = _step_named(task, verified.facts.step)
     limit = control_options.test_limit(_verifier_limit(task, step))
-    control = pristine or _pristine_started(task, runtime, control_options, image, step).result()
+    # Run now, after the verification: it answers for the machine as it is now.
+    control = pristine or _noop_run(task, runtime, control_options, image, step)()
     oracle = None
     if not sound(control, limit):
         started = _oracle_started(task, runtime, control_options, image, step)
@@ -235,19 +281,34 @@ def _task_key(task: Task, image: str | None, options: VerifyOptions) -> tuple[ob
     return (str(task.root), image or "", options.test_limit_s, tuple(seen))
 
 
-def _pristine_started(
+def _control_key(
+    task: Task, image: str | None, options: VerifyOptions, step: TaskStep | None
+) -> tuple[object, ...]:
+    return (*_task_key(task, image, options), step.name if step else None)
+
+
+def _noop_run(
     task: Task,
     runtime: VerificationRuntime,
     options: VerifyOptions,
     image: str | None,
     step: TaskStep | None,
-) -> Future[Verified]:
-    """A no-op's run of the task's verifier (of ``step``) on the pristine state, shared
-    by every verification of the task on its image in this process."""
-    key = (*_task_key(task, image, options), step.name if step else None)
-    return _PRISTINE.started(
-        key, lambda: run_rollout(task, AgentSpec.noop(), runtime, options, image, only_step=step)
-    )
+) -> Callable[[], Verified]:
+    """A no-op's run of the task's verifier (of ``step``) on the pristine state."""
+    return lambda: run_rollout(task, AgentSpec.noop(), runtime, options, image, only_step=step)
+
+
+def _noop_run_within(
+    task: Task,
+    runtime: VerificationRuntime,
+    options: VerifyOptions,
+    image: str | None,
+    step: TaskStep | None,
+) -> Callable[[float], Verified]:
+    """`_noop_run` with its tests limited to a number of seconds given later."""
+    return lambda limit: _noop_run(
+        task, runtime, replace(options, test_limit_s=limit), image, step
+    )()
 
 
 def _oracle_started(

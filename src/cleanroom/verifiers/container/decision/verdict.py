@@ -206,6 +206,32 @@ def sound(control: Verified, limit_s: float) -> bool:
     )
 
 
+# A fresh control started late still gets at least this many times what the known one
+# took, and the verification this many times that before a control starts at all.
+CONTROL_MARGIN = 2.0
+LATE_CONTROL_AFTER = 3.0
+MIN_CONTROL_DELAY_S = 1.0
+
+
+def control_delay(known: Verified | None, limit_s: float) -> float:
+    """How long a verification may run before a fresh pristine control starts beside it,
+    given the control this task and image already gave (``known``; None: none yet).
+
+    A control shows the machine sound *now*, so one that answers for an overrun must run
+    beside the verification, not be remembered. But a verification that ends in the
+    time a sound control took needs no control at all: the fresh one starts only once
+    the verification has run `LATE_CONTROL_AFTER` times as long as the known one
+    (at least `MIN_CONTROL_DELAY_S`), and only when it still has `CONTROL_MARGIN` times
+    that within the limit; otherwise (no known control, or too slow a one) at once. A
+    late control has less time than the limit, so it can only show a sound machine less
+    often, never more."""
+    if known is None or not sound(known, limit_s):
+        return 0.0
+    took = known.facts.setup_and_test_s
+    delay = max(MIN_CONTROL_DELAY_S, LATE_CONTROL_AFTER * took)
+    return delay if delay + CONTROL_MARGIN * took <= limit_s else 0.0
+
+
 def blame_state(
     verified: Verified, control: Verified, limit_s: float, oracle: Verified | None = None
 ) -> Verified:
