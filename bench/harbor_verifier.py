@@ -1,19 +1,20 @@
 """Sealed through Harbor against Harbor's own verifier, per trial, on docker and podman,
 by the Docker fast path and by the generic path (Harbor's environment interface).
 
-    .venv/bin/python bench/harbor_verifier.py [--trials 5] [--no-write]
+    .venv/bin/python bench/harbor_verifier.py [--rounds 2] [--attempts 4] [--no-write]
 
-One run measures both verifiers on both of Harbor's local environments. It runs real
-`harbor run` jobs of one trial each, with the oracle on fix-median, interleaved (Harbor's
-verifier, SealedVerifier, Harbor's, ...) so that drift on a shared machine hits both
-alike. Harbor's default budget applies (no multiplier), so SealedVerifier runs its
-pristine control beside the verification.
+One run measures both verifiers on both of Harbor's local environments, on fix-median and
+csv-report with the oracle. Each job is one `harbor run` of ``--attempts`` trials of one
+task, one after another in one process, as a loop that verifies many rollouts of a task
+runs them. Jobs are interleaved (Harbor's verifier, SealedVerifier, the generic path,
+Harbor's, ...) for ``--rounds`` rounds, so that drift on a shared machine hits all alike.
+Harbor's default budget applies (no multiplier): SealedVerifier's first verification of a
+task in a process runs its pristine control beside it, and later ones share it.
 
-Each trial's phases are read from Harbor's result.json:
-- the verifier's phase, from Harbor handing over to the reward;
-- the whole trial.
-Every trial must score 1. The figures are written to the ``## Verifying under Harbor``
-section of bench/RESULTS.md.
+Each trial's phases are read from Harbor's result.json: the verifier's phase, from Harbor
+handing over to the reward, and the whole trial. The first trial of each job (the cold
+one) is reported apart from the rest. Every trial must score 1. The figures are written
+to the ``## Verifying under Harbor`` section of bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from results_md import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 HARBOR = ROOT / ".venv-harbor" / "bin" / "harbor"
-TASK = ROOT / "examples" / "tasks" / "fix-median"
+TASKS = ("fix-median", "csv-report")
 SECTION = "## Verifying under Harbor"
 SEALED = "cleanroom.integrations.harbor:SealedVerifier"
 VERIFIERS = {
@@ -46,6 +47,8 @@ VERIFIERS = {
     "SealedVerifier, generic path": ("--verifier", SEALED, "--verifier-kwarg", "path=generic"),
 }
 ENVIRONMENTS = ("docker", "podman")
+# One trial's (verifier phase s, whole trial s), and whether it was its job's first.
+Trial = tuple[float, float, bool]
 
 
 def seconds(phase: dict[str, str]) -> float:
@@ -54,30 +57,37 @@ def seconds(phase: dict[str, str]) -> float:
     return (end - start).total_seconds()
 
 
-def one_trial(
-    environment: str, verifier: tuple[str, ...], env: dict[str, str]
-) -> tuple[float, float]:
-    """One `harbor run` of one trial: (verifier phase s, trial s); exits on a wrong reward."""
+def one_job(
+    environment: str, task: str, verifier: tuple[str, ...], attempts: int, env: dict[str, str]
+) -> list[Trial]:
+    """One `harbor run` of ``attempts`` trials of ``task``, one at a time; each trial's
+    phases in the order they started. Exits on a wrong reward."""
     with tempfile.TemporaryDirectory(prefix="cleanroom-bench-harbor-") as jobs:
-        argv = [str(HARBOR), "run", "-p", str(TASK), "--env", environment, "-a", "oracle"]
-        argv += [*verifier, "-o", jobs, "-n", "1", "-y"]
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-        found = list(Path(jobs).glob("*/*/result.json"))
-        if done.returncode != 0 or len(found) != 1:
+        argv = [str(HARBOR), "run", "-p", str(ROOT / "examples" / "tasks" / task)]
+        argv += ["--env", environment, "-a", "oracle", *verifier]
+        argv += ["-o", jobs, "-n", "1", "-k", str(attempts), "-y"]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
+        found = [json.loads(p.read_text()) for p in Path(jobs).glob("*/*/result.json")]
+        if done.returncode != 0 or len(found) != attempts:
             sys.exit(f"harbor run failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-        result = json.loads(found[0].read_text())
-    rewards = (result.get("verifier_result") or {}).get("rewards") or {}
-    if rewards.get("reward") != 1.0:
-        sys.exit(
-            f"{environment} {verifier}: the oracle scored {rewards}: {result['exception_info']}"
-        )
-    trial = {"started_at": result["started_at"], "finished_at": result["finished_at"]}
-    return seconds(result["verifier"]), seconds(trial)
+    found.sort(key=lambda r: r["started_at"])
+    trials: list[Trial] = []
+    for n, result in enumerate(found):
+        rewards = (result.get("verifier_result") or {}).get("rewards") or {}
+        if rewards.get("reward") != 1.0:
+            sys.exit(
+                f"{environment} {task} {verifier}: the oracle scored {rewards}: "
+                f"{result['exception_info']}"
+            )
+        trial = {"started_at": result["started_at"], "finished_at": result["finished_at"]}
+        trials.append((seconds(result["verifier"]), seconds(trial), n == 0))
+    return trials
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=5, help="trials per verifier and environment")
+    parser.add_argument("--rounds", type=int, default=2, help="jobs per verifier, task, env")
+    parser.add_argument("--attempts", type=int, default=4, help="trials per job")
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     args = parser.parse_args()
     if not HARBOR.is_file():
@@ -90,19 +100,21 @@ def main() -> int:
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "PYTHONPATH": str(ROOT / "src"),
     }
-    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    times: dict[tuple[str, str, str], list[Trial]] = {}
     load_start = os.getloadavg()
     try:
         for environment in ENVIRONMENTS:
-            for _ in range(args.trials):
-                for name, verifier in VERIFIERS.items():
-                    measured = one_trial(environment, verifier, env)
-                    times.setdefault((environment, name), []).append(measured)
-                    print(environment, name, f"{measured[0]:.2f} s", flush=True)
+            for _ in range(args.rounds):
+                for task in TASKS:
+                    for name, verifier in VERIFIERS.items():
+                        measured = one_job(environment, task, verifier, args.attempts, env)
+                        times.setdefault((environment, task, name), []).extend(measured)
+                        shown = " ".join(f"{v:.2f}" for v, _, _ in measured)
+                        print(environment, task, name, shown, flush=True)
     finally:
         for host in (None, PODMAN_HOST):
             DockerRuntime.connect(labels, host=host).remove_labelled(labels, images=False)
-    text = report(times, args.trials, load_start)
+    text = report(times, args, load_start)
     print(text)
     if not args.no_write:
         write_section(SECTION, text)
@@ -110,8 +122,8 @@ def main() -> int:
 
 
 def report(
-    times: dict[tuple[str, str], list[tuple[float, float]]],
-    trials: int,
+    times: dict[tuple[str, str, str], list[Trial]],
+    args: argparse.Namespace,
     load_start: tuple[float, float, float],
 ) -> str:
     day = datetime.now(UTC).date().isoformat()
@@ -123,28 +135,36 @@ def report(
         f"{os.cpu_count()} cores, Linux {platform.release()}, Harbor "
         f"{harbor.stdout.strip()}, {shutil.which('podman') and 'podman 4.3'}).",
         "",
-        f"`harbor run` of fix-median with the oracle, one trial a job, {trials} trials per "
-        "verifier and environment, interleaved, in Harbor's default budget (SealedVerifier "
-        "runs its pristine control beside the verification); every trial scored 1. "
-        f"Load average at the start: {' '.join(f'{x:.2f}' for x in load_start)}. Medians.",
+        f"`harbor run` of each task with the oracle, {args.attempts} trials a job one after "
+        f"another, {args.rounds} jobs per verifier, task and environment, interleaved, in "
+        "Harbor's default budget; every trial scored 1. *Later trials* are every trial but "
+        "each job's first: the steady state of a loop that verifies many rollouts of a task "
+        "(SealedVerifier shares the first one's pristine control). Load average at the "
+        f"start: {' '.join(f'{x:.2f}' for x in load_start)}. Medians.",
         "",
-        "| environment | verifier | verifier phase s | ratio to Harbor's | whole trial s |",
-        "|---|---|---|---|---|",
+        "| environment | task | verifier | phase s, later trials | ratio to Harbor's "
+        "| phase s, first trial | whole trial s |",
+        "|---|---|---|---|---|---|---|",
     ]
     for environment in ENVIRONMENTS:
-        base = statistics.median(v for v, _ in times[(environment, "Harbor's verifier")])
-        for name in VERIFIERS:
-            phase = statistics.median(v for v, _ in times[(environment, name)])
-            trial = statistics.median(t for _, t in times[(environment, name)])
-            lines.append(
-                f"| {environment} | {name} | {phase:.2f} | {phase / base:.2f} | {trial:.2f} |"
-            )
+        for task in TASKS:
+            base = _median(times[(environment, task, "Harbor's verifier")], first=False)
+            for name in VERIFIERS:
+                runs = times[(environment, task, name)]
+                later = _median(runs, first=False)
+                first = _median(runs, first=True)
+                trial = statistics.median(t for _, t, _ in runs)
+                lines.append(
+                    f"| {environment} | {task} | {name} | {later:.2f} | {later / base:.2f} "
+                    f"| {first:.2f} | {trial:.2f} |"
+                )
     lines += [
         "",
         "SealedVerifier's phase stops the agent's processes, reads its container's diff, "
-        "copies its state out, starts a fresh container of the pristine image (and a second "
-        "one, the pristine control's, beside it), runs the tests and reads the reward on the "
-        "host. Harbor's verifier runs the tests in the agent's own container.",
+        "copies its state out, starts a fresh container of the pristine image, runs the "
+        "tests and reads the reward on the host; a job's first trial also runs the pristine "
+        "control and the solution's control beside it. Harbor's verifier runs the tests in "
+        "the agent's own container.",
         "",
         "The generic path does the same through Harbor's environment interface alone: each "
         "fresh environment is a Compose project started by Harbor (with its clock, processes "
@@ -160,6 +180,10 @@ def report(
         "timeout.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _median(runs: list[Trial], *, first: bool) -> float:
+    return statistics.median(v for v, _, is_first in runs if is_first is first)
 
 
 if __name__ == "__main__":
