@@ -35,6 +35,7 @@ from cleanroom.cli.shared import (
     Environment,
     ImageMap,
     ImageMapFile,
+    usage_error,
     use_environment,
 )
 from cleanroom.cli.styles import AUDIT_VERDICT, FLAG_SEVERITY
@@ -138,6 +139,9 @@ def audit(
         )
     except (KeyError, ValueError) as exc:
         raise typer.BadParameter(str(exc).strip("'\""), param_hint="--probe") from exc
+    missing = [f"{p}: no such file or folder" for p in paths if not p.exists()]
+    if missing:
+        raise usage_error(missing)
     folder = run_dir or Path("runs") / time.strftime("audit-%Y%m%d-%H%M%S")
     pool: JobPool
     if ray_address is not None:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cleanroom.cli.shared import AsJson, console
+from cleanroom.cli.shared import AsJson, console, usage_error
 from cleanroom.reports.html import render_html, write_html
 from cleanroom.reports.model import build_report
 from cleanroom.reports.redteam_section import load_redteam_section
@@ -24,12 +24,14 @@ def report(
     ] = None,
     as_json: AsJson = False,
 ) -> None:
-    """Print a run's report. Exits 0 when a number is published, 1 when it is refused."""
+    """Print a run's report. Exits 0 when a number is published, 1 when it is refused, 4
+    when the folder holds no run."""
+    if not run_dir.is_dir():
+        raise usage_error([f"{run_dir}: no such run folder"])
     try:
         store = RunStore.open(run_dir, owner=False)
     except RunStoreError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise usage_error([str(exc)]) from exc
     with store:
         built = build_report(store)
         if html is not None:

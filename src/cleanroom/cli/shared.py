@@ -20,6 +20,19 @@ def console() -> Console:
     return Console() if Console().is_terminal else Console(width=120)
 
 
+# The user's own mistake, before anything ran: a task folder that is missing or cannot be
+# read as a task, a run folder that is not there. Apart from 2 (an outcome the
+# infrastructure caused) so that a script can tell the two apart.
+EXIT_USAGE = 4
+
+
+def usage_error(lines: list[str]) -> typer.Exit:
+    """Each of ``lines`` on stderr as an error; the exit to raise."""
+    for line in lines:
+        typer.echo(f"error: {line}", err=True)
+    return typer.Exit(EXIT_USAGE)
+
+
 def new_run_folder(run_dir: Path | None, prefix: str) -> Path:
     """``run_dir``, or ``runs/<prefix>-<time>``; exits 2 if it holds anything already."""
     folder = run_dir or Path("runs") / time.strftime(f"{prefix}-%Y%m%d-%H%M%S")

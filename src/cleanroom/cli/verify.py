@@ -20,6 +20,7 @@ from cleanroom.cli.shared import (
     Environment,
     ImageMap,
     ImageMapFile,
+    usage_error,
     use_environment,
 )
 from cleanroom.cli.styles import status_style
@@ -36,6 +37,7 @@ from cleanroom.integrations.container import verify_container
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode
 from cleanroom.verifiers.container.runtime.docker import stop_every_runtime
 from cleanroom.verifiers.container.side_by_side import side_by_side
+from cleanroom.verifiers.container.task import TaskError, load_task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_path
 
 if TYPE_CHECKING:
@@ -129,8 +131,13 @@ def verify(
 ) -> None:
     """Verify container tasks; exit 0 success, 1 failure, 2 invalid (the infrastructure's
     fault, excluded), 3 a failure scored 0 for the agent's own act (tamper, ...). With
-    several tasks the exit code is the most serious of theirs: 2, then 3, then 1, then 0."""
+    several tasks the exit code is the most serious of theirs: 2, then 3, then 1, then 0.
+    A task folder that is missing or is no task (a malformed task.toml, a missing file) is
+    a usage error, with the file and line, before anything runs: exit 4."""
     use_environment(environment)
+    unusable = _unusable(task_dirs)
+    if unusable:
+        raise usage_error(unusable)
     # A stopped run removes what it made: its threads cannot be interrupted.
     with exit_on_signals(_remove_what_was_made):
         if image_map is None:
@@ -196,6 +203,17 @@ def verify(
             payloads = [outcome_json(o, mode) for o in outcomes]
             typer.echo(json.dumps(payloads if several else payloads[0], sort_keys=False))
         raise typer.Exit(most_serious_exit([o.exit_code for o in outcomes]))
+
+
+def _unusable(task_dirs: list[Path]) -> list[str]:
+    """What is wrong with each task folder that cannot be loaded as a task."""
+    wrong = []
+    for task_dir in task_dirs:
+        try:
+            load_task(task_dir)
+        except TaskError as exc:
+            wrong.append(str(exc))
+    return wrong
 
 
 def _remove_what_was_made(signal_name: str) -> None:
