@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from enum import StrEnum
@@ -31,6 +32,17 @@ def usage_error(lines: list[str]) -> typer.Exit:
     for line in lines:
         typer.echo(f"error: {line}", err=True)
     return typer.Exit(EXIT_USAGE)
+
+
+def show_progress() -> None:
+    """Show the long work a person waits for (an image build) on stderr, one line each."""
+    progress = logging.getLogger("cleanroom.progress")
+    if not progress.handlers:
+        handler = logging.StreamHandler()  # stderr
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        progress.addHandler(handler)
+        progress.setLevel(logging.INFO)
+        progress.propagate = False
 
 
 def new_run_folder(run_dir: Path | None, prefix: str) -> Path:

@@ -20,6 +20,7 @@ from cleanroom.cli.shared import (
     Environment,
     ImageMap,
     ImageMapFile,
+    show_progress,
     usage_error,
     use_environment,
 )
@@ -135,6 +136,7 @@ def verify(
     A task folder that is missing or is no task (a malformed task.toml, a missing file) is
     a usage error, with the file and line, before anything runs: exit 4."""
     use_environment(environment)
+    show_progress()
     unusable = _unusable(task_dirs)
     if unusable:
         raise usage_error(unusable)

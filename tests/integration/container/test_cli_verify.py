@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,20 @@ def test_several_tasks_run_side_by_side_with_one_json_list(runtime: DockerRuntim
     data = json.loads(done.stdout)
     assert [d["details"]["task"] for d in data] == [t.name for t in tasks]  # the given order
     assert {d["outcome"] for d in data} == {"failure"}
+
+
+def test_an_image_build_is_told_on_stderr_while_it_runs(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    task = tmp_path / "fresh-image"
+    shutil.copytree(EXAMPLES / "fix-median", task)
+    with (task / "environment" / "Dockerfile").open("a") as dockerfile:
+        dockerfile.write(f"# {tmp_path.name}\n")  # an environment no image was built for
+
+    done = cleanroom("verify", str(task), "--noop", "--json")
+
+    assert done.returncode == 1, done.stderr
+    told = [line for line in done.stderr.splitlines() if "fresh-image" in line]
+    assert told[0].startswith("building the image cleanroom-task/fresh-image:"), done.stderr
+    assert told[1].startswith("built cleanroom-task/fresh-image:")
+    assert json.loads(done.stdout)["outcome"] == "failure"  # stdout is the JSON alone

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -31,6 +33,9 @@ from cleanroom.verifiers.container.task.compose_model import Service
 IMAGE_REPOSITORY = "cleanroom-task"
 KEEPALIVE = ("sleep", "infinity")
 BUILD_LOG_SHOWN = 4000
+
+# Long work a person waits for is told on this logger (a command shows it on stderr).
+PROGRESS = logging.getLogger("cleanroom.progress")
 
 _build_locks: dict[str, threading.Lock] = {}
 _image_logs: dict[str, bytes | None] = {}
@@ -123,7 +128,10 @@ class DockerImages:
             with lock:
                 if self.docker.inspect_image(tag) is not None:
                     return tag, False
+                PROGRESS.info("building the image %s (its first use; later runs reuse it)", tag)
+                started = time.monotonic()
                 self._build(tag, context, dockerfile, dict(args), timeout)
+                PROGRESS.info("built %s in %.1f s", tag, time.monotonic() - started)
                 return tag, True
 
     def _prebuilt(self, named: str, image_map: Mapping[str, str]) -> str:
