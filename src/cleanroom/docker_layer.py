@@ -86,7 +86,7 @@ def anonymous_volume(target: str, empty: bool = False) -> Any:
 
 @dataclass(frozen=True)
 class ContainerInfo:
-    """A container found by label."""
+    """A container (or network) found by label."""
 
     id: str
     name: str
@@ -374,8 +374,16 @@ class Docker:
 
     def networks_labelled(self, *labels: str) -> list[str]:
         """The ids of every network carrying all ``labels`` (``key`` or ``key=value``)."""
+        return [n.id for n in self.networks_found(*labels)]
+
+    def networks_found(self, *labels: str) -> list[ContainerInfo]:
+        """Every network carrying all ``labels``, with its name and labels."""
         with self._call("listing labelled networks"):
-            return [str(n["Id"]) for n in self.api.networks(filters={"label": list(labels)})]
+            found = self.api.networks(filters={"label": list(labels)})
+        return [
+            ContainerInfo(str(n["Id"]), str(n.get("Name") or ""), n.get("Labels") or {})
+            for n in found
+        ]
 
     # Files --------------------------------------------------------------------------
 

@@ -7,6 +7,8 @@
   state file, a health check), described by its log's tail when it fails, stopped.
 - `die_with_owner`: called first by a child service that must not outlive the process
   that started it (a run killed with SIGKILL must not leave its verify server behind).
+- `owner_token` and `owner_gone`: a process named so that a later look can tell whether
+  it still runs (a pid reused since is another process), for what it left labelled.
 """
 
 from __future__ import annotations
@@ -215,3 +217,49 @@ def die_with_owner(owner_pid: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="owner-watch", daemon=True).start()
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie counts as dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def start_time(pid: int) -> int | None:
+    """When a process started (clock ticks since boot), to tell it from a later process
+    that reuses its pid; None if there is no such process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+    return int(fields[19])  # field 22 of stat; the split starts at field 3
+
+
+_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+def owner_token(pid: int | None = None) -> str:
+    """This process (or ``pid``) as ``<boot id>:<pid>:<start time>``: what a label names
+    its owner by."""
+    pid = os.getpid() if pid is None else pid
+    return f"{_boot_id()}:{pid}:{start_time(pid)}"
+
+
+def owner_gone(token: str) -> bool | None:
+    """Whether the process ``token`` names has ended: True, False, or None when it is not
+    of this machine's boot (or no token at all), so nothing can be said of it here."""
+    parts = token.split(":")
+    if len(parts) != 3 or parts[0] != _boot_id() or not parts[1].isdigit():
+        return None
+    pid = int(parts[1])
+    return not (alive(pid) and str(start_time(pid)) == parts[2])
+
+
+def _boot_id() -> str:
+    try:
+        return _BOOT_ID.read_text().strip()
+    except OSError:
+        return "unknown-boot"

@@ -14,6 +14,7 @@ from cleanroom.cli import (
     control,
     demo,
     envs,
+    gc,
     isolation,
     osworld,
     redteam,
@@ -83,6 +84,9 @@ app.command(
     "report", help="Print a run's report: the isolation number next to its control, or why not."
 )(report.report)
 app.command("demo", help="Run the main job end to end on the embedded defaults.")(demo.demo)
+app.command(
+    "gc", help="Remove what cleanroom's ended processes left: containers, networks, pools."
+)(gc.gc)
 
 
 def main() -> None:

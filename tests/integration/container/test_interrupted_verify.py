@@ -4,6 +4,7 @@ conventional status."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -175,3 +176,51 @@ def test_a_stopped_runtime_thaws_a_container_it_froze_and_did_not_make(
 
 def _pairs(labels: dict[str, str]) -> list[str]:
     return [f"{k}={v}" for k, v in labels.items()]
+
+
+def test_what_a_killed_verify_left_is_removed_by_gc_and_nothing_else(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    # Given a sealed verify killed with SIGKILL (nothing of its own can run), its paused
+    # agent container, verifier and services network left on the daemon
+    token = secrets.token_hex(6)
+    label = f"cleanroom.interrupted={token}"
+    labels = {**runtime.labels, "cleanroom.interrupted": token}
+    env = {**os.environ, LABELS_ENV: ",".join(f"{k}={v}" for k, v in labels.items())}
+    code = "from cleanroom.cli import main; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "verify", str(slow_compose_task(tmp_path)), "--solution"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_sealed_verifier(runtime, label)
+    finally:
+        proc.kill()
+        proc.wait()
+    left = {c.name for c in runtime.docker.containers_labelled(label)}
+    assert len(left) >= 3 and runtime.docker.networks_labelled(label)
+    # and beside it a container that is not cleanroom's
+    stranger = runtime.docker.client.containers.run(
+        "cleanroom/base:bookworm", ["sleep", "300"], detach=True, labels={"not": token}
+    )
+    try:
+        # When gc runs
+        done = subprocess.run(
+            [sys.executable, "-c", code, "gc", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+        # Then what the killed verify made is gone, and said so; the stranger is untouched
+        assert done.returncode == 0, done.stderr
+        removed = json.loads(done.stdout)["verifications"]["removed"]
+        assert {f"container {name}" for name in left} <= set(removed), removed
+        assert runtime.docker.containers_labelled(label) == []
+        assert runtime.docker.networks_labelled(label) == []
+        stranger.reload()
+        assert stranger.status == "running"
+    finally:
+        stranger.remove(force=True)

@@ -8,7 +8,9 @@ import signal
 from collections.abc import Iterable
 from pathlib import Path
 
-from cleanroom.lifecycle import wait_until
+from cleanroom.lifecycle import alive, start_time, wait_until
+
+__all__ = ["alive", "start_time"]  # where the pool's code has always found them
 
 
 def pids_of_uid(uid: int) -> list[int]:
@@ -26,15 +28,6 @@ def pids_of_uid(uid: int) -> list[int]:
         except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError):
             continue
     return found
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie counts as dead)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def kill_pids(pids: list[int], *, grace_s: float = 1.0) -> None:
@@ -58,16 +51,6 @@ def kill_uid(uid: int, *, grace_s: float = 1.0) -> None:
         if not pids:
             return
         kill_pids(pids, grace_s=grace_s)
-
-
-def start_time(pid: int) -> int | None:
-    """When a process started (clock ticks since boot), to tell it from a later process
-    that reuses its pid; None if there is no such process."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-    return int(fields[19])  # field 22 of stat; the split starts at field 3
 
 
 def process_tree(pid: int) -> list[int]:

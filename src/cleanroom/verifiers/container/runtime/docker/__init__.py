@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Callable, Mapping
 
 from cleanroom.docker_layer import Docker
+from cleanroom.lifecycle import owner_token
 from cleanroom.verifiers.container.runtime.capabilities import FULL
 from cleanroom.verifiers.container.runtime.docker.containers import DockerContainers
 from cleanroom.verifiers.container.runtime.docker.files import DockerFiles
@@ -31,12 +32,22 @@ from cleanroom.verifiers.container.runtime.docker.state import DockerStateTransf
 from cleanroom.verifiers.container.runtime.records import RuntimeUnavailable
 
 LABEL = "cleanroom.verify"
+# The process that made a container or network (`lifecycle.owner_token`): what `gc`
+# removes is what a process that has ended left.
+OWNER_LABEL = "cleanroom.owner"
 LABELS_ENV = "CLEANROOM_LABELS"  # extra labels, "key=value,key=value", for a whole process
 
 # How long a stop waits for a container being started to be known, at most.
 STOP_WAIT_S = 30.0
 
-__all__ = ["LABEL", "LABELS_ENV", "DockerRuntime", "labels_from_env", "stop_every_runtime"]
+__all__ = [
+    "LABEL",
+    "LABELS_ENV",
+    "OWNER_LABEL",
+    "DockerRuntime",
+    "labels_from_env",
+    "stop_every_runtime",
+]
 
 # Every runtime of this process, for `stop_every_runtime`: a signal is the process's.
 _RUNTIMES: weakref.WeakSet[DockerRuntime] = weakref.WeakSet()
@@ -53,10 +64,12 @@ class DockerRuntime:
         self.labels = {LABEL: "1", **(labels or {})}
         self.made = MadeByRuntime()
         self.images = DockerImages(docker, self.labels, self.made)
-        self.containers = DockerContainers(docker, self.labels, self.images)
+        # What lives only as long as a run carries the process that made it, for `gc`.
+        owned = {**self.labels, OWNER_LABEL: owner_token()}
+        self.containers = DockerContainers(docker, owned, self.images)
         self.files = DockerFiles(docker)
         self.state = DockerStateTransfer(docker)
-        self.networks = DockerNetworks(docker, self.labels, self.made)
+        self.networks = DockerNetworks(docker, owned, self.made)
         with _RUNTIMES_LOCK:
             _RUNTIMES.add(self)
 
