@@ -260,6 +260,16 @@ def close_environments() -> None:
             _log.warning("could not close a sealed TRL environment", exc_info=True)
 
 
-# The environments' event loops run on daemon threads, which still serve while exit
-# handlers run (and no longer once the interpreter finalizes).
+class _Anchor:
+    """An object that lives as long as the process, for the finalizer below."""
+
+
+_ANCHOR = _Anchor()
+# Harbor keeps each sandbox's compose files in temporary folders, deleted at exit by
+# `weakref.finalize`'s exit hook, which is registered with atexit at the first finalizer
+# made in the process. One made here, before this module's hook, registers it first, so
+# this hook (atexit runs last in, first out) stops the sandboxes while their compose files
+# are still there. The environments' event loops run on daemon threads, which still serve
+# while exit handlers run (and no longer once the interpreter finalizes).
+weakref.finalize(_ANCHOR, lambda: None)
 atexit.register(close_environments)

@@ -155,6 +155,22 @@ def test_no_sealed_sandbox_or_trial_folder_outlives_the_process(
     assert not [r["trial_dir"] for r in sealed.values() if Path(r["trial_dir"]).exists()]
 
 
+def test_a_script_that_ends_without_closing_leaves_no_sandbox(
+    runtime: DockerRuntime, tmp_path: Path
+) -> None:
+    # cleanroom's module imported first, before anything else registers an exit hook.
+    started = run_in_trl_venv(runtime, "trl_exit.py", tmp_path / "results.json", dataset(tmp_path))
+
+    left = runtime.docker.client.containers.list(
+        all=True, filters={"label": f"com.docker.compose.project={started['project']}"}
+    )
+    assert left == []
+    networks = runtime.docker.client.networks.list(
+        filters={"label": f"com.docker.compose.project={started['project']}"}
+    )
+    assert networks == []
+
+
 @pytest.fixture(scope="module")
 def grpo_step(runtime: DockerRuntime, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One GRPOTrainer step of trl_grpo_step.py: oracle, plant, oracle with its sandbox

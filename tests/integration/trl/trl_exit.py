@@ -1,0 +1,35 @@
+"""A process that imports cleanroom's TRL environments first, starts one sandbox and
+exits without closing it, as a training script ends. Run in .venv-trl:
+
+    python trl_exit.py RESULTS_JSON DATASET_DIR
+
+It records the sandbox's Compose project, for the test to find it gone after the exit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+# First: this module's exit hook is then the first registered of the process.
+from cleanroom.integrations.trl_env import SealedHarborBashEnv  # isort: skip
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+from trl.experimental.harbor import HarborSpec
+
+from cleanroom.integrations.environment import compose_project_name
+
+
+def main(results_path: str, dataset: str) -> None:
+    spec = HarborSpec(dataset, agent=SealedHarborBashEnv)
+    env = SealedHarborBashEnv()
+    env.reset(**dict(spec.train_dataset[0]))
+    with open(results_path, "w") as out:
+        json.dump({"project": compose_project_name(env._env.session_id)}, out)
+    # No close_environments(): the process ends here, with the sandbox up.
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
