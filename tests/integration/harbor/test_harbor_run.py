@@ -476,10 +476,10 @@ def test_the_sealed_verifier_scores_each_state_and_runner_attack_zero_inside_har
 # Debian's podman, rootful, with podman-compose as its compose frontend: the same cases as
 # on Docker. The oracle scores 1 and a hang is the agent's 0 (both in `make
 # test-integrations`); a planted reward kept alive by a leftover process scores 1 under
-# Harbor's own verifier (the naive baseline) and 0 under `SealedVerifier`, for the agent's
-# tamper; a verifier that cannot give a reward on any state reaches Harbor as an
-# exception, never a 0. `SealedVerifier` reaches the agent's container through podman's
-# Docker-compatible API.
+# Harbor's own verifier (the naive baseline, in `make test-integrations` too) and 0 under
+# `SealedVerifier`, for the agent's tamper; a verifier that cannot give a reward on any
+# state reaches Harbor as an exception, never a 0. `SealedVerifier` reaches the agent's
+# container through podman's Docker-compatible API.
 
 PODMAN = "podman"
 
@@ -494,6 +494,10 @@ def test_the_oracle_scores_one_on_podman(podman: DockerRuntime, tmp_path: Path) 
     assert seen["details"]["agent_processes"] == "killed"
 
 
+# The baseline is a fact about Harbor's own verifier, which `make test` shows on Docker;
+# on podman the sealed verifier's tamper evidence for the same plant (below) shows that
+# the plant was made.
+@pytest.mark.integrations
 def test_a_rewriting_process_fools_harbors_own_verifier_on_podman(
     podman: DockerRuntime, tmp_path: Path
 ) -> None:
