@@ -154,6 +154,11 @@ def oracle_trials(
     return results
 
 
+# The tests that read `oracle_trials` run on one worker, so that the run is made once.
+ON_THE_ORACLE_TRIALS = pytest.mark.xdist_group("harbor-oracle-trials")
+
+
+@ON_THE_ORACLE_TRIALS
 def test_the_oracle_scores_one_with_the_sealed_verifier(
     oracle_trials: dict[str, dict[str, Any]],
 ) -> None:
@@ -179,6 +184,7 @@ def compose_store_task(tmp_path: Path) -> Path:
     return task
 
 
+@ON_THE_ORACLE_TRIALS
 def test_the_sealed_verifier_reaches_the_compose_services_harbor_started(
     runtime: DockerRuntime, oracle_trials: dict[str, dict[str, Any]]
 ) -> None:
@@ -249,6 +255,7 @@ def test_the_documented_error_policy_keeps_harbor_from_retrying_an_invalid_outco
     assert evaluated["n_trials"] == 0  # no reward counted, 0 or otherwise
 
 
+@ON_THE_ORACLE_TRIALS
 def test_an_invalid_outcome_reaches_harbor_as_an_exception_not_a_zero(
     oracle_trials: dict[str, dict[str, Any]],
 ) -> None:
@@ -263,6 +270,7 @@ def test_an_invalid_outcome_reaches_harbor_as_an_exception_not_a_zero(
     assert (seen["outcome"], seen["reason"]) == ("invalid", "bad_reward")
 
 
+@ON_THE_ORACLE_TRIALS
 def test_each_step_of_a_multi_step_task_is_verified_sealed_inside_harbor(
     oracle_trials: dict[str, dict[str, Any]],
 ) -> None:
@@ -360,6 +368,7 @@ def separate_task(tmp_path: Path) -> Path:
     return task
 
 
+@ON_THE_ORACLE_TRIALS
 def test_a_separate_verifier_s_task_is_verified_sealed_in_harbor_s_verifier_environment(
     oracle_trials: dict[str, dict[str, Any]],
 ) -> None:
@@ -423,6 +432,7 @@ def skills_task(tmp_path: Path) -> Path:
     return task
 
 
+@ON_THE_ORACLE_TRIALS
 def test_a_task_with_a_skills_folder_is_verified(
     oracle_trials: dict[str, dict[str, Any]],
 ) -> None:
