@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -109,20 +110,60 @@ def outcome(result: dict[str, Any]) -> dict[str, Any]:
 # http-sum's verifier talks to the server the agent left running (live_processes);
 # artifact-answer's reads what the agent left in /logs/artifacts, Harbor's bound folder.
 ORACLE_TASKS = {"fix-median": "killed", "http-sum": "frozen", "artifact-answer": "killed"}
+JUNK_REWARD = "#!/bin/bash\necho nan > /logs/verifier/reward.txt\n"
 
 
-def test_the_oracle_scores_one_with_the_sealed_verifier(
-    runtime: DockerRuntime, tmp_path: Path
-) -> None:
-    """One `harbor run` of a dataset folder of three tasks, two trials at once."""
-    dataset = tmp_path / "dataset"
+def junk_reward_task(tmp_path: Path) -> Path:
+    """A copy of fix-median whose tests write a junk reward on every state."""
+    task = tmp_path / "junk-reward"
+    shutil.copytree(TASK, task)
+    (task / "tests" / "test.sh").write_text(JUNK_REWARD)
+    return task
+
+
+@pytest.fixture(scope="module")
+def oracle_trials(
+    docker_labels: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[str, Any]]:
+    """The oracle's trials under the sealed verifier of every task the tests below read,
+    by task name: one `harbor run` of a dataset folder, three trials at once. Harbor's
+    trials share nothing but the daemon, and each of its docker environment's trials
+    ends in a `docker compose down` that waits 10 s for the `sleep infinity` it runs as
+    the container's first process: trials side by side wait together."""
+    base = tmp_path_factory.mktemp("oracle-trials")
+    dataset = base / "dataset"
     dataset.mkdir()
     for name in ORACLE_TASKS:
         shutil.copytree(TASKS / name, dataset / name)
-    results = harbor_run_all(
-        runtime, tmp_path / "jobs", dataset, ["--agent", "oracle"], SEALED_ARGS, concurrent=2
-    )
-    assert sorted(results) == sorted(ORACLE_TASKS)
+    compose_store_task(dataset)
+    separate_task(dataset)
+    junk_reward_task(dataset)
+    skills_task(dataset)
+    shutil.copytree(TASKS / "two-step-report", dataset / "two-step-report")
+    try:
+        runtime = DockerRuntime.connect(docker_labels)
+    except RuntimeUnavailable as exc:
+        pytest.fail(f"these tests need a running Docker daemon ({exc}); run `make setup`")
+    try:
+        results = harbor_run_all(
+            runtime, base / "jobs", dataset, ["--agent", "oracle"], SEALED_ARGS, concurrent=3
+        )
+    finally:
+        runtime.remove_labelled(docker_labels, images=False)
+    assert sorted(results) == sorted(p.name for p in dataset.iterdir())
+    return results
+
+
+# The tests that read `oracle_trials` run on one worker, so that the run is made once.
+ON_THE_ORACLE_TRIALS = pytest.mark.xdist_group("harbor-oracle-trials")
+
+
+@ON_THE_ORACLE_TRIALS
+def test_the_oracle_scores_one_with_the_sealed_verifier(
+    oracle_trials: dict[str, dict[str, Any]],
+) -> None:
+    """One `harbor run` of a dataset folder of tasks, trials side by side."""
+    results = oracle_trials
     for name, processes in ORACLE_TASKS.items():
         result = results[name]
         assert result.get("exception_info") is None, (name, result["exception_info"])
@@ -133,17 +174,23 @@ def test_the_oracle_scores_one_with_the_sealed_verifier(
         assert seen["details"]["agent_processes"] == processes, name
 
 
-def test_the_sealed_verifier_reaches_the_compose_services_harbor_started(
-    runtime: DockerRuntime, tmp_path: Path
-) -> None:
-    """compose-store under Harbor: Harbor starts the store and runs the collect hook that
-    freezes it; the sealed verifier joins the store by name on a network of its own."""
+def compose_store_task(tmp_path: Path) -> Path:
+    """A copy of compose-store that Harbor's docker environment runs offline (it needs a
+    registry image for a no-network environment)."""
     task = tmp_path / "compose-store"
     shutil.copytree(TASKS / "compose-store", task)
     toml = task / "task.toml"
-    # Harbor's docker environment needs a registry image for a no-network environment.
     toml.write_text(toml.read_text().replace('"no-network"', '"public"'))
-    result = harbor_run(runtime, tmp_path / "jobs", task, ["--agent", "oracle"], SEALED_ARGS)
+    return task
+
+
+@ON_THE_ORACLE_TRIALS
+def test_the_sealed_verifier_reaches_the_compose_services_harbor_started(
+    runtime: DockerRuntime, oracle_trials: dict[str, dict[str, Any]]
+) -> None:
+    """compose-store under Harbor: Harbor starts the store and runs the collect hook that
+    freezes it; the sealed verifier joins the store by name on a network of its own."""
+    result = oracle_trials["compose-store"]
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 1.0
     seen = outcome(result)
@@ -195,9 +242,7 @@ def test_the_documented_error_policy_keeps_harbor_from_retrying_an_invalid_outco
     """With --max-retries 1, Harbor retries an exception it does not know; the error
     policy in examples/harbor/error-policy.yaml stops that for an invalid outcome, which
     stays excluded from the job's metrics either way."""
-    task = tmp_path / "junk-reward"
-    shutil.copytree(TASK, task)
-    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho nan > /logs/verifier/reward.txt\n")
+    task = junk_reward_task(tmp_path)
     config = ("-c", str(REPO / "examples" / "harbor" / "error-policy.yaml")) if policy else ()
     result = harbor_run(
         runtime, tmp_path / "jobs", task, ["--agent", "oracle", "-r", "1", *config], SEALED_ARGS
@@ -210,21 +255,13 @@ def test_the_documented_error_policy_keeps_harbor_from_retrying_an_invalid_outco
     assert evaluated["n_trials"] == 0  # no reward counted, 0 or otherwise
 
 
+@ON_THE_ORACLE_TRIALS
 def test_an_invalid_outcome_reaches_harbor_as_an_exception_not_a_zero(
-    runtime: DockerRuntime, tmp_path: Path
+    oracle_trials: dict[str, dict[str, Any]],
 ) -> None:
     """A verifier that writes a junk reward on every state (the agent's and the pristine
     one) is the infrastructure's fault: Harbor records the exception and no reward."""
-    task = tmp_path / "junk-reward"
-    shutil.copytree(TASK, task)
-    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho nan > /logs/verifier/reward.txt\n")
-    result = harbor_run(
-        runtime,
-        tmp_path / "jobs",
-        task,
-        ["--agent", "oracle"],
-        SEALED_ARGS,
-    )
+    result = oracle_trials["junk-reward"]
     assert reward(result) is None
     info = result["exception_info"]
     assert info is not None and info["exception_type"] == "InvalidOutcomeError"
@@ -233,19 +270,13 @@ def test_an_invalid_outcome_reaches_harbor_as_an_exception_not_a_zero(
     assert (seen["outcome"], seen["reason"]) == ("invalid", "bad_reward")
 
 
+@ON_THE_ORACLE_TRIALS
 def test_each_step_of_a_multi_step_task_is_verified_sealed_inside_harbor(
-    runtime: DockerRuntime, tmp_path: Path
+    oracle_trials: dict[str, dict[str, Any]],
 ) -> None:
     """Harbor runs the steps and calls the verifier once a step; each step is verified
     the sealed way, and the container goes on to the next step (frozen, not killed)."""
-    result = harbor_run(
-        runtime,
-        tmp_path,
-        TASKS / "two-step-report",
-        ["--agent", "oracle"],
-        # Each step's tests may run 30 s, twice in sealed, plus the overhead.
-        SEALED_ARGS,
-    )
+    result = oracle_trials["two-step-report"]
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 1.0
     steps = [(s["step_name"], reward(s)) for s in result["step_results"]]
@@ -337,13 +368,13 @@ def separate_task(tmp_path: Path) -> Path:
     return task
 
 
+@ON_THE_ORACLE_TRIALS
 def test_a_separate_verifier_s_task_is_verified_sealed_in_harbor_s_verifier_environment(
-    runtime: DockerRuntime, tmp_path: Path
+    oracle_trials: dict[str, dict[str, Any]],
 ) -> None:
     """Harbor stops the agent's environment and hands the verifier a fresh one of the
     verifier's image with the artifacts put back: verified there, the sealed way."""
-    task = separate_task(tmp_path)
-    result = harbor_run(runtime, tmp_path / "jobs", task, ["--agent", "oracle"], SEALED_ARGS)
+    result = oracle_trials["separate-verifier"]
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 1.0
     seen = outcome(result)
@@ -388,10 +419,9 @@ def test_harbor_regrades_recorded_trials_with_the_sealed_verifier(
     assert outcome(regraded)["details"]["mode"] == "sealed"
 
 
-def test_a_task_with_a_skills_folder_is_verified(runtime: DockerRuntime, tmp_path: Path) -> None:
-    """``[environment] skills_dir`` is the agent's (Harbor hands its path to the agent):
-    the task loads and is verified as any other."""
-    task = tmp_path / "fix-median"
+def skills_task(tmp_path: Path) -> Path:
+    """A copy of fix-median with ``[environment] skills_dir``."""
+    task = tmp_path / "skills-folder"
     shutil.copytree(TASK, task)
     toml = task / "task.toml"
     toml.write_text(
@@ -399,7 +429,16 @@ def test_a_task_with_a_skills_folder_is_verified(runtime: DockerRuntime, tmp_pat
             "[environment]", '[environment]\nskills_dir = "/runtime/skills"', 1
         )
     )
-    result = harbor_run(runtime, tmp_path / "jobs", task, ["--agent", "oracle"], SEALED_ARGS)
+    return task
+
+
+@ON_THE_ORACLE_TRIALS
+def test_a_task_with_a_skills_folder_is_verified(
+    oracle_trials: dict[str, dict[str, Any]],
+) -> None:
+    """``[environment] skills_dir`` is the agent's (Harbor hands its path to the agent):
+    the task loads and is verified as any other."""
+    result = oracle_trials["skills-folder"]
     assert result.get("exception_info") is None, result["exception_info"]
     assert reward(result) == 1.0
 
@@ -476,10 +515,10 @@ def test_the_sealed_verifier_scores_each_state_and_runner_attack_zero_inside_har
 # Debian's podman, rootful, with podman-compose as its compose frontend: the same cases as
 # on Docker. The oracle scores 1 and a hang is the agent's 0 (both in `make
 # test-integrations`); a planted reward kept alive by a leftover process scores 1 under
-# Harbor's own verifier (the naive baseline) and 0 under `SealedVerifier`, for the agent's
-# tamper; a verifier that cannot give a reward on any state reaches Harbor as an
-# exception, never a 0. `SealedVerifier` reaches the agent's container through podman's
-# Docker-compatible API.
+# Harbor's own verifier (the naive baseline, in `make test-integrations` too) and 0 under
+# `SealedVerifier`, for the agent's tamper; a verifier that cannot give a reward on any
+# state reaches Harbor as an exception, never a 0. `SealedVerifier` reaches the agent's
+# container through podman's Docker-compatible API.
 
 PODMAN = "podman"
 
@@ -494,6 +533,10 @@ def test_the_oracle_scores_one_on_podman(podman: DockerRuntime, tmp_path: Path) 
     assert seen["details"]["agent_processes"] == "killed"
 
 
+# The baseline is a fact about Harbor's own verifier, which `make test` shows on Docker;
+# on podman the sealed verifier's tamper evidence for the same plant (below) shows that
+# the plant was made.
+@pytest.mark.integrations
 def test_a_rewriting_process_fools_harbors_own_verifier_on_podman(
     podman: DockerRuntime, tmp_path: Path
 ) -> None:
@@ -535,9 +578,7 @@ def test_an_agent_that_hangs_the_tests_gets_its_zero_on_podman(
 def test_an_invalid_outcome_reaches_harbor_as_an_exception_on_podman(
     podman: DockerRuntime, tmp_path: Path
 ) -> None:
-    task = tmp_path / "junk-reward"
-    shutil.copytree(TASK, task)
-    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho nan > /logs/verifier/reward.txt\n")
+    task = junk_reward_task(tmp_path)
     result = harbor_run(podman, tmp_path / "jobs", task, ["--agent", "oracle"], SEALED_ARGS, PODMAN)
     assert reward(result) is None
     info = result["exception_info"]
@@ -614,9 +655,7 @@ def test_an_agent_that_hangs_the_tests_gets_its_zero_on_the_generic_path(
 def test_an_invalid_outcome_reaches_harbor_as_an_exception_on_the_generic_path(
     runtime: DockerRuntime, tmp_path: Path
 ) -> None:
-    task = tmp_path / "junk-reward"
-    shutil.copytree(TASK, task)
-    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho nan > /logs/verifier/reward.txt\n")
+    task = junk_reward_task(tmp_path)
     result = harbor_run(runtime, tmp_path / "jobs", task, ["--agent", "oracle"], GENERIC_ARGS)
     assert reward(result) is None
     info = result["exception_info"]

@@ -46,9 +46,12 @@ async def one(config: dict[str, Any]) -> dict[str, Any]:
 
 
 async def main(trials_dir: str, specs: list[str]) -> None:
-    for start in range(0, len(specs), 3):
-        task, agent, verifier = specs[start : start + 3]
-        print(json.dumps(await one(trial_config(trials_dir, task, agent, verifier))), flush=True)
+    # Side by side, as a training loop runs a batch of trials; printed in the order given.
+    configs = [
+        trial_config(trials_dir, *specs[start : start + 3]) for start in range(0, len(specs), 3)
+    ]
+    for result in await asyncio.gather(*(one(config) for config in configs)):
+        print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":
