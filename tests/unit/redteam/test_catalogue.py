@@ -99,7 +99,7 @@ LIVE_VERIFIER_ROUTES = [
 ZERO_NOT_EXCLUSION_ROUTES = [
     "a planted reward beside links whose targets no stat can answer (longer than "
     "PATH_MAX, a name longer than NAME_MAX)",
-    "a planted reward beside 30,000 links in the work dir",
+    "a planted reward beside 25,000 links in the work dir",
     "the module under test writes a JSON line nested 100,000 deep into the sealed "
     "verifier's record of the test run, then ends its importer with status 0",
     "nothing at all, on a task whose tests wait for the answer and so overrun their "
