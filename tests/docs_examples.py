@@ -92,7 +92,9 @@ def blocks(page: Path) -> list[Block]:
         index = per_heading.get(heading, 0)
         per_heading[heading] = index + 1
         found.append(
-            Block(name, heading, index, lang, "\n".join(body) + "\n", i + 1, _reason(lines, end + 1))
+            Block(
+                name, heading, index, lang, "\n".join(body) + "\n", i + 1, _reason(lines, end + 1)
+            )
         )
         i = end + 1
     return found
@@ -130,7 +132,9 @@ def filled(block: Block, **placeholders: str) -> str:
     the block must be given, and only those."""
     named = set(_PLACEHOLDER.findall(block.text))
     if named != set(placeholders):
-        raise ValueError(f"{block.where} has placeholders {sorted(named)}, given {sorted(placeholders)}")
+        raise ValueError(
+            f"{block.where} has placeholders {sorted(named)}, given {sorted(placeholders)}"
+        )
     text = block.text
     for name, value in placeholders.items():
         text = text.replace(f"<{name}>", value)

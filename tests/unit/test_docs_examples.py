@@ -79,7 +79,10 @@ def test_only_shell_and_python_blocks_are_meant_to_be_run(page: Path) -> None:
 
 def test_a_placeholder_must_be_filled_and_nothing_else(page: Path) -> None:
     block = blocks(page)[2]
-    assert filled(block, task="examples/tasks/fix-median") == "cleanroom audit examples/tasks/fix-median\n"
+    assert (
+        filled(block, task="examples/tasks/fix-median")
+        == "cleanroom audit examples/tasks/fix-median\n"
+    )
     with pytest.raises(ValueError, match="placeholders"):
         filled(block)
     with pytest.raises(ValueError, match="placeholders"):
@@ -138,7 +141,9 @@ def test_every_block_a_test_takes_is_on_its_page() -> None:
         try:
             block = doc_block(page, heading, index)
         except DocBlockNotFoundError as missing:
-            pytest.fail(f"{missing} (taken by {', '.join(str(p.relative_to(REPO)) for p in paths)})")
+            pytest.fail(
+                f"{missing} (taken by {', '.join(str(p.relative_to(REPO)) for p in paths)})"
+            )
         assert block.runnable, block.where
 
 
