@@ -162,12 +162,14 @@ def run_shell(
     )
 
 
-def run_python(block: Block, namespace: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_python(
+    block: Block, namespace: dict[str, Any] | None = None, **placeholders: str
+) -> dict[str, Any]:
     """Execute a ``python`` block in ``namespace`` (what earlier blocks of the page
     defined, when it continues them); the namespace after it."""
     assert block.lang == "python", block.where
     names = {} if namespace is None else namespace
-    exec(compile(block.text, block.where, "exec"), names)
+    exec(compile(filled(block, **placeholders), block.where, "exec"), names)
     return names
 
 
@@ -176,7 +178,9 @@ def taken_by_tests(root: Path = REPO / "tests") -> Iterator[tuple[tuple[str, str
     for path in sorted(root.rglob("*.py")):
         if TAKE not in path.read_text():
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        constants = _module_constants(tree)
+        for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
@@ -184,8 +188,31 @@ def taken_by_tests(root: Path = REPO / "tests") -> Iterator[tuple[tuple[str, str
             if name != TAKE or path.name in _OWN_FILES:
                 continue
             given = [*node.args, *(k.value for k in node.keywords if k.arg == "index")]
-            if not all(isinstance(a, ast.Constant) for a in given) or len(given) not in (2, 3):
+            values = [_literal(a, constants) for a in given]
+            if None in values or len(values) not in (2, 3):
                 # A locator computed at run time cannot be checked before the test runs.
-                raise ValueError(f"{path}:{node.lineno}: {TAKE} takes literal arguments only")
-            page, heading, *index = (a.value for a in given)  # type: ignore[attr-defined]
+                raise ValueError(
+                    f"{path}:{node.lineno}: {TAKE} takes literals or module constants only"
+                )
+            page, heading, *index = values
             yield (str(page), str(heading), int(index[0]) if index else 0), path
+
+
+def _module_constants(tree: ast.Module) -> dict[str, object]:
+    """The module's ``NAME = "literal"`` assignments."""
+    return {
+        node.targets[0].id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant)
+    }
+
+
+def _literal(node: ast.expr, constants: dict[str, object]) -> object | None:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return constants.get(node.id)
+    return None

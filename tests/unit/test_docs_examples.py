@@ -97,7 +97,8 @@ def test_a_test_that_takes_a_block_is_found_by_its_literal_locator(tmp_path: Pat
     (tmp_path / "test_x.py").write_text(
         "def test_it():\n"
         "    doc_block('README.md', 'Calling it')\n"
-        "    docs_examples.doc_block('docs/a.md', 'B', index=2)\n"
+        "    docs_examples.doc_block(PAGE, 'B', index=2)\n"
+        "PAGE = 'docs/a.md'\n"
     )
     assert [k for k, _ in taken_by_tests(tmp_path)] == [
         ("README.md", "Calling it", 0),
@@ -107,7 +108,7 @@ def test_a_test_that_takes_a_block_is_found_by_its_literal_locator(tmp_path: Pat
 
 def test_a_locator_computed_at_run_time_is_refused(tmp_path: Path) -> None:
     (tmp_path / "test_x.py").write_text("def test_it(h):\n    doc_block('README.md', h)\n")
-    with pytest.raises(ValueError, match="literal"):
+    with pytest.raises(ValueError, match="literals"):
         list(taken_by_tests(tmp_path))
 
 
