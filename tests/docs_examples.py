@@ -14,8 +14,10 @@ tests/unit/test_docs_examples.py fails for a block that does neither.
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
+import signal
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -152,14 +154,25 @@ def run_shell(
     """Run an ``sh`` or ``bash`` block as a script in ``cwd`` (stopping at its first
     failing command); its output is captured."""
     assert block.lang in {"sh", "bash"}, block.where
-    return subprocess.run(
-        ["bash", "-e", "-c", filled(block, **placeholders)],
+    argv = ["bash", "-e", "-c", filled(block, **placeholders)]
+    # A session of its own: what the block left running when it failed (a server it
+    # started in the background) is stopped with it.
+    with subprocess.Popen(
+        argv,
         cwd=cwd,
         env=dict(os.environ if env is None else env),
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
-    )
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def run_python(
