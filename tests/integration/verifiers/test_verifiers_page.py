@@ -74,6 +74,9 @@ def test_the_offline_recipe_scores_the_scripted_oracle_one_and_the_tally_counts_
     (record,) = records
     assert record["rewards"]["solved"] == 1.0, json.dumps(record)[-3000:]
     assert record["info"]["cleanroom"]["outcome"] == "success", record["info"]
+    # The module the recipe wrote is the page's (its first line names the file).
+    module = doc_block(PAGE, "By taskset id (`vf-eval`, prime-rl's env servers)").text
+    assert (checkout / "cleanroom_sealed_harbor.py").read_text() == module.split("\n", 1)[1]
 
     # The page's batch tally, over the run's saved records.
     tally = doc_block(PAGE, "Counted per batch").text

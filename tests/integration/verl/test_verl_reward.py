@@ -230,3 +230,22 @@ def test_the_agent_loop_hook_scores_each_session_and_a_lost_one_is_left_out(
 
 def test_the_documented_overrides_name_cleanroom_s_compute_score() -> None:
     assert OVERRIDES["reward.custom_reward_function.name"] == "compute_score"
+
+
+def test_the_documented_agent_loop_registers_with_verl() -> None:
+    """The page's agent loop, defined in .venv-verl: verl's registry has it by its name."""
+    block = doc_block("docs/integrations/verl.md", "The agent-loop hook")
+    script = (
+        f"{block.text}\n"
+        "from verl.experimental.agent_loop.agent_loop import _agent_loop_registry\n"
+        "print(_agent_loop_registry['my_container_agent'])\n"
+    )
+    done = subprocess.run(
+        [str(PYTHON), "-c", script],
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "MyContainerAgentLoop" in done.stdout
