@@ -36,7 +36,8 @@ def test_the_reward_without_a_trainer_scores_the_oracle_s_rollout_one(
     script = (
         f"{block.text}import json\n"
         "from cleanroom.integrations.environment import compose_project_name\n"
-        "project = compose_project_name(env._env.session_id)\n"
+        # Harbor ran the sandbox as a Compose project named after its session.
+        "project = compose_project_name(outcome.details['environment'])\n"
         "print(json.dumps([reward, outcome.to_json(), project]))\n"
     )
     done = subprocess.run(
