@@ -69,11 +69,11 @@ def test_the_offline_recipe_scores_the_scripted_oracle_one_and_the_tally_counts_
     done = run_shell(doc_block(PAGE, "Trying it offline"), cwd=checkout, env=user_env, timeout=840)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     (traces,) = (checkout / "outputs").rglob("traces.jsonl")
-    records = [json.loads(line) for line in traces.read_text().splitlines() if line.strip()]
-    assert len(records) == 1, records
-    (record,) = records
-    assert record["rewards"]["solved"] == 1.0, json.dumps(record)[-3000:]
-    assert record["info"]["cleanroom"]["outcome"] == "success", record["info"]
+    episodes = [json.loads(line) for line in traces.read_text().splitlines() if line.strip()]
+    assert len(episodes) == 1, episodes
+    (trace,) = episodes[0]["traces"]
+    assert trace["rewards"]["solved"]["score"] == 1.0, json.dumps(trace)[-3000:]
+    assert trace["info"]["cleanroom"]["outcome"] == "success", trace["info"]
     # The module the recipe wrote is the page's (its first line names the file).
     module = doc_block(PAGE, "By taskset id (`vf-eval`, prime-rl's env servers)").text
     assert (checkout / "cleanroom_sealed_harbor.py").read_text() == module.split("\n", 1)[1]
