@@ -33,13 +33,7 @@ def test_the_reward_without_a_trainer_scores_the_oracle_s_rollout_one(
         pytest.fail("no .venv-trl (TRL, Harbor and torch): run `make setup-integrations`")
     (tmp_path / "examples").symlink_to(REPO / "examples")
     block = doc_block("docs/integrations/trl.md", "A reward without a trainer")
-    script = (
-        f"{block.text}import json\n"
-        "from cleanroom.integrations.environment import compose_project_name\n"
-        # Harbor ran the sandbox as a Compose project named after its session.
-        "project = compose_project_name(outcome.details['environment'])\n"
-        "print(json.dumps([reward, outcome.to_json(), project]))\n"
-    )
+    script = f"{block.text}import json\nprint(json.dumps([reward, outcome.to_json()]))\n"
     done = subprocess.run(
         [str(PYTHON), "-c", script],
         cwd=tmp_path,
@@ -55,9 +49,12 @@ def test_the_reward_without_a_trainer_scores_the_oracle_s_rollout_one(
         timeout=840,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
-    reward, outcome, project = json.loads(done.stdout.strip().splitlines()[-1])
+    reward, outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert reward == 1.0, outcome
-    assert outcome["outcome"] == "success"
+    assert outcome["outcome"] == "success", outcome["details"]
+    # The agent's service, SESSION/main: Harbor ran the sandbox as the Compose project
+    # named after the session.
+    project = outcome["details"]["agent"].split("/")[0]
     left = subprocess.run(
         ["docker", "ps", "-aq", "--filter", f"label=com.docker.compose.project={project}"],
         capture_output=True,
