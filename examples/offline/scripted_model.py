@@ -109,7 +109,7 @@ def handler(script: str) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(payload)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             """Quiet: a loop's every turn would print a line."""
 
     return Scripted
