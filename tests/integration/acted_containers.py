@@ -20,12 +20,17 @@ PLANTER = (
 )
 
 
-def start_container(runtime: DockerRuntime, task: Task) -> tuple[str, str]:
-    """The task's image started idle, with no network, labelled for the test's cleanup:
-    its ID and name."""
+def start_container(runtime: DockerRuntime, task: Task, name: str | None = None) -> tuple[str, str]:
+    """The task's image started idle, with no network, labelled for the test's cleanup
+    (named ``name``, or by the daemon): its ID and name."""
     image, _ = runtime.images.for_task(task)
     ctr = runtime.docker.client.containers.run(
-        image, ["sleep", "infinity"], detach=True, labels=runtime.labels, network_mode="none"
+        image,
+        ["sleep", "infinity"],
+        detach=True,
+        labels=runtime.labels,
+        network_mode="none",
+        name=name,
     )
     return str(ctr.id), str(ctr.name)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -22,9 +23,15 @@ from cleanroom.core.outcomes import Reason, Status
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task
 
+from ...conftest import RUN_LABEL
+from ...docs_examples import doc_block, run_python
 from ..acted_containers import ORACLE, PLANTER, act_in, start_container
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+# The names the README and docs/integrations/index.md use.
+DOCUMENTED_CONTAINER = "trial-main-1"
+DOCUMENTED_TASK = "tasks/fix-median"
 
 
 @pytest.fixture
@@ -47,14 +54,57 @@ def agent_container(
         runtime.containers.remove(ident)
 
 
-def test_the_oracle_s_container_scores_one(
-    agent_container: Callable[[str], str], example: Callable[[str], Task]
-) -> None:
-    name = agent_container(ORACLE)
-    outcome = cleanroom.verify_container(example("fix-median").root, name)
+@pytest.fixture
+def documented_container(
+    runtime: DockerRuntime,
+    example: Callable[[str], Task],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[None]:
+    """What the README's snippet and docs/integrations/index.md name: the oracle acted in
+    a container called ``trial-main-1``, and fix-median at ``tasks/fix-median`` in the
+    working folder."""
+    task = example("fix-median")
+    shutil.copytree(task.root, tmp_path / DOCUMENTED_TASK)
+    monkeypatch.chdir(tmp_path)
+    _remove_a_test_s_leftover(runtime, DOCUMENTED_CONTAINER)
+    ident, _ = start_container(runtime, task, DOCUMENTED_CONTAINER)
+    try:
+        act_in(runtime, task, ident, ORACLE)
+        yield
+    finally:
+        runtime.containers.remove(ident)
+
+
+def _remove_a_test_s_leftover(runtime: DockerRuntime, name: str) -> None:
+    """A container of that name that an earlier, killed run of the tests left (it carries
+    the tests' label); anyone else's is left alone, and the test then fails on the name."""
+    found = runtime.docker.client.containers.list(all=True, filters={"name": f"^{name}$"})
+    for ctr in found:
+        if RUN_LABEL in ctr.labels:
+            ctr.remove(force=True)
+
+
+def test_the_readme_s_call_scores_the_oracle_s_container_one(documented_container: None) -> None:
+    names = run_python(doc_block("README.md", "Rewards in your loop"))
+    outcome = names["outcome"]
     assert (outcome.status, outcome.score) == (Status.SUCCESS, 1.0), outcome.detail
     assert outcome.reward_metrics == {"reward": 1.0}
-    assert cleanroom.reward_or_none(outcome) == 1.0
+    assert names["reward"] == 1.0
+
+
+def test_the_api_page_s_calls_and_tally_count_the_oracle_s_container(
+    documented_container: None,
+) -> None:
+    names = run_python(doc_block("docs/integrations/index.md", "The API"))
+    outcome = names["outcome"]
+    assert (outcome.status, outcome.reason, outcome.caused_by) == (Status.SUCCESS, None, None)
+    assert names["reward"] == 1.0
+    # The page's tally, over the batch of that one outcome.
+    names["outcomes"] = [outcome]
+    tallied = run_python(doc_block("docs/integrations/index.md", "Counted, not hidden"), names)
+    metrics = tallied["tally"].as_metrics()
+    assert (metrics["cleanroom/scored"], metrics["cleanroom/excluded"]) == (1.0, 0.0)
 
 
 def test_a_planted_reward_kept_alive_is_the_agent_s_zero(

@@ -23,7 +23,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import httpx
 import pytest
@@ -48,6 +47,7 @@ from cleanroom.rollouts.osworld_outside import OUTSIDE_TASK
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
 
+from ...docs_examples import doc_block, run_python
 from ..osworld_runner import ScriptedAgent, run_single_example
 from ..osworld_screen import visible_point
 
@@ -170,14 +170,9 @@ class Episode(threading.Thread):
 def documented_run_episode() -> Callable[..., tuple[list[float], dict | None]]:
     """``run_episode`` as docs/verifiers/osworld-agents.md shows it, with the runner's
     calls (`run_single_example`) standing in for OSWorld's ``lib_run_single``."""
-    page = (REPO / "docs/verifiers/osworld-agents.md").read_text()
-    _, marker, after = page.partition(f"<!-- run by {Path(__file__).relative_to(REPO)} -->")
-    assert marker, "the page shows no block this test runs"
-    block = after.split("```python\n", 1)[1].split("```", 1)[0]
+    block = doc_block("docs/verifiers/osworld-agents.md", "OSWorld's runner inside a window", 1)
     sys.modules["lib_run_single"] = SimpleNamespace(run_single_example=run_single_example)  # type: ignore[assignment]
-    namespace: dict[str, Any] = {}
-    exec(compile(block, "osworld-agents.md", "exec"), namespace)
-    return namespace["run_episode"]  # type: ignore[no-any-return]
+    return run_python(block)["run_episode"]  # type: ignore[no-any-return]
 
 
 def _episodes(run: Run, out: Path, **before_typing: Callable[[str], None]) -> list[Episode]:

@@ -24,6 +24,7 @@ import pytest
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import load_task
 
+from ...docs_examples import doc_block
 from ..acted_containers import ORACLE, PLANTER, act_in, start_container
 
 pytestmark = [
@@ -37,7 +38,13 @@ REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).parent
 PYTHON = REPO / ".venv-verl" / "bin" / "python"
 TASK = REPO / "examples" / "tasks" / "fix-median"
-CLEANROOM_FUNCTION = "pkg://cleanroom.integrations.verl_reward"
+# The overrides docs/integrations/verl.md gives verl's trainer; the driver names the
+# function `compute_score`, as they do.
+OVERRIDES = dict(
+    line.split("=", 1)
+    for line in doc_block("docs/integrations/verl.md", "The reward function").text.split()
+)
+CLEANROOM_FUNCTION = OVERRIDES["reward.custom_reward_function.path"]
 NAIVE_FUNCTION = str(HERE / "naive_reward.py")
 LOST = "the container of an agent that ran, removed before it was scored"
 # The per-sample columns cleanroom's reward adds beside ``score``.
@@ -219,3 +226,26 @@ def test_the_agent_loop_hook_scores_each_session_and_a_lost_one_is_left_out(
     assert sorted(oracle["reward_extra_info"]) == sorted(planter["reward_extra_info"])
     (error,) = result["session_errors"]
     assert error["raised"] == "VerifierUnavailableError"
+
+
+def test_the_documented_overrides_name_cleanroom_s_compute_score() -> None:
+    assert OVERRIDES["reward.custom_reward_function.name"] == "compute_score"
+
+
+def test_the_documented_agent_loop_registers_with_verl() -> None:
+    """The page's agent loop, defined in .venv-verl: verl's registry has it by its name."""
+    block = doc_block("docs/integrations/verl.md", "The agent-loop hook")
+    script = (
+        f"{block.text}\n"
+        "from verl.experimental.agent_loop.agent_loop import _agent_loop_registry\n"
+        "print(_agent_loop_registry['my_container_agent'])\n"
+    )
+    done = subprocess.run(
+        [str(PYTHON), "-c", script],
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "MyContainerAgentLoop" in done.stdout

@@ -22,6 +22,8 @@ from cleanroom.harness.loop import LoopResult, pool_config
 from cleanroom.harness.settings import CliOption, LoopConfig, RunSettings, Settings
 from cleanroom.rollouts.osworld_outside import OUTSIDE_TASK
 
+from ...docs_examples import doc_block
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -143,10 +145,8 @@ def test_the_documented_run_for_osworlds_runner_starts_its_pool_at_osworlds_scre
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # The command docs/verifiers/osworld-agents.md shows, as given (its run folder moved).
-    page = (REPO / "docs/verifiers/osworld-agents.md").read_text()
-    _, marker, after = page.partition(f"<!-- run by {Path(__file__).relative_to(REPO)} -->")
-    assert marker, "the page shows no command this test runs"
-    command = shlex.split(after.split("```bash\n", 1)[1].split("```", 1)[0])
+    block = doc_block("docs/verifiers/osworld-agents.md", "OSWorld's runner inside a window")
+    command = shlex.split(block.text)
     assert command[0] == "cleanroom" and command[-2] == "--run"
     config = _loop_config(monkeypatch, tmp_path, command[1:-2])
     assert OUTSIDE_TASK in config.tasks and config.envs == 2
