@@ -27,8 +27,8 @@ test-integrations: setup-integrations
 	$(VENV)/pytest -n 2 --dist loadgroup -m integrations --ignore=tests/differential
 
 lint:
-	$(VENV)/ruff check src tests bench soak
-	$(VENV)/ruff format --check src tests bench soak
+	$(VENV)/ruff check src tests bench soak examples
+	$(VENV)/ruff format --check src tests bench soak examples
 	$(VENV)/lint-imports
 
 typecheck:

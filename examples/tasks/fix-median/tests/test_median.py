@@ -2,7 +2,7 @@ import sys
 
 sys.path.insert(0, "/app")
 
-from stats import mean, median  # noqa: E402
+from stats import mean, median
 
 
 def test_odd_count_is_the_middle_of_the_sorted_values():
