@@ -190,7 +190,14 @@ def tally_of(log: Any) -> RewardTally:
     """The outcomes of an eval log (``inspect_ai.log.EvalLog``) counted: what inspect's
     metrics do not show, the excluded samples and the agent's own 0s, by reason
     (``tally_of(log).as_metrics()``). The log must hold its samples (not read with
-    ``header_only``)."""
+    ``header_only``); a log with none (an eval that never ran a sample) is a
+    `ValueError` saying why, not a tally of zeros."""
     if log.samples is None:
         raise ValueError("the eval log was read without its samples (header_only)")
+    if not log.samples:
+        # An eval with no solver and no model ends so: a tally of zeros would read as a
+        # result.
+        error = getattr(getattr(log, "error", None), "message", "")
+        why = error or f"its status is {getattr(log, 'status', 'unknown')!r}"
+        raise ValueError(f"the eval holds no sample to count ({str(why)[:300]})")
     return tally(outcomes_of(log.samples))

@@ -12,7 +12,8 @@ from inside it.
 
 Run as a program, it prints what the tests ask of inspect's own types:
 ``python inspect_tasks.py scores`` the scores `score_of` makes of each kind of outcome,
-``python inspect_tasks.py tally LOG`` the tally of an eval log's outcomes, and
+``python inspect_tasks.py tally LOG`` the tally of an eval log's outcomes (``tally-empty
+LOG``: of the same log with its samples taken out), and
 ``python inspect_tasks.py conformance TASK`` which of inspect's own checks of a sandbox
 provider fail on the cleanroom sandbox.
 """
@@ -221,6 +222,15 @@ if __name__ == "__main__":
         print(json.dumps(_scores()))
     elif sys.argv[1] == "tally":
         print(json.dumps(tally_of(read_eval_log(sys.argv[2])).as_metrics()))
+    elif sys.argv[1] == "tally-empty":
+        # What a log with no sample makes of tally_of (an eval that never ran one).
+        empty = read_eval_log(sys.argv[2]).model_copy(update={"samples": []})
+        try:
+            tally_of(empty)
+        except ValueError as exc:
+            print(json.dumps({"raised": str(exc)}))
+        else:
+            print(json.dumps({"raised": None}))
     elif sys.argv[1] == "conformance":
         print(json.dumps(asyncio.run(_conformance(sys.argv[2]))))
     else:

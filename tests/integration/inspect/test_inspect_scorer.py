@@ -259,6 +259,14 @@ def test_tally_of_counts_exclusions_and_the_agents_zeros_by_reason(
     assert planted["cleanroom/excluded"] == 0.0
 
 
+def test_a_log_with_no_sample_is_no_tally_of_zeros(
+    inspect_env: dict[str, str], planter_log: Path
+) -> None:
+    # An eval with no solver and no model ends with no sample: no result to count.
+    told = in_inspect(inspect_env, "tally-empty", str(planter_log))
+    assert told["raised"] is not None and "holds no sample" in told["raised"]
+
+
 def test_score_of_keeps_invalid_apart_from_zero(inspect_env: dict[str, str]) -> None:
     scores = in_inspect(inspect_env, "scores")
     assert scores["success"]["value"] == 1.0
