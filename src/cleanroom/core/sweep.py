@@ -32,6 +32,7 @@ from pathlib import PurePath
 
 from cleanroom.core.detectors import missing_tokens
 from cleanroom.core.isolation import SWEEP_TEST, IsolationRow, RowResult
+from cleanroom.core.outcomes import Reason
 from cleanroom.core.token_forms import Bound
 from cleanroom.core.tokens import Token, TokenHit
 
@@ -273,6 +274,51 @@ def _row(
     trial: int, window: int, src: str, dst: str, result: RowResult, detail: str
 ) -> IsolationRow:
     return IsolationRow(SWEEP_TEST, trial, src, dst, result, window, detail[:500])
+
+
+@dataclass(frozen=True)
+class RolloutSpan:
+    """When one rollout of an environment ran (``ended_at`` None: still running)."""
+
+    rollout_id: str
+    env: str
+    started_at: float
+    ended_at: float | None
+
+
+def writing_rollouts(
+    act: OwnAct, spans: Iterable[RolloutSpan], last_wipe: float | None
+) -> list[str]:
+    """The rollouts whose agent did what ``act`` found, for a sweep that read the place
+    when its owner's last wipe (reset or recovery) before the sweep was ``last_wipe``.
+
+    The place names its writer where it can (a submission, through its lease). Else what
+    rests in a place of one environment was put there since that wipe, by the rollout
+    under way at it: a rollout starts, then its reset wipes, then it acts, so the one
+    that started at or before the wipe and had not ended by then is the writer, never
+    the next one (whose own reset is the wipe this sweep precedes). A place several
+    environments share names no one, and nor does a place whose owner was not wiped in
+    the window (what rests there is older than the window's rollouts).
+    """
+    if act.place.writer is not None:
+        return [act.place.writer]
+    if len(act.owners) != 1 or last_wipe is None:
+        return []
+    env = act.owners[0]
+    return [
+        s.rollout_id
+        for s in spans
+        if s.env == env
+        and s.started_at <= last_wipe
+        and (s.ended_at is None or s.ended_at >= last_wipe)
+    ]
+
+
+# The reason each kind of own act scores its rollout 0 with.
+ACT_REASONS = {
+    ActKind.FORGED_TOKEN: Reason.FORGED_TOKEN,
+    ActKind.SELECTION_UNANSWERED: Reason.SELECTION_UNANSWERED,
+}
 
 
 def arrival_bound(
