@@ -166,6 +166,11 @@ class FormReader:
             self.unread_count += len(unread)
             self.unread.extend(unread[: max(0, UNREAD_KEPT - len(self.unread))])
 
+    def beside(self, strict: list[TokenHit]) -> tuple[TokenHit, ...]:
+        """The strict scanner's hits and this reader's, each spot once."""
+        seen = {(h.token, h.source, h.offset) for h in strict}
+        return (*strict, *(h for h in self.hits if (h.token, h.source, h.offset) not in seen))
+
     def file(self, path: str, data: memoryview, size: int) -> None:
         """The tree scanner's hook (`tree_scan.Inspect`)."""
         self.read(path, data, size)
@@ -215,7 +220,7 @@ def read_tree(place: Place, since: float, budget: DecodeBudget | None = None) ->
     blind = scan.blind_spots
     if blind:
         return Reading(place, error="; ".join(map(str, blind[:3])))
-    hits = scan.hits + forms.hits
+    hits = list(forms.beside(scan.hits))
     if place.kind == LOGS:
         hits = [h for h in hits if _written_since(h.source, since)]
     return Reading(place, tuple(hits), unread=forms.spots())
@@ -249,7 +254,7 @@ def read_clipboard(pool: Desktops, env: str, budget: DecodeBudget | None = None)
             data = text.encode("utf-8", "surrogatepass")
             hits += scan_text(text, where)
             forms.read(where, data, len(data))
-    return Reading(place, (*hits, *forms.hits), None, forms.spots(), tuple(unanswered))
+    return Reading(place, forms.beside(hits), None, forms.spots(), tuple(unanswered))
 
 
 def read_submissions(
@@ -271,7 +276,7 @@ def read_submissions(
         place = Place(where, (rec.env,), SUBMISSION, writer=rec.rollout_id)
         forms = FormReader(budgets.of(place))
         forms.read(where, rec.body, len(rec.body))
-        hits = (*scan_bytes(rec.body, where), *forms.hits)
+        hits = forms.beside(scan_bytes(rec.body, where))
         out.append(Reading(place, hits, unread=forms.spots()))
     return out
 
