@@ -87,9 +87,16 @@ class Layer:
     encoding: Encoding
     at: int
     name: str = ""
+    # Escape syntaxes decoded in the same pass (`_escapes` takes every one it sees).
+    also: tuple[Encoding, ...] = ()
+
+    @property
+    def encodings(self) -> tuple[Encoding, ...]:
+        return (self.encoding, *self.also)
 
     def __str__(self) -> str:
-        return f"{self.encoding}:{self.name}" if self.name else str(self.encoding)
+        text = "+".join(map(str, self.encodings))
+        return f"{text}:{self.name}" if self.name else text
 
 
 @dataclass(frozen=True)
@@ -254,52 +261,30 @@ def _b64(text: bytes) -> bytes:
         return b""
 
 
-def _b64_runs(buf: bytes, run: _Run) -> _Decoded:
+def _alphabet_runs(buf: bytes, run: _Run) -> _Decoded:
+    """Base64 and hex: both are runs of base64 characters (hex digits are some), found
+    in one pass."""
     for start, end in _runs(buf, _B64_MASK, _B64_MIN):
-        text = buf[start:end].replace(b"\r", b"").replace(b"\n", b"")
-        if len(text) < _B64_MIN:
-            continue
-        if b"-" in text or b"_" in text:  # the URL-safe alphabet
-            text = text.translate(_URLSAFE)
-        for k in range(4):  # the token's bytes may sit at any alignment of the run
-            room = max(0, run.budget) // 3 * 4
-            part = text[k:]
-            yield Layer(Encoding.BASE64, start + k), _b64(part[:room]), room < len(part)
-
-
-def _hex_runs(buf: bytes, run: _Run) -> _Decoded:
-    # Hex digits are base64 characters: a hex run lies inside a base64 run.
-    for start, end in _runs(buf, _B64_MASK, _HEX_MIN):
-        for m in re.finditer(rb"[0-9A-Fa-f]{%d,}" % _HEX_MIN, buf[start:end]):
+        raw = buf[start:end]
+        text = raw.replace(b"\r", b"").replace(b"\n", b"")
+        if len(text) >= _B64_MIN:
+            if b"-" in text or b"_" in text:  # the URL-safe alphabet
+                text = text.translate(_URLSAFE)
+            for k in range(4):  # the token's bytes may sit at any alignment of the run
+                room = max(0, run.budget) // 3 * 4
+                part = text[k:]
+                yield Layer(Encoding.BASE64, start + k), _b64(part[:room]), room < len(part)
+        for lo, hi in _runs(raw, _HEX_MASK, _HEX_MIN):
             for k in range(2):
-                part = m[0][k:]
+                part = raw[lo + k : hi]
                 part = part[: len(part) // 2 * 2]
                 room = max(0, run.budget) * 2
                 cut = room < len(part)
-                yield (
-                    Layer(Encoding.HEX, start + m.start() + k),
-                    binascii.unhexlify(part[:room]),
-                    cut,
-                )
+                layer = Layer(Encoding.HEX, start + lo + k)
+                yield layer, binascii.unhexlify(part[:room]), cut
 
 
-def _rewrite(
-    encoding: Encoding, trigger: Callable[[bytes], bool], rewrite: Callable[[bytes], bytes]
-) -> Callable[[bytes, _Run], _Decoded]:
-    """A decoder for an escape syntax: where the buffer shows one, the whole buffer
-    rewritten (escapes decoded, everything else kept, so a token half escaped is whole)."""
-
-    def decode(buf: bytes, run: _Run) -> _Decoded:
-        if not trigger(buf):
-            return
-        if run.budget < len(buf):
-            yield Layer(encoding, 0), b"", True
-            return
-        out = rewrite(buf)
-        if out != buf:
-            yield Layer(encoding, 0), out, False
-
-    return decode
+_HEX_MASK = bytes(ord("a") if c in b"0123456789abcdefABCDEF" else 0 for c in range(256))
 
 
 def _entities(buf: bytes) -> bytes:
@@ -387,21 +372,108 @@ def _zip_members(buf: bytes, run: _Run) -> _Decoded:
         yield layer, data, cut
 
 
-def _seen(first: bytes, pattern: bytes) -> Callable[[bytes], bool]:
-    """A trigger: ``pattern`` occurs, looked for from the first ``first`` on (a byte search
-    first, since most buffers hold no escape at all)."""
-    compiled = re.compile(pattern)
-
-    def trigger(buf: bytes) -> bool:
-        pos = buf.find(first)
-        return pos >= 0 and compiled.search(buf, pos) is not None
-
-    return trigger
-
-
 def _markup(buf: bytes) -> bytes:
     return re.sub(rb"<[^<>]{0,4096}>", b"", buf)
 
+
+@dataclass(frozen=True)
+class _Escape:
+    """An escape syntax: where it shows (its trigger, looked for from the first byte
+    ``first`` on), how far around one escape a token's escaped form can reach, and how
+    to decode it (every other byte kept as it is)."""
+
+    encoding: Encoding
+    first: bytes
+    trigger: re.Pattern[bytes]
+    reach: int
+    decode: Callable[[bytes], bytes]
+
+    def spots(self, buf: bytes) -> Iterator[int]:
+        pos = buf.find(self.first)
+        if pos < 0:
+            return
+        for m in self.trigger.finditer(buf, pos):
+            yield m.start()
+
+
+# A token's escaped form is at most 33 characters of at most 10 bytes each (``&#0000101;``).
+_REACH = 33 * 10
+# In the order they are undone: markup first, so a ``<`` an escape decodes to is kept.
+_ESCAPES = (
+    # A token split by markup at every character, as a word processor may save it, spans
+    # a few KiB of tags.
+    _Escape(Encoding.MARKUP, b"<", re.compile(rb"</|/>"), 8 << 10, _markup),
+    _Escape(Encoding.ENTITIES, b"&#", re.compile(rb"&#[xX0-9]"), _REACH, _entities),
+    _Escape(
+        Encoding.BACKSLASH,
+        b"\\",
+        re.compile(rb"\\(?:x[0-9a-fA-F]{2}|u00[0-9a-fA-F]{2})"),
+        _REACH,
+        _backslashes,
+    ),
+    _Escape(Encoding.PERCENT, b"%", re.compile(rb"%[0-9A-Fa-f]{2}"), _REACH, unquote_to_bytes),
+    _Escape(
+        Encoding.QUOTED_PRINTABLE,
+        b"=",
+        re.compile(rb"=(?:[0-9A-F]{2}|\r?\n)"),
+        _REACH,
+        binascii.a2b_qp,
+    ),
+)
+
+
+# Past this many escapes in one buffer, the whole buffer is one stretch.
+_MAX_SPOTS = 100_000
+
+
+def _escape_spots(buf: bytes) -> list[tuple[int, int]] | None:
+    """``(escape's index in _ESCAPES, offset)`` of every escape; None past `_MAX_SPOTS`."""
+    if _PREFILTER is not None:
+        return _PREFILTER.escapes(buf)
+    found: list[tuple[int, int]] = []
+    for i, esc in enumerate(_ESCAPES):
+        found += [(i, at) for at in esc.spots(buf)]
+        if len(found) > _MAX_SPOTS:
+            return None
+    return found
+
+
+def _escapes(buf: bytes, run: _Run) -> _Decoded:
+    """Every escape syntax the buffer shows, undone in one pass over the stretches around
+    its escapes (a token half escaped in two syntaxes is whole after it): one layer per
+    stretch, named by the syntaxes it undid."""
+    spots = _escape_spots(buf)
+    if spots is None:
+        reach = [(0, len(buf), e.encoding) for e in _ESCAPES]
+    else:
+        reach = [
+            (max(0, at - _ESCAPES[i].reach), at + _ESCAPES[i].reach, _ESCAPES[i].encoding)
+            for i, at in spots
+        ]
+    reach.sort()
+    stretches: list[tuple[int, int, set[Encoding]]] = []
+    for lo, hi, encoding in reach:
+        if stretches and lo <= stretches[-1][1]:
+            last = stretches[-1]
+            stretches[-1] = (last[0], max(last[1], hi), last[2] | {encoding})
+        else:
+            stretches.append((lo, min(hi, len(buf)), {encoding}))
+    for lo, hi, seen in stretches:
+        hi = min(hi, len(buf))
+        used = tuple(e.encoding for e in _ESCAPES if e.encoding in seen)
+        layer = Layer(used[0], lo, also=used[1:])
+        if run.budget < hi - lo:
+            yield layer, b"", True
+            return
+        out = buf[lo:hi]
+        for esc in _ESCAPES:
+            if esc.encoding in seen:
+                out = esc.decode(out)
+        if out != buf[lo:hi]:
+            yield layer, out, False
+
+
+_ESCAPED = frozenset(e.encoding for e in _ESCAPES)
 
 _DECODERS: tuple[tuple[Encoding, Callable[[bytes, _Run], _Decoded]], ...] = (
     (Encoding.ZIP, _zip_members),
@@ -411,31 +483,8 @@ _DECODERS: tuple[tuple[Encoding, Callable[[bytes, _Run], _Decoded]], ...] = (
     ),
     (Encoding.BZIP2, _magic(Encoding.BZIP2, re.compile(rb"BZh[1-9]1AY&SY"), bz2.BZ2Decompressor)),
     (Encoding.XZ, _magic(Encoding.XZ, re.compile(rb"\xfd7zXZ\x00"), lzma.LZMADecompressor)),
-    (Encoding.BASE64, _b64_runs),
-    (Encoding.HEX, _hex_runs),
-    (
-        Encoding.PERCENT,
-        _rewrite(Encoding.PERCENT, _seen(b"%", rb"%[0-9A-Fa-f]{2}"), unquote_to_bytes),
-    ),
-    (
-        Encoding.QUOTED_PRINTABLE,
-        _rewrite(
-            Encoding.QUOTED_PRINTABLE, _seen(b"=", rb"=(?:[0-9A-F]{2}|\r?\n)"), binascii.a2b_qp
-        ),
-    ),
-    (Encoding.ENTITIES, _rewrite(Encoding.ENTITIES, _seen(b"&#", rb"&#[xX0-9]"), _entities)),
-    (
-        Encoding.BACKSLASH,
-        _rewrite(
-            Encoding.BACKSLASH,
-            _seen(b"\\", rb"\\(?:x[0-9a-fA-F]{2}|u00[0-9a-fA-F]{2})"),
-            _backslashes,
-        ),
-    ),
-    (
-        Encoding.MARKUP,
-        _rewrite(Encoding.MARKUP, lambda b: b"</" in b or b"/>" in b, _markup),
-    ),
+    (Encoding.BASE64, _alphabet_runs),  # and hex
+    (Encoding.MARKUP, _escapes),  # every escape syntax of `_ESCAPES`
 )
 
 # The table's encodings, for the docs and the tests that hold one leak per form.
@@ -443,15 +492,19 @@ ENCODINGS: tuple[Encoding, ...] = (
     Encoding.CASE,
     Encoding.UTF16LE,
     Encoding.UTF16BE,
-    *(e for e, _ in _DECODERS),
+    *(e for e, _ in _DECODERS if e is not Encoding.MARKUP),
+    Encoding.HEX,
+    *(e.encoding for e in _ESCAPES),
 )
 
 
 def _scan(buf: bytes, layers: tuple[Layer, ...], run: _Run) -> None:
+    if layers and not worth_decoding(buf):
+        return  # decoded bytes with no token and nothing more to decode (most of them)
     _direct(buf, layers, run.out)
     for encoding, decode in _DECODERS:
-        if layers and layers[-1].encoding is encoding and encoding in _REWRITES:
-            continue  # an escape syntax decoded once is decoded
+        if encoding is Encoding.MARKUP and layers and layers[-1].encoding in _ESCAPED:
+            continue  # the escapes were undone in one pass
         for layer, data, cut in decode(buf, run):
             here = (*layers, layer)
             if run.past():
@@ -468,17 +521,6 @@ def _scan(buf: bytes, layers: tuple[Layer, ...], run: _Run) -> None:
                 _scan(data, here, run)
             if run.budget <= 0:
                 break  # one record per encoding says the budget kept it from the rest
-
-
-_REWRITES = frozenset(
-    {
-        Encoding.PERCENT,
-        Encoding.QUOTED_PRINTABLE,
-        Encoding.ENTITIES,
-        Encoding.BACKSLASH,
-        Encoding.MARKUP,
-    }
-)
 
 
 def _never() -> float:
@@ -524,39 +566,78 @@ _TRIGGERS: tuple[tuple[bytes, bool], ...] = (
 
 
 class _Prefilter:
-    """One Hyperscan database of `_TRIGGERS` per thread."""
+    """One Hyperscan database of `_TRIGGERS`, compiled once (it takes a quarter of a
+    second), with scratch space per thread (the scanner's threads are new every scan)."""
 
     def __init__(self) -> None:
         import hyperscan
 
         self._hs = hyperscan
+        self._db: Any = None
+        self._compiling = threading.Lock()
         self._local = threading.local()
 
-    def _db(self) -> Any:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            hs = self._hs
-            db = hs.Database()
-            db.compile(
-                expressions=[p for p, _ in _TRIGGERS],
-                ids=list(range(len(_TRIGGERS))),
-                flags=[
-                    hs.HS_FLAG_SINGLEMATCH | (hs.HS_FLAG_CASELESS if caseless else 0)
-                    for _, caseless in _TRIGGERS
-                ],
-            )
-            self._local.db = db
-        return db
+    def _scratch(self) -> tuple[Any, Any]:
+        if self._db is None:
+            with self._compiling:
+                if self._db is None:
+                    hs = self._hs
+                    db = hs.Database()
+                    db.compile(
+                        expressions=[p for p, _ in _TRIGGERS],
+                        ids=list(range(len(_TRIGGERS))),
+                        flags=[
+                            hs.HS_FLAG_SINGLEMATCH | (hs.HS_FLAG_CASELESS if caseless else 0)
+                            for _, caseless in _TRIGGERS
+                        ],
+                    )
+                    self._db = db
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._hs.Scratch(self._db)
+        return self._db, scratch
 
     def any(self, buf: bytes | memoryview) -> bool:
         def stop(*_: object) -> bool:
             return True
 
+        db, scratch = self._scratch()
         try:
-            self._db().scan(buf, match_event_handler=stop)
+            db.scan(buf, match_event_handler=stop, scratch=scratch)
         except self._hs.ScanTerminated:
             return True
         return False
+
+    def escapes(self, buf: bytes) -> list[tuple[int, int]] | None:
+        """Where the escapes of `_ESCAPES` end, by index; None past `_MAX_SPOTS`."""
+        db, scratch = self._escape_db()
+        found: list[tuple[int, int]] = []
+
+        def on(i: int, _start: int, end: int, _flags: int, _ctx: object) -> bool:
+            found.append((i, end))
+            return len(found) > _MAX_SPOTS
+
+        try:
+            db.scan(buf, match_event_handler=on, scratch=scratch)
+        except self._hs.ScanTerminated:
+            return None
+        return found
+
+    def _escape_db(self) -> tuple[Any, Any]:
+        if getattr(self, "_edb", None) is None:
+            with self._compiling:
+                if getattr(self, "_edb", None) is None:
+                    db = self._hs.Database()
+                    db.compile(
+                        expressions=[e.trigger.pattern for e in _ESCAPES],
+                        ids=list(range(len(_ESCAPES))),
+                        flags=[0] * len(_ESCAPES),
+                    )
+                    self._edb = db
+        scratch = getattr(self._local, "escape_scratch", None)
+        if scratch is None:
+            scratch = self._local.escape_scratch = self._hs.Scratch(self._edb)
+        return self._edb, scratch
 
 
 def _load_prefilter() -> _Prefilter | None:

@@ -103,9 +103,9 @@ SCAN_DEADLINE_S = 60.0
 # budget of its own), and the seconds one environment's decoding may take. Past them
 # what was not decoded is reported (`UnreadSpot`); an environment's own bytes can spend
 # only its own budget, never another's.
-FILE_DECODE_BYTES = 64 << 20
-ENV_DECODE_BYTES = 256 << 20
-ENV_DECODE_S = 10.0
+FILE_DECODE_BYTES = 32 << 20
+ENV_DECODE_BYTES = 128 << 20
+ENV_DECODE_S = 5.0
 # At most this many unread spots are kept per place (the count says how many more).
 UNREAD_KEPT = 50
 
@@ -132,6 +132,11 @@ class DecodeBudget:
     def give_back(self, n: int) -> None:
         with self._lock:
             self._left += n
+
+    @property
+    def left(self) -> int:
+        """Bytes not yet decoded."""
+        return self._left
 
 
 class FormReader:
