@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import PurePath
 
+from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.detectors import missing_tokens
 from cleanroom.core.isolation import SWEEP_TEST, IsolationRow, RowResult
 from cleanroom.core.outcomes import Reason
@@ -199,12 +200,21 @@ def judge_sweep(
     """The sweep's judgement over the pool's environments ``envs``: a foreign token the
     run minted (``minted``: every token the run made, as text) is a cross row; one it
     never minted is the place's owners' own act, as is a selection that never answered;
-    what the bounds left unread is reported. The rows are `sweep_rows`'."""
+    what the bounds left unread is reported. The rows are `sweep_rows`'.
+
+    The canary has no programs of an agent's: a forged token in a place of its is cross
+    (something wrote there), and a selection of its that never answers is unreadable."""
+    readings = [
+        replace(r, error=f"{', '.join(r.unanswered)} of the canary never answered")
+        if r.unanswered and CANARY_ENV in r.place.owners and r.error is None
+        else r
+        for r in readings
+    ]
     real: list[Finding] = []
     acts: list[OwnAct] = []
     forged: set[tuple[str, str]] = set()
     for f in foreign(readings):
-        if str(f.token) in minted:
+        if str(f.token) in minted or CANARY_ENV in f.place.owners:
             real.append(f)
         elif (str(f.token), f.where) not in forged:
             forged.add((str(f.token), f.where))
@@ -212,6 +222,8 @@ def judge_sweep(
             evidence = f"{f.token} (never minted){form} at {f.where}"
             acts.append(OwnAct(ActKind.FORGED_TOKEN, f.place, f.where, evidence, f.token))
     for r in readings:
+        if r.error is not None:
+            continue
         for selection in r.unanswered:
             evidence = f"{selection} of {r.place.name}: its owner never answered"
             acts.append(OwnAct(ActKind.SELECTION_UNANSWERED, r.place, r.place.name, evidence))

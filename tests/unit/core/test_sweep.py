@@ -267,3 +267,21 @@ def test_a_real_tokens_other_spellings_are_the_real_token(text: str) -> None:
     ]
     judged = judge_sweep(0, 1, [Reading(HOME2, tuple(hits))], ENVS, MINTED)
     assert [f.token for f in judged.findings] == [parse(TOK1)] and judged.own_acts == []
+
+
+def test_in_the_canarys_places_a_forged_token_is_cross_and_a_silent_selection_lost() -> None:
+    # env00 never acts: nothing of its own wrote there.
+    canary_home = Place("/pools/p/homes/env00", ("env00",), HOME)
+    readings = [
+        reading(canary_home, FORGED, "/pools/p/homes/env00/x"),
+        Reading(CANARY, unanswered=("PRIMARY",)),
+        reading(HOME1, TOK1, "a"),
+        reading(HOME2, TOK2, "b"),
+    ]
+    judged = judge_sweep(0, 1, readings, ENVS, MINTED)
+    assert judged.own_acts == []
+    assert {(r.from_env, r.to_env, r.result) for r in judged.rows if r.to_env == "env00"} >= {
+        ("env01", "env00", RowResult.CROSS),
+        ("env02", "env00", RowResult.LOST),
+    }
+    assert judge_window(1, judged.rows).failed

@@ -68,9 +68,9 @@ def test_one_environments_bomb_spends_its_own_budget_never_anothers(tmp_path: Pa
     (tmp_path / "env02" / "late.gz").write_bytes(gzip.compress(LEAKED.encode()))
     budgets = Budgets()
     budgets._by[("env01",)] = DecodeBudget(nbytes=8 << 20)  # the bomber's, spent at once
-    spent = read_tree(bomber, 0.0, budgets.of(bomber))
+    spent = read_tree(bomber, 0.0, budgets.of(bomber.owners))
     assert {u.bound for u in spent.unread} == {Bound.ENV_BYTES}
-    assert [str(h.token) for h in read_tree(other, 0.0, budgets.of(other)).hits] == [LEAKED]
+    assert [str(h.token) for h in read_tree(other, 0.0, budgets.of(other.owners)).hits] == [LEAKED]
 
 
 def test_a_large_file_is_decoded_only_up_to_the_cap_and_says_so(

@@ -194,8 +194,9 @@ class Budgets:
     def __init__(self) -> None:
         self._by: dict[tuple[str, ...], DecodeBudget] = {}
 
-    def of(self, place: Place) -> DecodeBudget:
-        return self._by.setdefault(place.owners, DecodeBudget())
+    def of(self, owners: tuple[str, ...]) -> DecodeBudget:
+        """The budget of a place owned by ``owners``."""
+        return self._by.setdefault(owners, DecodeBudget())
 
 
 def proof_path(home: Path, token: Token) -> Path:
@@ -279,7 +280,7 @@ def read_submissions(
     for rec in records:
         where = f"{SUBMISSION} {rec.id} (lease {rec.lease_id})"
         place = Place(where, (rec.env,), SUBMISSION, writer=rec.rollout_id)
-        forms = FormReader(budgets.of(place))
+        forms = FormReader(budgets.of(place.owners))
         forms.read(where, rec.body, len(rec.body))
         hits = forms.beside(scan_bytes(rec.body, where))
         out.append(Reading(place, hits, unread=forms.spots()))
@@ -290,10 +291,10 @@ def read_places(pool: Desktops, since: float, submissions_db: Path | None = None
     """Read every place of every environment of the pool (see the module's docstring),
     each environment's under a decoding budget of its own."""
     budgets = Budgets()
-    readings = [read_tree(p, since, budgets.of(p)) for p in merge_places(tree_mentions(pool))]
-    readings += [
-        read_clipboard(pool, env, budgets.of(Place("", (env,), CLIPBOARD))) for env in pool.names
+    readings = [
+        read_tree(p, since, budgets.of(p.owners)) for p in merge_places(tree_mentions(pool))
     ]
+    readings += [read_clipboard(pool, env, budgets.of((env,))) for env in pool.names]
     if submissions_db is not None:
         acting = tuple(n for n in pool.names if n != CANARY_ENV)
         readings += read_submissions(submissions_db, since, acting, budgets)
@@ -362,9 +363,9 @@ def sweep_before_wipe(ctx: TrialContext, trial: int, env: str) -> SweepJudgement
     since = window_start(ctx.store, ctx.window) or time.time()
     mentions = [m for m in tree_mentions(ctx.pool) if m[1] == env]
     budgets = Budgets()
-    readings = [read_tree(p, since, budgets.of(p)) for p in merge_places(mentions)]
+    readings = [read_tree(p, since, budgets.of(p.owners)) for p in merge_places(mentions)]
     if not any(p.part is Part.DISPLAY for p in ctx.pool.health(env)):
-        readings.append(read_clipboard(ctx.pool, env, budgets.of(Place("", (env,), CLIPBOARD))))
+        readings.append(read_clipboard(ctx.pool, env, budgets.of((env,))))
     judged = judge_sweep(trial, ctx.window, readings, [env], minted_tokens(ctx))
     rows = [r for r in judged.rows if r.result is not RowResult.CLEAN]
     return SweepJudgement(rows, judged.findings, judged.own_acts, judged.unread)
