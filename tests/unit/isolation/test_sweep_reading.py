@@ -124,3 +124,13 @@ def test_the_tree_scanner_hands_every_file_to_its_hook_once(tmp_path: Path) -> N
     assert len(seen) == 71 and len({p for p, _, _ in seen}) == 71
     assert (str(tmp_path / "big"), 3 << 20, 3 << 20) in seen
     assert all(n == size for _, n, size in seen)
+
+
+def test_past_its_deadline_an_environments_files_are_reported_and_not_decoded(
+    tmp_path: Path,
+) -> None:
+    home = _place(tmp_path / "env02", "env02")
+    (tmp_path / "env02" / "late.gz").write_bytes(gzip.compress(LEAKED.encode()))
+    reading = read_tree(home, 0.0, DecodeBudget(seconds=-1.0))
+    assert reading.hits == ()
+    assert [u.bound for u in reading.unread] == [Bound.DEADLINE]

@@ -158,7 +158,12 @@ class FormReader:
             why = f"only its first {len(data)} of {size} bytes were read for other forms"
             unread.append(UnreadSpot(where, Bound.INPUT, why))
         hits: list[TokenHit] = []
-        if worth_decoding(data):
+        if time.monotonic() > self.budget.deadline:
+            # Past the deadline nothing more is looked at, so a flood of files costs the
+            # scan no more than reading them.
+            why = "not read for other forms: the environment's decoding deadline had passed"
+            unread.append(UnreadSpot(where, Bound.DEADLINE, why))
+        elif worth_decoding(data):
             n, bound = self.budget.take()
             forms = find_forms(
                 bytes(data), n, deadline=self.budget.deadline, clock=time.monotonic, bound=bound
