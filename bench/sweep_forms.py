@@ -40,6 +40,7 @@ from cleanroom.isolation.checks.token_sweep import (
     read_tree,
 )
 from cleanroom.tree_scan import scan_tree
+from results_md import write_section
 
 
 def _size(root: Path) -> tuple[int, int]:
@@ -166,15 +167,34 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/cleanroom-sweep-forms"))
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--case", choices=list(CASES))
+    parser.add_argument("--write", action="store_true", help="add the table to RESULTS.md")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     if args.case is None:  # each case in a process of its own, so its peak RSS is its own
         for make in CASES.values():
             make(args.work)
-        print("case | files | MB | strict s | sweep s | sweep MB/s | decoded MB | unread | RSS MB")
+        header = (
+            "| case | files | MB | strict s | sweep s | sweep MB/s | decoded MB | unread | RSS MB |"
+        )
+        lines = [header, "|" + "---|" * 9]
+        print(header)
         for name in CASES:
             argv = [sys.executable, __file__, "--work", str(args.work), "--case", name]
-            subprocess.run([*argv, "--repeat", str(args.repeat)], check=True)
+            done = subprocess.run(
+                [*argv, "--repeat", str(args.repeat)], check=True, capture_output=True, text=True
+            )
+            lines.append(done.stdout.strip())
+            print(lines[-1])
+        if args.write:
+            load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+            write_section(
+                "## Token sweep: every form",
+                f"## Token sweep: every form\n\nCommand: `.venv/bin/python bench/sweep_forms.py "
+                f"--write` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, load average "
+                f"{load}). The sweep's reading of one place (`read_tree`: the strict scan and "
+                "every form of `core/token_forms.py`) against the strict scan alone; medians of "
+                f"{args.repeat}; RSS is the peak of the case's own process.\n\n" + "\n".join(lines),
+            )
         return
     root = CASES[args.case](args.work)
     files, size = _size(root)
@@ -192,8 +212,8 @@ def main() -> None:
     decoded = ENV_DECODE_BYTES - budgets[-1].left
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        f"{args.case} | {files} | {size / 1e6:.1f} | {strict:.3f} | {took:.3f} | "
-        f"{size / 1e6 / took:.0f} | {decoded / 1e6:.1f} | {len(reading.unread)} | {rss:.0f}"
+        f"| {args.case} | {files} | {size / 1e6:.1f} | {strict:.3f} | {took:.3f} | "
+        f"{size / 1e6 / took:.0f} | {decoded / 1e6:.1f} | {len(reading.unread)} | {rss:.0f} |"
     )
 
 
