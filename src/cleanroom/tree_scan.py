@@ -23,7 +23,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from cleanroom.core.tokens import TOKEN_MAX_LEN, TokenHit, hits_in, scan_spans
@@ -62,6 +62,26 @@ def _buffer(size: int | None = None) -> Iterator[memoryview]:
     finally:
         with _spare_lock:
             _spare_buffers.append(buf)
+
+
+# What a scan can hand each regular file to besides the token match: its path, its bytes
+# (the first `INSPECT_CAP` of them) and its size. The bytes are the scanner's own buffer:
+# a hook that keeps them copies them.
+Inspect = Callable[[str, memoryview, int], None]
+INSPECT_CAP = 16 << 20
+
+
+def _head(fd: int, cap: int) -> bytes:
+    """The first ``cap`` bytes of the file open on ``fd`` (fewer if it is shorter)."""
+    parts: list[bytes] = []
+    got = 0
+    while got < cap:
+        piece = os.pread(fd, min(cap - got, 1 << 20), got)
+        if not piece:
+            break
+        parts.append(piece)
+        got += len(piece)
+    return b"".join(parts)
 
 
 class NotRegular(OSError):
@@ -297,6 +317,7 @@ class _Reader:
 
     hits: list[TokenHit] = field(default_factory=list)
     errors: list[ScanError] = field(default_factory=list)
+    inspect: Inspect | None = None
 
     def __post_init__(self) -> None:
         self._buf = memoryview(b"")
@@ -385,6 +406,9 @@ class _Reader:
                     self._match()
                     buf[: end - start] = buf[start:end]
                     self.hits.extend(_scan_stream(fd, path, buf, end - start, work.deadline))
+                    if self.inspect is not None:
+                        head = _head(fd, INSPECT_CAP)
+                        self.inspect(path, memoryview(head), os.fstat(fd).st_size)
                     return
                 got = os.readv(fd, [buf[end:]])
                 if not got:
@@ -400,12 +424,18 @@ class _Reader:
         finally:
             os.close(fd)
         if end > start:
+            if self.inspect is not None:
+                self.inspect(path, buf[start:end], end - start)
             self._spans.append((path, start, end))
             self._end = end
 
 
 def scan_tree(
-    root: str | os.PathLike[str], *, workers: int | None = None, deadline_s: float | None = None
+    root: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    deadline_s: float | None = None,
+    inspect: Inspect | None = None,
 ) -> TreeScan:
     """Every token in every regular file under ``root``, in one pass, with every file
     that could not be read and every folder that could not be listed (permission denied,
@@ -420,19 +450,22 @@ def scan_tree(
     files side by side: listing, reading (system calls) and matching (Hyperscan) all run
     without the interpreter lock. Hits come in order of file and offset, errors in order
     of path, whatever the number of threads.
+
+    ``inspect``, when given, is handed every regular file read (its first `INSPECT_CAP`
+    bytes and its size), from the scanning threads, each file once.
     """
     top = os.fspath(root)
     deadline = time.monotonic() + deadline_s if deadline_s is not None else None
     try:
         root_fd = os.open(top, OPEN_FOLDER_NOFOLLOW)
     except NotADirectoryError:
-        return _scan_one(top)
+        return _scan_one(top, inspect)
     except OSError as exc:
         reason = "a link, not followed" if exc.errno == errno.ELOOP else None
         return TreeScan(top, [], [ScanError(top, reason or exc.strerror or str(exc))])
     count = workers if workers is not None else min(os.cpu_count() or 1, 4)
     work = _Work(_Folder(root_fd, top), deadline)
-    readers = [_Reader() for _ in range(max(1, count))]
+    readers = [_Reader(inspect=inspect) for _ in range(max(1, count))]
     threads = [
         threading.Thread(target=r.run, args=(work,), name="token-scan", daemon=True)
         for r in readers[1:]
@@ -451,10 +484,17 @@ def scan_tree(
     return TreeScan(top, hits, errors)
 
 
-def _scan_one(path: str) -> TreeScan:
+def _scan_one(path: str, inspect: Inspect | None = None) -> TreeScan:
     """A root that is a file: scanned as a tree of one."""
     try:
-        return TreeScan(path, scan_file(path), [])
+        hits = scan_file(path)
+        if inspect is not None:
+            fd = _open_regular(path)
+            try:
+                inspect(path, memoryview(_head(fd, INSPECT_CAP)), os.fstat(fd).st_size)
+            finally:
+                os.close(fd)
+        return TreeScan(path, hits, [])
     except NotRegular:
         return TreeScan(path, [], [ScanError(path, "not a regular file")])
     except OSError as exc:

@@ -57,6 +57,12 @@ class Reason(StrEnum):
     # The environment fell over mid-rollout through what only the agent's own processes
     # act on (see `core.breakage`): its programs, its session bus, its own memory.
     ENVIRONMENT_BROKEN = "environment_broken"
+    # The token sweep found, where the rollout wrote, another environment's token shape
+    # that the run never minted: a forgery, which would otherwise pass for a leak.
+    FORGED_TOKEN = "forged_token"
+    # A program of the rollout's environment owned a selection and never answered the
+    # harness's read of it.
+    SELECTION_UNANSWERED = "selection_unanswered"
 
     @property
     def cause(self) -> Cause:
@@ -73,6 +79,8 @@ _AGENT_REASONS = frozenset(
         Reason.BROKE_VERIFIER,
         Reason.RUNNER_CUT_SHORT,
         Reason.ENVIRONMENT_BROKEN,
+        Reason.FORGED_TOKEN,
+        Reason.SELECTION_UNANSWERED,
     }
 )
 

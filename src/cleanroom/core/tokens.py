@@ -96,6 +96,9 @@ class TokenHit:
     token: Token
     source: str
     offset: int
+    # The layers it was found under, for people ("gzip > zip:content.xml"); "" when it
+    # was found as the harness writes it.
+    form: str = ""
 
     @property
     def env(self) -> str:

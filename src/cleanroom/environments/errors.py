@@ -48,6 +48,18 @@ class EnvironmentBroken(PoolError):
         )
 
 
+class SelectionUnanswered(PoolError):
+    """A selection of the environment is owned by one of its own programs (not by the
+    harness), which did not answer a read in time: the environment's own act, where
+    anything else that keeps a selection from being read is the infrastructure's."""
+
+    def __init__(self, env: str, selection: str, owner: int) -> None:
+        self.env = env
+        self.selection = selection
+        self.owner = owner
+        super().__init__(f"{env}: the owner of {selection} (window {owner:#x}) did not answer")
+
+
 class CanaryIsReadOnly(PoolError):
     """An action was aimed at the canary, which never receives one."""
 

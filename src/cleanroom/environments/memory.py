@@ -27,7 +27,12 @@ from typing import TYPE_CHECKING, Any
 from cleanroom.core.breakage import Breakage, Evidence, Part, Problem
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.environments.actions import Action
-from cleanroom.environments.errors import BadAction, CanaryIsReadOnly, NoSuchWindow
+from cleanroom.environments.errors import (
+    BadAction,
+    CanaryIsReadOnly,
+    NoSuchWindow,
+    SelectionUnanswered,
+)
 from cleanroom.environments.interface import (
     SELECTIONS,
     AccessibilityTree,
@@ -77,6 +82,8 @@ class Desk:
 
     focus: str | None = None
     selections: dict[str, str] = field(default_factory=dict)
+    # Selections a program of the environment owns and never answers for (a test's).
+    silent: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -136,13 +143,17 @@ class MemoryEnvironment:
     def set_clipboard(self, text: str, selections: tuple[str, ...]) -> None:
         for s in selections:
             self.desk.selections[s] = text
+            self.desk.silent.discard(s)  # the harness owns it now
 
     def clear_clipboard(self) -> None:
         self.desk.selections.clear()
+        self.desk.silent.clear()
 
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead:
         if selection not in SELECTIONS:
             raise BadAction(f"unknown selection {selection!r}; use one of {', '.join(SELECTIONS)}")
+        if selection in self.desk.silent:
+            raise SelectionUnanswered(self.name, selection, 0x600001)
         return ClipboardRead(selection, self.desk.selections.get(selection))
 
     def windows(self) -> list[WindowInfo]:
@@ -256,6 +267,7 @@ class MemoryDesktops:
             env.home.update(self._template)
             env.texts.clear()
             env.desk.selections.clear()
+            env.desk.silent.clear()
             env.start()
         return new
 

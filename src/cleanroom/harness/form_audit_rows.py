@@ -8,7 +8,7 @@ The rollouts on both ends of a cross row cannot be trusted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from cleanroom.core.isolation import IsolationRow, RowResult
@@ -83,3 +83,20 @@ def named_rollouts(cross: Iterable[CrossSubmission]) -> set[str]:
         except TokenError:
             continue
     return names
+
+
+def split_forged(
+    cross: Iterable[CrossSubmission], minted: Collection[str]
+) -> tuple[list[CrossSubmission], list[CrossSubmission]]:
+    """The cross submissions as ``(real, forged)``: a token the run minted (``minted``,
+    as text) crossed; a token-shaped string it never minted was typed by whoever
+    submitted it, the lease's rollout: its own act, which no row may carry."""
+    real: list[CrossSubmission] = []
+    forged: list[CrossSubmission] = []
+    for c in cross:
+        try:
+            text = str(parse(c.token))  # the canonical form of the token as submitted
+        except TokenError:
+            text = c.token
+        (real if text in minted else forged).append(c)
+    return real, forged

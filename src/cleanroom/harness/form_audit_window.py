@@ -2,13 +2,15 @@
 
 Every leased pair of the window gets a row; a cross row makes the rollouts it names
 invalid (``isolation``). If the server cannot answer, every pair is ``lost`` (which
-fails the window): an audit that could not run is never reported as clean.
+fails the window): an audit that could not run is never reported as clean. A submitted
+token-shaped string that the run never minted is no row: it is the submitting rollout's
+own act, scored 0 (``forged_token``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 
 from cleanroom.core.canary import UNKNOWN_ENV
 from cleanroom.core.isolation import IsolationRow, RowResult
@@ -19,6 +21,7 @@ from cleanroom.harness.form_audit_rows import (
     LeasedRollout,
     audit_rows,
     named_rollouts,
+    split_forged,
 )
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.client import VerifierUnavailable, VerifyClient
@@ -32,6 +35,10 @@ class AuditResult:
     cross: list[CrossSubmission]
     invalidated: int
     error: str | None = None
+    # Submitted strings of a token's shape that the run never minted, and how many of
+    # their rollouts were scored 0 for them.
+    forged: list[CrossSubmission] = field(default_factory=list)
+    scored: int = 0
 
 
 def audit_window(
@@ -40,14 +47,30 @@ def audit_window(
     window: int,
     leased: Sequence[LeasedRollout],
     senders: Sequence[str] = (),
+    minted: Collection[str] = (),
 ) -> AuditResult:
-    """Ask the server for the window's cross submissions, store the rows, invalidate.
+    """Ask the server for the window's cross submissions, store the rows, invalidate the
+    rollouts a real one names, and score 0 the rollouts that submitted a forged one.
 
-    ``senders`` are the environments whose tokens were in play besides the leased ones.
+    ``senders`` are the environments whose tokens were in play besides the leased ones;
+    ``minted`` the tokens the run's trials minted (its rollouts' are in ``store``).
     """
-    audit = read_audit(client, window, leased, senders)
+    known = set(minted) | {r.token for r in store.rollouts()}
+    audit = read_audit(client, window, leased, senders, known)
     store.add_isolation_rows(audit.rows)
-    return AuditResult(audit.rows, audit.cross, invalidate_named(store, audit.cross), audit.error)
+    scored = score_forged(store, audit.forged)
+    invalidated = invalidate_named(store, audit.cross)
+    return AuditResult(audit.rows, audit.cross, invalidated, audit.error, audit.forged, scored)
+
+
+def score_forged(store: RunStore, forged: Sequence[CrossSubmission]) -> int:
+    """Score 0 (``forged_token``) every rollout that submitted a token-shaped string the
+    run never minted; return how many changed."""
+    scored = 0
+    for c in forged:
+        why = f"{AUDIT_TEST}: submitted {c.token}, of {c.token_env}'s shape, never minted"
+        scored += store.mark_agent_fault([c.rollout_id], Reason.FORGED_TOKEN, why)
+    return scored
 
 
 def read_audit(
@@ -55,8 +78,10 @@ def read_audit(
     window: int,
     leased: Sequence[LeasedRollout],
     senders: Sequence[str] = (),
+    minted: Collection[str] | None = None,
 ) -> AuditResult:
-    """The window's audit as rows (``lost`` for every pair when the server cannot say)."""
+    """The window's audit as rows (``lost`` for every pair when the server cannot say).
+    With ``minted``, a token it does not hold is forged: no row, in `AuditResult.forged`."""
     try:
         audit = client.audit(window)
     except VerifierUnavailable as exc:
@@ -71,7 +96,10 @@ def read_audit(
     cross = [
         CrossSubmission(r.token, r.token_env, r.attributed_env, r.rollout_id) for r in audit.rows
     ]
-    return AuditResult(audit_rows(window, leased, cross, senders), cross, 0)
+    forged: list[CrossSubmission] = []
+    if minted is not None:
+        cross, forged = split_forged(cross, minted)
+    return AuditResult(audit_rows(window, leased, cross, senders), cross, 0, forged=forged)
 
 
 def invalidate_named(store: RunStore, cross: Sequence[CrossSubmission]) -> int:

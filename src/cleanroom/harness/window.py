@@ -7,17 +7,18 @@ batch that held a writer rollout followed by one more clipboard trial
 as isolation rows (the rollouts a cross row names become invalid); the canary's sticky
 flag (and the parked console's), after checking that the watcher kept looking; the
 token sweep (`sweep_window`: a token resting outside its environment makes the window's
-rollouts invalid); the window's verdict from all its rows
-(`core.isolation.judge_window`), stored as its status: ``failed`` when it lost rows, saw
-a canary or parked-console event or a swept foreign token, else ``closed``. The canary
-watcher samples throughout.
+rollouts invalid, and what an environment's own programs did to the sweep, a forged token
+or a selection that never answered, scores the rollout that did it 0); the window's
+verdict from all its rows (`core.isolation.judge_window`), stored as its status:
+``failed`` when it lost rows, saw a canary or parked-console event or a swept foreign
+token, else ``closed``. The canary watcher samples throughout.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -28,6 +29,13 @@ from cleanroom.core.isolation import (
     RowResult,
     WindowVerdict,
     judge_window,
+)
+from cleanroom.core.sweep import (
+    ACT_REASONS,
+    OwnAct,
+    RolloutSpan,
+    SweepJudgement,
+    writing_rollouts,
 )
 from cleanroom.environments.interface import Desktops
 from cleanroom.harness.form_audit_window import AuditResult, audit_window
@@ -76,6 +84,9 @@ class WindowServices:
     stopping: threading.Event
     # The verify server's database, which the token sweep reads.
     submissions_db: Path | None = None
+    # Every token the run's trials minted, across its windows: a token found that the
+    # run never minted is the writer's own act, so none may be forgotten.
+    minted: set[str] = field(default_factory=set)
 
     @property
     def run_dir(self) -> Path:
@@ -107,7 +118,13 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
     acting = [n for n in s.pool.names if n != CANARY_ENV]
     # One trial context per window, so trial tokens never repeat a rollout id in it.
     ctx = TrialContext(
-        s.pool, s.store, plan.index, s.run_dir, verify=s.verify, submissions_db=s.submissions_db
+        s.pool,
+        s.store,
+        plan.index,
+        s.run_dir,
+        verify=s.verify,
+        submissions_db=s.submissions_db,
+        minted=s.minted,
     )
     trials = WindowTrials(s, ctx)
     # A reset wipes a home mid-window: its places are swept first, so a foreign token
@@ -120,7 +137,7 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
         s.pool.before_wipe.remove(wiping)
     s.progress.step("verify server audit")
     senders = sorted({r.token.env for r in records})
-    audit = audit_window(s.store, s.verify, plan.index, s.smoke.leased(records), senders)
+    audit = audit_window(s.store, s.verify, plan.index, s.smoke.leased(records), senders, s.minted)
     if audit.error:
         s.progress.event(f"[red]audit lost[/]: {audit.error}")
     elif audit.cross:
@@ -130,6 +147,11 @@ def run_window(s: WindowServices, plan: WindowPlan) -> WindowResult:
         )
     else:
         s.progress.event(f"audit: {len(audit.rows)} rows, no cross submission")
+    if audit.forged:
+        s.progress.event(
+            f"audit: {len(audit.forged)} forged token(s) submitted, "
+            f"{audit.scored} rollout(s) scored 0 (forged_token)"
+        )
     s.progress.step("canary verdict")
     # The watcher's thread must have been looking all along (alive, not stalled); then
     # one last look at env00 (and the parked console), bounded in time, before judging.
@@ -182,43 +204,74 @@ def _window_body(
 
 def _sweep_before_wipe(s: WindowServices, trials: WindowTrials, env: str) -> None:
     """Sweep ``env``'s places before a reset or recovery wipes them; store the rows (only
-    cross and lost ones) and make the window's rollouts invalid on a foreign token."""
+    cross and lost ones), make the window's rollouts invalid on a foreign token, and keep
+    the environment's own acts for the window's close."""
     ctx = trials.ctx
     started = time.monotonic()
     try:
-        rows = sweep_before_wipe(ctx, 0, env)
+        judged = sweep_before_wipe(ctx, 0, env)
     except Exception as exc:  # a sweep that could not run saw nothing: lost, never clean
         why = f"{env}'s places could not be swept before its reset: {type(exc).__name__}: {exc}"
-        rows = [IsolationRow(SWEEP_TEST, 0, env, env, RowResult.LOST, ctx.window, why)]
+        lost = [IsolationRow(SWEEP_TEST, 0, env, env, RowResult.LOST, ctx.window, why)]
+        judged = SweepJudgement(lost, [], [], [])
     # What it costs a reset, kept with the other timings of the run.
     ctx.record_latency(SWEEP_TEST, env, (time.monotonic() - started) * 1000, "before wipe")
-    if not rows:
+    trials.own_acts(judged.own_acts)
+    trials.wiped(env)
+    if not judged.rows and not judged.own_acts and not judged.unread:
         return  # nothing found and nothing unreadable: no trial of its own
     trial = trials.reserve(SWEEP_TEST)
-    rows = [replace(r, trial=trial) for r in rows]
-    write_wipe_evidence(ctx, env, rows)
+    rows = [replace(r, trial=trial) for r in judged.rows]
+    write_wipe_evidence(ctx, env, trial, judged)
     s.store.add_isolation_rows(rows)
-    _apply_sweep(s, trials, rows, f"token sweep before {env}'s reset")
+    _apply_sweep(s, trials, [judged], f"token sweep before {env}'s reset")
 
 
 def sweep_window(s: WindowServices, trials: WindowTrials, n: int, why: str) -> list[IsolationRow]:
-    """Run the token sweep in the trials' window and make the window's rollouts invalid
-    (``isolation``) if it found a token outside its environment; return its rows."""
+    """Run the token sweep in the trials' window, make the window's rollouts invalid
+    (``isolation``) if it found a token outside its environment, and score 0 the
+    rollouts whose own acts the window's sweeps saw; return its rows."""
+    ctx = trials.ctx
+    before = len(ctx.swept)
     # A battery made for one purpose may leave the sweep out; the window still runs it.
     rows = trials.run_test(s.battery.get(SWEEP_TEST, CHECKS[SWEEP_TEST]), n, why=why)
-    _apply_sweep(s, trials, rows, "token sweep")
+    judged = ctx.swept[before:]
+    for j in judged:
+        trials.own_acts(j.own_acts)
+    _apply_sweep(s, trials, judged, "token sweep")
+    _score_own_acts(s, trials)
     return rows
 
 
 def _apply_sweep(
-    s: WindowServices, trials: WindowTrials, rows: list[IsolationRow], what: str
+    s: WindowServices, trials: WindowTrials, judged: list[SweepJudgement], what: str
 ) -> None:
-    """The window's rollouts made invalid by the sweep's cross rows, and said."""
-    invalidated = apply_sweep(s.store, trials.ctx.window, rows, trials.ctx.minted)
-    if any(r.result is RowResult.CROSS for r in rows):
+    """The window's rollouts made invalid by the sweep's foreign tokens, and said."""
+    findings = [f for j in judged for f in j.findings]
+    invalidated = apply_sweep(s.store, trials.ctx.window, findings)
+    if findings:
         s.progress.event(
             f"[red]{what}: a token outside its environment[/], "
             f"{invalidated} rollout(s) invalid (isolation)"
+        )
+    unread = [u for j in judged for _, u in j.unread]
+    if unread:
+        s.progress.event(
+            f"{what}: {len(unread)} spot(s) not decoded for a cost bound "
+            f"(first: {unread[0].where}: {unread[0].bound})"
+        )
+
+
+def _score_own_acts(s: WindowServices, trials: WindowTrials) -> None:
+    """Score 0 every rollout whose environment's own programs the window's sweeps saw
+    forge a token or keep a selection silent (each keeps its first such reason)."""
+    for act, rollouts in trials.take_acts():
+        scored = s.store.mark_agent_fault(
+            rollouts, ACT_REASONS[act.kind], f"{SWEEP_TEST}: {act.evidence}"[:1000]
+        )
+        who = ", ".join(rollouts) or "no rollout of the window"
+        s.progress.event(
+            f"token sweep: {act.kind} in {'/'.join(act.owners)} ({who}): {scored} scored 0"
         )
 
 
@@ -244,6 +297,44 @@ class WindowTrials:
         self.ctx = ctx
         self.next: dict[str, int] = {}
         self._numbering = threading.Lock()  # rollouts' resets sweep from their own threads
+        # When each environment was last wiped in the window, and the own acts the
+        # window's sweeps saw, each with the rollouts that did it (found when it was seen:
+        # the next wipe changes who that is).
+        self._wiped: dict[str, float] = {}
+        self._acts: list[tuple[OwnAct, list[str]]] = []
+        # A forged token in a place no wipe clears (a log file) is seen by every later
+        # sweep of the window: only the first names who wrote it.
+        self._forged_seen: set[tuple[str, str]] = set()
+
+    def wiped(self, env: str) -> None:
+        """``env`` is about to be wiped (its places were swept just before)."""
+        with self._numbering:
+            self._wiped[env] = time.time()
+
+    def own_acts(self, acts: list[OwnAct]) -> None:
+        """Keep a sweep's own acts with the rollouts that did them."""
+        if not acts:
+            return
+        window = self.ctx.window
+        spans = [
+            RolloutSpan(r.rollout_id, r.env, r.started_at, r.ended_at)
+            for r in self.s.store.rollouts(window)
+        ]
+        with self._numbering:
+            for act in acts:
+                if act.token is not None:
+                    key = (str(act.token), act.where)
+                    if key in self._forged_seen:
+                        continue
+                    self._forged_seen.add(key)
+                last = self._wiped.get(act.owners[0]) if len(act.owners) == 1 else None
+                self._acts.append((act, writing_rollouts(act, spans, last)))
+
+    def take_acts(self) -> list[tuple[OwnAct, list[str]]]:
+        """The own acts kept so far (and forget them)."""
+        with self._numbering:
+            acts, self._acts = self._acts, []
+        return acts
 
     def reserve(self, name: str, n: int = 1) -> int:
         """The first of ``n`` trial numbers of ``name`` no other trial of the window has."""

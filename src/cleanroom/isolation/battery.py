@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import IsolationRow, RowResult
+from cleanroom.core.sweep import SweepJudgement
 from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.environments.interface import Desktops, Needs, require
 from cleanroom.environments.leaky_setups import Leak
@@ -58,8 +59,12 @@ class TrialContext:
     # The verify server's database, for the token sweep, which reads what was submitted.
     submissions_db: Path | None = None
     _seq: Iterator[int] = field(default_factory=lambda: count(TRIAL_SEQ_BASE))
-    # Every token minted here: only a token the run minted can implicate a rollout.
+    # Every token minted here: only a token the run minted can implicate a rollout, so a
+    # run hands every window's context the one set of its own.
     minted: set[str] = field(default_factory=set)
+    # The token sweep's judgements of this context's trials, in order: the typed facts
+    # behind its rows (the real foreign tokens, the environments' own acts).
+    swept: list[SweepJudgement] = field(default_factory=list)
 
     @property
     def acting_envs(self) -> list[str]:

@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING
 from cleanroom.core.breakage import Breakage
 from cleanroom.core.outcomes import Cause, Outcome, Reason
 from cleanroom.core.tokens import RolloutId, Token, mint
-from cleanroom.environments.errors import EnvironmentBroken, PoolError, StaleGeneration
+from cleanroom.environments.errors import (
+    EnvironmentBroken,
+    PoolError,
+    SelectionUnanswered,
+    StaleGeneration,
+)
 from cleanroom.environments.providers import PoolProcess
 from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask, noop_policy
 from cleanroom.rollouts.registry import make_smoke_task
@@ -137,6 +142,8 @@ def _attempt(
         )
     except EnvironmentBroken as exc:
         return broken_outcome(exc.breakage, str(exc))
+    except SelectionUnanswered as exc:  # its own program holds the selection, mute
+        return Outcome.agent_fault(Reason.SELECTION_UNANSWERED, str(exc))
     except PoolError as exc:
         return Outcome.invalid(Reason.ENVIRONMENT_ERROR, f"the pool failed: {exc}")
     finally:

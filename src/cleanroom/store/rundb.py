@@ -27,7 +27,7 @@ from typing import Any
 
 from cleanroom.core.canary import CanarySample, ConsoleSample
 from cleanroom.core.isolation import IsolationRow, RowResult, Window
-from cleanroom.core.outcomes import Outcome, Reason, Status
+from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.core.publish import NOT_CLAIMED, ControlResult
 from cleanroom.core.tokens import RolloutId, Token
 from cleanroom.store.folders import private_folder
@@ -660,6 +660,29 @@ class RunStore(NodeRecords):
                 "UPDATE rollouts SET outcome = 'invalid', reason = ?, score = NULL, detail = ?,"
                 " change_seq = ? WHERE rollout_id = ? AND ended_at IS NOT NULL"
                 " AND outcome != 'invalid'",
+                [(reason.value, detail, seq, rid) for rid in ids],
+            )
+            return cur.rowcount
+
+    def mark_agent_fault(self, rollout_ids: Iterable[str], reason: Reason, detail: str) -> int:
+        """Score finished rollouts 0 for their agent's own act (``reason`` is the agent's);
+        return how many changed.
+
+        A rollout already scored 0 for an act of its agent keeps that first reason, and
+        an invalid one stays invalid: the infrastructure's fault excludes it whatever
+        the agent did.
+        """
+        if reason.cause is not Cause.AGENT:
+            raise ValueError(f"{reason} is not the agent's act")
+        ids = list(rollout_ids)
+        with self._tx() as c:
+            seq = self._next_change(c)
+            # A valid outcome's only reasons are its agent's (`Outcome`): one without a
+            # reason is the one not yet scored for an act.
+            cur = c.executemany(
+                "UPDATE rollouts SET outcome = 'failure', reason = ?, score = 0.0, detail = ?,"
+                " change_seq = ? WHERE rollout_id = ? AND ended_at IS NOT NULL"
+                " AND outcome != 'invalid' AND reason IS NULL",
                 [(reason.value, detail, seq, rid) for rid in ids],
             )
             return cur.rowcount

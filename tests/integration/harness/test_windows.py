@@ -3,7 +3,9 @@
 Leaks are planted the way a real one would show: the canary's clipboard is taken from
 the harness side, an isolation test cannot read its inputs, a token is delivered
 through another environment's lease, and a file holding env01's token is written into
-env02's home while a window is open.
+env02's home while a window is open. So are what an agent could do to fail a window
+without a leak, which must not: a token of env01's shape that nobody minted in env02's
+home, and a CLIPBOARD owner on env02's display that never answers.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import ClassVar
 import httpx
 import pytest
 from rich.console import Console
+from Xlib import X
+from Xlib import display as xdisplay
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import SWEEP_TEST, IsolationRow, RowResult
@@ -124,6 +128,48 @@ class _LeavesATokenThenTheHomeIsReset(IsolationCheck):
                 for a, b in self.pairs(ctx)]  # fmt: skip
 
 
+class _ForgesATokenInItsOwnHome(IsolationCheck):
+    """What an agent in env02 could write to fail any window: a string of env01's token's
+    shape that the run never minted, in its own home (in upper case, which the sweep
+    reads too), written by hand from the harness side and owned by env02's user."""
+
+    name: ClassVar[str] = "planted_forged_token"
+    number: ClassVar[int] = 94
+    schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
+    detects: ClassVar[tuple[Leak, ...]] = ()
+    planted: ClassVar[list[Path]] = []
+
+    def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
+        account = ctx.pool.env("env02").account
+        path = account.home / f"forged-{trial}.txt"
+        path.write_text(f"ENV01 SAYS {f'env01-w{ctx.window:03d}-r0001-00c0ffee'.upper()}\n")
+        os.chown(path, account.uid, account.gid)
+        self.planted.append(path)
+        return [IsolationRow(self.name, trial, a, b, RowResult.CLEAN, ctx.window)
+                for a, b in self.pairs(ctx)]  # fmt: skip
+
+
+class _KeepsTheClipboardSilent(IsolationCheck):
+    """What a program in env02 could do to fail any window: take CLIPBOARD on env02's
+    display and never answer a read of it (a client of the display that is not the
+    harness's own owner, kept open until the test ends)."""
+
+    name: ClassVar[str] = "planted_silent_owner"
+    number: ClassVar[int] = 95
+    schedule: ClassVar[Schedule] = Schedule(window=1, soak=1)
+    detects: ClassVar[tuple[Leak, ...]] = ()
+    clients: ClassVar[list[xdisplay.Display]] = []
+
+    def run_trial(self, ctx: TrialContext, trial: int) -> list[IsolationRow]:
+        mute = xdisplay.Display(ctx.pool.env("env02").live.display.name)
+        self.clients.append(mute)
+        window = mute.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+        window.set_selection_owner(mute.intern_atom("CLIPBOARD"), X.CurrentTime)
+        mute.sync()
+        return [IsolationRow(self.name, trial, a, b, RowResult.CLEAN, ctx.window)
+                for a, b in self.pairs(ctx)]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def live(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WindowServices]:
     """A run with a pool (canary + two environments running Writer), its watcher and a
@@ -146,6 +192,8 @@ def live(desktop_stack: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
                 _ReadsAFileThatIsNotThere(),
                 _LeavesATokenInAnotherHome(),
                 _LeavesATokenThenTheHomeIsReset(),
+                _ForgesATokenInItsOwnHome(),
+                _KeepsTheClipboardSilent(),
             )
         }
         with LoopProgress(Console(width=120)) as progress:
@@ -180,7 +228,7 @@ def test_a_token_arriving_after_the_last_windows_close_fails_that_window(
     assert result.status == "closed"
     account = live.pool.env("env01").account
     late = account.home / "arrived-late.txt"
-    late.write_text(f"{mint(RolloutId('env02', 6, 50_900))}\n")
+    late.write_text(f"{result.trials.ctx.mint('env02')}\n")  # a token the run minted
     try:
         swept = end_of_run_sweep(live, result)
     finally:
@@ -294,3 +342,40 @@ def test_the_sweeps_planted_control_fires_on_the_live_pool(live: WindowServices)
     assert cell.test == SWEEP_TEST and cell.leak.startswith("planted:")
     leftovers = list(live.pool.env("env02").account.home.glob("leaked-*"))
     assert leftovers == []  # the plant is removed afterwards
+
+
+def test_a_forged_token_fails_no_window_and_scores_its_writer_0(live: WindowServices) -> None:
+    # Earlier tests of the module leave env01's real token in the canary's clipboard.
+    live.pool.env(CANARY_ENV).live.clipboard.clear()
+    plan = WindowPlan(8, ("writer",), [PlannedCheck("planted_forged_token", 1)])
+    try:
+        result = run_window(live, plan)
+    finally:
+        for path in _ForgesATokenInItsOwnHome.planted:
+            path.unlink(missing_ok=True)
+    sweep = [r for r in live.store.isolation_rows(8) if r.test == SWEEP_TEST]
+    assert sweep and {r.result for r in sweep} == {RowResult.CLEAN}, sweep
+    assert result.status == "closed", result.verdict.failure
+    scored = {r.env: (r.outcome, r.reason) for r in live.store.rollouts(8)}
+    assert scored["env02"] == (Status.FAILURE, Reason.FORGED_TOKEN)
+    assert scored["env01"][1] is None
+    forged = next(r for r in live.store.rollouts(8) if r.env == "env02")
+    assert "env01-w008-r0001-00c0ffee" in forged.detail and "any case" in forged.detail
+
+
+def test_a_silent_clipboard_owner_fails_no_window_and_scores_its_rollout_0(
+    live: WindowServices,
+) -> None:
+    live.pool.env(CANARY_ENV).live.clipboard.clear()
+    plan = WindowPlan(9, ("writer",), [PlannedCheck("planted_silent_owner", 1)])
+    try:
+        result = run_window(live, plan)
+    finally:
+        for client in _KeepsTheClipboardSilent.clients:
+            client.close()
+    sweep = [r for r in live.store.isolation_rows(9) if r.test == SWEEP_TEST]
+    assert sweep and {r.result for r in sweep} == {RowResult.CLEAN}, sweep
+    assert result.status == "closed", result.verdict.failure
+    scored = {r.env: (r.outcome, r.reason) for r in live.store.rollouts(9)}
+    assert scored["env02"] == (Status.FAILURE, Reason.SELECTION_UNANSWERED)
+    assert scored["env01"][1] is None

@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from Xlib import X
+from Xlib import display as xdisplay
 
-from cleanroom.environments.x11.clipboard import ClipboardOwner, read_selection
+from cleanroom.environments.x11.clipboard import ClipboardOwner, OwnerSilent, read_selection
 from cleanroom.environments.x11.display import XvfbDisplay
 
 
@@ -66,3 +68,27 @@ def test_text_set_right_after_a_clear_is_served(display: XvfbDisplay) -> None:
             assert read_selection(display.name, "PRIMARY").text == f"second {i}"
     finally:
         owner.close()
+
+
+def test_an_owner_that_never_answers_is_named_by_its_window(display: XvfbDisplay) -> None:
+    # A program takes CLIPBOARD and never answers a SelectionRequest; the harness's own
+    # owner holds PRIMARY and stops serving. Each silence names the window that owns it,
+    # so the pool can tell a program's (the environment's own act) from its own.
+    mute = xdisplay.Display(display.name)
+    harness = ClipboardOwner(display.name)
+    try:
+        window = mute.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+        window.set_selection_owner(mute.intern_atom("CLIPBOARD"), X.CurrentTime)
+        mute.sync()
+        with pytest.raises(OwnerSilent) as by_program:
+            read_selection(display.name, "CLIPBOARD", timeout_s=0.3)
+        assert by_program.value.owner == window.id != harness.window_id
+        harness.set("served, then not", ("PRIMARY",))
+        harness._stop.set()
+        harness._thread.join(timeout=2)
+        with pytest.raises(OwnerSilent) as by_harness:
+            read_selection(display.name, "PRIMARY", timeout_s=0.3)
+        assert by_harness.value.owner == harness.window_id
+    finally:
+        harness.close()
+        mute.close()

@@ -11,7 +11,12 @@ from starlette.testclient import TestClient
 
 from cleanroom.core.breakage import Breakage
 from cleanroom.core.outcomes import Cause
-from cleanroom.environments.errors import EnvironmentBroken, PoolError, StaleGeneration
+from cleanroom.environments.errors import (
+    EnvironmentBroken,
+    PoolError,
+    SelectionUnanswered,
+    StaleGeneration,
+)
 from cleanroom.environments.policy.http import KEY_HEADER, PoolUnavailable, _raise_for, build_app
 
 KEY = "harness-key"
@@ -79,3 +84,15 @@ def test_a_junk_409_is_still_a_stale_generation(body: bytes) -> None:
     with pytest.raises(StaleGeneration) as info:
         _raise_for(httpx.Response(409, content=body))
     assert info.value.left_by is None
+
+
+def test_a_selection_its_own_program_keeps_silent_crosses_the_api_as_itself() -> None:
+    response = _answer(SelectionUnanswered("env01", "CLIPBOARD", 0x600001))
+    assert response.status_code == 423
+    with pytest.raises(SelectionUnanswered) as info:
+        _raise_for(response)
+    assert (info.value.env, info.value.selection, info.value.owner) == (
+        "env01",
+        "CLIPBOARD",
+        0x600001,
+    )

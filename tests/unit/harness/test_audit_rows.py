@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from cleanroom.core.isolation import RowResult
-from cleanroom.core.outcomes import Outcome, Reason
+from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.harness.form_audit_rows import (
     CrossSubmission,
     LeasedRollout,
     audit_rows,
     named_rollouts,
+    split_forged,
 )
-from cleanroom.harness.form_audit_window import invalidate_named
+from cleanroom.harness.form_audit_window import invalidate_named, score_forged
 from cleanroom.store.rundb import RunStore
 
 LEASED = [
@@ -61,3 +62,30 @@ def test_only_a_minted_token_makes_the_rollouts_it_names_invalid(tmp_path: Path)
         real = CrossSubmission(str(sender), "env02", "env01", taker.rollout_id)
         assert invalidate_named(store, [real]) == 2
         assert {r.reason for r in store.rollouts(1)} == {Reason.ISOLATION}
+
+
+def test_a_forged_submitted_token_is_no_row_and_scores_its_submitter_0(tmp_path: Path) -> None:
+    with RunStore.create(tmp_path) as store:
+        store.open_window(1)
+        sender, taker = mint(RolloutId("env02", 1, 2)), mint(RolloutId("env01", 1, 1))
+        for token in (sender, taker):
+            store.start_rollout(token, "form")
+            store.finish_rollout(token.rollout_id, Outcome.success())
+        forged = CrossSubmission(str(mint(sender.rollout)), "env02", "env01", taker.rollout_id)
+        real, kept = split_forged([forged], {str(sender), str(taker)})
+        assert (real, kept) == ([], [forged])
+        rows = audit_rows(1, [LeasedRollout("env01", taker.rollout_id)], real, ["env02"])
+        assert {r.result for r in rows} == {RowResult.CLEAN}
+        assert score_forged(store, kept) == 1
+        after = {r.rollout_id: (r.outcome, r.reason) for r in store.rollouts(1)}
+    assert after == {
+        taker.rollout_id: (Status.FAILURE, Reason.FORGED_TOKEN),
+        sender.rollout_id: (Status.SUCCESS, None),
+    }
+
+
+def test_a_real_token_in_another_spelling_is_no_forgery() -> None:
+    token = "env02-w001-r0002-0badf00d"
+    padded = "env02-w001-r00002-0badf00d"  # the same rollout id, one more zero
+    real, forged = split_forged([CrossSubmission(padded, "env02", "env01", "r")], {token})
+    assert len(real) == 1 and forged == []

@@ -1,11 +1,14 @@
-"""Applying the token sweep's cross rows to a stored window: which rollouts become invalid."""
+"""Applying the token sweep's findings to a stored window: which rollouts become invalid,
+and which are scored 0 for their own act."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from cleanroom.core.isolation import SWEEP_TEST, IsolationRow, RowResult
+import pytest
+
 from cleanroom.core.outcomes import Outcome, Reason, Status
+from cleanroom.core.sweep import HOME, Finding, Place
 from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.isolation.checks.token_sweep import apply_sweep
 from cleanroom.store.rundb import RunStore
@@ -22,9 +25,9 @@ def _window(store: RunStore) -> dict[str, Token]:
     return tokens
 
 
-def _cross(token: Token, to_env: str) -> IsolationRow:
-    detail = f"{token} of {token.env} in {to_env}'s home at /homes/{to_env}/x.txt"
-    return IsolationRow(SWEEP_TEST, 0, token.env, to_env, RowResult.CROSS, 1, detail)
+def _cross(token: Token, to_env: str) -> Finding:
+    home = Place(f"/homes/{to_env}", (to_env,), HOME)
+    return Finding(token, f"/homes/{to_env}/x.txt", home, to_env)
 
 
 def test_a_foreign_token_invalidates_the_rollouts_that_ended_after_it_existed(
@@ -44,29 +47,43 @@ def test_a_trials_token_invalidates_the_whole_window_from_its_start(tmp_path: Pa
     with RunStore.create(tmp_path) as store:
         _window(store)
         trials = mint(RolloutId("env03", 1, 50_001))  # minted by a trial of window 1
-        invalidated = apply_sweep(store, 1, [_cross(trials, "env02")], minted={str(trials)})
+        invalidated = apply_sweep(store, 1, [_cross(trials, "env02")])
         statuses = {r.outcome for r in store.rollouts(1)}
     assert invalidated == 2 and statuses == {Status.INVALID}
 
 
-def test_a_token_nobody_minted_never_turns_a_score_into_an_exclusion(tmp_path: Path) -> None:
-    # An agent in env02 writes an env01-shaped token into its own home: the row is cross
-    # (the window fails), but no rollout escapes its score by being made invalid.
-    with RunStore.create(tmp_path) as store:
-        tokens = _window(store)
-        forged = mint(RolloutId("env01", 1, 1))  # env01's rollout id, not its token
-        assert str(forged) != str(tokens["early"])
-        invalidated = apply_sweep(store, 1, [_cross(forged, "env02")], minted=set())
-        statuses = {r.outcome for r in store.rollouts(1)}
-    assert invalidated == 0 and statuses == {Status.SUCCESS}
-
-
-def test_clean_and_lost_rows_invalidate_nothing(tmp_path: Path) -> None:
+def test_no_finding_invalidates_nothing(tmp_path: Path) -> None:
     with RunStore.create(tmp_path) as store:
         _window(store)
-        rows = [
-            IsolationRow(SWEEP_TEST, 0, "env01", "env02", RowResult.CLEAN, 1),
-            IsolationRow(SWEEP_TEST, 0, "env02", "env01", RowResult.LOST, 1, "unreadable"),
-        ]
-        assert apply_sweep(store, 1, rows) == 0
+        assert apply_sweep(store, 1, []) == 0
         assert {r.outcome for r in store.rollouts(1)} == {Status.SUCCESS}
+
+
+def test_an_own_act_scores_a_finished_rollout_0_with_its_reason(tmp_path: Path) -> None:
+    with RunStore.create(tmp_path) as store:
+        tokens = _window(store)
+        early = tokens["early"].rollout_id
+        changed = store.mark_agent_fault([early], Reason.FORGED_TOKEN, "token_sweep: forged")
+        after = {r.rollout_id: (r.outcome, r.reason, r.score) for r in store.rollouts(1)}
+    assert changed == 1
+    assert after[early] == (Status.FAILURE, Reason.FORGED_TOKEN, 0.0)
+    assert after[tokens["late"].rollout_id] == (Status.SUCCESS, None, 1.0)
+
+
+def test_an_own_act_keeps_the_first_reason_and_never_undoes_an_exclusion(tmp_path: Path) -> None:
+    with RunStore.create(tmp_path) as store:
+        tokens = _window(store)
+        early, late = tokens["early"].rollout_id, tokens["late"].rollout_id
+        store.mark_agent_fault([early], Reason.SELECTION_UNANSWERED, "first")
+        store.mark_invalid([late], Reason.ISOLATION, "a real leak")
+        assert store.mark_agent_fault([early, late], Reason.FORGED_TOKEN, "second") == 0
+        after = {r.rollout_id: (r.outcome, r.reason) for r in store.rollouts(1)}
+    assert after == {
+        early: (Status.FAILURE, Reason.SELECTION_UNANSWERED),
+        late: (Status.INVALID, Reason.ISOLATION),
+    }
+
+
+def test_only_an_agents_reason_scores_an_own_act(tmp_path: Path) -> None:
+    with RunStore.create(tmp_path) as store, pytest.raises(ValueError):
+        store.mark_agent_fault(["env01-w001-r0001"], Reason.ISOLATION, "not the agent's")

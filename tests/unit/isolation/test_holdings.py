@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from cleanroom.core import tokens
-from cleanroom.isolation.checks.holdings import PlaceUnreadable, scan_trees
+from cleanroom.environments.errors import SelectionUnanswered
+from cleanroom.environments.memory import MemoryDesktops
+from cleanroom.isolation.checks.holdings import PlaceUnreadable, clipboard_hits, scan_trees
 
 TOK1 = "env01-w001-r0001-deadbeef"
 
@@ -64,3 +66,17 @@ def test_an_entry_that_vanished_mid_walk_is_not_a_blind_spot(
 
     monkeypatch.setattr(tokens.os, "scandir", scandir)
     assert [str(h.token) for h in scan_trees([tmp_path])] == [TOK1]
+
+
+def test_a_selection_its_own_program_keeps_silent_is_noted_not_unreadable(
+    tmp_path: Path,
+) -> None:
+    pool = MemoryDesktops(tmp_path / "run", envs=2)
+    pool.start()
+    pool._env("env02").set_clipboard(f"kept {TOK1}", ("PRIMARY",))
+    pool._env("env02").desk.silent.add("CLIPBOARD")
+    unanswered: list[str] = []
+    hits = clipboard_hits(pool, "env02", unanswered)
+    assert [str(h.token) for h in hits] == [TOK1] and unanswered == ["env02:CLIPBOARD"]
+    with pytest.raises(SelectionUnanswered):
+        clipboard_hits(pool, "env02")

@@ -10,7 +10,12 @@ import pytest
 from cleanroom.core.breakage import Breakage
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.environments.errors import EnvironmentBroken, PoolError, StaleGeneration
+from cleanroom.environments.errors import (
+    EnvironmentBroken,
+    PoolError,
+    SelectionUnanswered,
+    StaleGeneration,
+)
 from cleanroom.rollouts.base import RolloutContext, SmokeTask
 from cleanroom.rollouts.smoke_rollout import attempt_rollout
 
@@ -70,3 +75,12 @@ def test_the_agents_own_breakage_is_its_zero(error: Exception) -> None:
 def test_what_the_infrastructure_broke_is_invalid(error: Exception) -> None:
     outcome = _run(error)
     assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)
+
+
+def test_a_selection_its_own_program_keeps_silent_is_the_agents_zero() -> None:
+    outcome = _run(SelectionUnanswered("env01", "CLIPBOARD", 0x600001))
+    assert (outcome.status, outcome.score, outcome.reason) == (
+        Status.FAILURE,
+        0.0,
+        Reason.SELECTION_UNANSWERED,
+    )

@@ -45,6 +45,7 @@ from cleanroom.environments.errors import (
     CanaryIsReadOnly,
     EnvironmentBroken,
     PoolError,
+    SelectionUnanswered,
     StaleGeneration,
     UnknownEnvironment,
 )
@@ -83,6 +84,15 @@ def _failure(exc: Exception) -> JSONResponse:
             env=exc.env,
             generation=exc.generation,
             breakage=exc.breakage.to_json(),
+        )
+    if isinstance(exc, SelectionUnanswered):  # the environment's own program, mute
+        return _error(
+            423,
+            "selection_unanswered",
+            detail=str(exc),
+            env=exc.env,
+            selection=exc.selection,
+            owner=exc.owner,
         )
     if isinstance(exc, CanaryIsReadOnly):
         return _error(403, "canary", detail=str(exc))
@@ -244,6 +254,10 @@ def _raise_for(response: httpx.Response) -> None:
             raise EnvironmentBroken(
                 str(data.get("env", "?")), _int(data.get("generation")), breakage
             )
+    if code == 423:
+        raise SelectionUnanswered(
+            str(data.get("env", "?")), str(data.get("selection", "?")), _int(data.get("owner"))
+        )
     if code == 403:
         raise CanaryIsReadOnly(detail)
     if code == 404:

@@ -19,7 +19,7 @@ from typing import Any
 
 from cleanroom.core.breakage import Evidence, Part, Problem
 from cleanroom.environments.containers.program_container import ContainerPlan, ProgramContainer
-from cleanroom.environments.errors import BadAction, NoSuchWindow, StartError
+from cleanroom.environments.errors import BadAction, NoSuchWindow, SelectionUnanswered, StartError
 from cleanroom.environments.interface import (
     AccessibilityTree,
     ClipboardRead,
@@ -49,7 +49,7 @@ from cleanroom.environments.session.sandbox import Sandbox
 from cleanroom.environments.session.sandbox_spec import SandboxLayout, SandboxProtections
 from cleanroom.environments.session.template import LIBREOFFICE_PROFILE, without_document_locks
 from cleanroom.environments.x11.atspi import AtspiReader, AtspiUnavailable
-from cleanroom.environments.x11.clipboard import ClipboardOwner, read_selection
+from cleanroom.environments.x11.clipboard import ClipboardOwner, OwnerSilent, read_selection
 from cleanroom.environments.x11.display import DisplayView, XvfbDisplay
 from cleanroom.environments.x11.screen import Screen
 from cleanroom.environments.x11.xauth import write_cookie
@@ -667,8 +667,16 @@ class DesktopEnvironment:
         return self.live.atspi.accessibility_tree()
 
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead:
-        """Read a selection as any client of this display would."""
-        return read_selection(self.live.display.name, selection)
+        """Read a selection as any client of this display would. An owner that does not
+        answer is `SelectionUnanswered` when it is a program of the environment's; the
+        harness's own owner not answering stays `ClipboardUnreadable`."""
+        live = self.live
+        try:
+            return read_selection(live.display.name, selection)
+        except OwnerSilent as exc:
+            if exc.owner == live.clipboard.window_id:
+                raise
+            raise SelectionUnanswered(self.name, selection, exc.owner) from exc
 
     def window_of(self, program: str) -> WindowInfo | None:
         """The current top-level window of a program kind, if it shows one."""

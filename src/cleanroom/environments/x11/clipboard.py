@@ -32,6 +32,16 @@ class ClipboardUnreadable(PoolError):
     """The selection's owner did not answer in time, or the display is gone."""
 
 
+class OwnerSilent(ClipboardUnreadable):
+    """The selection has an owner, and it did not answer in time: ``owner`` is the id of
+    the window it owns the selection with, so a caller can tell its own owner from a
+    program's."""
+
+    def __init__(self, message: str, owner: int) -> None:
+        super().__init__(message)
+        self.owner = owner
+
+
 class ClipboardOwner:
     """Owns this display's selections on request and serves them until told otherwise."""
 
@@ -153,7 +163,8 @@ def read_selection(
 ) -> ClipboardRead:
     """Ask the selection's owner for its text as UTF-8; None when it has no owner.
 
-    Raises `ClipboardUnreadable` when the owner does not answer within ``timeout_s``.
+    Raises `OwnerSilent` (a `ClipboardUnreadable`) when the owner does not answer within
+    ``timeout_s``, `ClipboardUnreadable` when the display cannot be read.
     """
     if selection not in SELECTIONS:
         raise BadAction(f"unknown selection {selection!r}; use one of {', '.join(SELECTIONS)}")
@@ -163,7 +174,8 @@ def read_selection(
         raise ClipboardUnreadable(f"cannot open {display_name}: {exc}") from exc
     try:
         sel = x.intern_atom(selection)
-        if x.get_selection_owner(sel) == X.NONE:
+        owner = x.get_selection_owner(sel)
+        if owner == X.NONE:
             return ClipboardRead(selection, None)
         win = x.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
         prop = x.intern_atom("CLEANROOM_READ")
@@ -181,7 +193,8 @@ def read_selection(
                     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
                     return ClipboardRead(selection, text)
             select.select([x.fileno()], [], [], 0.02)
-        raise ClipboardUnreadable(f"{selection} owner on {display_name} did not answer")
+        owner_id = int(getattr(owner, "id", owner))
+        raise OwnerSilent(f"{selection} owner on {display_name} did not answer", owner_id)
     except _GONE as exc:
         raise ClipboardUnreadable(f"reading {selection} on {display_name}: {exc}") from exc
     finally:

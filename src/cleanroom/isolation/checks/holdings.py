@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cleanroom.core.tokens import TokenHit, scan_text
-from cleanroom.environments.errors import PoolError
+from cleanroom.environments.errors import PoolError, SelectionUnanswered
 from cleanroom.environments.interface import SELECTIONS, Desktops
 from cleanroom.tree_scan import scan_tree
 
@@ -24,11 +24,16 @@ class PlaceUnreadable(PoolError):
 
 @dataclass
 class Holdings:
-    """The tokens found in one environment's places, and where the search looked."""
+    """The tokens found in one environment's places, and where the search looked.
+
+    ``unanswered`` names the selections a program of the environment holds and never
+    answers for: the environment's own act (the token sweep scores it), not a place the
+    search could not read."""
 
     env: str
     hits: list[TokenHit] = field(default_factory=list)
     searched: list[str] = field(default_factory=list)
+    unanswered: list[str] = field(default_factory=list)
 
 
 def trees_of(pool: Desktops, env: str, *, logs: bool = True) -> list[Path]:
@@ -66,11 +71,19 @@ def scan_trees(trees: list[Path]) -> list[TokenHit]:
     return hits
 
 
-def clipboard_hits(pool: Desktops, env: str) -> list[TokenHit]:
-    """Every token in the environment's CLIPBOARD and PRIMARY selections."""
+def clipboard_hits(pool: Desktops, env: str, unanswered: list[str] | None = None) -> list[TokenHit]:
+    """Every token in the environment's CLIPBOARD and PRIMARY selections. A selection
+    whose owner, a program of the environment's, never answers is added to
+    ``unanswered`` (with None, it raises like any other unreadable selection)."""
     hits: list[TokenHit] = []
     for selection in SELECTIONS:
-        text = pool.read_selection(env, selection).text  # ClipboardUnreadable is a PoolError
+        try:
+            text = pool.read_selection(env, selection).text  # ClipboardUnreadable: a PoolError
+        except SelectionUnanswered:
+            if unanswered is None:
+                raise
+            unanswered.append(f"{env}:{selection}")
+            continue
         if text:
             hits.extend(scan_text(text, f"{env}:{selection}"))
     return hits
@@ -80,8 +93,10 @@ def holdings(pool: Desktops, env: str, *, logs: bool = True, clipboard: bool = T
     """Search everything ``env`` holds; raise `PoolError` if any of it cannot be read."""
     found = Holdings(env)
     if clipboard:
-        found.hits.extend(clipboard_hits(pool, env))
-        found.searched.extend(f"{env}:{s}" for s in SELECTIONS)
+        found.hits.extend(clipboard_hits(pool, env, found.unanswered))
+        found.searched.extend(
+            f"{env}:{s}" for s in SELECTIONS if f"{env}:{s}" not in found.unanswered
+        )
     trees = trees_of(pool, env, logs=logs)
     found.hits.extend(scan_trees(trees))
     found.searched.extend(str(t) for t in trees)

@@ -5,11 +5,20 @@ got somewhere to see that it does not belong there. A trial first has every acti
 environment write a file holding a fresh token of its own into its own home (a home
 that does not show it is blind, so its rows are lost), then reads every place and
 attributes every token found (`core.sweep`): a token of another environment than the
-place's owners is ``cross`` from the token's environment to each owner. The harness runs
-one trial at every window's close and one at the end of the run (before the controls
-that plant foreign tokens on purpose); a cross row fails its window and makes the
-window's rollouts invalid (``isolation``) from the earliest time the token can have
-arrived (`apply_sweep`).
+place's owners is ``cross`` from the token's environment to each owner. Every file,
+selection and submission is also read for tokens in other forms (`core.token_forms`: any
+case, UTF-16, base64, escapes, gzip and zip members...), under a budget of decoded bytes
+per file and per environment and a deadline; what the budget left unread is reported
+with the bound. The harness runs one trial at every window's close and one at the end of
+the run (before the controls that plant foreign tokens on purpose); a cross row fails its
+window and makes the window's rollouts invalid (``isolation``) from the earliest time the
+token can have arrived (`apply_sweep`).
+
+Only a token the run minted is cross. A token-shaped string of another environment that
+nobody minted, and a selection whose owner (a program of the environment) never answers,
+are the environment's own acts (`core.sweep.OwnAct`): they are returned beside the rows
+(`TrialContext.swept`), never fail the window, and the harness scores the rollout that
+wrote them 0 with the reason.
 
 Places read, for every environment of the pool (the canary included):
 
@@ -45,6 +54,7 @@ import contextlib
 import os
 import sqlite3
 import subprocess
+import threading
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -62,20 +72,22 @@ from cleanroom.core.sweep import (
     PROFILE,
     RUNTIME,
     SUBMISSION,
+    Finding,
     Place,
     Reading,
+    SweepJudgement,
+    UnreadSpot,
     arrival_bound,
+    judge_sweep,
     merge_places,
     prove,
-    sweep_rows,
-    swept_tokens,
 )
-from cleanroom.core.tokens import Token, scan_bytes
-from cleanroom.environments.errors import PoolError
-from cleanroom.environments.interface import Desktops, Needs
+from cleanroom.core.token_forms import Bound, find_forms, worth_decoding
+from cleanroom.core.tokens import Token, TokenHit, scan_bytes, scan_text
+from cleanroom.environments.errors import PoolError, SelectionUnanswered
+from cleanroom.environments.interface import SELECTIONS, Desktops, Needs
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
-from cleanroom.isolation.checks.holdings import clipboard_hits
 from cleanroom.store.rundb import RunStore
 from cleanroom.store.submissions import StoreError, SubmissionStore
 from cleanroom.tree_scan import scan_tree
@@ -86,6 +98,110 @@ WRITE_TIMEOUT_S = 30.0
 # The longest one folder's scan may take: past it, what was not read is a blind spot, and
 # the rows that relied on it are lost (never a hang, whatever an environment left there).
 SCAN_DEADLINE_S = 60.0
+# The cost of reading tokens in other forms, in one sweep: bytes decoded (decompressed,
+# unescaped) per file and per environment (a place two environments share draws on one
+# budget of its own), and the seconds one environment's decoding may take. Past them
+# what was not decoded is reported (`UnreadSpot`); an environment's own bytes can spend
+# only its own budget, never another's.
+FILE_DECODE_BYTES = 32 << 20
+ENV_DECODE_BYTES = 128 << 20
+ENV_DECODE_S = 5.0
+# At most this many unread spots are kept per place (the count says how many more).
+UNREAD_KEPT = 50
+
+
+class DecodeBudget:
+    """One environment's share of a sweep's decoding: bytes left and a deadline, drawn by
+    the scanner's threads."""
+
+    def __init__(
+        self, nbytes: int = ENV_DECODE_BYTES, seconds: float = ENV_DECODE_S, per_file: int = 0
+    ) -> None:
+        self._left = nbytes
+        self._per_file = per_file or FILE_DECODE_BYTES
+        self.deadline = time.monotonic() + seconds
+        self._lock = threading.Lock()
+
+    def take(self) -> tuple[int, Bound]:
+        """A file's budget, and the bound that set it."""
+        with self._lock:
+            n = min(self._per_file, self._left)
+            self._left -= n
+        return n, (Bound.FILE_BYTES if n == self._per_file else Bound.ENV_BYTES)
+
+    def give_back(self, n: int) -> None:
+        with self._lock:
+            self._left += n
+
+    @property
+    def left(self) -> int:
+        """Bytes not yet decoded."""
+        return self._left
+
+
+class FormReader:
+    """Reads what a place holds for tokens in other forms (`core.token_forms`), under one
+    budget; collects the hits and what the bounds left unread."""
+
+    def __init__(self, budget: DecodeBudget) -> None:
+        self.budget = budget
+        self.hits: list[TokenHit] = []
+        self.unread: list[UnreadSpot] = []
+        self.unread_count = 0
+        self._lock = threading.Lock()
+
+    def read(self, where: str, data: bytes | memoryview, size: int) -> None:
+        """Read one file's, selection's or submission's bytes (``data``, the first of
+        ``size``)."""
+        unread = []
+        if size > len(data):
+            why = f"only its first {len(data)} of {size} bytes were read for other forms"
+            unread.append(UnreadSpot(where, Bound.INPUT, why))
+        hits: list[TokenHit] = []
+        if time.monotonic() > self.budget.deadline:
+            # Past the deadline nothing more is looked at, so a flood of files costs the
+            # scan no more than reading them.
+            why = "not read for other forms: the environment's decoding deadline had passed"
+            unread.append(UnreadSpot(where, Bound.DEADLINE, why))
+        elif worth_decoding(data):
+            n, bound = self.budget.take()
+            forms = find_forms(
+                bytes(data), n, deadline=self.budget.deadline, clock=time.monotonic, bound=bound
+            )
+            self.budget.give_back(n - forms.decoded)
+            hits = [TokenHit(h.token, where, h.outer_offset, h.form) for h in forms.hits]
+            unread += [UnreadSpot(f"{where} ({u.form})", u.bound, u.detail) for u in forms.unread]
+        with self._lock:
+            self.hits.extend(hits)
+            self.unread_count += len(unread)
+            self.unread.extend(unread[: max(0, UNREAD_KEPT - len(self.unread))])
+
+    def beside(self, strict: list[TokenHit]) -> tuple[TokenHit, ...]:
+        """The strict scanner's hits and this reader's, each spot once."""
+        seen = {(h.token, h.source, h.offset) for h in strict}
+        return (*strict, *(h for h in self.hits if (h.token, h.source, h.offset) not in seen))
+
+    def file(self, path: str, data: memoryview, size: int) -> None:
+        """The tree scanner's hook (`tree_scan.Inspect`)."""
+        self.read(path, data, size)
+
+    def spots(self) -> tuple[UnreadSpot, ...]:
+        """What was left unread, the kept spots and a line for the ones past them."""
+        more = self.unread_count - len(self.unread)
+        if more <= 0:
+            return tuple(self.unread)
+        return (*self.unread, UnreadSpot("...", Bound.INPUT, f"and {more} more unread spot(s)"))
+
+
+class Budgets:
+    """One `DecodeBudget` per set of owners, made on first use, for one sweep."""
+
+    def __init__(self) -> None:
+        self._by: dict[tuple[str, ...], DecodeBudget] = {}
+
+    def of(self, owners: tuple[str, ...]) -> DecodeBudget:
+        """The budget of a place owned by ``owners``."""
+        return self._by.setdefault(owners, DecodeBudget())
 
 
 def proof_path(home: Path, token: Token) -> Path:
@@ -107,17 +223,18 @@ def tree_mentions(pool: Desktops) -> list[tuple[str, str, str]]:
     return mentions
 
 
-def read_tree(place: Place, since: float) -> Reading:
-    """Scan one folder; its blind spots make it unreadable. In a log folder only files
-    written since ``since`` count."""
-    scan = scan_tree(place.name, deadline_s=SCAN_DEADLINE_S)
+def read_tree(place: Place, since: float, budget: DecodeBudget | None = None) -> Reading:
+    """Scan one folder, every file in every form too; its blind spots make it
+    unreadable. In a log folder only files written since ``since`` count."""
+    forms = FormReader(budget or DecodeBudget())
+    scan = scan_tree(place.name, deadline_s=SCAN_DEADLINE_S, inspect=forms.file)
     blind = scan.blind_spots
     if blind:
         return Reading(place, error="; ".join(map(str, blind[:3])))
-    hits = scan.hits
+    hits = list(forms.beside(scan.hits))
     if place.kind == LOGS:
         hits = [h for h in hits if _written_since(h.source, since)]
-    return Reading(place, tuple(hits))
+    return Reading(place, tuple(hits), unread=forms.spots())
 
 
 def _written_since(path: str, since: float) -> bool:
@@ -127,18 +244,37 @@ def _written_since(path: str, since: float) -> bool:
         return True  # a log that cannot be looked at again still held the token
 
 
-def read_clipboard(pool: Desktops, env: str) -> Reading:
-    """An environment's CLIPBOARD and PRIMARY, as one place."""
+def read_clipboard(pool: Desktops, env: str, budget: DecodeBudget | None = None) -> Reading:
+    """An environment's CLIPBOARD and PRIMARY, as one place, every form too. A selection
+    whose owner, a program of the environment's, never answers is read as far as it can
+    be (`Reading.unanswered`); any other failure makes the place unreadable."""
     place = Place(f"{env}'s clipboard", (env,), CLIPBOARD)
-    try:
-        return Reading(place, tuple(clipboard_hits(pool, env)))
-    except PoolError as exc:
-        return Reading(place, error=str(exc))
+    forms = FormReader(budget or DecodeBudget())
+    hits: list[TokenHit] = []
+    unanswered = []
+    for selection in SELECTIONS:
+        where = f"{env}:{selection}"
+        try:
+            text = pool.read_selection(env, selection).text
+        except SelectionUnanswered:
+            unanswered.append(selection)
+            continue
+        except PoolError as exc:
+            return Reading(place, error=str(exc))
+        if text:
+            data = text.encode("utf-8", "surrogatepass")
+            hits += scan_text(text, where)
+            forms.read(where, data, len(data))
+    return Reading(place, forms.beside(hits), None, forms.spots(), tuple(unanswered))
 
 
-def read_submissions(db: Path, since: float, envs: tuple[str, ...]) -> list[Reading]:
-    """Every submission stored since ``since``, each a place of its lease's environment;
-    a database that cannot be read is one unreadable place of every acting environment."""
+def read_submissions(
+    db: Path, since: float, envs: tuple[str, ...], budgets: Budgets | None = None
+) -> list[Reading]:
+    """Every submission stored since ``since``, each a place of its lease's environment
+    written by its lease's rollout, every form too; a database that cannot be read is one
+    unreadable place of every acting environment."""
+    budgets = budgets or Budgets()
     try:
         with SubmissionStore.open_read_only(db) as store:
             records = store.submitted_since(since)
@@ -148,18 +284,25 @@ def read_submissions(db: Path, since: float, envs: tuple[str, ...]) -> list[Read
     out = []
     for rec in records:
         where = f"{SUBMISSION} {rec.id} (lease {rec.lease_id})"
-        place = Place(where, (rec.env,), SUBMISSION)
-        out.append(Reading(place, tuple(scan_bytes(rec.body, where))))
+        place = Place(where, (rec.env,), SUBMISSION, writer=rec.rollout_id)
+        forms = FormReader(budgets.of(place.owners))
+        forms.read(where, rec.body, len(rec.body))
+        hits = forms.beside(scan_bytes(rec.body, where))
+        out.append(Reading(place, hits, unread=forms.spots()))
     return out
 
 
 def read_places(pool: Desktops, since: float, submissions_db: Path | None = None) -> list[Reading]:
-    """Read every place of every environment of the pool (see the module's docstring)."""
-    readings = [read_tree(p, since) for p in merge_places(tree_mentions(pool))]
-    readings += [read_clipboard(pool, env) for env in pool.names]
+    """Read every place of every environment of the pool (see the module's docstring),
+    each environment's under a decoding budget of its own."""
+    budgets = Budgets()
+    readings = [
+        read_tree(p, since, budgets.of(p.owners)) for p in merge_places(tree_mentions(pool))
+    ]
+    readings += [read_clipboard(pool, env, budgets.of((env,))) for env in pool.names]
     if submissions_db is not None:
         acting = tuple(n for n in pool.names if n != CANARY_ENV)
-        readings += read_submissions(submissions_db, since, acting)
+        readings += read_submissions(submissions_db, since, acting, budgets)
     return readings
 
 
@@ -207,32 +350,58 @@ def proof_readings(readings: list[Reading], proofs: list[Proof]) -> list[Reading
     return prove(readings, expected) + failed
 
 
-def sweep_before_wipe(ctx: TrialContext, trial: int, env: str) -> list[IsolationRow]:
+def minted_tokens(ctx: TrialContext) -> set[str]:
+    """Every token the run minted that can rest in a place: its rollouts' and its
+    trials'."""
+    return set(ctx.minted) | {r.token for r in ctx.store.rollouts()}
+
+
+def sweep_before_wipe(ctx: TrialContext, trial: int, env: str) -> SweepJudgement:
     """Read one environment's folders and clipboard just before a reset or recovery wipes
     them: a foreign token resting there mid-window would be gone by the window's close.
     (A display that crashed took its clipboard with it: there is nothing left to read.)
 
     Only what was found (``cross``) or could not be read (``lost``) makes rows, and only
     then is evidence written; the sweep at the window's close proves that the reading
-    sees (its homes' own tokens).
+    sees (its homes' own tokens). The judgement's own acts are the environment's.
     """
     since = window_start(ctx.store, ctx.window) or time.time()
     mentions = [m for m in tree_mentions(ctx.pool) if m[1] == env]
-    readings = [read_tree(p, since) for p in merge_places(mentions)]
+    budgets = Budgets()
+    readings = [read_tree(p, since, budgets.of(p.owners)) for p in merge_places(mentions)]
     if not any(p.part is Part.DISPLAY for p in ctx.pool.health(env)):
-        readings.append(read_clipboard(ctx.pool, env))
-    rows = sweep_rows(trial, ctx.window, readings, [env])
-    return [r for r in rows if r.result is not RowResult.CLEAN]
+        readings.append(read_clipboard(ctx.pool, env, budgets.of((env,))))
+    judged = judge_sweep(trial, ctx.window, readings, [env], minted_tokens(ctx))
+    rows = [r for r in judged.rows if r.result is not RowResult.CLEAN]
+    return SweepJudgement(rows, judged.findings, judged.own_acts, judged.unread)
 
 
-def write_wipe_evidence(ctx: TrialContext, env: str, rows: list[IsolationRow]) -> None:
+def write_wipe_evidence(ctx: TrialContext, env: str, trial: int, judged: SweepJudgement) -> None:
     """What a sweep before a wipe found, under its trial's evidence folder."""
     ctx.write_evidence(
         NAME,
-        rows[0].trial,
+        trial,
         "sweep-before-wipe.json",
-        {"env": env, "rows": [r.detail for r in rows]},
+        {"env": env, "rows": [r.detail for r in judged.rows], **_acts_evidence(judged)},
     )
+
+
+def _acts_evidence(judged: SweepJudgement) -> dict[str, object]:
+    return {
+        "own_acts": [
+            {
+                "kind": a.kind.value,
+                "owners": list(a.owners),
+                "where": a.where,
+                "evidence": a.evidence,
+            }
+            for a in judged.own_acts
+        ],
+        "unread": [
+            {"owners": list(p.owners), "where": u.where, "bound": u.bound.value, "detail": u.detail}
+            for p, u in judged.unread
+        ],
+    }
 
 
 def window_start(store: RunStore, window: int) -> float | None:
@@ -266,7 +435,9 @@ class TokenSweepCheck(IsolationCheck):
                 with contextlib.suppress(OSError):
                     p.path.unlink(missing_ok=True)
         readings = proof_readings(readings, proofs)
-        rows = sweep_rows(trial, ctx.window, readings, ctx.pool.names)
+        judged = judge_sweep(trial, ctx.window, readings, ctx.pool.names, minted_tokens(ctx))
+        ctx.swept.append(judged)
+        rows = judged.rows
         ctx.write_evidence(
             NAME,
             trial,
@@ -286,32 +457,24 @@ class TokenSweepCheck(IsolationCheck):
                     for r in readings
                 ],
                 "cross": [r.detail for r in rows if r.result is RowResult.CROSS],
+                **_acts_evidence(judged),
             },
         )
         return rows
 
 
-def apply_sweep(
-    store: RunStore, window: int, rows: list[IsolationRow], minted: Collection[str] = ()
-) -> int:
+def apply_sweep(store: RunStore, window: int, findings: Collection[Finding]) -> int:
     """Make the window's rollouts invalid (``isolation``) when the sweep found a foreign
-    token: every rollout that ended at or after the earliest time one of them can have
-    arrived (`core.sweep.arrival_bound`). Returns how many changed.
-
-    Only a token the run minted (a rollout's, or a trial's in ``minted``) counts here. A
-    token-shaped string nobody minted was written by whoever wrote it, an agent
-    included: its cross row still fails the window, but it never turns a rollout's
-    score into an exclusion.
-    """
-    recorded = store.rollouts()
-    known = set(minted) | {r.token for r in recorded}
-    tokens = [t for t in swept_tokens(rows) if t is not None and str(t) in known]
+    token (every finding is of a token the run minted: `core.sweep.judge_sweep`): every
+    rollout that ended at or after the earliest time one of them can have arrived
+    (`core.sweep.arrival_bound`). Returns how many changed."""
     start = window_start(store, window)
-    if not tokens or start is None:
+    if not findings or start is None:
         return 0
+    recorded = store.rollouts()
     rollouts = {r.rollout_id: r.started_at for r in recorded}
     windows = {w.index: w.started_at for w in store.windows()}
-    after = arrival_bound(tokens, start, rollouts, windows)
-    found = "; ".join(r.detail for r in rows if r.result is RowResult.CROSS)
+    after = arrival_bound([f.token for f in findings], start, rollouts, windows)
+    found = "; ".join(f"{f.token} in {f.to_env}'s {f.place.kind} at {f.where}" for f in findings)
     why = f"{NAME}: a token rested outside its environment in window {window}: {found}"
     return store.invalidate_rollouts(window, after, Reason.ISOLATION, why[:1000])

@@ -40,7 +40,8 @@ def run_sweep_control(pool: Desktops) -> LeakyControlResult:
         return LeakyControlResult(SWEEP_TEST, leak, False, 0, 0, f"not wired in: {exc}")
     finally:
         path.unlink(missing_ok=True)
-    rows = sweep_rows(0, CONTROL_WINDOW, readings, pool.names)
+    # The control's token is the one this run minted that can be in a place now.
+    rows = sweep_rows(0, CONTROL_WINDOW, readings, pool.names, minted={str(token)})
     cross = [r for r in rows if r.result is RowResult.CROSS]
     named = [
         r
