@@ -77,6 +77,7 @@ class ChannelsCheck(IsolationCheck):
         Leak.SHARED_INODES,
         Leak.UNLIMITED,
         Leak.X_SERVER_OUTSIDE,
+        Leak.UNMASKED_PROC,
     )
     requires: ClassVar[Needs] = Needs(real_desktops=True, commands=True)
 
