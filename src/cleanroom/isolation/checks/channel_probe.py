@@ -152,7 +152,8 @@ def writable_dirs(cfg: dict) -> list[str]:
             continue
         visited.add(top)
         seen += 1
-        if top != "/" and os.access(top, os.W_OK | os.X_OK):
+        # A mount point may be a file (the display's socket bound in): not a folder.
+        if top != "/" and os.path.isdir(top) and os.access(top, os.W_OK | os.X_OK):
             found.append(top)
         try:
             with os.scandir(top) as entries:
