@@ -108,7 +108,9 @@ CACHE_FILE_MIN = 4 * CACHE_PAGE
 # program of the desktop may be one the kernel will not let its own user reach).
 MAX_PROCESS_TARGETS = 4
 STAND_IN_S = 30
-PROCESS_CALLS = {"x86_64": (434, 438, 310), "aarch64": (434, 438, 270)}
+# ``ptrace`` (seizing, which stops nothing) is tried on the stand-in only.
+PROCESS_CALLS = {"x86_64": (434, 438, 310, 101), "aarch64": (434, 438, 270, 117)}
+PTRACE_SEIZE = 0x4206
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.shmat.restype = ctypes.c_void_p
 
@@ -380,11 +382,12 @@ def _evict_plant(path: str, stop: threading.Event) -> object:
 def _reach_processes(uid: int) -> str | None:
     """What a copy of another process's descriptor (``pidfd_getfd``) or a read of its
     memory (``process_vm_readv``) showed, for processes of ``uid`` other than this one
-    (a stand-in among them); None when the kernel refused every one."""
+    (a stand-in among them), or tracing the stand-in (``ptrace``); None when the kernel
+    refused every one."""
     calls = PROCESS_CALLS.get(platform.machine())
     if calls is None:
         return None
-    pidfd_open, pidfd_getfd, vm_readv = calls
+    pidfd_open, pidfd_getfd, vm_readv, ptrace = calls
     stand_in = subprocess.Popen(
         [sys.executable, "-I", "-c", f"import time; time.sleep({STAND_IN_S})"],
         stdin=subprocess.DEVNULL,
@@ -405,9 +408,11 @@ def _reach_processes(uid: int) -> str | None:
                     return f"pidfd_getfd took descriptor 0 of pid {pid}"
             if _read_memory(vm_readv, pid):
                 return f"process_vm_readv read the memory of pid {pid}"
+        if _libc.syscall(ptrace, PTRACE_SEIZE, stand_in.pid, None, None) == 0:
+            return f"ptrace seized pid {stand_in.pid}"
         return None
     finally:
-        stand_in.kill()
+        stand_in.kill()  # a traced stand-in ends too, and its tracer reaps it
         stand_in.wait()
 
 
