@@ -55,6 +55,8 @@ ONLY_CROSSING = {
     Leak.X_SERVER_OUTSIDE: {"x_server"},
     Leak.UNMASKED_PROC: {"proc_locks"},
 }
+# What the limit probe must name among what the two may take without their limits.
+LIMITS_NAMED = {Leak.UNLIMITED: ("ptys unlimited", "memory_bytes unlimited")}
 # What of the harness the two reach when only that protection is gone.
 ONLY_REACHING = {Leak.UNFILTERED: {"harness_programs"}}
 # Cut down for the suite; in this order the crash, which disturbs the pool most, is last.
@@ -122,6 +124,9 @@ def test_every_test_naming_a_leak_reports_cross_under_it(leaky: TrialContext) ->
         if isinstance(test, ChannelsCheck) and leak in ONLY_CROSSING:
             _assert_only_crossing(rows, ONLY_CROSSING[leak])
             _assert_only_reaching(rows, ONLY_REACHING.get(leak, set()))
+        if isinstance(test, ChannelsCheck) and leak in LIMITS_NAMED:
+            limits = " ".join(r.detail for r in rows if r.detail.startswith("limits:"))
+            assert all(name in limits for name in LIMITS_NAMED[leak]), limits
         crossed = {(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS}
         # The leak is between env01 and env02: that is where the cross must be, in
         # either direction, and never towards the canary, which shares nothing (except

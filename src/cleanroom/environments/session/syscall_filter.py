@@ -37,8 +37,8 @@ Every process of a sandbox runs under a filter that fails these calls with ``EPE
 into every command ``runc exec`` enters, before the command runs. "No new privileges"
 stays off, so a task's ``sudo`` still works, under the same filter (a filter is kept
 across every ``exec``). Programs' own use of namespaces (Chromium's sandbox) is
-untouched. In ``--containers`` mode, Docker's default seccomp profile forbids the same
-calls.
+untouched. In ``--containers`` mode, Docker's default seccomp profile, less every call
+named here (`containers.seccomp_profile`), forbids the same calls.
 """
 
 from __future__ import annotations
