@@ -8,7 +8,9 @@ import itertools
 from cleanroom.isolation.checks.channel_probe import (
     AIO_BASE,
     LOCK_BASE,
+    CACHE_ROUNDS,
     aio_senders,
+    evicted,
     lock_starts,
     spelled_in_locks,
 )
@@ -52,3 +54,18 @@ def test_a_step_of_exactly_one_environments_context_names_it_and_nothing_else_do
     assert aio_senders(-AIO_BASE, 3) == {0}
     assert aio_senders(2 * AIO_BASE + 1, 3) == set()  # two at once
     assert aio_senders(128, 3) == set()  # another program's
+
+
+def test_a_file_gone_in_half_the_rounds_asked_is_evicted_and_the_control_is_never_named() -> None:
+    half = [1, 0] * (CACHE_ROUNDS // 2)
+    seen = [half, [0] * CACHE_ROUNDS, [1] * CACHE_ROUNDS]
+    assert evicted(seen, timed=False) == [0]
+
+
+def test_timed_a_file_is_evicted_only_when_read_from_disk_against_the_control() -> None:
+    cached, disk = [18_000] * CACHE_ROUNDS, [200_000] * CACHE_ROUNDS
+    # a cold cached read after a wait is slower than an immediate one, but not the disk
+    assert evicted([disk, cached, cached], timed=True) == [0]
+    # on a loaded machine every read is slow: only a file slower than the control counts
+    slow, slower = [90_000] * CACHE_ROUNDS, [400_000] * CACHE_ROUNDS
+    assert evicted([slow, slower, slow], timed=True) == [1]
