@@ -67,7 +67,6 @@ def limits_info(
         ENVIRONMENTS_CPU_SHARES,
         HARNESS_OOM_SCORE_ADJ,
     )
-    from cleanroom.environments.x11.display import SERVER_USER
 
     return {
         "sandbox runtime": f"runc {_package_version('runc')}",
@@ -83,7 +82,7 @@ def limits_info(
             f"memory: the machine's less {harness_reserve_mib} MiB for the harness "
             f"(whose OOM score is {HARNESS_OOM_SCORE_ADJ})"
         ),
-        "X servers": f"each in a sandbox of its own, as {SERVER_USER}, no home in view",
+        "X servers": "each in a sandbox of its own, as a user of its own, no home in view",
     }
 
 

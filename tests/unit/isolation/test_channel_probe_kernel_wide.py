@@ -7,8 +7,8 @@ import itertools
 
 from cleanroom.isolation.checks.channel_probe import (
     AIO_BASE,
-    LOCK_BASE,
     CACHE_ROUNDS,
+    LOCK_BASE,
     aio_senders,
     evicted,
     lock_starts,
