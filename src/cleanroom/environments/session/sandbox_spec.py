@@ -82,8 +82,18 @@ _PTS_MAJOR = 136
 MASKED = ("/proc/keys", "/proc/kcore", "/proc/timer_list", "/proc/sched_debug", "/proc/acpi")
 # What the kernel keeps once for the machine and lists to every sandbox: every lock on
 # any file (an open file description's lock names no process, so the PID namespace
-# hides nothing, and its byte ranges are data) and the count of AIO events in use.
-KERNEL_WIDE = ("/proc/locks", "/proc/sys/fs/aio-nr")
+# hides nothing, and its byte ranges are data), the count of AIO events in use, and the
+# machine's exact counts of ptys, open files, inodes and dentries, which one sandbox
+# moves at will for another to read.
+KERNEL_WIDE = (
+    "/proc/locks",
+    "/proc/sys/fs/aio-nr",
+    "/proc/sys/kernel/pty/nr",
+    "/proc/sys/fs/file-nr",
+    "/proc/sys/fs/inode-nr",
+    "/proc/sys/fs/inode-state",
+    "/proc/sys/fs/dentry-state",
+)
 # Masks that close only what the filter already refuses to make: kernel keys and AIO.
 # Without the filter (a leaky setup) they are listed again.
 FILTER_MASKED = ("/proc/keys", "/proc/sys/fs/aio-nr")
