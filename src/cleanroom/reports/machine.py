@@ -77,6 +77,7 @@ def limits_info(
             f"{limits.tmpfs_mib} MiB each (/tmp, /var/tmp, /dev/shm, /run/lock, runtime folder)"
         ),
         "env home": f"a tmpfs of {limits.home_mib} MiB of its own",
+        "env ptys": f"a devpts of its own, at most {limits.ptys} of the kernel's pool",
         "environments' group": (
             f"{ENVIRONMENTS}: CPU weight {ENVIRONMENTS_CPU_SHARES} in all, as one harness task; "
             f"memory: the machine's less {harness_reserve_mib} MiB for the harness "
