@@ -40,6 +40,7 @@ CLASSES = (
     "proc_locks",
     "aio",
     "page_cache",
+    "counters",
 )
 # Classes whose collector cannot find its own token by design, so a control proves it
 # instead: a sandboxed X server sees no home, its own environment's included; the

@@ -34,7 +34,7 @@ class Leak(StrEnum):
     SHARED_INODES = "shared-inodes"  # sandboxes whose root is the host's own inodes
     UNLIMITED = "unlimited"  # sandboxes without their resource limits
     X_SERVER_OUTSIDE = "x-server-outside"  # displays' servers on the host, as root
-    UNMASKED_PROC = "unmasked-proc"  # /proc/locks and fs.aio-nr listed in the sandboxes
+    UNMASKED_PROC = "unmasked-proc"  # /proc/locks, fs.aio-nr and the counts listed
 
     @property
     def description(self) -> str:
@@ -70,8 +70,9 @@ _DESCRIPTIONS = {
         "client's font path reaches every folder of the host)"
     ),
     Leak.UNMASKED_PROC: (
-        "two environments' sandboxes list the kernel's machine-wide /proc/locks and "
-        "fs.aio-nr (every open file description's locks, with their byte ranges)"
+        "two environments' sandboxes list the kernel's machine-wide /proc/locks, "
+        "fs.aio-nr and counts of ptys, files, inodes and dentries (every open file "
+        "description's locks, with their byte ranges)"
     ),
 }
 

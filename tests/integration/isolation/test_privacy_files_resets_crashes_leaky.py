@@ -53,7 +53,7 @@ ONLY_CROSSING = {
     Leak.SHARED_INODES: {"locks", "watches"},
     Leak.UNLIMITED: {"limits"},
     Leak.X_SERVER_OUTSIDE: {"x_server"},
-    Leak.UNMASKED_PROC: {"proc_locks"},
+    Leak.UNMASKED_PROC: {"proc_locks", "counters"},
 }
 # What the limit probe must name among what the two may take without their limits.
 LIMITS_NAMED = {Leak.UNLIMITED: ("ptys unlimited", "memory_bytes unlimited")}

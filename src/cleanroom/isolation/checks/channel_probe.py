@@ -20,7 +20,8 @@ import cleanroom). Two modes, each given one JSON argument (see `channels.ProbeC
            an AIO context of a size that is its index, made and ended over and over
            (for the machine's one ``fs.aio-nr``), and a page-cache file of the shared
            tree it keeps evicting (for another that asks whether a page is still
-           there); it also tries to reach the harness (a listener on the host's
+           there; every open of a file or a pty moves the machine's counts, for
+           another that reads them); it also tries to reach the harness (a listener on the host's
            loopback, the pool's port, the verify server's keyed routes without a key,
            the run folder, the descriptors and memory of another process of its user,
            as a harness-started program is). It prints one JSON line, then serves its
@@ -106,6 +107,11 @@ CACHE_SLOWER = 3
 CACHE_DISK_NS = 60_000
 CACHE_PAGE = 4096
 CACHE_FILE_MIN = 4 * CACHE_PAGE
+# The machine's exact counts every environment moves: a collector that reads one and
+# sees its own opens move it reads every other environment's too (what it opens, and
+# by how much the count must rise for it).
+PTY_NR, FILE_NR = "/proc/sys/kernel/pty/nr", "/proc/sys/fs/file-nr"
+COUNTER_MOVES = {PTY_NR: 4, FILE_NR: 400}
 # The descriptors and memory of another process of the same user: pidfd_open,
 # pidfd_getfd, process_vm_readv. A sleeping stand-in is always among the targets (a
 # program of the desktop may be one the kernel will not let its own user reach).
@@ -690,6 +696,7 @@ def plant(cfg: dict) -> None:
     else:
         planted["locks"] = planted["watches"] = "too few shared files to give one to each"
     planted["x_server"] = _font_plant(cfg["home"], token)
+    planted["counters"] = True  # every open it makes moves the machine's counts
     planted["proc_locks"], locked = _locks_plant(cfg["home"], token)
     if locked is not None:
         cleanup.append(lambda: os.close(locked))
@@ -987,6 +994,7 @@ def collect(cfg: dict) -> None:
     _proc_locks_collect(found, tested)
     _aio_collect(len(cfg["envs"]), found, tested)
     _cache_collect(cache_files(len(cfg["envs"]) + 1), found, tested)  # and a control
+    _counters_collect(len(cfg["envs"]), found, tested)
 
     print(json.dumps({"me": me, "found": found, "tested": tested}), flush=True)
 
@@ -1104,6 +1112,52 @@ def _aio_collect(count: int, found: list, tested: dict) -> None:
         where = f"{AIO_NR} steps of {AIO_BASE + index}"
         found.append({"class": "aio", "where": where, "key_index": index})
     tested["aio"] = True
+
+
+def _counters_collect(count: int, found: list, tested: dict) -> None:
+    """Whether this view reads any of the machine's counts (`COUNTER_MOVES`) that its
+    own opens move: one that it does carries every environment's opens to it, so each
+    environment (by index, its own among them) is found there."""
+    seen = 0
+    for path, rise in COUNTER_MOVES.items():
+        masked = _masked(path)
+        if masked is None:
+            tested["counters"] = f"cannot tell what {path} is"
+            return
+        if masked:
+            continue
+        seen += 1
+        if any(_moves(path, rise) for _ in range(3)):
+            where = f"{path}, which every environment's opens move"
+            found.extend(
+                {"class": "counters", "where": where, "key_index": index} for index in range(count)
+            )
+    tested["counters"] = True if seen else CLOSED
+
+
+def _moves(path: str, rise: int) -> bool:
+    """Whether ``path``'s first number rises by ``rise`` while this process holds that
+    many more ptys (``kernel.pty.nr``), or twice as many more open files (``fs.file-nr``,
+    a count the kernel keeps only roughly)."""
+
+    def value() -> int:
+        return int(_read_at_most(path, 128).split()[0])
+
+    held: list[int] = []
+    try:
+        before = value()
+        for _ in range(rise):
+            if path == PTY_NR:
+                held.extend(pty.openpty())
+            else:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+                held.append(os.open(os.devnull, os.O_RDONLY))
+        return value() - before >= rise
+    except (OSError, ValueError, IndexError):
+        return False
+    finally:
+        for fd in held:
+            os.close(fd)
 
 
 def aio_senders(step: int, count: int) -> set[int]:

@@ -28,8 +28,8 @@ own cgroup, tmpfs mounts, every other place it can write and its ``devpts`` let 
 take, and one that may take more than the pool's limits can take it from every other
 (its rows to all are ``cross``). Without the filter, AIO, the page cache and other
 processes' descriptors open too (``fs.aio-nr`` is listed again with it); and
-``unmasked-proc`` (``/proc/locks`` and ``fs.aio-nr`` listed in the sandboxes) opens the
-locks' byte ranges.
+``unmasked-proc`` (``/proc/locks``, ``fs.aio-nr`` and the machine's counts listed in
+the sandboxes) opens the locks' byte ranges and the pty and open-file counts.
 """
 
 from __future__ import annotations
