@@ -24,6 +24,7 @@ from typing import IO, Any
 import docker
 import docker.errors
 import requests
+from docker.models.containers import _create_container_args
 
 from cleanroom.exec_result import ExecResult
 
@@ -233,12 +234,7 @@ class Docker:
             if aliases:
                 endpoint = self.api.create_endpoint_config(aliases=list(aliases))
                 options["networking_config"] = {options["network"]: endpoint}
-            container = self.client.containers.create(
-                image,
-                list(command) if command is not None else None,
-                detach=True,
-                **options,
-            )
+            container = self._create(image, command, detach=True, **options)
             try:
                 container.start()
             except BaseException:
@@ -246,6 +242,19 @@ class Docker:
                     container.remove(force=True, v=True)
                 raise
         return str(container.id)
+
+    def _create(self, image: str, command: Sequence[str] | None, **options: Any) -> Any:
+        """The SDK's ``containers.create``, and ``masked_paths`` (what of ``/proc`` and
+        ``/sys`` the container sees empty, in place of Docker's defaults), which the
+        daemon takes but the SDK does not name."""
+        masked = options.pop("masked_paths", None)
+        argv = list(command) if command is not None else None
+        if masked is None:
+            return self.client.containers.create(image, argv, **options)
+        options |= {"image": image, "command": argv, "version": self.api._version}
+        create = _create_container_args(options)
+        create["host_config"]["MaskedPaths"] = list(masked)
+        return self.client.containers.get(self.api.create_container(**create)["Id"])
 
     def create_container(self, image: str, command: Sequence[str] | None, **options: Any) -> str:
         """Create a container without starting it (its files can be archived); returns its id."""

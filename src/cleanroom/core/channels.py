@@ -9,8 +9,10 @@ server listed the harness's control font folder); otherwise, or when the probe c
 not test it, the rows into R for that class are ``lost``. A sender whose kernel refused
 to make the object at all (``refused``: kernel keys under the sandbox's system call
 filter) put nothing there: its rows are ``clean`` whatever the receiver could prove.
-Reaching the harness (its ports, its run folder) is a row between the environment and
-``harness``.
+A receiver whose view does not have the class's list at all (``closed``: a masked
+``/proc`` file) can be sent nothing there: rows into it are ``clean``. Reaching the
+harness (its ports, its run folder, the descriptors of the programs it started) is a
+row between the environment and ``harness``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ CLASSES = (
     "locks",
     "watches",
     "x_server",
+    "proc_locks",
+    "aio",
+    "page_cache",
+    "counters",
 )
 # Classes whose collector cannot find its own token by design, so a control proves it
 # instead: a sandboxed X server sees no home, its own environment's included; the
@@ -43,21 +49,28 @@ CLASSES = (
 PROVEN_BY_CONTROL = ("x_server",)
 # What a probe plants in place of True when the kernel refused to make the object.
 REFUSED = "refused"
-REACH_CLASSES = ("control_plane", "harness_files")
+# What a collector reports for a class whose list its view does not have at all.
+CLOSED = "closed"
+REACH_CLASSES = ("control_plane", "harness_files", "harness_programs")
+# Reach classes that go from the environment to the harness (the others bring the
+# harness's data to the environment).
+_TOWARDS_HARNESS = ("control_plane", "harness_programs")
 LIMITS_CLASS = "limits"
-_LIMIT_FIELDS = ("memory_bytes", "pids", "cpu_shares", "tmpfs_bytes", "home_bytes")
+_LIMIT_FIELDS = ("memory_bytes", "pids", "cpu_shares", "tmpfs_bytes", "home_bytes", "ptys")
 
 
 @dataclass(frozen=True)
 class Limits:
     """What an environment may take of the machine: memory, tasks, CPU weight, the size
-    of each private tmpfs and of its home (None: no limit)."""
+    of the largest place it can write outside its home (each a private tmpfs), of its
+    home, and its share of the kernel's pty pool (None: no limit)."""
 
     memory_bytes: int | None
     pids: int | None
     cpu_shares: int | None
     tmpfs_bytes: int | None
     home_bytes: int | None = None
+    ptys: int | None = None
 
     @classmethod
     def from_probe(cls, seen: Mapping[str, Any]) -> Limits:
@@ -170,6 +183,8 @@ def channel_rows(
                     )
                 elif _refused(cls, plants.get(sender)):
                     row(cls, sender, receiver, RowResult.CLEAN, f"{sender}'s kernel refused it")
+                elif _closed(cls, report):
+                    row(cls, sender, receiver, RowResult.CLEAN, f"{receiver}'s view has no list")
                 elif why_lost is None and _planted(cls, plants.get(sender)):
                     row(cls, sender, receiver, RowResult.CLEAN, "nothing found")
                 else:
@@ -181,7 +196,7 @@ def channel_rows(
             {str(r.get("class")): str(r.get("where", "?")) for r in plant.reached} if plant else {}
         )
         for cls in REACH_CLASSES:
-            src, dst = (env, HARNESS) if cls == "control_plane" else (HARNESS, env)
+            src, dst = (env, HARNESS) if cls in _TOWARDS_HARNESS else (HARNESS, env)
             if plant is None or plant.error:
                 row(
                     cls,
@@ -201,6 +216,12 @@ def _refused(cls: str, plant: PlantReport | None) -> bool:
     if plant is None or plant.error:
         return False
     return plant.planted.get(cls) == REFUSED
+
+
+def _closed(cls: str, report: CollectReport | None) -> bool:
+    if report is None or report.error:
+        return False
+    return report.tested.get(cls) == CLOSED
 
 
 def _planted(cls: str, plant: PlantReport | None) -> bool:

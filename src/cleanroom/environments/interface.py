@@ -232,6 +232,14 @@ class SandboxLimits:
     within the environments' group (`cgroups.ENVIRONMENTS`), a quarter of the canary's;
     the home is a tmpfs of ``home_mib`` (its pages count against the memory limit), on
     no file system the run folders or anyone else's home live on.
+
+    ``ptys`` bounds the sandbox's own ``devpts`` (its ``max=``): every sandbox's and
+    container's pseudo-terminals come out of the kernel's one pool of
+    ``kernel.pty.max`` (4096) less ``kernel.pty.reserve`` (1024, kept for the host's own
+    ``/dev/pts``), so 3072 for all of them. A pool of 32 environments and the canary,
+    each with its display's sandbox and a warm spare of both, is 132 sandboxes: at 16
+    each that is 2112, which leaves 960 to the host's containers and a second pool's
+    canary, and no environment can take another's terminal. A terminal takes one.
     """
 
     memory_mib: int = 3072
@@ -239,9 +247,10 @@ class SandboxLimits:
     cpu_shares: int = 512
     tmpfs_mib: int = 512
     home_mib: int = 1024
+    ptys: int = 16
 
     def __post_init__(self) -> None:
-        for name in ("memory_mib", "pids", "cpu_shares", "tmpfs_mib", "home_mib"):
+        for name in ("memory_mib", "pids", "cpu_shares", "tmpfs_mib", "home_mib", "ptys"):
             if getattr(self, name) < 1:
                 raise ValueError(f"sandbox limit {name} must be at least 1")
         if self.cpu_shares < 2:
@@ -254,6 +263,7 @@ class SandboxLimits:
             "cpu_shares": self.cpu_shares,
             "tmpfs_mib": self.tmpfs_mib,
             "home_mib": self.home_mib,
+            "ptys": self.ptys,
         }
 
 

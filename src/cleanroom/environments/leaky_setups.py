@@ -34,6 +34,7 @@ class Leak(StrEnum):
     SHARED_INODES = "shared-inodes"  # sandboxes whose root is the host's own inodes
     UNLIMITED = "unlimited"  # sandboxes without their resource limits
     X_SERVER_OUTSIDE = "x-server-outside"  # displays' servers on the host, as root
+    UNMASKED_PROC = "unmasked-proc"  # /proc/locks, fs.aio-nr and the counts listed
 
     @property
     def description(self) -> str:
@@ -52,7 +53,9 @@ _DESCRIPTIONS = {
     ),
     Leak.UNFILTERED: (
         "two environments' sandboxes run without their system call filter (kernel keys, "
-        "mounts and the other calls with no namespace of their own are allowed)"
+        "AIO, page-cache eviction, other processes' descriptors, mounts and the other "
+        "calls with no namespace of their own are allowed; /proc/keys and fs.aio-nr are "
+        "listed again)"
     ),
     Leak.SHARED_INODES: (
         "two environments' sandboxes see the host's own files, not an overlay of their "
@@ -65,6 +68,11 @@ _DESCRIPTIONS = {
     Leak.X_SERVER_OUTSIDE: (
         "two environments' X servers run on the host as root, outside any sandbox (a "
         "client's font path reaches every folder of the host)"
+    ),
+    Leak.UNMASKED_PROC: (
+        "two environments' sandboxes list the kernel's machine-wide /proc/locks, "
+        "fs.aio-nr and counts of ptys, files, inodes and dentries (every open file "
+        "description's locks, with their byte ranges)"
     ),
 }
 
@@ -93,6 +101,8 @@ class Sharing:
     unlimited: bool = False
     # Both displays' servers run on the host as root (as every display's did before).
     x_outside: bool = False
+    # Both run in sandboxes whose /proc lists the kernel's machine-wide locks and counters.
+    unmasked_proc: bool = False
 
     @property
     def any(self) -> bool:
@@ -110,6 +120,7 @@ class Sharing:
                 self.shared_inodes,
                 self.unlimited,
                 self.x_outside,
+                self.unmasked_proc,
             )
         )
 
@@ -127,6 +138,7 @@ _PLANS: dict[Leak, Sharing] = {
     Leak.SHARED_INODES: Sharing(shared_inodes=True),
     Leak.UNLIMITED: Sharing(unlimited=True),
     Leak.X_SERVER_OUTSIDE: Sharing(x_outside=True),
+    Leak.UNMASKED_PROC: Sharing(unmasked_proc=True),
 }
 
 
@@ -147,6 +159,7 @@ def donor_gives(leak: Leak | None) -> Sharing:
         shared_inodes=plan.shared_inodes,
         unlimited=plan.unlimited,
         x_outside=plan.x_outside,
+        unmasked_proc=plan.unmasked_proc,
     )
 
 

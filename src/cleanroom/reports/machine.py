@@ -67,7 +67,6 @@ def limits_info(
         ENVIRONMENTS_CPU_SHARES,
         HARNESS_OOM_SCORE_ADJ,
     )
-    from cleanroom.environments.x11.display import SERVER_USER
 
     return {
         "sandbox runtime": f"runc {_package_version('runc')}",
@@ -78,12 +77,13 @@ def limits_info(
             f"{limits.tmpfs_mib} MiB each (/tmp, /var/tmp, /dev/shm, /run/lock, runtime folder)"
         ),
         "env home": f"a tmpfs of {limits.home_mib} MiB of its own",
+        "env ptys": f"a devpts of its own, at most {limits.ptys} of the kernel's pool",
         "environments' group": (
             f"{ENVIRONMENTS}: CPU weight {ENVIRONMENTS_CPU_SHARES} in all, as one harness task; "
             f"memory: the machine's less {harness_reserve_mib} MiB for the harness "
             f"(whose OOM score is {HARNESS_OOM_SCORE_ADJ})"
         ),
-        "X servers": f"each in a sandbox of its own, as {SERVER_USER}, no home in view",
+        "X servers": "each in a sandbox of its own, as a user of its own, no home in view",
     }
 
 

@@ -130,7 +130,8 @@ def test_gc_finds_and_removes_the_orphans_of_a_dead_pool(crashed: Crashed) -> No
     result = _cli("envs", "gc")
     assert result.returncode == 0, result.stderr
     reported = next(line for line in result.stdout.splitlines() if crashed.pool_id in line)
-    assert "2 user(s)" in reported and "2 container(s)" in reported
+    # two environments' users and their display servers' own
+    assert "4 user(s)" in reported and "2 container(s)" in reported
     assert_nothing_left(crashed)
 
 

@@ -25,6 +25,7 @@ from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.session.processes import kill_pids, process_tree
+from cleanroom.environments.x11.display import server_user
 from cleanroom.environments.x11.screen import client_pid
 from cleanroom.lifecycle import wait_until
 
@@ -215,17 +216,26 @@ def test_a_full_home_or_runtime_folder_fills_only_its_own_file_system(pool: Pool
     assert shutil.disk_usage(pool.run_dir).free > run_free - (64 << 20)
 
 
-def test_each_displays_server_runs_in_a_sandbox_of_its_own_as_nobody(pool: Pool) -> None:
+def test_each_displays_server_runs_in_a_sandbox_of_its_own_as_a_user_of_its_own(
+    pool: Pool,
+) -> None:
     # An X server reads any folder a client names as a font path: sandboxed, it has none
-    # of the pool's homes in view, not even its own environment's.
+    # of the pool's homes in view, not even its own environment's. Each runs as a user
+    # no other server or environment is.
+    uids = set()
     for name in pool.names:
         display = pool.env(name).live.display
         assert display.sandbox is not None, name
         leader = display.proc.group_leader()  # type: ignore[attr-defined]
-        assert leader and Path(f"/proc/{leader}").stat().st_uid == pwd.getpwnam("nobody").pw_uid
+        assert leader
+        uid = Path(f"/proc/{leader}").stat().st_uid
+        assert uid == pwd.getpwnam(server_user(pool.env(name).account.user)).pw_uid, name
+        uids.add(uid)
         root = Path(f"/proc/{leader}/root")
         homes = pool.root / "homes"
         assert list((root / str(homes).lstrip("/")).iterdir()) == [], name
+    assert len(uids) == len(pool.names)
+    assert not uids & ({pool.env(n).account.uid for n in pool.names} | {0})
     # It still names each client by its host pid (X-Resource), as the harness needs to
     # tell whose window is whose on a display two environments share.
     env01 = pool.env("env01")

@@ -292,6 +292,65 @@ def test_the_memory_tmpfs_and_process_limits_hold_and_are_gone_without_limits(
     assert "rc=0" in out, out
 
 
+OPEN_PTYS = (
+    "import pty\nheld = []\ntry:\n    for _ in range(64): held.append(pty.openpty())\n"
+    "except OSError: pass\nprint(len(held))"
+)
+
+
+def test_a_sandbox_takes_at_most_its_bound_of_the_kernels_ptys_and_its_neighbour_still_gets_one(
+    two_sandboxes: Callable[[SandboxProtections], tuple[Sandbox, Sandbox, pwd.struct_passwd, Path]],
+) -> None:
+    a, b, account, _ = two_sandboxes(SandboxProtections(limits=SandboxLimits(ptys=4)))
+    argv, pid_file = a.command(
+        Entry(["/usr/bin/python3", "-I", "-c", OPEN_PTYS + "; import time; time.sleep(30)"],
+              account.pw_uid, account.pw_gid, "/", ENV)
+    )  # fmt: skip
+    holder = SandboxedProcess(
+        argv, pid_file, stdout=subprocess.PIPE, text=True, env=runtime_environment(),
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "4"
+        _, out = _run(b, account, f"/usr/bin/python3 -I -c '{OPEN_PTYS}'", Path("/"))
+        assert out.strip() == "4", out  # its own four, whatever a takes
+    finally:
+        stop_group(holder, 0.0)
+    free, _, account, _ = two_sandboxes(SandboxProtections(limits=None))
+    _, out = _run(free, account, f"/usr/bin/python3 -I -c '{OPEN_PTYS}'", Path("/"))
+    assert out.strip() == "64", out  # without limits: the kernel's one pool
+
+
+def test_aio_page_eviction_and_other_processes_are_refused_inside_and_not_without_the_filter(
+    two_sandboxes: Callable[[SandboxProtections], tuple[Sandbox, Sandbox, pwd.struct_passwd, Path]],
+) -> None:
+    a, _, account, _ = two_sandboxes(SandboxProtections())
+    _, out = _run(a, account, f"/usr/bin/python3 -I -c '{REFUSALS}'", Path("/"))
+    assert out.split() == ["io_setup=1", "fadvise=1", "pidfd_getfd=1", "locks=masked"], out
+    bare, _, account, _ = two_sandboxes(
+        SandboxProtections(syscall_filter=False, kernel_wide_masked=False)
+    )
+    _, out = _run(bare, account, f"/usr/bin/python3 -I -c '{REFUSALS}'", Path("/"))
+    assert out.split() == ["io_setup=0", "fadvise=0", "pidfd_getfd=0", "locks=listed"], out
+
+
+REFUSALS = (
+    "import ctypes, os, stat, subprocess\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "def errno(r): return 0 if r >= 0 else ctypes.get_errno()\n"
+    "ctx = ctypes.c_ulong(0)\n"
+    'print(f"io_setup={errno(libc.syscall(206, 8, ctypes.byref(ctx)))}")\n'
+    'fd = os.open("/etc/os-release", os.O_RDONLY)\n'
+    'print(f"fadvise={libc.posix_fadvise(fd, 0, 0, 4)}")\n'
+    'child = subprocess.Popen(["sleep", "5"])\n'
+    "pidfd = libc.syscall(434, child.pid, 0)\n"
+    'print(f"pidfd_getfd={errno(libc.syscall(438, pidfd, 0, 0))}")\n'
+    "child.kill()\n"
+    'masked = not stat.S_ISREG(os.stat("/proc/locks").st_mode)\n'
+    'print("locks=" + ("masked" if masked else "listed"))\n'
+)
+
+
 def test_stopping_a_command_ends_its_program_inside_not_only_the_runtime(sandbox: Boxed) -> None:
     box, homes, account = sandbox
     argv, pid_file = box.command(

@@ -44,15 +44,21 @@ PROGRAMS = {
     Leak.SHARED_INODES: ("terminal",),
     Leak.UNLIMITED: ("terminal",),
     Leak.X_SERVER_OUTSIDE: ("terminal",),
+    Leak.UNMASKED_PROC: ("terminal",),
 }
 # What crosses between env01 and env02 when only their sandboxes' one protection is
 # gone: the sandboxes stand, so nothing else does.
 ONLY_CROSSING = {
-    Leak.UNFILTERED: {"keys"},
+    Leak.UNFILTERED: {"keys", "aio", "page_cache"},
     Leak.SHARED_INODES: {"locks", "watches"},
     Leak.UNLIMITED: {"limits"},
     Leak.X_SERVER_OUTSIDE: {"x_server"},
+    Leak.UNMASKED_PROC: {"proc_locks", "counters"},
 }
+# What the limit probe must name among what the two may take without their limits.
+LIMITS_NAMED = {Leak.UNLIMITED: ("ptys unlimited", "memory_bytes unlimited")}
+# What of the harness the two reach when only that protection is gone.
+ONLY_REACHING = {Leak.UNFILTERED: {"harness_programs"}}
 # Cut down for the suite; in this order the crash, which disturbs the pool most, is last.
 TESTS: list[IsolationCheck] = [
     ObservationPrivacyCheck(duration_s=5.0),
@@ -117,12 +123,17 @@ def test_every_test_naming_a_leak_reports_cross_under_it(leaky: TrialContext) ->
             _assert_every_channel_class_fires(rows)
         if isinstance(test, ChannelsCheck) and leak in ONLY_CROSSING:
             _assert_only_crossing(rows, ONLY_CROSSING[leak])
+            _assert_only_reaching(rows, ONLY_REACHING.get(leak, set()))
+        if isinstance(test, ChannelsCheck) and leak in LIMITS_NAMED:
+            limits = " ".join(r.detail for r in rows if r.detail.startswith("limits:"))
+            assert all(name in limits for name in LIMITS_NAMED[leak]), limits
         crossed = {(r.from_env, r.to_env) for r in rows if r.result is RowResult.CROSS}
         # The leak is between env01 and env02: that is where the cross must be, in
         # either direction, and never towards the canary, which shares nothing (except
         # on the open host, where root through sudo reaches every home; without the
-        # filter, where a key every user may view is in the canary's /proc/keys too; and
-        # without limits, where what env01 may take it can take from the canary too).
+        # filter, where a key every user may view is in the canary's /proc/keys too and
+        # the canary times the page cache env01 evicts; and without limits, where what
+        # env01 may take it can take from the canary too).
         towards_canary = any(dst == "env00" for _, dst in crossed)
         if not crossed & {("env01", "env02"), ("env02", "env01")} or (
             towards_canary and leak not in (Leak.OPEN_HOST, Leak.UNFILTERED, Leak.UNLIMITED)
@@ -154,3 +165,13 @@ def _assert_only_crossing(rows: list[IsolationRow], classes: set[str]) -> None:
         if r.result is RowResult.CROSS and {r.from_env, r.to_env} == {"env01", "env02"}
     }
     assert crossed == classes, [r for r in rows if r.result is not RowResult.CLEAN]
+
+
+def _assert_only_reaching(rows: list[IsolationRow], classes: set[str]) -> None:
+    """Exactly ``classes`` of the harness are reached, by env01 and env02 only."""
+    reached = {
+        (r.detail.split(":")[0], r.from_env if r.to_env == "harness" else r.to_env)
+        for r in rows
+        if r.result is RowResult.CROSS and "harness" in (r.from_env, r.to_env)
+    }
+    assert reached == {(c, e) for c in classes for e in ("env01", "env02")}, reached

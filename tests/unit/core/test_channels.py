@@ -7,6 +7,8 @@ import pytest
 
 from cleanroom.core.channels import (
     CLASSES,
+    CLOSED,
+    REACH_CLASSES,
     CollectReport,
     Limits,
     PlantReport,
@@ -43,7 +45,9 @@ def _result(rows: list[IsolationRow], cls: str, src: str, dst: str) -> RowResult
 def test_nothing_foreign_found_is_clean_for_every_class_and_pair() -> None:
     rows = channel_rows(0, 1, ENVS, _plants(), {e: _collect(e) for e in ENVS})
     assert {r.result for r in rows} == {RowResult.CLEAN}
-    assert len(rows) == len(CLASSES) * 6 + 2 * 3  # every ordered pair, and the harness rows
+    assert (
+        len(rows) == len(CLASSES) * 6 + len(REACH_CLASSES) * 3
+    )  # every ordered pair, and the harness rows
 
 
 def test_a_token_of_env01_found_in_env02s_shared_memory_is_cross_from_env01() -> None:
@@ -232,3 +236,39 @@ def test_the_x_servers_reads_are_judged_on_the_control_without_an_own_token() ->
     blind = CollectReport("env02", [], {**dict.fromkeys(CLASSES, True), "x_server": "no control"})
     rows = channel_rows(0, 1, ENVS, _plants(), {**no_own, "env02": blind})
     assert _result(rows, "x_server", "env01", "env02") is RowResult.LOST
+
+
+def test_a_receiver_whose_view_has_no_such_list_is_clean_even_when_the_sender_planted() -> None:
+    masked = CollectReport(
+        "env02", _own_finds("env02"), dict.fromkeys(CLASSES, True) | {"proc_locks": CLOSED}
+    )
+    collects = {e: _collect(e) for e in ENVS} | {"env02": masked}
+    rows = channel_rows(0, 1, ENVS, _plants(), collects)
+    assert _result(rows, "proc_locks", "env01", "env02") is RowResult.CLEAN
+    leak = {"class": "proc_locks", "where": "/proc/locks", "text": TOKENS["env02"]}
+    collects["env01"] = _collect("env01", [leak])
+    rows = channel_rows(0, 1, ENVS, _plants(), collects)
+    assert _result(rows, "proc_locks", "env02", "env01") is RowResult.CROSS
+
+
+def test_a_found_token_is_cross_even_when_the_receiver_says_its_list_is_closed() -> None:
+    leak = {"class": "aio", "where": "fs.aio-nr", "key_index": 1}
+    closed = CollectReport(
+        "env02", [*_own_finds("env02"), leak], dict.fromkeys(CLASSES, True) | {"aio": CLOSED}
+    )
+    rows = channel_rows(0, 1, ENVS, _plants(), {e: _collect(e) for e in ENVS} | {"env02": closed})
+    assert _result(rows, "aio", "env01", "env02") is RowResult.CROSS
+
+
+def test_reaching_a_program_of_its_own_user_is_cross_from_the_environment_to_the_harness() -> None:
+    reached = [{"class": "harness_programs", "where": "pidfd_getfd took descriptor 0 of pid 9"}]
+    plants = _plants() | {"env01": PlantReport("env01", ALL_PLANTED, reached)}
+    rows = channel_rows(0, 1, ENVS, plants, {e: _collect(e) for e in ENVS})
+    (row,) = [r for r in rows if r.detail.startswith("harness_programs:") and r.from_env == "env01"]
+    assert row.to_env == "harness" and row.result is RowResult.CROSS
+
+
+def test_a_pty_pool_without_a_bound_is_more_than_the_limits_allow() -> None:
+    allowed = Limits(memory_bytes=None, pids=None, cpu_shares=None, tmpfs_bytes=None, ptys=16)
+    assert Limits.from_probe({"ptys": None}).beyond(allowed) == ["ptys unlimited > 16"]
+    assert Limits.from_probe({"ptys": 16}).beyond(allowed) == []

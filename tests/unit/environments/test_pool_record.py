@@ -53,6 +53,8 @@ def test_an_unreadable_record_is_skipped(tmp_path: Path) -> None:
 
 def test_pool_users_are_recognised_by_name() -> None:
     assert USER_PATTERN.match("cr0a1b2cenv03")["pool"] == "0a1b2c"  # type: ignore[index]
+    for display_server in ("cr0a1b2cenv03d", "cr0a1b2cenv03bd"):
+        assert USER_PATTERN.match(display_server)["pool"] == "0a1b2c"  # type: ignore[index]
     for other in ("root", "cr0a1b2cenv3", "crXYZ123env01", "cr0a1b2cenv01x", "www-data"):
         assert USER_PATTERN.match(other) is None
 

@@ -106,7 +106,49 @@ def test_a_user_command_holds_no_capability_and_a_root_one_only_the_narrow_set()
     assert "CAP_SYS_ADMIN" not in ROOT_CAPABILITIES and "CAP_MKNOD" not in ROOT_CAPABILITIES
 
 
-@pytest.mark.parametrize("field", ["memory_mib", "pids", "tmpfs_mib"])
+def test_kernel_wide_lists_are_masked_and_each_leak_unmasks_only_its_own() -> None:
+    assert {"/proc/locks", "/proc/sys/fs/aio-nr", "/proc/keys"} <= set(
+        _config()["linux"]["maskedPaths"]
+    )
+    unmasked = _config(SandboxProtections(kernel_wide_masked=False))["linux"]["maskedPaths"]
+    assert "/proc/locks" not in unmasked and "/proc/sys/fs/aio-nr" not in unmasked
+    assert "/proc/keys" in unmasked
+    unfiltered = _config(SandboxProtections(syscall_filter=False))["linux"]["maskedPaths"]
+    assert "/proc/locks" in unfiltered
+    assert "/proc/keys" not in unfiltered and "/proc/sys/fs/aio-nr" not in unfiltered
+
+
+def test_aio_page_cache_questions_and_reaching_into_processes_are_denied() -> None:
+    names = set(_config()["linux"]["seccomp"]["syscalls"][0]["names"])
+    assert {"io_setup", "io_submit", "io_uring_setup", "mincore", "cachestat"} <= names
+    assert {"pidfd_getfd", "ptrace", "process_vm_readv", "process_vm_writev"} <= names
+
+
+def test_evicting_a_page_or_asking_for_one_without_waiting_is_denied_by_argument() -> None:
+    rules = {
+        r["names"][0]: r["args"][0]
+        for r in _config()["linux"]["seccomp"]["syscalls"]
+        if "args" in r
+    }
+    # posix_fadvise(fd, offset, len, POSIX_FADV_DONTNEED): the advice, low 32 bits only
+    assert rules["fadvise64"] == {
+        "index": 3, "value": 0xFFFF_FFFF, "valueTwo": 4, "op": "SCMP_CMP_MASKED_EQ"
+    }  # fmt: skip
+    assert rules["madvise"]["valueTwo"] == 21  # MADV_PAGEOUT
+    assert rules["preadv2"] == {"index": 5, "value": 8, "valueTwo": 8, "op": "SCMP_CMP_MASKED_EQ"}
+
+
+def test_the_pty_pool_is_bounded_by_the_limits_and_unbounded_without_them() -> None:
+    def pts(protections: SandboxProtections) -> list[str]:
+        (mount,) = [m for m in _config(protections)["mounts"] if m["destination"] == "/dev/pts"]
+        return list(mount["options"])
+
+    assert "max=7" in pts(SandboxProtections(limits=SandboxLimits(ptys=7)))
+    assert "newinstance" in pts(SandboxProtections(limits=None))
+    assert not any(o.startswith("max=") for o in pts(SandboxProtections(limits=None)))
+
+
+@pytest.mark.parametrize("field", ["memory_mib", "pids", "tmpfs_mib", "ptys"])
 def test_a_limit_below_one_is_refused(field: str) -> None:
     with pytest.raises(ValueError, match=field):
         SandboxLimits(**{field: 0})

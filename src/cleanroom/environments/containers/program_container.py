@@ -6,7 +6,14 @@ container's network namespace) and sees, of the host, only what its
 environment owns: its display's socket file, its home, and its session runtime folder
 (which holds its X cookie, its D-Bus socket and the AT-SPI bus socket that D-Bus starts
 there, so the host's AT-SPI reader still sees what the programs show). Everything in it
-runs as the environment's user with no capabilities. An X client finds a display through
+runs as the environment's user with no capabilities, under Docker's default seccomp
+profile less what a sandbox's filter refuses (`seccomp_profile`), with the kernel's
+machine-wide ``/proc/locks`` and ``fs.aio-nr`` masked. Its root is read-only: what its
+programs may write is its home, its runtime folder and sized tmpfs mounts (``/tmp``,
+``/var/tmp``, ``/run``, ``/run/lock``, ``/dev/shm``). Its ``/dev/pts`` is a pty pool of
+its own with the sandboxes' bound (a ``devpts`` instance the harness mounts for it
+beside its runtime folder: Docker mounts one without a bound and has no option for
+one). An X client finds a display through
 its socket file or an abstract socket; the abstract ones live in the network namespace,
 which the container does not share, so with one socket file mounted the container can
 reach one display.
@@ -32,6 +39,7 @@ from typing import Any
 
 from cleanroom.docker_layer import Docker
 from cleanroom.environments.containers.desktop_image import DockerUnavailable, docker_client
+from cleanroom.environments.containers.seccomp_profile import MASKED_PATHS, security_option
 from cleanroom.environments.errors import BadAction, StartError
 from cleanroom.environments.interface import SandboxLimits
 from cleanroom.environments.session.cgroups import ENVIRONMENTS
@@ -48,6 +56,9 @@ X_SOCKET_DIR = Path("/tmp/.X11-unix")
 _SHM_SIZE = "256m"  # Chromium keeps its shared memory in /dev/shm; Docker's default is 64m
 _PID_TIMEOUT_S = 10.0
 _REMOVE_TIMEOUT_S = 30
+# Where a container's programs may write besides its home and runtime folder (the root
+# is read-only): each an empty tmpfs of the sandbox's size. ``/dev/shm`` is Docker's own.
+PRIVATE_TMP = ("/tmp", "/var/tmp", "/run", "/run/lock")
 
 
 class NoNetworkInContainer(BadAction):
@@ -124,8 +135,15 @@ class ProgramContainer:
     """A running container for one environment; `remove` ends it and all it runs."""
 
     def __init__(
-        self, docker: Docker, container_id: str, name: str, session: Session, log_dir: Path
+        self,
+        docker: Docker,
+        container_id: str,
+        name: str,
+        session: Session,
+        log_dir: Path,
+        ptys: Path | None = None,
     ) -> None:
+        self.ptys = ptys  # the mount point of its own pty pool on the host
         self.docker = docker
         self.id = container_id
         self.name = name
@@ -160,7 +178,9 @@ class ProgramContainer:
             raise StartError(f"display :{display_number} has no socket at {x_socket}")
         log_dir.mkdir(parents=True, exist_ok=True)
         identity = _write_identity(session)
+        ptys = _own_pty_pool(session, limits)
         volumes = {
+            str(ptys): {"bind": "/dev/pts", "mode": "rw"},
             str(x_socket): {"bind": str(x_socket), "mode": "ro"},
             str(account.home): {"bind": str(account.home), "mode": "rw"},
             str(session.runtime_dir): {"bind": str(session.runtime_dir), "mode": "rw"},
@@ -182,7 +202,10 @@ class ProgramContainer:
                 # are matched by hostname), so the container answers to that name.
                 hostname=socket.gethostname(),
                 cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
+                security_opt=["no-new-privileges", security_option()],
+                masked_paths=list(MASKED_PATHS),
+                read_only=True,
+                tmpfs=_private_tmp(limits),
                 shm_size=f"{limits.tmpfs_mib}m" if limits else _SHM_SIZE,
                 **_limits_options(limits),
                 environment=session.environ(),
@@ -191,10 +214,11 @@ class ProgramContainer:
             )
         except DockerUnavailable as exc:
             docker.close()
+            _release_pty_pool(ptys)
             if exc.status == 404:
                 raise StartError(f"the desktop image {plan.image} is missing: {exc}") from exc
             raise DockerUnavailable(f"starting container {plan.name}: {exc}") from exc
-        return cls(docker, container_id, plan.name, session, log_dir)
+        return cls(docker, container_id, plan.name, session, log_dir, ptys)
 
     def launch(self, name: str) -> ContainedProgram:
         """Start one program of the environment in the container; does not wait for it."""
@@ -286,6 +310,8 @@ class ProgramContainer:
             self.docker.remove_container(self.id)
         finally:
             self.docker.close()
+            if self.ptys is not None:
+                _release_pty_pool(self.ptys)
 
 
 def _limits_options(limits: SandboxLimits | None) -> dict[str, Any]:
@@ -294,15 +320,45 @@ def _limits_options(limits: SandboxLimits | None) -> dict[str, Any]:
     if limits is None:
         return {}
     memory = limits.memory_mib * 1024 * 1024
-    size = f"size={limits.tmpfs_mib}m,mode=1777"
     return {
         "mem_limit": memory,
         "memswap_limit": memory,
         "pids_limit": limits.pids,
         "cpu_shares": limits.cpu_shares,
-        "tmpfs": {"/tmp": size, "/var/tmp": size},
         "cgroup_parent": ENVIRONMENTS,  # beside the sandboxes, apart from the harness
     }
+
+
+def _private_tmp(limits: SandboxLimits | None) -> dict[str, str]:
+    """The container's tmpfs mounts, each of the sandbox's size (unsized without limits)."""
+    size = f"size={limits.tmpfs_mib}m," if limits else ""
+    return {place: f"{size}mode=1777,nosuid,nodev" for place in PRIVATE_TMP}
+
+
+def _own_pty_pool(session: Session, limits: SandboxLimits | None) -> Path:
+    """Mount a new ``devpts`` instance for the container beside the session's runtime
+    folder (where the pool's end unmounts whatever is left below its root), bounded
+    as a sandbox's is (`SandboxLimits.ptys`); one left by a crashed start goes first."""
+    point = session.runtime_dir.parent / f"{session.runtime_dir.name}.pts"
+    _release_pty_pool(point)
+    point.mkdir(mode=0o755, exist_ok=True)
+    options = "newinstance,ptmxmode=0666,mode=0620,gid=5,nosuid,noexec"
+    if limits is not None:
+        options += f",max={limits.ptys}"
+    done = subprocess.run(
+        ["mount", "-t", "devpts", "-o", options, "devpts", str(point)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise StartError(f"cannot give the container a pty pool: {done.stderr.strip()}")
+    return point
+
+
+def _release_pty_pool(point: Path) -> None:
+    if os.path.ismount(point):
+        subprocess.run(["umount", "--lazy", str(point)], capture_output=True, check=False)
+    with contextlib.suppress(OSError):
+        point.rmdir()
 
 
 def _exec_pid(docker: Docker, exec_id: str, what: str) -> int:

@@ -48,7 +48,8 @@ from cleanroom.environments.x11.display import lock_file, remove_display_files
 from cleanroom.lifecycle import wait_until
 
 # An environment's user, and the user of its standby slot (``b``).
-USER_PATTERN = re.compile(r"^cr(?P<pool>[0-9a-f]{6})env\d{2}b?$")
+# An environment's user (``b``: its warm spare's) and its display server's (``d``).
+USER_PATTERN = re.compile(r"^cr(?P<pool>[0-9a-f]{6})env\d{2}b?d?$")
 POOL_FOLDER_PATTERN = re.compile(r"^[0-9a-f]{6}$")
 UNRECORDED_GRACE_S = 600.0
 _REAP_WAIT_S = 10.0

@@ -148,6 +148,7 @@ class PoolPlan:
             protections=SandboxProtections(
                 syscall_filter=not gives.unfiltered,
                 own_inodes=not gives.shared_inodes,
+                kernel_wide_masked=not gives.unmasked_proc,
                 limits=None if gives.unlimited else self.limits_for(name),
             ),
         )

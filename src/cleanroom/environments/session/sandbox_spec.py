@@ -19,8 +19,12 @@ What the spec gives each environment:
   empty tmpfs mounts of ``tmpfs_mib`` each; the folders that hold every environment's
   homes and runtime folders are covered by an empty one, and only the environment's own
   are bound back, writable; of ``/tmp/.X11-unix`` only its own display's socket is there.
-- **A system call filter** (`syscall_filter.DENIED`): no kernel keys, no mounts, none of
-  the calls that reach kernel objects no namespace covers. ``/proc/keys`` is masked.
+- **A system call filter** (`syscall_filter.DENIED`): no kernel keys, no mounts, no AIO,
+  nothing that evicts or asks after the shared page cache, no reaching into another
+  process, none of the calls that reach kernel objects no namespace covers.
+  ``/proc/keys``, ``/proc/locks`` and ``/proc/sys/fs/aio-nr`` are masked.
+- **A pty pool of its own, bounded** (``devpts`` ``max=``): the kernel has one pool for
+  every sandbox, so each takes at most its share (`SandboxLimits.ptys`).
 - **Resources of its own**: a cgroup per sandbox (memory, with the pages of its tmpfs
   mounts charged there, swap included in the same limit; a pids limit; a CPU weight).
 - **Root inside is narrow**: ``sudo`` works (a task's ``sudo mkdir``) with a small set of
@@ -76,6 +80,23 @@ DEVICES = (
 _PTMX = (5, 2)
 _PTS_MAJOR = 136
 MASKED = ("/proc/keys", "/proc/kcore", "/proc/timer_list", "/proc/sched_debug", "/proc/acpi")
+# What the kernel keeps once for the machine and lists to every sandbox: every lock on
+# any file (an open file description's lock names no process, so the PID namespace
+# hides nothing, and its byte ranges are data), the count of AIO events in use, and the
+# machine's exact counts of ptys, open files, inodes and dentries, which one sandbox
+# moves at will for another to read.
+KERNEL_WIDE = (
+    "/proc/locks",
+    "/proc/sys/fs/aio-nr",
+    "/proc/sys/kernel/pty/nr",
+    "/proc/sys/fs/file-nr",
+    "/proc/sys/fs/inode-nr",
+    "/proc/sys/fs/inode-state",
+    "/proc/sys/fs/dentry-state",
+)
+# Masks that close only what the filter already refuses to make: kernel keys and AIO.
+# Without the filter (a leaky setup) they are listed again.
+FILTER_MASKED = ("/proc/keys", "/proc/sys/fs/aio-nr")
 READ_ONLY_PROC = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 _MIB = 1024 * 1024
 
@@ -87,10 +108,12 @@ class SandboxProtections:
     syscall_filter: bool = True
     own_inodes: bool = True  # the root is an overlay of its own, not the host's inodes
     limits: SandboxLimits | None = field(default_factory=SandboxLimits)
+    kernel_wide_masked: bool = True  # `KERNEL_WIDE` masked in its /proc
 
     def describe(self) -> dict[str, Any]:
         return {
             "syscall_filter": self.syscall_filter,
+            "kernel_wide_masked": self.kernel_wide_masked,
             "own_inodes": self.own_inodes,
             "limits": self.limits.describe() if self.limits else None,
         }
@@ -119,11 +142,15 @@ def mounts(layout: SandboxLayout, limits: SandboxLimits | None) -> list[dict[str
     its own kernel file systems, the private tmpfs mounts, the covers over every
     environment's folders, then the own folders and the display socket back in place."""
     size = [f"size={limits.tmpfs_mib}m"] if limits else []
+    # Its own pty pool, bounded: all of them draw on the kernel's one.
+    pts_max = [f"max={limits.ptys}"] if limits else []
     out: list[dict[str, Any]] = [
         _kernel("/proc", "proc", ["nosuid", "noexec", "nodev"]),
         _kernel("/dev", "tmpfs", ["nosuid", "strictatime", "mode=755", "size=1m"]),
         _kernel(
-            "/dev/pts", "devpts", ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]
+            "/dev/pts",
+            "devpts",
+            ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", *pts_max],
         ),
         _kernel("/dev/mqueue", "mqueue", ["nosuid", "noexec", "nodev"]),
         _kernel("/sys", "sysfs", ["nosuid", "noexec", "nodev", "ro"]),
@@ -163,14 +190,44 @@ def _bind(path: Path, *, readonly: bool) -> dict[str, Any]:
 
 
 def seccomp_profile() -> dict[str, Any]:
-    """`syscall_filter.DENIED` as an OCI seccomp profile: each fails with EPERM."""
+    """`syscall_filter.DENIED` and `syscall_filter.DENIED_WHEN` as an OCI seccomp
+    profile: each fails with EPERM."""
     return {
         "defaultAction": "SCMP_ACT_ALLOW",
         "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_AARCH64"],
         "syscalls": [
-            {"names": list(syscall_filter.DENIED), "action": "SCMP_ACT_ERRNO", "errnoRet": 1}
+            {"names": list(syscall_filter.DENIED), "action": "SCMP_ACT_ERRNO", "errnoRet": 1},
+            *(argument_rule(d) for d in syscall_filter.DENIED_WHEN),
         ],
     }
+
+
+def argument_rule(denial: syscall_filter.ArgumentDenial) -> dict[str, Any]:
+    """One `syscall_filter.ArgumentDenial` as a seccomp rule (OCI's and Docker's form)."""
+    return {
+        "names": [denial.name],
+        "action": "SCMP_ACT_ERRNO",
+        "errnoRet": 1,
+        "args": [
+            {
+                "index": denial.index,
+                "value": denial.mask,
+                "valueTwo": denial.value,
+                "op": "SCMP_CMP_MASKED_EQ",
+            }
+        ],
+    }
+
+
+def masked_paths(protections: SandboxProtections) -> list[str]:
+    """What of /proc the sandbox sees as empty: `MASKED`, and `KERNEL_WIDE` unless a
+    leaky setup unmasks it; the masks in `FILTER_MASKED` go with the filter."""
+    out = list(MASKED)
+    if protections.kernel_wide_masked:
+        out += [p for p in KERNEL_WIDE if p not in out]
+    if not protections.syscall_filter:
+        out = [p for p in out if p not in FILTER_MASKED]
+    return out
 
 
 def resources(limits: SandboxLimits | None) -> dict[str, Any]:
@@ -210,8 +267,7 @@ def runtime_config(
             | {"uid": 0, "gid": 0}
             for path, major, minor in DEVICES
         ],
-        # Without the filter (a leaky setup) keys can be made, and are listed again.
-        "maskedPaths": [p for p in MASKED if protections.syscall_filter or p != "/proc/keys"],
+        "maskedPaths": masked_paths(protections),
         "readonlyPaths": list(READ_ONLY_PROC),
     }
     if protections.syscall_filter:

@@ -5,8 +5,10 @@ list the fonts named there. So each server runs in a sandbox of its own (`Displa
 as an unprivileged user, and sees no environment's home or runtime folder, not even its
 own environment's: of the host's writable places it has only the socket folder. It keeps
 the host's process numbers (`DISPLAY_NAMESPACES`), so that it names each client by its
-host pid as before; as ``nobody`` it may not look into another user's processes. Only a
-leaky setup starts one on the host as root, as it used to run.
+host pid as before; as a user of its own (`server_user`, one per display, made when it
+starts and removed when it stops) it may not look into another user's processes, nor
+another display's server's. Only a leaky setup starts one on the host as root, as it
+used to run.
 
 For a sandboxed server the harness reserves the display number by making the server's
 lock file on the host (``/tmp/.X<n>-lock``, the file every X server checks) before the
@@ -49,7 +51,8 @@ SOCKET_DIR = Path("/tmp/.X11-unix")
 # another's socket between the look and the start) starts on the next, one that fails on
 # every number is broken (its socket folder, its binary) and fails the start at once.
 _LAUNCH_TRIES = 5
-SERVER_USER = "nobody"  # the user a sandboxed server runs as
+# A sandboxed server's user is its environment's account's name and this.
+SERVER_USER_SUFFIX = "d"
 _FIRST, _LAST = 120, 900
 _START_TIMEOUT_S = 10.0
 _ANSWER_TIMEOUT_S = 2.0  # from the socket appearing to the server taking clients
@@ -131,12 +134,14 @@ class XvfbDisplay:
         cookie: str,
         size: ScreenSize,
         sandbox: Sandbox | None,
+        server_user: str = "root",
     ) -> None:
         self.number = number
         self.proc = proc
         self.cookie = cookie
         self.size = size
         self.sandbox = sandbox
+        self.server_user = server_user
 
     @property
     def name(self) -> str:
@@ -250,8 +255,9 @@ class XvfbDisplay:
             protections=view.protections,
             namespaces=DISPLAY_NAMESPACES,
         )
+        name = server_user(view.owner)
         try:
-            user = pwd.getpwnam(SERVER_USER)
+            user = _server_account(name)
             command, pid_file = sandbox.command(
                 Entry(
                     ["/bin/sh", "-c", _SERVER_SCRIPT, "xvfb", *args],
@@ -268,8 +274,9 @@ class XvfbDisplay:
                 proc.stdin.close()
         except BaseException:
             sandbox.stop()
+            remove_server_user(name)
             raise
-        return cls(number, proc, cookie, size, sandbox)
+        return cls(number, proc, cookie, size, sandbox, name)
 
     def _wait_ready(self) -> bool:
         sock = SOCKET_DIR / f"X{self.number}"
@@ -300,7 +307,7 @@ class XvfbDisplay:
         return {
             "number": self.number,
             "sandbox": self.sandbox.container if self.sandbox else None,
-            "server_user": SERVER_USER if self.sandbox else "root",
+            "server_user": self.server_user,
         }
 
     def stop(self) -> None:
@@ -309,6 +316,35 @@ class XvfbDisplay:
         if self.sandbox is not None:
             self.sandbox.stop()
             remove_display_files(self.number)  # its lock is the harness's
+            remove_server_user(self.server_user)
+
+
+def server_user(owner: str) -> str:
+    """The Unix user the sandboxed server of ``owner``'s display runs as: one of its
+    own, so that no two servers (which keep the host's process numbers) share a uid
+    with each other or with anyone else."""
+    return f"{owner}{SERVER_USER_SUFFIX}"
+
+
+def _server_account(name: str) -> pwd.struct_passwd:
+    """The server's user, made if it is not there yet (locked, no home, no shell), as
+    the environments' own are made: the next free uid."""
+    with contextlib.suppress(KeyError):
+        return pwd.getpwnam(name)
+    made = subprocess.run(
+        ["useradd", "-M", "-U", "-d", "/nonexistent", "-s", "/usr/sbin/nologin", name],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if made.returncode != 0:
+        raise StartError(f"cannot make the display server's user {name}: {made.stderr.strip()}")
+    subprocess.run(["usermod", "--lock", name], capture_output=True, check=False)
+    return pwd.getpwnam(name)
+
+
+def remove_server_user(name: str) -> None:
+    """Remove a display server's user (and its group) once its server has ended."""
+    if name.endswith(SERVER_USER_SUFFIX):
+        subprocess.run(["userdel", name], capture_output=True, check=False)
 
 
 def remove_display_files(number: int) -> None:

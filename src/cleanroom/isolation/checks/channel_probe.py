@@ -13,12 +13,19 @@ import cleanroom). Two modes, each given one JSON argument (see `channels.ProbeC
            home, a kernel key in its user keyring that every user may view (or the
            kernel's refusal to make one), an exclusive ``flock`` on a file of the shared
            read-only tree and a stream of opens of the same file for an ``inotify``
-           watch to see (the file is the environment's by its index), and a font folder
+           watch to see (the file is the environment's by its index), a font folder
            in its home whose one font name carries the token (for another
-           environment's X server to list); it also tries
-           to reach the harness (a listener on the host's loopback, the pool's port,
-           the verify server's keyed routes without a key, the run folder). It prints
-           one JSON line, then serves its sockets until it is ended.
+           environment's X server to list), the token spelled in the byte ranges of
+           open-file-description locks on a file of its home (for ``/proc/locks``),
+           an AIO context of a size that is its index, made and ended over and over
+           (for the machine's one ``fs.aio-nr``), and a page-cache file of the shared
+           tree it keeps evicting (for another that asks whether a page is still
+           there; every open of a file or a pty moves the machine's counts, for
+           another that reads them); it also tries to reach the harness (a listener on the host's
+           loopback, the pool's port, the verify server's keyed routes without a key,
+           the run folder, the descriptors and memory of another process of its user,
+           as a harness-started program is). It prints one JSON line, then serves its
+           sockets until it is ended.
 ``collect`` looks for tokens in every one of those places and prints one JSON line.
            For the X server's reads it asks its own display's server to add each
            other environment's font folder to its font path and lists the names there;
@@ -26,7 +33,9 @@ import cleanroom). Two modes, each given one JSON argument (see `channels.ProbeC
            which every display's server may read (its own home is not in the view of
            a sandboxed server at all).
 
-Every class reports whether it could be tested; a class that could not is ``lost``.
+Every class reports whether it could be tested; a class that could not is ``lost``. A
+class whose list this environment's view does not have at all (a masked ``/proc``
+file) is ``closed`` for it.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ import pty
 import select
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -72,6 +82,44 @@ WATCH_FOR_S = 1.0
 IN_OPEN, IN_ACCESS, IN_NONBLOCK = 0x20, 0x1, 0o4000
 FONT_FOLDER = PREFIX + "fonts"
 X_CONNECT_TIMEOUT_S = 5.0
+CLOSED = "closed"
+# /proc/locks: each byte of the token is one write lock of one byte at
+# LOCK_BASE + position * LOCK_STRIDE + byte (never adjacent, so the kernel keeps them apart).
+F_OFD_SETLK, F_WRLCK = 37, 1
+LOCK_BASE, LOCK_STRIDE, LOCK_MAX_CHARS = 1 << 40, 512, 256
+LOCK_FILE = PREFIX + "locks"
+# fs.aio-nr: the sum of every AIO context's size on the machine. Each environment makes
+# one of AIO_BASE + its index events and ends it again; a step of exactly that size is
+# its own (two at once are at least 2 * AIO_BASE, larger than any one).
+AIO_CALLS = {"x86_64": (206, 207), "aarch64": (0, 1)}  # io_setup, io_destroy
+AIO_BASE = 101
+AIO_NR = "/proc/sys/fs/aio-nr"
+AIO_HOLD_S = 0.04
+AIO_WATCH_S = 1.0
+# The page cache: a sender evicts its file every EVICT_EVERY_S; a collector reads a page
+# of every file in, waits CACHE_WAIT_S and asks whether it is still there, CACHE_ROUNDS
+# times. Timed, a page read in after a wait takes 10-40 us from the cache here (the
+# CPU's own caches are cold by then), 80 us to milliseconds from the disk.
+EVICT_EVERY_S = 0.005
+CACHE_WAIT_S = 0.02
+CACHE_ROUNDS = 30
+CACHE_SLOWER = 3
+CACHE_DISK_NS = 60_000
+CACHE_PAGE = 4096
+CACHE_FILE_MIN = 4 * CACHE_PAGE
+# The machine's exact counts every environment moves: a collector that reads one and
+# sees its own opens move it reads every other environment's too (what it opens, and
+# by how much the count must rise for it).
+PTY_NR, FILE_NR = "/proc/sys/kernel/pty/nr", "/proc/sys/fs/file-nr"
+COUNTER_MOVES = {PTY_NR: 4, FILE_NR: 400}
+# The descriptors and memory of another process of the same user: pidfd_open,
+# pidfd_getfd, process_vm_readv. A sleeping stand-in is always among the targets (a
+# program of the desktop may be one the kernel will not let its own user reach).
+MAX_PROCESS_TARGETS = 4
+STAND_IN_S = 30
+# ``ptrace`` (seizing, which stops nothing) is tried on the stand-in only.
+PROCESS_CALLS = {"x86_64": (434, 438, 310, 101), "aarch64": (434, 438, 270, 117)}
+PTRACE_SEIZE = 0x4206
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.shmat.restype = ctypes.c_void_p
 
@@ -115,7 +163,8 @@ def writable_dirs(cfg: dict) -> list[str]:
             continue
         visited.add(top)
         seen += 1
-        if top != "/" and os.access(top, os.W_OK | os.X_OK):
+        # A mount point may be a file (the display's socket bound in): not a folder.
+        if top != "/" and os.path.isdir(top) and os.access(top, os.W_OK | os.X_OK):
             found.append(top)
         try:
             with os.scandir(top) as entries:
@@ -231,6 +280,174 @@ def _lock_plant(path: str) -> tuple[object, int | None]:
     return True, fd
 
 
+def _locks_plant(home: str, token: str) -> tuple[object, int | None]:
+    """The token spelled in the byte ranges of write locks an open file description of
+    a file in the home holds (`LOCK_BASE`); True and the descriptor, or why not."""
+    path = os.path.join(home, LOCK_FILE)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        return f"cannot make {path}: {exc}", None
+    try:
+        for start in lock_starts(token):
+            fcntl.fcntl(fd, F_OFD_SETLK, struct.pack("=hh4xqqi4x", F_WRLCK, 0, start, 1, 0))
+    except OSError as exc:
+        os.close(fd)
+        return f"cannot lock {path}: {exc}", None
+    return True, fd
+
+
+def lock_starts(token: str) -> list[int]:
+    """Where each one-byte lock spelling ``token`` starts."""
+    return [
+        LOCK_BASE + at * LOCK_STRIDE + byte
+        for at, byte in enumerate(token.encode()[:LOCK_MAX_CHARS])
+    ]
+
+
+def spelled_in_locks(listing: str) -> dict[str, bytes]:
+    """What the one-byte locks at `LOCK_BASE` in a ``/proc/locks`` listing spell, per
+    file (its device and inode); a waiter's line (``->``) holds nothing."""
+    by_file: dict[str, dict[int, int]] = {}
+    for line in listing.splitlines():
+        parts = line.split()
+        if len(parts) < 8 or parts[1] == "->":
+            continue
+        with contextlib.suppress(ValueError):
+            at, byte = divmod(int(parts[-2]) - LOCK_BASE, LOCK_STRIDE)
+            if 0 <= at < LOCK_MAX_CHARS and byte < 256:
+                by_file.setdefault(parts[-3], {})[at] = byte
+    return {
+        where: bytes(chars.get(i, 0x3F) for i in range(max(chars) + 1))
+        for where, chars in by_file.items()
+    }
+
+
+def _aio_plant(index: int, stop: threading.Event) -> object:
+    """Make and end an AIO context of `AIO_BASE` + ``index`` events over and over (in a
+    thread until ``stop``): True, ``REFUSED`` when the kernel refuses AIO, or why not."""
+    calls = AIO_CALLS.get(platform.machine())
+    if calls is None:
+        return f"no AIO system call numbers for {platform.machine()}"
+    setup, destroy = calls
+    ctx = ctypes.c_ulong(0)
+    if _libc.syscall(setup, AIO_BASE + index, ctypes.byref(ctx)) < 0:
+        err = ctypes.get_errno()
+        return REFUSED if err in (EPERM, ENOSYS) else f"io_setup: {os.strerror(err)}"
+    _libc.syscall(destroy, ctx)
+
+    def toggle() -> None:
+        while not stop.is_set():
+            held = ctypes.c_ulong(0)
+            if _libc.syscall(setup, AIO_BASE + index, ctypes.byref(held)) == 0:
+                stop.wait(AIO_HOLD_S)
+                _libc.syscall(destroy, held)
+            stop.wait(AIO_HOLD_S)
+
+    threading.Thread(target=toggle, daemon=True).start()
+    return True
+
+
+def cache_files(count: int) -> list[str]:
+    """``count`` files of the shared read-only tree, one per environment by its index,
+    for the page cache: the last standard library sources of at least `CACHE_FILE_MIN`
+    bytes (not the ones `shared_files` gives the locks and watches, which read them)."""
+    stdlib = os.path.dirname(os.__file__)
+    names = sorted((n for n in os.listdir(stdlib) if n.endswith(".py")), reverse=True)
+    out = []
+    for name in names:
+        path = os.path.join(stdlib, name)
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_size >= CACHE_FILE_MIN:
+                out.append(path)
+        if len(out) == count:
+            break
+    return out
+
+
+def _evict_plant(path: str, stop: threading.Event) -> object:
+    """Evict ``path`` from the page cache every `EVICT_EVERY_S` (in a thread until
+    ``stop``): True, ``REFUSED`` when the kernel refuses eviction, or why not."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        return f"cannot open {path}: {exc}"
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except OSError as exc:
+        os.close(fd)
+        return REFUSED if exc.errno in (EPERM, ENOSYS) else f"posix_fadvise: {exc}"
+
+    def evict() -> None:
+        while not stop.wait(EVICT_EVERY_S):
+            with contextlib.suppress(OSError):
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+    threading.Thread(target=evict, daemon=True).start()
+    return True
+
+
+def _reach_processes(uid: int) -> str | None:
+    """What a copy of another process's descriptor (``pidfd_getfd``) or a read of its
+    memory (``process_vm_readv``) showed, for processes of ``uid`` other than this one
+    (a stand-in among them), or tracing the stand-in (``ptrace``); None when the kernel
+    refused every one."""
+    calls = PROCESS_CALLS.get(platform.machine())
+    if calls is None:
+        return None
+    pidfd_open, pidfd_getfd, vm_readv, ptrace = calls
+    stand_in = subprocess.Popen(
+        [sys.executable, "-I", "-c", f"import time; time.sleep({STAND_IN_S})"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        targets = [stand_in.pid, *_processes_of(uid, {os.getpid(), stand_in.pid})]
+        for pid in targets[:MAX_PROCESS_TARGETS]:
+            pidfd = _libc.syscall(pidfd_open, pid, 0)
+            if pidfd >= 0:
+                try:
+                    copy = _libc.syscall(pidfd_getfd, pidfd, 0, 0)
+                finally:
+                    os.close(pidfd)
+                if copy >= 0:
+                    os.close(copy)
+                    return f"pidfd_getfd took descriptor 0 of pid {pid}"
+            if _read_memory(vm_readv, pid):
+                return f"process_vm_readv read the memory of pid {pid}"
+        if _libc.syscall(ptrace, PTRACE_SEIZE, stand_in.pid, None, None) == 0:
+            return f"ptrace seized pid {stand_in.pid}"
+        return None
+    finally:
+        stand_in.kill()  # a traced stand-in ends too, and its tracer reaps it
+        stand_in.wait()
+
+
+def _processes_of(uid: int, skip: set[int]) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in skip:
+            with contextlib.suppress(OSError):
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    out.append(int(entry))
+    return sorted(out)
+
+
+def _read_memory(vm_readv: int, pid: int) -> bool:
+    """Whether one byte of ``pid``'s first mapping could be read from here."""
+    first = _read_at_most(f"/proc/{pid}/maps", 256).split("-", 1)[0]
+    try:
+        address = int(first, 16)
+    except ValueError:
+        return False
+    buf = ctypes.create_string_buffer(1)
+    local = (ctypes.c_void_p * 2)(ctypes.cast(buf, ctypes.c_void_p), ctypes.c_void_p(1))
+    remote = (ctypes.c_void_p * 2)(ctypes.c_void_p(address), ctypes.c_void_p(1))
+    return _libc.syscall(vm_readv, pid, local, 1, remote, 1, 0) == 1
+
+
 def _touch_forever(path: str, stop: threading.Event) -> None:
     while not stop.wait(TOUCH_EVERY_S):
         with contextlib.suppress(OSError):
@@ -240,10 +457,29 @@ def _touch_forever(path: str, stop: threading.Event) -> None:
             os.close(fd)
 
 
-def limits_seen(home: str, runtime_dir: str) -> dict:
+def pty_bound() -> int | None:
+    """The ``max=`` of this view's ``/dev/pts`` (None: it draws on the kernel's pool
+    without a bound of its own)."""
+    try:
+        with open("/proc/self/mountinfo") as info:
+            for line in info:
+                fields = line.split()
+                if fields[4] == "/dev/pts" and "-" in fields:
+                    options = fields[fields.index("-") + 3].split(",")
+                    for option in options:
+                        if option.startswith("max="):
+                            return int(option[4:])
+                    return None
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def limits_seen(home: str, runtime_dir: str, writable: list[str] | None = None) -> dict:
     """What this environment may take, as its own cgroup, tmpfs mounts (its runtime
-    folder's among them) and home's file system say (None: no limit found, or none to
-    read)."""
+    folder's among them, and every other place it can write outside its home:
+    ``writable``), its home's file system and its pty pool say (None: no limit found,
+    or none to read)."""
 
     def number(path: str) -> int | None:
         text = _read_at_most(path, 64).strip()
@@ -262,7 +498,8 @@ def limits_seen(home: str, runtime_dir: str) -> dict:
             return None
         return st.f_blocks * st.f_frsize
 
-    sizes = [size("/tmp"), size("/dev/shm"), size(runtime_dir) if runtime_dir else None]
+    places = ["/tmp", "/dev/shm", *(writable or [])] + ([runtime_dir] if runtime_dir else [])
+    sizes = [size(p) for p in places]
     return {
         "home_bytes": size(home),
         "memory_bytes": number("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
@@ -270,6 +507,7 @@ def limits_seen(home: str, runtime_dir: str) -> dict:
         "cpu_shares": number("/sys/fs/cgroup/cpu/cpu.shares")
         or number("/sys/fs/cgroup/cpu,cpuacct/cpu.shares"),
         "tmpfs_bytes": None if None in sizes else max(s for s in sizes if s is not None),
+        "ptys": pty_bound(),
     }
 
 
@@ -458,7 +696,22 @@ def plant(cfg: dict) -> None:
     else:
         planted["locks"] = planted["watches"] = "too few shared files to give one to each"
     planted["x_server"] = _font_plant(cfg["home"], token)
-    planted["limits_seen"] = limits_seen(cfg["home"], cfg.get("runtime_dir", ""))
+    planted["counters"] = True  # every open it makes moves the machine's counts
+    planted["proc_locks"], locked = _locks_plant(cfg["home"], token)
+    if locked is not None:
+        cleanup.append(lambda: os.close(locked))
+    stop_kernel_wide = threading.Event()
+    cleanup.append(stop_kernel_wide.set)
+    planted["aio"] = _aio_plant(index, stop_kernel_wide)
+    evicted = cache_files(len(cfg["envs"]))
+    if len(evicted) > index:
+        planted["page_cache"] = _evict_plant(evicted[index], stop_kernel_wide)
+    else:
+        planted["page_cache"] = "too few page-cache files to give one to each"
+    process = _reach_processes(os.getuid())
+    if process:
+        reached.append({"class": "harness_programs", "where": process})
+    planted["limits_seen"] = limits_seen(cfg["home"], cfg.get("runtime_dir", ""), dirs)
     print(json.dumps({"planted": planted, "reached": reached}), flush=True)
 
     def end(*_: object) -> None:
@@ -738,6 +991,10 @@ def collect(cfg: dict) -> None:
     _watch_collect(files, found, tested)
     _lock_collect(files, found, tested)
     _font_collect(cfg, found, tested)
+    _proc_locks_collect(found, tested)
+    _aio_collect(len(cfg["envs"]), found, tested)
+    _cache_collect(cache_files(len(cfg["envs"]) + 1), found, tested)  # and a control
+    _counters_collect(len(cfg["envs"]), found, tested)
 
     print(json.dumps({"me": me, "found": found, "tested": tested}), flush=True)
 
@@ -799,6 +1056,189 @@ def _lock_collect(files: list[str], found: list, tested: dict) -> None:
         finally:
             os.close(fd)  # closing the description drops a lock this try took
     tested["locks"] = True
+
+
+def _masked(path: str) -> bool | None:
+    """True when ``path`` is not in this view (masked by an empty device, or absent);
+    None when it cannot be told."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return None
+
+
+def _proc_locks_collect(found: list, tested: dict) -> None:
+    """Every run of one-byte write locks at `LOCK_BASE` in ``/proc/locks``, read back as
+    text per file (the file's device and inode)."""
+    masked = _masked("/proc/locks")
+    if masked is not False:
+        tested["proc_locks"] = CLOSED if masked else "cannot tell what /proc/locks is"
+        return
+    for where, spelled in spelled_in_locks(_read_at_most("/proc/locks", 16 << 20)).items():
+        _add(found, "proc_locks", f"/proc/locks on {where}", spelled)
+    tested["proc_locks"] = True
+
+
+def _aio_collect(count: int, found: list, tested: dict) -> None:
+    """Watch ``fs.aio-nr`` for `AIO_WATCH_S`: a step of exactly `AIO_BASE` + i is
+    environment i's context made or ended."""
+    masked = _masked(AIO_NR)
+    if masked is not False:
+        tested["aio"] = CLOSED if masked else f"cannot tell what {AIO_NR} is"
+        return
+    seen: set[int] = set()
+    try:
+        fd = os.open(AIO_NR, os.O_RDONLY)
+    except OSError as exc:
+        tested["aio"] = f"cannot open {AIO_NR}: {exc}"
+        return
+    try:
+        last = None
+        deadline = time.monotonic() + AIO_WATCH_S
+        while time.monotonic() < deadline:
+            value = int(os.pread(fd, 64, 0) or b"0")
+            if last is not None:
+                seen |= aio_senders(value - last, count)
+            last = value
+            time.sleep(0.001)
+    except (OSError, ValueError) as exc:
+        tested["aio"] = f"cannot read {AIO_NR}: {exc}"
+        return
+    finally:
+        os.close(fd)
+    for index in sorted(seen):
+        where = f"{AIO_NR} steps of {AIO_BASE + index}"
+        found.append({"class": "aio", "where": where, "key_index": index})
+    tested["aio"] = True
+
+
+def _counters_collect(count: int, found: list, tested: dict) -> None:
+    """Whether this view reads any of the machine's counts (`COUNTER_MOVES`) that its
+    own opens move: one that it does carries every environment's opens to it, so each
+    environment (by index, its own among them) is found there."""
+    seen = 0
+    for path, rise in COUNTER_MOVES.items():
+        masked = _masked(path)
+        if masked is None:
+            tested["counters"] = f"cannot tell what {path} is"
+            return
+        if masked:
+            continue
+        seen += 1
+        if any(_moves(path, rise) for _ in range(3)):
+            where = f"{path}, which every environment's opens move"
+            found.extend(
+                {"class": "counters", "where": where, "key_index": index} for index in range(count)
+            )
+    tested["counters"] = True if seen else CLOSED
+
+
+def _moves(path: str, rise: int) -> bool:
+    """Whether ``path``'s first number rises by ``rise`` while this process holds that
+    many more ptys (``kernel.pty.nr``), or twice as many more open files (``fs.file-nr``,
+    a count the kernel keeps only roughly)."""
+
+    def value() -> int:
+        return int(_read_at_most(path, 128).split()[0])
+
+    held: list[int] = []
+    try:
+        before = value()
+        for _ in range(rise):
+            if path == PTY_NR:
+                held.extend(pty.openpty())
+            else:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+                held.append(os.open(os.devnull, os.O_RDONLY))
+        return value() - before >= rise
+    except (OSError, ValueError, IndexError):
+        return False
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
+def aio_senders(step: int, count: int) -> set[int]:
+    """Which environment (by index) one step of ``fs.aio-nr`` is: one whose context is
+    exactly that size, or none (another program's, or two at once)."""
+    index = abs(step) - AIO_BASE
+    return {index} if 0 <= index < count else set()
+
+
+def _cache_collect(files: list[str], found: list, tested: dict) -> None:
+    """Read a page of every environment's page-cache file in, wait, and ask whether it
+    is still there, `CACHE_ROUNDS` times. Asked with a read that must not wait (it
+    fails when the page is gone), a file gone in at least half the rounds is being
+    evicted; where that read is refused, by the time of a plain read: a file whose
+    median read is `CACHE_SLOWER` times the control file's (the last of ``files``, which
+    no environment evicts) and over `CACHE_DISK_NS` is read from the disk."""
+    if len(files) < 2:
+        tested["page_cache"] = "too few page-cache files for one each and a control"
+        return
+    fds: list[int] = []
+    try:
+        for path in files:
+            fds.append(os.open(path, os.O_RDONLY))
+    except OSError as exc:
+        tested["page_cache"] = f"cannot open a page-cache file: {exc}"
+        for fd in fds:
+            os.close(fd)
+        return
+    buf = bytearray(CACHE_PAGE)
+
+    def asked(fd: int) -> int:
+        try:
+            os.preadv(fd, [buf], CACHE_PAGE, os.RWF_NOWAIT)
+        except BlockingIOError:
+            return 1
+        return 0
+
+    def timed(fd: int) -> int:
+        start = time.perf_counter_ns()
+        os.pread(fd, CACHE_PAGE, CACHE_PAGE)
+        return time.perf_counter_ns() - start
+
+    ask = asked
+    try:
+        os.pread(fds[0], CACHE_PAGE, CACHE_PAGE)
+        asked(fds[0])
+    except (OSError, AttributeError):  # refused (the filter), or not on this file system
+        ask = timed
+    seen: list[list[int]] = [[] for _ in fds]
+    try:
+        for _ in range(CACHE_ROUNDS):
+            for fd in fds:
+                os.pread(fd, CACHE_PAGE, CACHE_PAGE)
+            time.sleep(CACHE_WAIT_S)
+            for index, fd in enumerate(fds):
+                seen[index].append(ask(fd))
+    except OSError as exc:
+        tested["page_cache"] = f"cannot read a page-cache file: {exc}"
+        return
+    finally:
+        for fd in fds:
+            os.close(fd)
+    for index in evicted(seen, timed=ask is timed):
+        how = f"median read {_median(seen[index]) // 1000} us" if ask is timed else "asked"
+        where = f"page cache of {files[index]} ({how}, {CACHE_ROUNDS} rounds)"
+        found.append({"class": "page_cache", "where": where, "key_index": index})
+    tested["page_cache"] = True
+
+
+def evicted(seen: list[list[int]], *, timed: bool) -> list[int]:
+    """Which files (by index, the last one the control) were evicted between the
+    rounds: ``seen`` holds per file either 1 or 0 per round (gone or not, asked), or
+    each round's read time in nanoseconds (``timed``)."""
+    if not timed:
+        return [i for i, rounds in enumerate(seen[:-1]) if 2 * sum(rounds) >= len(rounds)]
+    bar = max(CACHE_SLOWER * _median(seen[-1]), CACHE_DISK_NS)
+    return [i for i, rounds in enumerate(seen[:-1]) if _median(rounds) > bar]
+
+
+def _median(values: list[int]) -> int:
+    return sorted(values)[len(values) // 2] if values else 0
 
 
 def _font_collect(cfg: dict, found: list, tested: dict) -> None:

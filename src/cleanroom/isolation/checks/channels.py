@@ -6,10 +6,13 @@ canary watcher reads) first *plants* a token of its own in every channel class (
 IPC, files in every folder it can write, TCP/UDP/Unix sockets on every loopback address,
 its command line and environment, every privilege route into other homes, a kernel key
 every user may view, a lock and a stream of opens on a file of the shared read-only tree,
-a font folder for another's X server to read)
-and tries to reach the harness; then every environment *collects* from all of them. The rows follow
-`core.channels`: a token of another environment found is ``cross``, a class whose
-collector did not find its own token is ``lost``.
+a font folder for another's X server to read, its token in the byte ranges of locks
+that ``/proc/locks`` lists, an AIO context whose size ``fs.aio-nr`` shows, a file of
+the shared tree it keeps evicting from the page cache) and tries to reach the harness
+(and the descriptors of a program of its own user, as the harness starts them); then
+every environment *collects* from all of them. The rows follow `core.channels`: a
+token of another environment found is ``cross``, a class whose collector did not find
+its own token is ``lost``.
 
 Leaks it must catch: ``open-host`` (env01 and env02 without sandboxes, the run folder
 readable), which opens every class between those two; ``unfiltered`` (their sandboxes
@@ -21,8 +24,12 @@ there; ``shared-inodes`` (their sandboxes on
 the host's own files, not an overlay each), which opens locks and watches: a lock or a
 watch is on an inode, and the two see the same one; and ``unlimited`` (their sandboxes
 without limits), which the limit probe sees: each environment's probe reads what its
-own cgroup and tmpfs mounts let it take, and one that may take more than the pool's
-limits can take it from every other (its rows to all are ``cross``).
+own cgroup, tmpfs mounts, every other place it can write and its ``devpts`` let it
+take, and one that may take more than the pool's limits can take it from every other
+(its rows to all are ``cross``). Without the filter, AIO, the page cache and other
+processes' descriptors open too (``fs.aio-nr`` is listed again with it); and
+``unmasked-proc`` (``/proc/locks``, ``fs.aio-nr`` and the machine's counts listed in
+the sandboxes) opens the locks' byte ranges and the pty and open-file counts.
 """
 
 from __future__ import annotations
@@ -77,6 +84,7 @@ class ChannelsCheck(IsolationCheck):
         Leak.SHARED_INODES,
         Leak.UNLIMITED,
         Leak.X_SERVER_OUTSIDE,
+        Leak.UNMASKED_PROC,
     )
     requires: ClassVar[Needs] = Needs(real_desktops=True, commands=True)
 
@@ -137,6 +145,7 @@ def _allowed(limits: SandboxLimits) -> Limits:
         cpu_shares=limits.cpu_shares,
         tmpfs_bytes=limits.tmpfs_mib * mib,
         home_bytes=limits.home_mib * mib,
+        ptys=limits.ptys,
     )
 
 
