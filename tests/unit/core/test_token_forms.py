@@ -88,7 +88,9 @@ def test_a_token_in_each_encoding_is_found_and_named(encoding: Encoding) -> None
 
 @pytest.mark.parametrize("shift", [0, 1, 2])
 @pytest.mark.parametrize(
-    "encode", [base64.b64encode, base64.urlsafe_b64encode, base64.encodebytes], ids=str
+    "encode",
+    [base64.b64encode, base64.urlsafe_b64encode, base64.encodebytes],
+    ids=lambda f: f.__name__,
 )
 def test_base64_at_every_alignment_standard_url_safe_and_wrapped(
     shift: int, encode: Callable[[bytes], bytes]
