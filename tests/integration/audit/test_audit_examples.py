@@ -13,6 +13,7 @@ from .conftest import EXAMPLES, QUICK, run_audit
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.integrations]
 
 
+@pytest.mark.timeout(1200)  # the audit's own limit is 900 s
 def test_the_example_tasks_come_out_with_no_flag_of_their_own(tmp_path: Path) -> None:
     # Four jobs at once: the jobs wait on the Docker daemon more than on the two cores.
     run = run_audit(
