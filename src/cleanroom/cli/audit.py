@@ -35,12 +35,14 @@ from cleanroom.cli.shared import (
     Environment,
     ImageMap,
     ImageMapFile,
+    remove_what_was_made,
     usage_error,
     use_environment,
 )
 from cleanroom.cli.styles import AUDIT_VERDICT, FLAG_SEVERITY
 from cleanroom.cli.verify import parse_image_map, read_image_map_file
 from cleanroom.core.errors import ExtraNotInstalledError
+from cleanroom.harness.stopping import exit_on_signals
 from cleanroom.store.auditdb import AuditStoreError
 from cleanroom.verifiers.osworld.mirror import Mirror
 from cleanroom.verifiers.osworld.mirror_fill import made_files_in
@@ -121,58 +123,60 @@ def audit(
 ) -> None:
     """Audit every task: exit 0 when none is flagged, 1 when some are, 2 when the audit is
     incomplete or could not run."""
-    use_environment(environment)
-    if image_map is None:
-        image_map = []
-    if probes is None:
-        probes = list(DEFAULT_PROBES)
-    err = Console(stderr=True)
-    from_file = read_image_map_file(image_map_file) if image_map_file else ()
-    mapping = tuple({**dict(from_file), **dict(parse_image_map(image_map))}.items())
-    chosen = parse_mirror(mirror)
-    try:
-        settings = AuditSettings(
-            repeats=repeats,
-            probes=tuple(probes),
-            image_map=mapping,
-            mirror=chosen.location if chosen is not None else None,
-        )
-    except (KeyError, ValueError) as exc:
-        raise typer.BadParameter(str(exc).strip("'\""), param_hint="--probe") from exc
-    missing = [f"{p}: no such file or folder" for p in paths if not p.exists()]
-    if missing:
-        raise usage_error(missing)
-    folder = run_dir or Path("runs") / time.strftime("audit-%Y%m%d-%H%M%S")
-    pool: JobPool
-    if ray_address is not None:
-        from cleanroom.audit.ray_pool import RayPool
+    # A stopped run removes what it made: its threads cannot be interrupted.
+    with exit_on_signals(remove_what_was_made):
+        use_environment(environment)
+        if image_map is None:
+            image_map = []
+        if probes is None:
+            probes = list(DEFAULT_PROBES)
+        err = Console(stderr=True)
+        from_file = read_image_map_file(image_map_file) if image_map_file else ()
+        mapping = tuple({**dict(from_file), **dict(parse_image_map(image_map))}.items())
+        chosen = parse_mirror(mirror)
+        try:
+            settings = AuditSettings(
+                repeats=repeats,
+                probes=tuple(probes),
+                image_map=mapping,
+                mirror=chosen.location if chosen is not None else None,
+            )
+        except (KeyError, ValueError) as exc:
+            raise typer.BadParameter(str(exc).strip("'\""), param_hint="--probe") from exc
+        missing = [f"{p}: no such file or folder" for p in paths if not p.exists()]
+        if missing:
+            raise usage_error(missing)
+        folder = run_dir or Path("runs") / time.strftime("audit-%Y%m%d-%H%M%S")
+        pool: JobPool
+        if ray_address is not None:
+            from cleanroom.audit.ray_pool import RayPool
 
-        pool = RayPool(ray_address)
-    else:
-        from cleanroom.audit.desktop_pool import DesktopJobPool
+            pool = RayPool(ray_address)
+        else:
+            from cleanroom.audit.desktop_pool import DesktopJobPool
 
-        pool = DesktopJobPool(desktops, folder / "desktops", LocalPool(workers))
-    try:
-        summary = _run_with_progress(paths, folder, settings, pool, err)
-    except (AuditInputError, AuditStoreError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
-        raise typer.Exit(EXIT_INCOMPLETE) from None
-    except (RuntimeError, ExtraNotInstalledError) as exc:  # no Ray: the audit could not run
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(EXIT_INCOMPLETE) from None
-    if html is not None:
-        from cleanroom.audit.html import write
-
-        write(summary, html)
-    if as_json:
-        typer.echo(json.dumps(summary.to_json()))
-    elif markdown:
-        typer.echo(audit_markdown(summary, _page_source(paths, chosen, desktops)), nl=False)
-    else:
-        print_summary(summary, Console())
+            pool = DesktopJobPool(desktops, folder / "desktops", LocalPool(workers))
+        try:
+            summary = _run_with_progress(paths, folder, settings, pool, err)
+        except (AuditInputError, AuditStoreError) as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
+            raise typer.Exit(EXIT_INCOMPLETE) from None
+        except (RuntimeError, ExtraNotInstalledError) as exc:  # no Ray: the audit could not run
+            err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+            raise typer.Exit(EXIT_INCOMPLETE) from None
         if html is not None:
-            Console().print(f"HTML: {html}", markup=False)
-    raise typer.Exit(summary.exit_code)
+            from cleanroom.audit.html import write
+
+            write(summary, html)
+        if as_json:
+            typer.echo(json.dumps(summary.to_json()))
+        elif markdown:
+            typer.echo(audit_markdown(summary, _page_source(paths, chosen, desktops)), nl=False)
+        else:
+            print_summary(summary, Console())
+            if html is not None:
+                Console().print(f"HTML: {html}", markup=False)
+        raise typer.Exit(summary.exit_code)
 
 
 def _page_source(paths: list[Path], mirror: Mirror | None, desktops: int) -> PageSource:

@@ -11,8 +11,15 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cleanroom.cli.shared import AsJson, ContainerEnvironment, Environment, use_environment
+from cleanroom.cli.shared import (
+    AsJson,
+    ContainerEnvironment,
+    Environment,
+    remove_what_was_made,
+    use_environment,
+)
 from cleanroom.cli.styles import passed_style
+from cleanroom.harness.stopping import exit_on_signals
 from cleanroom.redteam import html_report
 from cleanroom.redteam.assets import AssetBuildFailed, assets_for
 from cleanroom.redteam.catalogue import ATTACKS, by_id
@@ -68,60 +75,62 @@ def redteam(
     ] = None,
 ) -> None:
     """Run the red-team matrix; exit 0 when the verdict passes, 1 when not, 2 if it cannot run."""
-    use_environment(environment)
-    err = Console(stderr=True)
-    if harbor_environment is not None:
-        if modes and modes != [Mode.SEALED]:
-            err.print("redteam: --harbor-environment runs sealed only", markup=False)
-            raise typer.Exit(2)
-        modes = [Mode.SEALED]
-    if modes is None:
-        modes = list(ALL_MODES)
-    if attack_ids is None:
-        attack_ids = []
-    try:
-        attacks = [by_id(a) for a in attack_ids] if attack_ids else list(ATTACKS)
-        if task_dirs:
-            tasks = [load_task(p) for p in task_dirs]
-            rows = plan_for(tasks, attacks)
+    # A stopped run removes what it made: its threads cannot be interrupted.
+    with exit_on_signals(remove_what_was_made):
+        use_environment(environment)
+        err = Console(stderr=True)
+        if harbor_environment is not None:
+            if modes and modes != [Mode.SEALED]:
+                err.print("redteam: --harbor-environment runs sealed only", markup=False)
+                raise typer.Exit(2)
+            modes = [Mode.SEALED]
+        if modes is None:
+            modes = list(ALL_MODES)
+        if attack_ids is None:
+            attack_ids = []
+        try:
+            attacks = [by_id(a) for a in attack_ids] if attack_ids else list(ATTACKS)
+            if task_dirs:
+                tasks = [load_task(p) for p in task_dirs]
+                rows = plan_for(tasks, attacks)
+            else:
+                tasks = [
+                    t
+                    for t in example_tasks()
+                    if not attack_ids or any(a.target == t.name for a in attacks)
+                ]
+                rows = plan_rows(tasks, attacks, targeted=True)
+            for attack in attacks:
+                assets_for(attack)  # compiled now, so a missing compiler is said up front
+            runtime = (
+                DockerRuntime.connect()
+                if harbor_environment is None
+                else _harbor_runtime(harbor_environment)
+            )
+        except (TaskError, NoTasks, KeyError, RuntimeUnavailable, AssetBuildFailed) as exc:
+            err.print(f"redteam: {exc}", markup=False)
+            raise typer.Exit(2) from exc
+        try:
+            rows = _runnable(tasks, rows, modes, runtime, err, chosen=bool(task_dirs or attack_ids))
+            tasks = [t for t in tasks if any(r.task == t.name for r in rows)]
+            matrix = _run(tasks, rows, modes, runtime, jobs, err)
+        finally:
+            close = getattr(runtime, "close", None)
+            if close is not None:
+                close()
+        if html_path is not None:
+            html_path.write_text(html_report.render(matrix), encoding="utf-8")
+        if as_json:
+            typer.echo(json.dumps(matrix.to_json(), default=str))
         else:
-            tasks = [
-                t
-                for t in example_tasks()
-                if not attack_ids or any(a.target == t.name for a in attacks)
-            ]
-            rows = plan_rows(tasks, attacks, targeted=True)
-        for attack in attacks:
-            assets_for(attack)  # compiled now, so a missing compiler is said up front
-        runtime = (
-            DockerRuntime.connect()
-            if harbor_environment is None
-            else _harbor_runtime(harbor_environment)
-        )
-    except (TaskError, NoTasks, KeyError, RuntimeUnavailable, AssetBuildFailed) as exc:
-        err.print(f"redteam: {exc}", markup=False)
-        raise typer.Exit(2) from exc
-    try:
-        rows = _runnable(tasks, rows, modes, runtime, err, chosen=bool(task_dirs or attack_ids))
-        tasks = [t for t in tasks if any(r.task == t.name for r in rows)]
-        matrix = _run(tasks, rows, modes, runtime, jobs, err)
-    finally:
-        close = getattr(runtime, "close", None)
-        if close is not None:
-            close()
-    if html_path is not None:
-        html_path.write_text(html_report.render(matrix), encoding="utf-8")
-    if as_json:
-        typer.echo(json.dumps(matrix.to_json(), default=str))
-    else:
-        console = Console()
-        console.print(matrix_table(matrix))
-        _print_verdict(matrix, console)
-    if html_path is not None:
-        err.print(f"HTML report: {html_path}", markup=False)
-    summary = matrix.summary()
-    passed = summary.sealed_passed if harbor_environment is not None else summary.passed
-    raise typer.Exit(0 if passed else 1)
+            console = Console()
+            console.print(matrix_table(matrix))
+            _print_verdict(matrix, console)
+        if html_path is not None:
+            err.print(f"HTML report: {html_path}", markup=False)
+        summary = matrix.summary()
+        passed = summary.sealed_passed if harbor_environment is not None else summary.passed
+        raise typer.Exit(0 if passed else 1)
 
 
 def _harbor_runtime(kind: str) -> VerificationRuntime:

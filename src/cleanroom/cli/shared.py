@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from cleanroom.docker_layer import PODMAN_HOST
+from cleanroom.verifiers.container.runtime.docker import stop_every_runtime
 
 
 def console() -> Console:
@@ -32,6 +33,16 @@ def usage_error(lines: list[str]) -> typer.Exit:
     for line in lines:
         typer.echo(f"error: {line}", err=True)
     return typer.Exit(EXIT_USAGE)
+
+
+def remove_what_was_made(signal_name: str) -> None:
+    """On a stop signal: every container and network this process made is removed and
+    every container it froze is thawed (`stop_every_runtime`), before it exits."""
+    Console(stderr=True).print(
+        f"[bold red]{signal_name}[/]: removing the containers and networks this run made",
+        highlight=False,
+    )
+    stop_every_runtime()
 
 
 def show_progress() -> None:

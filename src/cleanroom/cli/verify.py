@@ -20,6 +20,7 @@ from cleanroom.cli.shared import (
     Environment,
     ImageMap,
     ImageMapFile,
+    remove_what_was_made,
     show_progress,
     usage_error,
     use_environment,
@@ -36,7 +37,6 @@ from cleanroom.core.outcomes import (
 from cleanroom.harness.stopping import exit_on_signals
 from cleanroom.integrations.container import verify_container
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode
-from cleanroom.verifiers.container.runtime.docker import stop_every_runtime
 from cleanroom.verifiers.container.side_by_side import side_by_side
 from cleanroom.verifiers.container.task import TaskError, load_task
 from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_path
@@ -141,7 +141,7 @@ def verify(
     if unusable:
         raise usage_error(unusable)
     # A stopped run removes what it made: its threads cannot be interrupted.
-    with exit_on_signals(_remove_what_was_made):
+    with exit_on_signals(remove_what_was_made):
         if image_map is None:
             image_map = []
         chosen = [flag for flag, on in (("--solution", solution), ("--noop", noop)) if on]
@@ -216,16 +216,6 @@ def _unusable(task_dirs: list[Path]) -> list[str]:
         except TaskError as exc:
             wrong.append(str(exc))
     return wrong
-
-
-def _remove_what_was_made(signal_name: str) -> None:
-    """On a stop signal: every container and network this process made is removed and
-    every container it froze is thawed (`stop_every_runtime`), before it exits."""
-    Console(stderr=True).print(
-        f"[bold red]{signal_name}[/]: removing the containers and networks this run made",
-        highlight=False,
-    )
-    stop_every_runtime()
 
 
 def _verify_container(

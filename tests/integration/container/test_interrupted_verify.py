@@ -96,6 +96,42 @@ def test_a_signalled_verify_removes_its_containers_and_networks(
     assert "removing the containers and networks" in err
 
 
+@pytest.mark.parametrize("command", ["audit", "redteam"])
+def test_a_signalled_audit_or_red_team_removes_its_containers_and_networks(
+    runtime: DockerRuntime, tmp_path: Path, command: str
+) -> None:
+    # Given an audit (or a red-team matrix) of a task whose test.sh waits, under way
+    token = secrets.token_hex(6)
+    label = f"cleanroom.interrupted={token}"
+    labels = {**runtime.labels, "cleanroom.interrupted": token}
+    env = {**os.environ, LABELS_ENV: ",".join(f"{k}={v}" for k, v in labels.items())}
+    code = "from cleanroom.cli import main; main()"
+    task = slow_compose_task(tmp_path)
+    extra = ["--run-dir", str(tmp_path / "audit")] if command == "audit" else ["--mode", "sealed"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, command, str(task), *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for_sealed_verifier(runtime, label)
+
+        # When it is signalled
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    # Then it exits as a stopped process does, having removed all it made
+    assert proc.returncode == 143, err
+    assert runtime.docker.containers_labelled(label) == []
+    assert runtime.docker.networks_labelled(label) == []
+
+
 def test_a_signalled_verify_of_another_harness_container_leaves_it_running(
     runtime: DockerRuntime, tmp_path: Path
 ) -> None:
