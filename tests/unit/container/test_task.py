@@ -236,3 +236,48 @@ def test_network_precedence_follows_harbor() -> None:
 def test_memory_and_memory_mb_must_agree() -> None:
     with pytest.raises(TaskConfigError, match="disagree"):
         parse_task_toml('[environment]\nmemory = "1G"\nmemory_mb = 512', HERE)
+
+
+OWN_UNDER_METADATA = """
+[metadata.cleanroom.verifier]
+live_processes = true
+state = ["/srv/data"]
+setup_commands = ["/opt/start.sh"]
+
+[metadata.cleanroom.environment]
+pids_limit = 64
+"""
+
+
+def test_cleanrooms_own_keys_are_read_under_metadata_cleanroom_without_a_warning() -> None:
+    config, warnings = parse_task_toml(OWN_UNDER_METADATA, HERE)
+
+    assert config.verifier.live_processes is True
+    assert config.verifier.state == ["/srv/data"]
+    assert config.verifier.setup_commands == ["/opt/start.sh"]
+    assert config.environment.pids_limit == 64
+    assert warnings == []
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "said"),
+    [
+        ("[metadata.cleanroom.verifier]\ntimeout_sec = 5\n", 2, "not a key of cleanroom's own"),
+        ("[metadata.cleanroom.agent]\nx = 1\n", 1, "not a table cleanroom reads"),
+        ("[metadata]\ncleanroom = 3\n", 2, "metadata.cleanroom: a table"),
+        (
+            "[verifier]\nlive_processes = true\n[metadata.cleanroom.verifier]\n"
+            "live_processes = false\n",
+            4,
+            "also set in [verifier]",
+        ),
+    ],
+)
+def test_a_wrong_own_key_under_metadata_is_an_error_naming_its_line(
+    text: str, line: int, said: str
+) -> None:
+    with pytest.raises(TaskConfigError) as raised:
+        parse_task_toml(text, HERE)
+
+    assert raised.value.line == line
+    assert said in str(raised.value)

@@ -7,6 +7,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -128,6 +129,7 @@ def parse_task_toml(text: str, task_dir: Path) -> tuple[TaskConfig, list[TaskWar
     except tomllib.TOMLDecodeError as exc:
         line = _line_from_toml_error(str(exc))
         raise TaskConfigError(path, line, f"not valid TOML: {exc}") from exc
+    _lift_own_keys(raw, text, path)
     try:
         config = TaskConfig.model_validate(raw)
     except ValidationError as exc:
@@ -137,6 +139,63 @@ def parse_task_toml(text: str, task_dir: Path) -> tuple[TaskConfig, list[TaskWar
         line = next((n for i in range(len(loc), 0, -1) if (n := _line_of_key(text, loc[:i]))), None)
         raise TaskConfigError(path, line, f"{key}: {first['msg']}") from exc
     return config, _unknown_key_warnings(config, text)
+
+
+# cleanroom's own keys, which Harbor's model does not have. Under ``[metadata.cleanroom]``
+# (``[metadata.cleanroom.verifier]``, ``[metadata.cleanroom.environment]``), where Harbor
+# and the tools that read its tasks keep free-form data, nothing warns about them; in the
+# sections themselves they are read too.
+OWN_KEYS: dict[str, frozenset[str]] = {
+    "verifier": frozenset(
+        {
+            "reward_path",
+            "result_paths",
+            "setup_commands",
+            "live_processes",
+            "state",
+            "state_cap_mb",
+        }
+    ),
+    "environment": frozenset({"network", "pids_limit"}),
+}
+
+
+def _lift_own_keys(raw: dict[str, Any], text: str, path: Path) -> None:
+    """Move ``[metadata.cleanroom.<section>]`` keys into their sections of ``raw``."""
+    metadata = raw.get("metadata")
+    own = metadata.get("cleanroom") if isinstance(metadata, dict) else None
+    if own is None:
+        return
+    where = ("metadata", "cleanroom")
+    if not isinstance(own, dict):
+        raise TaskConfigError(path, _line_of_key(text, where), "metadata.cleanroom: a table")
+    for section, keys in own.items():
+        at = (*where, str(section))
+        allowed = OWN_KEYS.get(str(section))
+        if allowed is None or not isinstance(keys, dict):
+            raise TaskConfigError(
+                path,
+                _line_of_key(text, at) or _line_of_key(text, where),
+                f"metadata.cleanroom.{section}: not a table cleanroom reads (it reads "
+                f"{', '.join(f'metadata.cleanroom.{s}' for s in OWN_KEYS)})",
+            )
+        target = raw.setdefault(str(section), {})
+        for key, value in keys.items():
+            if key not in allowed:
+                raise TaskConfigError(
+                    path,
+                    _line_of_key(text, (*at, str(key))) or _line_of_key(text, at),
+                    f"metadata.cleanroom.{section}.{key}: not a key of cleanroom's own; "
+                    f"its keys there: {', '.join(sorted(allowed))}",
+                )
+            if isinstance(target, dict) and key in target:
+                raise TaskConfigError(
+                    path,
+                    _line_of_key(text, (*at, str(key))) or _line_of_key(text, at),
+                    f"metadata.cleanroom.{section}.{key}: also set in [{section}]; set it once",
+                )
+            if isinstance(target, dict):
+                target[key] = value
 
 
 def _line_from_toml_error(message: str) -> int | None:
