@@ -3,7 +3,11 @@ another client of the display does: a server grab, a huge answer, an endless tra
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -175,3 +179,38 @@ def test_a_grab_on_one_display_leaves_another_display_readable(
         harness.close()
         grabber.close()
         other.stop()
+
+
+def test_a_grab_is_told_from_a_server_that_hangs(display: XvfbDisplay) -> None:
+    # A grabbed server is idle with our request unread: held by a client. A stopped
+    # server is not idle: the read is lost, and nothing says a client did it.
+    grabber = xdisplay.Display(display.name)
+    try:
+        grabber.grab_server()
+        grabber.sync()
+        with pytest.raises(DisplayUnread) as grabbed:
+            read_selection(display.name, "CLIPBOARD", deadline_s=0.5)
+        assert grabbed.value.held
+        grabber.ungrab_server()
+        grabber.sync()
+    finally:
+        grabber.close()
+    server = _server_pid(display)
+    os.kill(server, signal.SIGSTOP)
+    try:
+        with pytest.raises(DisplayUnread) as stopped:
+            read_selection(display.name, "CLIPBOARD", deadline_s=0.5)
+        assert not stopped.value.held
+    finally:
+        os.kill(server, signal.SIGCONT)
+
+
+def _server_pid(display: XvfbDisplay) -> int:
+    x = xdisplay.Display(display.name)
+    try:
+        creds = x.display.socket.getsockopt(
+            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
+        )
+        return int(struct.unpack("3i", creds)[0])
+    finally:
+        x.close()

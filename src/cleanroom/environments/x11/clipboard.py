@@ -63,6 +63,11 @@ class DisplayUnread(ClipboardUnreadable):
         self.selection = selection
         self.cause = cause
 
+    @property
+    def held(self) -> bool:
+        """Whether a client of the display held the server (a grab) while we waited."""
+        return self.cause.held
+
 
 class ClipboardOwner:
     """Owns this display's selections on request and serves them until told otherwise."""
@@ -203,9 +208,8 @@ def read_selection(
             return _read(display_name, selection, timeout_s, max_bytes, limit)
         except _GONE as exc:
             if limit.expired:
-                raise DisplayUnread(
-                    display_name, selection, DisplayUnanswered(display_name, deadline_s, "a read")
-                ) from exc
+                cause = DisplayUnanswered(display_name, deadline_s, "a read", limit.stalled)
+                raise DisplayUnread(display_name, selection, cause) from exc
             raise ClipboardUnreadable(f"reading {selection} on {display_name}: {exc}") from exc
 
 

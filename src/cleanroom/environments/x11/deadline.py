@@ -13,9 +13,14 @@ setup waits for the server too, and a grabbed server does not answer it) is boun
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import socket
+import struct
+import termios
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 
 from Xlib.support import connect as _xconnect
@@ -44,15 +49,43 @@ def _watched_get_socket(
 _xconnect.get_socket = _watched_get_socket
 
 
+@dataclass(frozen=True)
+class StalledServer:
+    """What a server that did not answer looked like when the time ran out: its pid (from
+    the connection's peer credentials), its process state letter from ``/proc``, and how
+    many of our bytes it had left unread in the connection."""
+
+    pid: int | None
+    state: str | None
+    unread: int | None
+
+    @property
+    def held(self) -> bool:
+        """Whether the server was idle with our request unread: it chose not to listen to
+        us, which is what a server grab by another client does (a busy, stopped or dead
+        server is not idle; one that read our request answers it)."""
+        return self.state == "S" and (self.unread or 0) > 0
+
+
 class DisplayUnanswered(PoolError):
     """The display's server did not answer the harness in time (a client holds a server
-    grab, or the server hangs): this read is lost, the display and every other one are not."""
+    grab, or the server hangs): this read is lost, the display and every other one are not.
+    ``server`` is what the server looked like then (None when no connection was made)."""
 
-    def __init__(self, display_name: str, seconds: float, doing: str) -> None:
+    def __init__(
+        self, display_name: str, seconds: float, doing: str, server: StalledServer | None
+    ) -> None:
         self.display_name = display_name
         self.seconds = seconds
         self.doing = doing
-        super().__init__(f"{display_name} did not answer {doing} within {seconds:g} s")
+        self.server = server
+        held = " (it held our request unread while idle: a server grab)" if self.held else ""
+        super().__init__(f"{display_name} did not answer {doing} within {seconds:g} s{held}")
+
+    @property
+    def held(self) -> bool:
+        """Whether a client of the display held the server (see `StalledServer.held`)."""
+        return self.server is not None and self.server.held
 
 
 class Deadline:
@@ -64,6 +97,7 @@ class Deadline:
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._expired = False
+        self.stalled: StalledServer | None = None
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
 
@@ -82,6 +116,8 @@ class Deadline:
     def _expire(self) -> None:
         with self._lock:
             self._expired = True
+            if self._sockets:
+                self.stalled = stalled_server(self._sockets[-1])
             for sock in self._sockets:
                 _shut(sock)
 
@@ -100,6 +136,25 @@ class Deadline:
     ) -> None:
         self._timer.cancel()
         _local.deadline = None
+
+
+def stalled_server(sock: socket.socket) -> StalledServer:
+    """The server at the other end of ``sock`` as it is now (each part None when it
+    cannot be told)."""
+    pid: int | None = None
+    state: str | None = None
+    unread: int | None = None
+    with contextlib.suppress(OSError, struct.error):
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid = struct.unpack("3i", creds)[0] or None
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        # The kernel counts our bytes still queued at the peer (not yet read by it).
+        unread = struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
+    if pid is not None:
+        with contextlib.suppress(OSError, IndexError):
+            # After the ")" that ends the command name, the first field is the state.
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return StalledServer(pid, state, unread)
 
 
 def _shut(sock: socket.socket) -> None:
