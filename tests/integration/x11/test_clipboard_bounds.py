@@ -25,7 +25,10 @@ from cleanroom.environments.x11.clipboard import (
     OwnerSilent,
     read_selection,
 )
+from cleanroom.environments.x11.deadline import X_REQUEST_DEADLINE_S, DisplayUnanswered
 from cleanroom.environments.x11.display import XvfbDisplay
+from cleanroom.environments.x11.screen import Screen
+from cleanroom.environments.x11.xinput import XInput
 
 
 @pytest.fixture
@@ -214,3 +217,30 @@ def _server_pid(display: XvfbDisplay) -> int:
         return int(struct.unpack("3i", creds)[0])
     finally:
         x.close()
+
+
+def test_input_and_window_listing_under_a_grab_end_by_their_deadline(
+    display: XvfbDisplay,
+) -> None:
+    # The harness's long-lived connections: past the deadline the act is lost and the
+    # connection is shut, which the environment's damage check then names.
+    typing = XInput(display.name)
+    screen = Screen(display.name)
+    grabber = xdisplay.Display(display.name)
+    try:
+        grabber.grab_server()
+        grabber.sync()
+        started = time.monotonic()
+        with pytest.raises(DisplayUnanswered) as typed:
+            typing.key_down("a")
+        with pytest.raises(DisplayUnanswered) as listed:
+            screen.windows()
+        assert time.monotonic() - started < 2 * X_REQUEST_DEADLINE_S + 2.0
+        assert typed.value.held
+        assert listed.value.held
+        assert typing.closed
+        assert screen.closed
+    finally:
+        grabber.close()
+        typing.close()
+        screen.close()

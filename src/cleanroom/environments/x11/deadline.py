@@ -22,7 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
+from Xlib.error import ConnectionClosedError
 from Xlib.support import connect as _xconnect
 
 from cleanroom.environments.errors import PoolError
@@ -92,8 +94,9 @@ class Deadline:
     """Closes every X connection opened under it (and any handed to `watch`) once
     ``seconds`` have passed; `expired` says whether it did."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, *, connects: bool = True) -> None:
         self.seconds = seconds
+        self._connects = connects
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._expired = False
@@ -122,9 +125,10 @@ class Deadline:
                 _shut(sock)
 
     def __enter__(self) -> Deadline:
-        if getattr(_local, "deadline", None) is not None:
-            raise RuntimeError("a Deadline is already active on this thread")
-        _local.deadline = self
+        if self._connects:
+            if getattr(_local, "deadline", None) is not None:
+                raise RuntimeError("a Deadline over new connections is already active here")
+            _local.deadline = self
         self._timer.start()
         return self
 
@@ -135,7 +139,8 @@ class Deadline:
         tb: TracebackType | None,
     ) -> None:
         self._timer.cancel()
-        _local.deadline = None
+        if self._connects:
+            _local.deadline = None
 
 
 def stalled_server(sock: socket.socket) -> StalledServer:
@@ -162,6 +167,28 @@ def _shut(sock: socket.socket) -> None:
     # makes its select() return and its recv() read end-of-file.
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
+
+
+# What python-xlib raises on a connection shut under it.
+_GONE = (ConnectionClosedError, OSError, ConnectionError)
+
+
+@contextlib.contextmanager
+def bounded(x: Any, doing: str, seconds: float = X_REQUEST_DEADLINE_S) -> Iterator[Deadline]:
+    """Run requests on the open connection ``x`` (a python-xlib Display) with a deadline.
+
+    Past it the connection is shut (its owner sees it `closed`, and the environment's
+    damage check names it) and `DisplayUnanswered` is raised instead of waiting for ever.
+    """
+    with Deadline(seconds, connects=False) as limit:
+        limit.watch(x.display.socket)
+        try:
+            yield limit
+        except _GONE as exc:
+            if not limit.expired:
+                raise
+            name = str(x.get_display_name())
+            raise DisplayUnanswered(name, seconds, doing, limit.stalled) from exc
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import threading
 from typing import Any
@@ -10,9 +11,10 @@ import mss
 from PIL import Image
 from Xlib import X
 from Xlib import display as xdisplay
-from Xlib.error import XError
+from Xlib.error import ConnectionClosedError, XError
 
 from cleanroom.environments.interface import WindowInfo
+from cleanroom.environments.x11.deadline import bounded
 
 
 class Screen:
@@ -41,7 +43,7 @@ class Screen:
 
     def windows(self) -> list[WindowInfo]:
         """Mapped top-level windows with a title, bottom to top (the server's stacking order)."""
-        with self._lock:
+        with self._lock, bounded(self._x, "listing windows"):
             out = []
             for w in self._x.screen().root.query_tree().children:
                 try:
@@ -62,7 +64,7 @@ class Screen:
 
     def delete_root_property(self, name: str) -> None:
         """Remove a property of the root window (nothing happens when it is not set)."""
-        with self._lock:
+        with self._lock, bounded(self._x, "deleting a root property"):
             self._x.screen().root.delete_property(self._x.intern_atom(name))
             self._x.sync()
 
@@ -78,7 +80,8 @@ class Screen:
             if self._grabber is not None:
                 self._grabber.close()
                 self._grabber = None
-            self._x.close()
+            with contextlib.suppress(OSError, ConnectionClosedError):
+                self._x.close()  # a connection the server (or a deadline) shut raises here
 
 
 def client_pid(x: xdisplay.Display, window_id: int) -> int | None:
