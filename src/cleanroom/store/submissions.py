@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -408,6 +408,20 @@ class SubmissionStore:
     def submitted_since(self, since: float) -> list[SubmissionRecord]:
         """Every submission received at or after ``since``, through any lease, oldest first."""
         return [_record(row) for row in self._conn.execute(_SELECT_SINCE, (since,))]
+
+    def iter_submitted_since(self, since: float) -> Iterator[SubmissionRecord]:
+        """Every submission received at or after ``since``, oldest first, one row at a time
+        (a reader that stops early never held the rest)."""
+        for row in self._conn.execute(_SELECT_SINCE, (since,)):
+            yield _record(row)
+
+    def count_submitted_since(self, since: float, after_id: int = 0) -> int:
+        """How many submissions received at or after ``since`` have an id past ``after_id``."""
+        row = self._conn.execute(
+            "SELECT count(*) FROM submissions WHERE submitted_at >= ? AND id > ?",
+            (since, after_id),
+        ).fetchone()
+        return int(row[0])
 
     def audit(self, window: int) -> list[AuditRecord]:
         """Every token of window ``window`` that names another environment than its lease's.
