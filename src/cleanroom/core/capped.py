@@ -46,3 +46,22 @@ class CappedBuffer:
     def value(self) -> bytes:
         """The kept bytes, in order."""
         return b"".join(self._parts)
+
+
+class ByteQuota:
+    """How much more may be written somewhere that already holds ``used`` bytes, up to
+    ``cap``: `take` grants what fits and counts the rest as dropped."""
+
+    def __init__(self, cap: int, used: int = 0) -> None:
+        if cap < 0:
+            raise ValueError(f"cap must be at least 0, not {cap}")
+        self.cap = cap
+        self.used = min(max(used, 0), cap)
+        self.dropped = 0
+
+    def take(self, n: int) -> int:
+        """The bytes of an ``n``-byte write that may go through (the first ones)."""
+        granted = max(min(n, self.cap - self.used), 0)
+        self.used += granted
+        self.dropped += n - granted
+        return granted

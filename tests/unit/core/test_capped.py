@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cleanroom.core.capped import CappedBuffer
+from cleanroom.core.capped import ByteQuota, CappedBuffer
 
 
 def test_bytes_under_the_cap_are_kept_whole() -> None:
@@ -39,3 +39,11 @@ def test_bytes_never_read_count_as_dropped() -> None:
 def test_a_negative_cap_is_refused() -> None:
     with pytest.raises(ValueError):
         CappedBuffer(-1)
+
+
+def test_a_quota_grants_up_to_the_cap_and_counts_the_rest_dropped() -> None:
+    quota = ByteQuota(10, used=4)
+    assert quota.take(4) == 4
+    assert quota.take(5) == 2
+    assert quota.take(3) == 0
+    assert quota.dropped == 6
