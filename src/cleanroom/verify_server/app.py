@@ -158,7 +158,13 @@ class _Handlers:
             }
             for r in self.store.audit(window)
         ]
-        return JSONResponse({"window": window, "rows": rows, "cross": len(rows)})
+        overruns = [
+            {"lease_id": o.lease_id, "env": o.env, "rollout_id": o.rollout_id, "kind": o.kind}
+            for o in self.store.overruns(window)
+        ]
+        return JSONResponse(
+            {"window": window, "rows": rows, "cross": len(rows), "overruns": overruns}
+        )
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

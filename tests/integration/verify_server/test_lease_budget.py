@@ -90,3 +90,23 @@ def test_a_real_server_flooded_with_big_bodies_stores_no_more_than_the_byte_budg
     assert nbytes <= MAX_SUBMITTED_BYTES_PER_LEASE
     assert count == codes.count(200)
     assert overrun.kind == "bytes"
+
+
+def test_the_windows_audit_names_the_lease_that_overran(tmp_path: Path) -> None:
+    with VerifyServerProcess.start(tmp_path / "server") as server:
+        headers = {"Authorization": f"Bearer {server.key}"}
+        body = {"token": "z" * (MAX_BODY_BYTES - 100)}
+        flood = MAX_SUBMITTED_BYTES_PER_LEASE // (MAX_BODY_BYTES - 100) + 2
+        with httpx.Client(base_url=server.url, timeout=10.0, trust_env=False) as http:
+            lease = _lease(http, "env01-w001-r0001", headers)
+            for _ in range(flood):
+                http.post(f"/v1/form/{lease}", data=body)
+        with server.client() as client:
+            audit = client.audit(1)
+    [overrun] = audit.overruns
+    assert (overrun.lease_id, overrun.env, overrun.rollout_id, overrun.kind) == (
+        lease,
+        "env01",
+        "env01-w001-r0001",
+        "bytes",
+    )
