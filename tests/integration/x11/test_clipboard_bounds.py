@@ -29,6 +29,7 @@ from cleanroom.environments.x11.deadline import X_REQUEST_DEADLINE_S, DisplayUna
 from cleanroom.environments.x11.display import XvfbDisplay
 from cleanroom.environments.x11.screen import Screen
 from cleanroom.environments.x11.xinput import XInput
+from cleanroom.lifecycle import wait_until
 
 
 @pytest.fixture
@@ -244,3 +245,35 @@ def test_input_and_window_listing_under_a_grab_end_by_their_deadline(
         grabber.close()
         typing.close()
         screen.close()
+
+
+def test_a_screenshot_under_a_grab_ends_by_its_deadline_and_works_after_it(
+    display: XvfbDisplay,
+) -> None:
+    screen = Screen(display.name)
+    grabber = xdisplay.Display(display.name)
+    try:
+        width, _, _ = screen.grab_rgb()  # mss's connection is open before the grab
+        grabber.grab_server()
+        grabber.sync()
+        started = time.monotonic()
+        with pytest.raises(DisplayUnanswered):
+            screen.grab_rgb(deadline_s=0.5)
+        with pytest.raises(DisplayUnanswered):  # at once: the last one still waits
+            screen.grab_rgb(deadline_s=5.0)
+        assert time.monotonic() - started < 2.0
+        grabber.ungrab_server()
+        grabber.sync()
+        assert wait_until(lambda: _shoots(screen), 5.0, 0.1)
+        assert screen.grab_rgb()[0] == width
+    finally:
+        grabber.close()
+        screen.close()
+
+
+def _shoots(screen: Screen) -> bool:
+    try:
+        screen.grab_rgb()
+    except DisplayUnanswered:
+        return False
+    return True
