@@ -277,3 +277,22 @@ def _shoots(screen: Screen) -> bool:
     except DisplayUnanswered:
         return False
     return True
+
+
+def test_clearing_the_clipboard_under_a_grab_ends_by_its_deadline(display: XvfbDisplay) -> None:
+    # A reset clears the harness's own selections: under a grab it must end, not wait.
+    owner = ClipboardOwner(display.name)
+    grabber = xdisplay.Display(display.name)
+    try:
+        owner.set("before the grab")
+        grabber.grab_server()
+        grabber.sync()
+        started = time.monotonic()
+        with pytest.raises(DisplayUnanswered) as cleared:
+            owner.clear()
+        assert time.monotonic() - started < X_REQUEST_DEADLINE_S + 2.0
+        assert cleared.value.held
+        assert owner.closed  # the damage check names the harness's clipboard connection
+    finally:
+        grabber.close()
+        owner.close()

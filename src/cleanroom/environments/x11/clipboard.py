@@ -11,6 +11,7 @@ import contextlib
 import select
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from Xlib import X, Xatom
@@ -22,7 +23,13 @@ from Xlib.protocol import request
 from cleanroom.core.capped import CappedBuffer
 from cleanroom.environments.errors import BadAction, PoolError
 from cleanroom.environments.interface import SELECTIONS, ClipboardRead
-from cleanroom.environments.x11.deadline import Deadline, DisplayUnanswered, deadline
+from cleanroom.environments.x11.deadline import (
+    X_REQUEST_DEADLINE_S,
+    Deadline,
+    DisplayUnanswered,
+    bounded,
+    deadline,
+)
 
 # What python-xlib raises when the display went away or refused us.
 _GONE = (XError, OSError, ConnectionError, ConnectionClosedError, DisplayError)
@@ -96,7 +103,7 @@ class ClipboardOwner:
         data = text.encode("utf-8")
         if len(data) > MAX_TEXT_BYTES:
             raise BadAction(f"clipboard text is {len(data)} bytes; the limit is {MAX_TEXT_BYTES}")
-        with self._lock:
+        with self._locked("setting the clipboard"), bounded(self._x, "setting the clipboard"):
             for name in selections:
                 atom = self._selection_atom(name)
                 self._texts[atom] = data
@@ -105,7 +112,7 @@ class ClipboardOwner:
 
     def clear(self) -> None:
         """Leave every selection without an owner, whoever held it."""
-        with self._lock:
+        with self._locked("clearing the clipboard"), bounded(self._x, "clearing the clipboard"):
             self._texts.clear()
             for name in SELECTIONS:
                 request.SetSelectionOwner(
@@ -115,6 +122,17 @@ class ClipboardOwner:
                     time=X.CurrentTime,
                 )
             self._x.sync()
+
+    @contextlib.contextmanager
+    def _locked(self, doing: str) -> Iterator[None]:
+        # The serving thread holds the lock while it handles an event; one stuck on the
+        # server (a grab) must not hold up a reset for ever either.
+        if not self._lock.acquire(timeout=X_REQUEST_DEADLINE_S):
+            raise DisplayUnanswered(self.display_name, X_REQUEST_DEADLINE_S, doing, None)
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     def _selection_atom(self, name: str) -> int:
         if name not in SELECTIONS:
@@ -131,15 +149,19 @@ class ClipboardOwner:
                     while self._x.pending_events():
                         self._handle(self._x.next_event())
                 select.select([fd], [], [], 0.05)
-            except (*_GONE, ValueError):
-                return  # the display went away; the environment's watchdog sees that
+            except (*_GONE, ValueError, DisplayUnanswered):
+                # The display went away, or stopped answering and our connection was shut:
+                # the environment's watchdog sees either.
+                return
 
     def _handle(self, ev: Any) -> None:
         if ev.type == X.SelectionClear:
             # A notice can be older than our latest `set` of the same selection (our own
             # `clear`, or a program that took it before we took it back): only a
             # selection that another window owns now is really lost.
-            if self._x.get_selection_owner(ev.atom) != self._win:
+            with bounded(self._x, "checking a selection's owner"):
+                owner = self._x.get_selection_owner(ev.atom)
+            if owner != self._win:
                 self._texts.pop(ev.atom, None)
         elif ev.type == X.SelectionRequest:
             self._answer(ev)
