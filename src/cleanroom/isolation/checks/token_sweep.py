@@ -256,20 +256,26 @@ def read_clipboard(pool: Desktops, env: str, budget: DecodeBudget | None = None)
     forms = FormReader(budget or DecodeBudget())
     hits: list[TokenHit] = []
     unanswered = []
+    cut: list[UnreadSpot] = []
     for selection in SELECTIONS:
         where = f"{env}:{selection}"
         try:
-            text = pool.read_selection(env, selection).text
+            read = pool.read_selection(env, selection)
         except SelectionUnanswered:
             unanswered.append(selection)
             continue
         except PoolError as exc:
             return Reading(place, error=str(exc))
+        text = read.text
+        if read.truncated:
+            # Its owner offered more than a read takes: the rest is a blind spot, named.
+            cut.append(UnreadSpot(where, Bound.INPUT, "past the selection read's size cap"))
         if text:
             data = text.encode("utf-8", "surrogatepass")
             hits += scan_text(text, where)
             forms.read(where, data, len(data))
-    return Reading(place, forms.beside(hits), None, forms.spots(), tuple(unanswered))
+    spots = (*forms.spots(), *cut)
+    return Reading(place, forms.beside(hits), None, spots, tuple(unanswered))
 
 
 def read_submissions(
