@@ -63,6 +63,9 @@ class Reason(StrEnum):
     # A program of the rollout's environment owned a selection and never answered the
     # harness's read of it.
     SELECTION_UNANSWERED = "selection_unanswered"
+    # The rollout's lease tried to submit past its budget at the verify server (count or
+    # bytes): a flood of submissions is the rollout's own act.
+    SUBMISSION_BUDGET = "submission_budget"
 
     @property
     def cause(self) -> Cause:
@@ -81,6 +84,7 @@ _AGENT_REASONS = frozenset(
         Reason.ENVIRONMENT_BROKEN,
         Reason.FORGED_TOKEN,
         Reason.SELECTION_UNANSWERED,
+        Reason.SUBMISSION_BUDGET,
     }
 )
 

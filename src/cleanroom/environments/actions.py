@@ -20,10 +20,13 @@ SELECTIONS = ("CLIPBOARD", "PRIMARY")
 
 @dataclass(frozen=True)
 class ClipboardRead:
-    """What one read returned: the text, or None when nobody owns the selection."""
+    """What one read returned: the text, or None when nobody owns the selection;
+    ``truncated`` when the owner offered more than the harness reads (the text is then
+    the first part only)."""
 
     selection: str
     text: str | None
+    truncated: bool = False
 
 
 @runtime_checkable

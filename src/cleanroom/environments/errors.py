@@ -60,6 +60,19 @@ class SelectionUnanswered(PoolError):
         super().__init__(f"{env}: the owner of {selection} (window {owner:#x}) did not answer")
 
 
+class DisplayHeld(SelectionUnanswered):
+    """The environment's display server held the harness's read unanswered while idle: a
+    client of the display holds a server grab. The harness never grabs a server and only
+    the environment's programs reach its display, so this is the environment's own act,
+    like a mute selection owner (``owner`` is 0: a grab names no window)."""
+
+    def __init__(self, env: str, selection: str) -> None:
+        self.env = env
+        self.selection = selection
+        self.owner = 0
+        PoolError.__init__(self, f"{env}: a client of its display holds a server grab")
+
+
 class CanaryIsReadOnly(PoolError):
     """An action was aimed at the canary, which never receives one."""
 

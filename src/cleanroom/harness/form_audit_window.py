@@ -24,7 +24,7 @@ from cleanroom.harness.form_audit_rows import (
     split_forged,
 )
 from cleanroom.store.rundb import RunStore
-from cleanroom.verify_server.client import VerifierUnavailable, VerifyClient
+from cleanroom.verify_server.client import AuditOverrun, VerifierUnavailable, VerifyClient
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class AuditResult:
     # their rollouts were scored 0 for them.
     forged: list[CrossSubmission] = field(default_factory=list)
     scored: int = 0
+    # Leases of the window that tried to submit past their budget (scored 0 too).
+    overruns: list[AuditOverrun] = field(default_factory=list)
 
 
 def audit_window(
@@ -58,9 +60,11 @@ def audit_window(
     known = set(minted) | {r.token for r in store.rollouts()}
     audit = read_audit(client, window, leased, senders, known)
     store.add_isolation_rows(audit.rows)
-    scored = score_forged(store, audit.forged)
+    scored = score_forged(store, audit.forged) + score_overruns(store, audit.overruns)
     invalidated = invalidate_named(store, audit.cross)
-    return AuditResult(audit.rows, audit.cross, invalidated, audit.error, audit.forged, scored)
+    return AuditResult(
+        audit.rows, audit.cross, invalidated, audit.error, audit.forged, scored, audit.overruns
+    )
 
 
 def score_forged(store: RunStore, forged: Sequence[CrossSubmission]) -> int:
@@ -70,6 +74,16 @@ def score_forged(store: RunStore, forged: Sequence[CrossSubmission]) -> int:
     for c in forged:
         why = f"{AUDIT_TEST}: submitted {c.token}, of {c.token_env}'s shape, never minted"
         scored += store.mark_agent_fault([c.rollout_id], Reason.FORGED_TOKEN, why)
+    return scored
+
+
+def score_overruns(store: RunStore, overruns: Sequence[AuditOverrun]) -> int:
+    """Score 0 (``submission_budget``) every rollout whose lease tried to submit past its
+    budget; return how many changed."""
+    scored = 0
+    for o in overruns:
+        why = f"{AUDIT_TEST}: lease {o.lease_id} of {o.env} submitted past its {o.kind} budget"
+        scored += store.mark_agent_fault([o.rollout_id], Reason.SUBMISSION_BUDGET, why)
     return scored
 
 
@@ -99,7 +113,8 @@ def read_audit(
     forged: list[CrossSubmission] = []
     if minted is not None:
         cross, forged = split_forged(cross, minted)
-    return AuditResult(audit_rows(window, leased, cross, senders), cross, 0, forged=forged)
+    rows = audit_rows(window, leased, cross, senders)
+    return AuditResult(rows, cross, 0, forged=forged, overruns=list(audit.overruns))
 
 
 def invalidate_named(store: RunStore, cross: Sequence[CrossSubmission]) -> int:

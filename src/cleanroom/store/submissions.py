@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,14 @@ CREATE TABLE IF NOT EXISTS submissions (
     is_cross      INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS submissions_by_lease ON submissions (lease_id);
+CREATE TABLE IF NOT EXISTS lease_overruns (
+    lease_id    TEXT PRIMARY KEY,
+    env         TEXT NOT NULL,
+    rollout_id  TEXT NOT NULL,
+    window_no   INTEGER NOT NULL,
+    kind        TEXT NOT NULL,
+    first_at    REAL NOT NULL
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS submissions_cross_by_window
     ON submissions (window_no) WHERE is_cross = 1;
 """
@@ -89,6 +97,17 @@ _SELECT_SINCE = """
 SELECT id, lease_id, env, rollout_id, window_no, submitted_at, body,
        found_tokens, found_envs, is_cross
 FROM submissions WHERE submitted_at >= ? ORDER BY id
+"""
+_SPENT = "SELECT count(*), coalesce(sum(length(body)), 0) FROM submissions WHERE lease_id = ?"
+# Only the first overrun of a lease is written: a flood of refused submissions writes
+# nothing more to the disk.
+_INSERT_OVERRUN = """
+INSERT OR IGNORE INTO lease_overruns (lease_id, env, rollout_id, window_no, kind, first_at)
+VALUES (?, ?, ?, ?, ?, ?)
+"""
+_SELECT_OVERRUNS = """
+SELECT lease_id, env, rollout_id, window_no, kind, first_at
+FROM lease_overruns WHERE window_no = ? ORDER BY first_at
 """
 _ADD_FRAMES = "UPDATE leases SET frames = frames + ? WHERE lease_id = ? RETURNING frames"
 _SELECT_FRAMES = "SELECT frames FROM leases WHERE lease_id = ?"
@@ -149,6 +168,18 @@ class AuditRecord:
     rollout_id: str
     window: int
     submitted_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class OverrunRecord:
+    """A lease that tried to submit past its budget: the first time, and which budget."""
+
+    lease_id: str
+    env: str
+    rollout_id: str
+    window: int
+    kind: str
+    first_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,6 +409,20 @@ class SubmissionStore:
         """Every submission received at or after ``since``, through any lease, oldest first."""
         return [_record(row) for row in self._conn.execute(_SELECT_SINCE, (since,))]
 
+    def iter_submitted_since(self, since: float) -> Iterator[SubmissionRecord]:
+        """Every submission received at or after ``since``, oldest first, one row at a time
+        (a reader that stops early never held the rest)."""
+        for row in self._conn.execute(_SELECT_SINCE, (since,)):
+            yield _record(row)
+
+    def count_submitted_since(self, since: float, after_id: int = 0) -> int:
+        """How many submissions received at or after ``since`` have an id past ``after_id``."""
+        row = self._conn.execute(
+            "SELECT count(*) FROM submissions WHERE submitted_at >= ? AND id > ?",
+            (since, after_id),
+        ).fetchone()
+        return int(row[0])
+
     def audit(self, window: int) -> list[AuditRecord]:
         """Every token of window ``window`` that names another environment than its lease's.
 
@@ -395,6 +440,21 @@ class SubmissionStore:
                         AuditRecord(sid, token, token_env, env, lease_id, rollout_id, window_no, at)
                     )
         return records
+
+    def spent(self, lease_id: str) -> tuple[int, int]:
+        """How many submissions a lease has stored, and their bodies' bytes together."""
+        count, nbytes = self._conn.execute(_SPENT, (lease_id,)).fetchone()
+        return int(count), int(nbytes)
+
+    def add_overrun(self, lease: LeaseRecord, kind: str, at: float) -> None:
+        """Record that ``lease`` passed its budget (only its first overrun is kept)."""
+        self._conn.execute(
+            _INSERT_OVERRUN, (lease.lease_id, lease.env, lease.rollout_id, lease.window, kind, at)
+        )
+
+    def overruns(self, window: int) -> list[OverrunRecord]:
+        """The leases of window ``window`` that passed their budget."""
+        return [OverrunRecord(*row) for row in self._conn.execute(_SELECT_OVERRUNS, (window,))]
 
     def add_frames(self, lease_id: str, frames: int) -> int | None:
         """Add ``frames`` to a lease's frame count; the new total, or None if no such lease."""

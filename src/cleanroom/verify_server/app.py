@@ -23,6 +23,7 @@ from starlette.types import ASGIApp
 from cleanroom.store.submissions import LeaseRecord, SubmissionRecord, SubmissionStore
 from cleanroom.verify_server import pages
 from cleanroom.verify_server.auth import bearer_matches
+from cleanroom.verify_server.budget import LeaseBudget, SubmissionBudgets
 from cleanroom.verify_server.errors import ApiError, Unauthorized
 from cleanroom.verify_server.form_endpoint import FormEndpoint, FormFastPath, LeaseLookup
 from cleanroom.verify_server.group_commit import GroupCommit
@@ -157,7 +158,13 @@ class _Handlers:
             }
             for r in self.store.audit(window)
         ]
-        return JSONResponse({"window": window, "rows": rows, "cross": len(rows)})
+        overruns = [
+            {"lease_id": o.lease_id, "env": o.env, "rollout_id": o.rollout_id, "kind": o.kind}
+            for o in self.store.overruns(window)
+        ]
+        return JSONResponse(
+            {"window": window, "rows": rows, "cross": len(rows), "overruns": overruns}
+        )
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
@@ -178,12 +185,18 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(
-    store: SubmissionStore, key: str, *, clock: Clock = time.time, max_body: int = MAX_BODY_BYTES
+    store: SubmissionStore,
+    key: str,
+    *,
+    clock: Clock = time.time,
+    max_body: int = MAX_BODY_BYTES,
+    lease_budget: LeaseBudget | None = None,
 ) -> ASGIApp:
-    """The verify server app over ``store``, guarded by ``key`` and the body-size limit."""
+    """The verify server app over ``store``, guarded by ``key``, the body-size limit and
+    each lease's submission budget."""
     leases = LeaseLookup(store, clock)
     h = _Handlers(store, key, leases)
-    form = FormEndpoint(leases, GroupCommit(store))
+    form = FormEndpoint(leases, GroupCommit(store), SubmissionBudgets(lease_budget))
     routes = [
         Route("/v1/healthz", h.healthz, methods=["GET"]),
         Route("/v1/leases", h.create_lease, methods=["POST"]),

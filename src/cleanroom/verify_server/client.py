@@ -88,12 +88,25 @@ class AuditRow:
 
 
 @dataclass(frozen=True)
+class AuditOverrun:
+    """A lease of the window that tried to submit past its budget (``kind``: count or
+    bytes): its rollout's own act."""
+
+    lease_id: str
+    env: str
+    rollout_id: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class Audit:
-    """The cross-environment submissions of one window."""
+    """The cross-environment submissions of one window, and its leases that overran
+    their submission budget."""
 
     window: int
     rows: tuple[AuditRow, ...]
     cross: int
+    overruns: tuple[AuditOverrun, ...] = ()
 
 
 class VerifyClient:
@@ -217,7 +230,8 @@ class VerifyClient:
         data = self._request("GET", "/v1/audit", params={"window": window})
         try:
             rows = tuple(AuditRow(**row) for row in data["rows"])
-            return Audit(window=int(data["window"]), rows=rows, cross=int(data["cross"]))
+            overruns = tuple(AuditOverrun(**o) for o in data.get("overruns", []))
+            return Audit(int(data["window"]), rows, int(data["cross"]), overruns)
         except (KeyError, TypeError, ValueError) as exc:
             raise VerifierUnavailable(f"audit response is malformed: {exc!r}") from exc
 

@@ -64,3 +64,17 @@ class SubmissionNotStored(ApiError):
     """The database did not take the submission (its batch's transaction failed)."""
 
     status = 503
+
+
+class LeaseOverBudget(ApiError):
+    """The lease has submitted all its budget allows (count or bytes): the submission is
+    not stored, and the overrun is recorded as the lease's rollout's own act."""
+
+    def __init__(self, message: str, *, status: int, kind: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+    def body(self) -> dict[str, object]:
+        """The JSON error body, naming which budget was passed."""
+        return {**super().body(), "budget": self.kind}

@@ -21,11 +21,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from cleanroom.store.submissions import LeaseRecord, SubmissionStore
 from cleanroom.verify_server import pages
 from cleanroom.verify_server.attribution import attribute
+from cleanroom.verify_server.budget import Overrun, SubmissionBudgets
 from cleanroom.verify_server.errors import (
     ApiError,
     InvalidField,
     LeaseExpired,
     LeaseNotFound,
+    LeaseOverBudget,
     UnsupportedMediaType,
 )
 from cleanroom.verify_server.group_commit import GroupCommit
@@ -110,11 +112,38 @@ async def _respond(send: Send, body: bytes, headers: list[tuple[bytes, bytes]]) 
 
 
 class FormEndpoint:
-    """GET: the form page. POST: store the ``token`` field, attributed to the lease."""
+    """GET: the form page. POST: store the ``token`` field, attributed to the lease,
+    within the lease's submission budget."""
 
-    def __init__(self, leases: LeaseLookup, commits: GroupCommit) -> None:
+    def __init__(
+        self, leases: LeaseLookup, commits: GroupCommit, budgets: SubmissionBudgets | None = None
+    ) -> None:
         self.leases = leases
         self.commits = commits
+        self.budgets = budgets or SubmissionBudgets()
+
+    def _charge(self, lease: LeaseRecord, body: bytes, now: float) -> None:
+        """Count a body against its lease's budget; past it, record the overrun (once per
+        lease) and refuse: 429 past the count, 413 past the bytes."""
+        budgets = self.budgets
+        if not budgets.known(lease.lease_id):
+            budgets.seed(lease.lease_id, *self.leases.store.spent(lease.lease_id))
+        over = budgets.charge(lease.lease_id, len(body))
+        if over is None:
+            return
+        self.leases.store.add_overrun(lease, over.value, now)
+        limit = budgets.budget
+        if over is Overrun.COUNT:
+            raise LeaseOverBudget(
+                f"lease {lease.lease_id!r} has stored its {limit.submissions} submissions",
+                status=429,
+                kind=over.value,
+            )
+        raise LeaseOverBudget(
+            f"lease {lease.lease_id!r} has stored its {limit.nbytes} bytes of submissions",
+            status=413,
+            kind=over.value,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         lease, now = self.leases.open(scope["path_params"]["lease_id"])
@@ -125,7 +154,9 @@ class FormEndpoint:
             return
         if not is_urlencoded(_content_type(scope)):
             raise UnsupportedMediaType("the form takes application/x-www-form-urlencoded")
-        token = form_token(await _read_body(receive))
+        body = await _read_body(receive)
+        token = form_token(body)
+        self._charge(lease, body, now)
         # Attribution comes from the lease alone; other fields, headers and cookies of
         # the request are never read.
         sid = await self.commits.store(attribute(lease, token, now))

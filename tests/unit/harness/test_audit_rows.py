@@ -14,8 +14,9 @@ from cleanroom.harness.form_audit_rows import (
     named_rollouts,
     split_forged,
 )
-from cleanroom.harness.form_audit_window import invalidate_named, score_forged
+from cleanroom.harness.form_audit_window import invalidate_named, score_forged, score_overruns
 from cleanroom.store.rundb import RunStore
+from cleanroom.verify_server.client import AuditOverrun
 
 LEASED = [
     LeasedRollout("env01", "env01-w001-r0001"),
@@ -89,3 +90,21 @@ def test_a_real_token_in_another_spelling_is_no_forgery() -> None:
     padded = "env02-w001-r00002-0badf00d"  # the same rollout id, one more zero
     real, forged = split_forged([CrossSubmission(padded, "env02", "env01", "r")], {token})
     assert len(real) == 1 and forged == []
+
+
+def test_a_lease_that_overran_its_budget_scores_its_rollout_0_and_no_other(
+    tmp_path: Path,
+) -> None:
+    with RunStore.create(tmp_path) as store:
+        store.open_window(1)
+        flooder, other = mint(RolloutId("env01", 1, 1)), mint(RolloutId("env02", 1, 2))
+        for token in (flooder, other):
+            store.start_rollout(token, "form")
+            store.finish_rollout(token.rollout_id, Outcome.success())
+        over = AuditOverrun("lease-1", "env01", str(flooder.rollout_id), "bytes")
+        assert score_overruns(store, [over]) == 1
+        after = {r.rollout_id: (r.outcome, r.reason) for r in store.rollouts(1)}
+    assert after == {
+        flooder.rollout_id: (Status.FAILURE, Reason.SUBMISSION_BUDGET),
+        other.rollout_id: (Status.SUCCESS, None),
+    }

@@ -15,6 +15,7 @@ import pytest
 from cleanroom import tree_scan
 from cleanroom.core.sweep import CLIPBOARD, HOME, Place
 from cleanroom.core.token_forms import Bound
+from cleanroom.environments.interface import ClipboardRead
 from cleanroom.environments.memory import MemoryDesktops
 from cleanroom.isolation.checks.token_sweep import (
     Budgets,
@@ -134,3 +135,19 @@ def test_past_its_deadline_an_environments_files_are_reported_and_not_decoded(
     reading = read_tree(home, 0.0, DecodeBudget(seconds=-1.0))
     assert reading.hits == ()
     assert [u.bound for u in reading.unread] == [Bound.DEADLINE]
+
+
+def test_a_selection_cut_at_the_read_cap_is_reported_unread_and_its_part_is_read(
+    pool: MemoryDesktops, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The display's read stopped at its size cap: what it holds is searched, and the
+    # rest is a named blind spot, not an unreadable place.
+    def cut(name: str, selection: str = "CLIPBOARD") -> ClipboardRead:
+        text = f"head {LEAKED}" if selection == "CLIPBOARD" else None
+        return ClipboardRead(selection, text, truncated=selection == "CLIPBOARD")
+
+    monkeypatch.setattr(pool, "read_selection", cut)
+    reading = read_clipboard(pool, "env02")
+    assert reading.error is None
+    assert [str(h.token) for h in reading.hits] == [LEAKED]
+    assert [(u.where, u.bound) for u in reading.unread] == [("env02:CLIPBOARD", Bound.INPUT)]

@@ -44,6 +44,7 @@ from cleanroom.environments.errors import BadAction, StartError
 from cleanroom.environments.interface import SandboxLimits
 from cleanroom.environments.session.cgroups import ENVIRONMENTS
 from cleanroom.environments.session.login import Session
+from cleanroom.environments.session.output_log import copy_capped
 from cleanroom.environments.session.port_forward import ForwardedPorts, loopback_port
 from cleanroom.environments.session.processes import alive, kill_pids, process_tree, start_time
 from cleanroom.environments.session.programs import PROGRAM_KINDS, Program, ProgramKind
@@ -377,10 +378,8 @@ def _exec_pid(docker: Docker, exec_id: str, what: str) -> int:
 
 
 def _copy_output(chunks: Iterable[bytes], log: Path) -> None:
-    with contextlib.suppress(Exception), open(log, "ab") as out:  # ends with the process
-        for chunk in chunks:
-            out.write(chunk)
-            out.flush()
+    with contextlib.suppress(Exception):  # ends with the process
+        copy_capped(chunks, log)
 
 
 def _write_identity(session: Session) -> Path:

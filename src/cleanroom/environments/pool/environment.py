@@ -19,7 +19,13 @@ from typing import Any
 
 from cleanroom.core.breakage import Evidence, Part, Problem
 from cleanroom.environments.containers.program_container import ContainerPlan, ProgramContainer
-from cleanroom.environments.errors import BadAction, NoSuchWindow, SelectionUnanswered, StartError
+from cleanroom.environments.errors import (
+    BadAction,
+    DisplayHeld,
+    NoSuchWindow,
+    SelectionUnanswered,
+    StartError,
+)
 from cleanroom.environments.interface import (
     AccessibilityTree,
     ClipboardRead,
@@ -49,7 +55,12 @@ from cleanroom.environments.session.sandbox import Sandbox
 from cleanroom.environments.session.sandbox_spec import SandboxLayout, SandboxProtections
 from cleanroom.environments.session.template import LIBREOFFICE_PROFILE, without_document_locks
 from cleanroom.environments.x11.atspi import AtspiReader, AtspiUnavailable
-from cleanroom.environments.x11.clipboard import ClipboardOwner, OwnerSilent, read_selection
+from cleanroom.environments.x11.clipboard import (
+    ClipboardOwner,
+    DisplayUnread,
+    OwnerSilent,
+    read_selection,
+)
 from cleanroom.environments.x11.display import DisplayView, XvfbDisplay
 from cleanroom.environments.x11.screen import Screen
 from cleanroom.environments.x11.xauth import write_cookie
@@ -669,10 +680,17 @@ class DesktopEnvironment:
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead:
         """Read a selection as any client of this display would. An owner that does not
         answer is `SelectionUnanswered` when it is a program of the environment's; the
-        harness's own owner not answering stays `ClipboardUnreadable`."""
+        harness's own owner not answering stays `ClipboardUnreadable`. A display whose
+        server holds the read unanswered (a grab by a client: the harness never grabs)
+        is `DisplayHeld`, the environment's own act; a server that hangs otherwise stays
+        `ClipboardUnreadable`."""
         live = self.live
         try:
             return read_selection(live.display.name, selection)
+        except DisplayUnread as exc:
+            if exc.held:
+                raise DisplayHeld(self.name, selection) from exc
+            raise
         except OwnerSilent as exc:
             if exc.owner == live.clipboard.window_id:
                 raise

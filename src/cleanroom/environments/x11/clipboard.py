@@ -7,9 +7,11 @@ connection; reading means asking whoever owns it and waiting for the answer.
 
 from __future__ import annotations
 
+import contextlib
 import select
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from Xlib import X, Xatom
@@ -18,14 +20,30 @@ from Xlib.error import ConnectionClosedError, DisplayError, XError
 from Xlib.protocol import event as xevent
 from Xlib.protocol import request
 
+from cleanroom.core.capped import CappedBuffer
 from cleanroom.environments.errors import BadAction, PoolError
 from cleanroom.environments.interface import SELECTIONS, ClipboardRead
+from cleanroom.environments.x11.deadline import (
+    X_REQUEST_DEADLINE_S,
+    Deadline,
+    DisplayUnanswered,
+    bounded,
+    deadline,
+)
 
 # What python-xlib raises when the display went away or refused us.
 _GONE = (XError, OSError, ConnectionError, ConnectionClosedError, DisplayError)
 
 MAX_TEXT_BYTES = 64 * 1024
 _READ_TIMEOUT_S = 1.0
+# The most of one selection the harness reads: past it the read stops and says
+# `truncated` (a program may offer any size; 96 MiB once cost 48 s and 422 MiB a read).
+SELECTION_MAX_BYTES = 4 * 1024 * 1024
+# The whole read, from opening the display to the last byte: past it the server is
+# taken for not answering (a client holds a server grab) and the read is lost.
+SELECTION_DEADLINE_S = 5.0
+# An incremental transfer whose owner sends no next chunk for this long ends there.
+_INCR_CHUNK_WAIT_S = 1.0
 
 
 class ClipboardUnreadable(PoolError):
@@ -40,6 +58,22 @@ class OwnerSilent(ClipboardUnreadable):
     def __init__(self, message: str, owner: int) -> None:
         super().__init__(message)
         self.owner = owner
+
+
+class DisplayUnread(ClipboardUnreadable):
+    """The display's server did not answer the read in time (a client of the display
+    holds a server grab, or the server hangs); ``cause`` says how long it was given."""
+
+    def __init__(self, display_name: str, selection: str, cause: DisplayUnanswered) -> None:
+        super().__init__(f"reading {selection}: {cause}")
+        self.display_name = display_name
+        self.selection = selection
+        self.cause = cause
+
+    @property
+    def held(self) -> bool:
+        """Whether a client of the display held the server (a grab) while we waited."""
+        return self.cause.held
 
 
 class ClipboardOwner:
@@ -69,7 +103,7 @@ class ClipboardOwner:
         data = text.encode("utf-8")
         if len(data) > MAX_TEXT_BYTES:
             raise BadAction(f"clipboard text is {len(data)} bytes; the limit is {MAX_TEXT_BYTES}")
-        with self._lock:
+        with self._locked("setting the clipboard"), bounded(self._x, "setting the clipboard"):
             for name in selections:
                 atom = self._selection_atom(name)
                 self._texts[atom] = data
@@ -78,7 +112,7 @@ class ClipboardOwner:
 
     def clear(self) -> None:
         """Leave every selection without an owner, whoever held it."""
-        with self._lock:
+        with self._locked("clearing the clipboard"), bounded(self._x, "clearing the clipboard"):
             self._texts.clear()
             for name in SELECTIONS:
                 request.SetSelectionOwner(
@@ -88,6 +122,17 @@ class ClipboardOwner:
                     time=X.CurrentTime,
                 )
             self._x.sync()
+
+    @contextlib.contextmanager
+    def _locked(self, doing: str) -> Iterator[None]:
+        # The serving thread holds the lock while it handles an event; one stuck on the
+        # server (a grab) must not hold up a reset for ever either.
+        if not self._lock.acquire(timeout=X_REQUEST_DEADLINE_S):
+            raise DisplayUnanswered(self.display_name, X_REQUEST_DEADLINE_S, doing, None)
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     def _selection_atom(self, name: str) -> int:
         if name not in SELECTIONS:
@@ -104,15 +149,19 @@ class ClipboardOwner:
                     while self._x.pending_events():
                         self._handle(self._x.next_event())
                 select.select([fd], [], [], 0.05)
-            except (*_GONE, ValueError):
-                return  # the display went away; the environment's watchdog sees that
+            except (*_GONE, ValueError, DisplayUnanswered):
+                # The display went away, or stopped answering and our connection was shut:
+                # the environment's watchdog sees either.
+                return
 
     def _handle(self, ev: Any) -> None:
         if ev.type == X.SelectionClear:
             # A notice can be older than our latest `set` of the same selection (our own
             # `clear`, or a program that took it before we took it back): only a
             # selection that another window owns now is really lost.
-            if self._x.get_selection_owner(ev.atom) != self._win:
+            with bounded(self._x, "checking a selection's owner"):
+                owner = self._x.get_selection_owner(ev.atom)
+            if owner != self._win:
                 self._texts.pop(ev.atom, None)
         elif ev.type == X.SelectionRequest:
             self._answer(ev)
@@ -159,43 +208,119 @@ class ClipboardOwner:
 
 
 def read_selection(
-    display_name: str, selection: str = "CLIPBOARD", timeout_s: float = _READ_TIMEOUT_S
+    display_name: str,
+    selection: str = "CLIPBOARD",
+    timeout_s: float = _READ_TIMEOUT_S,
+    *,
+    max_bytes: int = SELECTION_MAX_BYTES,
+    deadline_s: float = SELECTION_DEADLINE_S,
 ) -> ClipboardRead:
     """Ask the selection's owner for its text as UTF-8; None when it has no owner.
 
-    Raises `OwnerSilent` (a `ClipboardUnreadable`) when the owner does not answer within
-    ``timeout_s``, `ClipboardUnreadable` when the display cannot be read.
+    Reads at most ``max_bytes`` (an incremental transfer included) and marks the read
+    ``truncated`` past them. Raises `OwnerSilent` (a `ClipboardUnreadable`) when the owner
+    does not answer within ``timeout_s``; `DisplayUnread` (a `ClipboardUnreadable`) when
+    the server itself does not answer within ``deadline_s`` (a client holds a server
+    grab); `ClipboardUnreadable` when the display cannot be read.
     """
     if selection not in SELECTIONS:
         raise BadAction(f"unknown selection {selection!r}; use one of {', '.join(SELECTIONS)}")
-    try:
-        x = xdisplay.Display(display_name)
-    except _GONE as exc:
-        raise ClipboardUnreadable(f"cannot open {display_name}: {exc}") from exc
+    with deadline(deadline_s) as limit:
+        try:
+            return _read(display_name, selection, timeout_s, max_bytes, limit)
+        except _GONE as exc:
+            if limit.expired:
+                cause = DisplayUnanswered(display_name, deadline_s, "a read", limit.stalled)
+                raise DisplayUnread(display_name, selection, cause) from exc
+            raise ClipboardUnreadable(f"reading {selection} on {display_name}: {exc}") from exc
+
+
+def _read(
+    display_name: str, selection: str, timeout_s: float, max_bytes: int, limit: Deadline
+) -> ClipboardRead:
+    x = xdisplay.Display(display_name)
     try:
         sel = x.intern_atom(selection)
         owner = x.get_selection_owner(sel)
         if owner == X.NONE:
             return ClipboardRead(selection, None)
-        win = x.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+        win = x.screen().root.create_window(
+            0, 0, 1, 1, 0, X.CopyFromParent, event_mask=X.PropertyChangeMask
+        )
         prop = x.intern_atom("CLEANROOM_READ")
         win.convert_selection(sel, x.intern_atom("UTF8_STRING"), prop, X.CurrentTime)
         x.flush()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        answered = time.monotonic() + timeout_s
+        while time.monotonic() < answered:
             while x.pending_events():
                 ev = x.next_event()
                 if ev.type == X.SelectionNotify and ev.selection == sel:
                     if ev.property == X.NONE:
                         return ClipboardRead(selection, None)
-                    got = win.get_full_property(prop, X.AnyPropertyType)
-                    raw = got.value if got is not None else b""
-                    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-                    return ClipboardRead(selection, text)
+                    got = _property(x, win, prop, max_bytes, limit)
+                    raw = got.value()
+                    return ClipboardRead(selection, raw.decode("utf-8", "replace"), got.truncated)
             select.select([x.fileno()], [], [], 0.02)
         owner_id = int(getattr(owner, "id", owner))
         raise OwnerSilent(f"{selection} owner on {display_name} did not answer", owner_id)
-    except _GONE as exc:
-        raise ClipboardUnreadable(f"reading {selection} on {display_name}: {exc}") from exc
     finally:
-        x.close()
+        # Closing the connection destroys the reading window: an owner still sending an
+        # incremental transfer to it gets an error and stops.
+        with contextlib.suppress(*_GONE):
+            x.close()
+
+
+def _property(x: Any, win: Any, prop: int, max_bytes: int, limit: Deadline) -> CappedBuffer:
+    """The answer the owner left in ``prop`` of ``win``: at most ``max_bytes`` of it, read
+    straight or as an incremental (INCR) transfer."""
+    kept = CappedBuffer(max_bytes)
+    # Ask for one unit more than the cap: bytes_after then says whether there was more.
+    got = win.get_property(prop, X.AnyPropertyType, 0, max_bytes // 4 + 1, True)
+    if got is None:
+        return kept
+    if got.property_type != x.intern_atom("INCR"):
+        kept.add(_bytes(got.value))
+        kept.mark_dropped(int(got.bytes_after))
+        return kept
+    # INCR: the owner sends chunks, each after we delete the last (get_property above
+    # deleted the announcement); a zero-length chunk ends the transfer.
+    while not kept.full:
+        ev = _next_new_value(x, win, prop, limit)
+        if ev is None:
+            kept.mark_dropped(1)  # the owner stopped sending: what we hold is a part
+            return kept
+        chunk = win.get_property(prop, X.AnyPropertyType, 0, max_bytes // 4 + 1, True)
+        data = _bytes(chunk.value) if chunk is not None else b""
+        if not data:
+            return kept
+        kept.add(data)
+        if chunk is not None:
+            kept.mark_dropped(int(chunk.bytes_after))
+    kept.mark_dropped(1)  # stopped at the cap, with the transfer still going
+    return kept
+
+
+def _next_new_value(x: Any, win: Any, prop: int, limit: Deadline) -> Any:
+    """The next PropertyNotify that puts a new chunk in ``prop``, or None when the owner
+    sends nothing for `_INCR_CHUNK_WAIT_S`."""
+    until = time.monotonic() + _INCR_CHUNK_WAIT_S
+    while time.monotonic() < until and not limit.expired:
+        while x.pending_events():
+            ev = x.next_event()
+            if (
+                ev.type == X.PropertyNotify
+                and ev.window.id == win.id
+                and ev.atom == prop
+                and ev.state == X.PropertyNewValue
+            ):
+                return ev
+        select.select([x.fileno()], [], [], 0.02)
+    return None
+
+
+def _bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace")
+    return bytes(value)  # format 16 or 32: an array of numbers, not text

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import mss
 from PIL import Image
 from Xlib import X
 from Xlib import display as xdisplay
-from Xlib.error import XError
+from Xlib.error import ConnectionClosedError, XError
 
 from cleanroom.environments.interface import WindowInfo
+from cleanroom.environments.x11.deadline import DisplayUnanswered, bounded
+
+# The longest a screenshot may wait for the display's server.
+SCREENSHOT_DEADLINE_S = 5.0
 
 
 class Screen:
@@ -23,14 +30,39 @@ class Screen:
         self._lock = threading.Lock()
         self._x = xdisplay.Display(display_name)
         self._grabber: Any = None
+        # Screenshots go through mss's own connection, which a deadline cannot shut from
+        # here: each runs on a daemon thread of its own (one at a time) and is waited for
+        # with a deadline instead; a stuck one never holds up the process's exit.
+        self._pending: Future[tuple[int, int, bytes]] | None = None
 
-    def grab_rgb(self) -> tuple[int, int, bytes]:
-        """The whole screen as raw RGB: (width, height, bytes)."""
+    def grab_rgb(self, deadline_s: float = SCREENSHOT_DEADLINE_S) -> tuple[int, int, bytes]:
+        """The whole screen as raw RGB: (width, height, bytes).
+
+        Raises `DisplayUnanswered` when the server does not answer within ``deadline_s``,
+        and at once while that screenshot still waits (a grab holds the server)."""
         with self._lock:
-            if self._grabber is None:
-                self._grabber = mss.MSS(display=self.display_name)
-            shot = self._grabber.grab(self._grabber.monitors[0])
-            return shot.width, shot.height, shot.rgb
+            if self._pending is not None and not self._pending.done():
+                raise DisplayUnanswered(
+                    self.display_name, 0, "a screenshot (one still waits)", None
+                )
+            shot = self._pending = Future()
+            threading.Thread(target=self._grab_into, args=(shot,), daemon=True).start()
+        try:
+            return shot.result(timeout=deadline_s)
+        except FutureTimeout:
+            raise DisplayUnanswered(self.display_name, deadline_s, "a screenshot", None) from None
+
+    def _grab_into(self, shot: Future[tuple[int, int, bytes]]) -> None:
+        try:
+            shot.set_result(self._grab())
+        except BaseException as exc:  # handed to the caller waiting on the future
+            shot.set_exception(exc)
+
+    def _grab(self) -> tuple[int, int, bytes]:
+        if self._grabber is None:
+            self._grabber = mss.MSS(display=self.display_name)
+        shot = self._grabber.grab(self._grabber.monitors[0])
+        return shot.width, shot.height, shot.rgb
 
     def screenshot_png(self) -> bytes:
         """The whole screen as a PNG (fast compression: latency matters more than size)."""
@@ -41,7 +73,7 @@ class Screen:
 
     def windows(self) -> list[WindowInfo]:
         """Mapped top-level windows with a title, bottom to top (the server's stacking order)."""
-        with self._lock:
+        with self._lock, bounded(self._x, "listing windows"):
             out = []
             for w in self._x.screen().root.query_tree().children:
                 try:
@@ -62,7 +94,7 @@ class Screen:
 
     def delete_root_property(self, name: str) -> None:
         """Remove a property of the root window (nothing happens when it is not set)."""
-        with self._lock:
+        with self._lock, bounded(self._x, "deleting a root property"):
             self._x.screen().root.delete_property(self._x.intern_atom(name))
             self._x.sync()
 
@@ -73,12 +105,15 @@ class Screen:
         return self._x.display.socket_error is not None
 
     def close(self) -> None:
-        """Close the X connections."""
+        """Close the X connections (a screenshot still waiting keeps mss's until its
+        display ends: closing it under the waiting call is not safe)."""
         with self._lock:
-            if self._grabber is not None:
+            waiting = self._pending is not None and not self._pending.done()
+            if self._grabber is not None and not waiting:
                 self._grabber.close()
                 self._grabber = None
-            self._x.close()
+            with contextlib.suppress(OSError, ConnectionClosedError):
+                self._x.close()  # a connection the server (or a deadline) shut raises here
 
 
 def client_pid(x: xdisplay.Display, window_id: int) -> int | None:

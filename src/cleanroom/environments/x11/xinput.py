@@ -15,10 +15,11 @@ from typing import Any
 
 from Xlib import X
 from Xlib import display as xdisplay
-from Xlib.error import XError
+from Xlib.error import ConnectionClosedError, XError
 from Xlib.ext import xtest
 
 from cleanroom.environments.errors import BadAction
+from cleanroom.environments.x11.deadline import bounded
 from cleanroom.environments.x11.keys import keysym_for_char, keysym_for_name, parse_hotkey
 
 _SHIFT = 0xFFE1  # Shift_L
@@ -75,7 +76,7 @@ class XInput:
         codes = [self._keycode(keysym_for_char(ch)) for ch in text]  # validate before typing
         shift = self._keycode(_SHIFT)[0]
         for code, needs_shift in codes:
-            with self._lock:
+            with self._lock, bounded(self._x, "input"):
                 if needs_shift:
                     self._press(shift)
                 self._press(code)
@@ -88,20 +89,20 @@ class XInput:
 
     def key_down(self, name: str) -> None:
         """Press and hold a key (until `key_up` or `release_all`)."""
-        with self._lock:
+        with self._lock, bounded(self._x, "input"):
             self._press(self._keycode(keysym_for_name(name))[0])
             self._x.sync()
 
     def key_up(self, name: str) -> None:
         """Release a key."""
-        with self._lock:
+        with self._lock, bounded(self._x, "input"):
             self._release(self._keycode(keysym_for_name(name))[0])
             self._x.sync()
 
     def hotkey(self, combo: str) -> None:
         """Press the keys of ``ctrl+s`` in order, then release them in reverse."""
         codes = [self._keycode(k)[0] for k in parse_hotkey(combo)]
-        with self._lock:
+        with self._lock, bounded(self._x, "input"):
             for code in codes:
                 self._press(code)
             for code in reversed(codes):
@@ -110,7 +111,7 @@ class XInput:
 
     def move(self, x: int, y: int) -> None:
         """Move the pointer to screen coordinates."""
-        with self._lock:
+        with self._lock, bounded(self._x, "input"):
             xtest.fake_input(self._x, X.MotionNotify, x=int(x), y=int(y))
             self._x.sync()
 
@@ -118,7 +119,7 @@ class XInput:
         """Move to (x, y) and click ``count`` times with ``button``."""
         if button not in (1, 2, 3, 4, 5) or not 1 <= count <= 3:
             raise BadAction(f"bad click: button {button}, count {count}")
-        with self._lock:
+        with self._lock, bounded(self._x, "input"):
             xtest.fake_input(self._x, X.MotionNotify, x=int(x), y=int(y))
             for _ in range(count):
                 xtest.fake_input(self._x, X.ButtonPress, button)
@@ -132,7 +133,7 @@ class XInput:
         ``verify``, the focus is set again until it holds; without, it is set once (the
         positive control wants the race that verification would hide).
         """
-        with self._lock:
+        with self._lock, bounded(self._x, "input"):
             try:
                 win: Any = self._x.create_resource_object("window", window_id)
                 geom = win.get_geometry()
@@ -156,14 +157,14 @@ class XInput:
 
     def release_all(self) -> None:
         """Release every key this object holds down, modifiers included."""
-        with self._lock:
+        with self._lock, bounded(self._x, "releasing keys"):
             for code in list(self._held):
                 self._release(code)
             self._x.sync()
 
     def held(self) -> list[int]:
         """Keycodes currently held by this object."""
-        with self._lock:
+        with self._lock:  # no request: nothing to bound
             return sorted(self._held)
 
     @property
@@ -175,6 +176,7 @@ class XInput:
     def close(self) -> None:
         """Release held keys and close the connection."""
         # If the display is gone, nothing is held on it any more.
-        with contextlib.suppress(XError, OSError, ConnectionError):
+        with contextlib.suppress(XError, OSError, ConnectionError, ConnectionClosedError):
             self.release_all()
-        self._x.close()
+        with contextlib.suppress(OSError, ConnectionClosedError):
+            self._x.close()  # a connection the server (or a deadline) shut raises here

@@ -89,7 +89,7 @@ from cleanroom.environments.interface import SELECTIONS, Desktops, Needs
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.store.rundb import RunStore
-from cleanroom.store.submissions import StoreError, SubmissionStore
+from cleanroom.store.submissions import StoreError, SubmissionRecord, SubmissionStore
 from cleanroom.tree_scan import scan_tree
 
 NAME = SWEEP_TEST
@@ -106,6 +106,10 @@ SCAN_DEADLINE_S = 60.0
 FILE_DECODE_BYTES = 32 << 20
 ENV_DECODE_BYTES = 128 << 20
 ENV_DECODE_S = 5.0
+# The longest the sweep reads the verify server's submissions: the rows past it are
+# reported unread with their count (each lease's are bounded by its budget, so only a
+# run of very many leases reaches it).
+SUBMISSIONS_SWEEP_S = 20.0
 # At most this many unread spots are kept per place (the count says how many more).
 UNREAD_KEPT = 50
 
@@ -252,44 +256,76 @@ def read_clipboard(pool: Desktops, env: str, budget: DecodeBudget | None = None)
     forms = FormReader(budget or DecodeBudget())
     hits: list[TokenHit] = []
     unanswered = []
+    cut: list[UnreadSpot] = []
     for selection in SELECTIONS:
         where = f"{env}:{selection}"
         try:
-            text = pool.read_selection(env, selection).text
+            read = pool.read_selection(env, selection)
         except SelectionUnanswered:
             unanswered.append(selection)
             continue
         except PoolError as exc:
             return Reading(place, error=str(exc))
+        text = read.text
+        if read.truncated:
+            # Its owner offered more than a read takes: the rest is a blind spot, named.
+            cut.append(UnreadSpot(where, Bound.INPUT, "past the selection read's size cap"))
         if text:
             data = text.encode("utf-8", "surrogatepass")
             hits += scan_text(text, where)
             forms.read(where, data, len(data))
-    return Reading(place, forms.beside(hits), None, forms.spots(), tuple(unanswered))
+    spots = (*forms.spots(), *cut)
+    return Reading(place, forms.beside(hits), None, spots, tuple(unanswered))
 
 
 def read_submissions(
-    db: Path, since: float, envs: tuple[str, ...], budgets: Budgets | None = None
+    db: Path,
+    since: float,
+    envs: tuple[str, ...],
+    budgets: Budgets | None = None,
+    deadline_s: float = SUBMISSIONS_SWEEP_S,
 ) -> list[Reading]:
     """Every submission stored since ``since``, each a place of its lease's environment
     written by its lease's rollout, every form too; a database that cannot be read is one
-    unreadable place of every acting environment."""
+    unreadable place of every acting environment.
+
+    The rows are streamed, one in memory at a time, for at most ``deadline_s``: what is
+    left then is one place of every acting environment with the count left unread
+    (`Bound.DEADLINE`), never a wait on however much the environments submitted."""
     budgets = budgets or Budgets()
+    until = time.monotonic() + deadline_s
+    out: list[Reading] = []
     try:
         with SubmissionStore.open_read_only(db) as store:
-            records = store.submitted_since(since)
+            last = 0
+            for rec in store.iter_submitted_since(since):
+                if time.monotonic() >= until:
+                    left = store.count_submitted_since(since, last)
+                    out.append(_submissions_unread(db, envs, last, left, deadline_s))
+                    break
+                out.append(_submission_reading(rec, budgets))
+                last = rec.id
     except (StoreError, sqlite3.Error) as exc:
         place = Place(f"verify server submissions in {db}", envs, SUBMISSION)
-        return [Reading(place, error=str(exc))]
-    out = []
-    for rec in records:
-        where = f"{SUBMISSION} {rec.id} (lease {rec.lease_id})"
-        place = Place(where, (rec.env,), SUBMISSION, writer=rec.rollout_id)
-        forms = FormReader(budgets.of(place.owners))
-        forms.read(where, rec.body, len(rec.body))
-        hits = forms.beside(scan_bytes(rec.body, where))
-        out.append(Reading(place, hits, unread=forms.spots()))
+        out.append(Reading(place, error=str(exc)))
     return out
+
+
+def _submission_reading(rec: SubmissionRecord, budgets: Budgets) -> Reading:
+    where = f"{SUBMISSION} {rec.id} (lease {rec.lease_id})"
+    place = Place(where, (rec.env,), SUBMISSION, writer=rec.rollout_id)
+    forms = FormReader(budgets.of(place.owners))
+    forms.read(where, rec.body, len(rec.body))
+    hits = forms.beside(scan_bytes(rec.body, where))
+    return Reading(place, hits, unread=forms.spots())
+
+
+def _submissions_unread(
+    db: Path, envs: tuple[str, ...], last: int, left: int, deadline_s: float
+) -> Reading:
+    where = f"verify server submissions in {db} after id {last}"
+    spot = UnreadSpot(where, Bound.DEADLINE, f"{left} submissions not read in {deadline_s:g} s")
+    return Reading(Place(where, envs, SUBMISSION), unread=(spot,))
 
 
 def read_places(pool: Desktops, since: float, submissions_db: Path | None = None) -> list[Reading]:
