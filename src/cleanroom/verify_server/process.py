@@ -11,6 +11,7 @@ import httpx
 
 from cleanroom.lifecycle import ChildService
 from cleanroom.store.folders import private_folder
+from cleanroom.verify_server.budget import LeaseBudget
 from cleanroom.verify_server.client import VerifyClient
 
 
@@ -51,11 +52,13 @@ class VerifyServerProcess:
         db: str | os.PathLike[str] | None = None,
         host: str = "127.0.0.1",
         timeout_s: float = 20.0,
+        lease_budget: LeaseBudget | None = None,
     ) -> VerifyServerProcess:
         """Start a server keeping its database, key, port file and log in ``workdir``;
         return once it answers its health check. The server ends with the thread that
         starts it (the kernel's parent-death signal follows that thread), so start it
-        from one that lives as long as the server is needed."""
+        from one that lives as long as the server is needed. ``lease_budget`` overrides
+        the submissions one lease may make (a load test floods one lease)."""
         work = private_folder(workdir)
         db_path = Path(db) if db is not None else work / "verify.sqlite3"
         key_file, port_file = work / "verify.key", work / "verify.port"
@@ -65,6 +68,9 @@ class VerifyServerProcess:
             "--host", host, "--port", "0", "--db", str(db_path),
             "--key-file", str(key_file), "--port-file", str(port_file),
         ]  # fmt: skip
+        if lease_budget is not None:
+            argv += ["--lease-submissions", str(lease_budget.submissions)]
+            argv += ["--lease-bytes", str(lease_budget.nbytes)]
         child = ChildService.spawn("verify server", argv, work / "verify.log", detached=False)
 
         def healthy_url() -> str | None:

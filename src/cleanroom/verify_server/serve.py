@@ -10,7 +10,7 @@ import signal
 import socket
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +22,11 @@ from cleanroom.lifecycle import OWNER_PID_OPTION, die_with_owner
 from cleanroom.store.submissions import StoreError, SubmissionStore
 from cleanroom.verify_server.app import create_app
 from cleanroom.verify_server.auth import KeyFileError, load_or_create_key
+from cleanroom.verify_server.budget import (
+    MAX_SUBMISSIONS_PER_LEASE,
+    MAX_SUBMITTED_BYTES_PER_LEASE,
+    LeaseBudget,
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,7 @@ class ServeConfig:
     db: Path = Path("verify.sqlite3")
     key_file: Path = Path("verify.key")
     port_file: Path | None = None
+    lease_budget: LeaseBudget = field(default_factory=LeaseBudget)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -100,7 +106,8 @@ def run(config: ServeConfig, announce: bool = True) -> None:
             write_port_file(config.port_file, port)
         if announce:
             print(f"cleanroom verify server listening on http://{config.host}:{port}", flush=True)
-        _Server(uvicorn_config(create_app(store, key))).run(sockets=[sock])
+        app = create_app(store, key, lease_budget=config.lease_budget)
+        _Server(uvicorn_config(app)).run(sockets=[sock])
     finally:
         store.close()
 
@@ -126,12 +133,32 @@ def serve(
             OWNER_PID_OPTION, hidden=True, help="Stop when this process (the parent) dies."
         ),
     ] = None,
+    lease_submissions: Annotated[
+        int,
+        typer.Option(
+            "--lease-submissions", min=1, help="Form submissions one lease may make (then 429)."
+        ),
+    ] = MAX_SUBMISSIONS_PER_LEASE,
+    lease_bytes: Annotated[
+        int,
+        typer.Option("--lease-bytes", min=1, help="Bytes one lease may submit in all (then 413)."),
+    ] = MAX_SUBMITTED_BYTES_PER_LEASE,
 ) -> None:
     """Run the verify server until interrupted."""
     if owner_pid is not None:
         die_with_owner(owner_pid)
+    budget = LeaseBudget(lease_submissions, lease_bytes)
     try:
-        run(ServeConfig(host=host, port=port, db=db, key_file=key_file, port_file=port_file))
+        run(
+            ServeConfig(
+                host=host,
+                port=port,
+                db=db,
+                key_file=key_file,
+                port_file=port_file,
+                lease_budget=budget,
+            )
+        )
     except (KeyFileError, StoreError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

@@ -110,3 +110,14 @@ def test_the_windows_audit_names_the_lease_that_overran(tmp_path: Path) -> None:
         "env01-w001-r0001",
         "bytes",
     )
+
+
+def test_a_server_process_takes_its_lease_budget_from_its_command_line(tmp_path: Path) -> None:
+    budget = LeaseBudget(submissions=2, nbytes=10**6)
+    with VerifyServerProcess.start(tmp_path, lease_budget=budget) as server:
+        with server.client() as client:
+            lease = client.lease(mint("env01-w001-r0001"), ttl_s=600)
+        url = f"{server.url}/v1/form/{lease.lease_id}"
+        codes = [httpx.post(url, data={"token": f"t{n}"}).status_code for n in range(3)]
+
+    assert codes == [200, 200, 429]
