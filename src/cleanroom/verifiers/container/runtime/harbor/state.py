@@ -14,6 +14,7 @@ import contextlib
 import os
 import posixpath
 import secrets
+import shlex
 import shutil
 import tarfile
 import tempfile
@@ -60,8 +61,18 @@ rc=$?
 tail -c 1000 "$out.err"; rm -f "$out.err"
 exit $rc
 """
+# $1 the archives one after another, then for each: the folder it is unpacked in, where
+# it starts in $1 and its length. On a failure: the archive's index, then tar's words.
 _INSTALL = r"""
-tar -C "$1" --numeric-owner -xpf "$2"; rc=$?; rm -f -- "$2"; exit $rc
+all=$1; shift; i=0; rc=0
+while [ $# -ge 3 ]; do
+  if ! tail -c +$(($2 + 1)) "$all" | head -c "$3" \
+      | tar -C "$1" --numeric-owner -xpf - 2> "$all.err"; then
+    rc=1; echo $i; tail -c 300 "$all.err"; break
+  fi
+  i=$((i + 1)); shift 3
+done
+rm -f -- "$all" "$all.err"; exit $rc
 """
 
 
@@ -80,13 +91,24 @@ class HarborStateTransfer:
         self.transfer = transfer
         self.watched = tuple(watched)
 
-    def listing(self, held: Held) -> Listing:
-        """``held``'s filesystem as `agent_state.listing` lists it; `ListingError` for
-        output that is not a listing."""
-        target = f"/tmp/.cleanroom-listing-{secrets.token_hex(6)}"
+    def listing_command(self) -> tuple[str, str]:
+        """A file in an environment to list its filesystem into, and the command that
+        does (its output is not read: run it with other commands in one call). It is at
+        the top, where no state path is, so that it may be left until the next command
+        there removes it (`Held.leftovers`) without being taken as state."""
+        target = f"/.cleanroom-listing-{secrets.token_hex(6)}"
         command = listing_command(("/",), self.watched)
+        return target, f"{{ {command}; }} > {shlex.quote(target)} 2>/dev/null"
+
+    def listing(self, held: Held, listed_at: str | None = None) -> Listing:
+        """``held``'s filesystem as `agent_state.listing` lists it (already listed into
+        ``listed_at``, or listed now); `ListingError` for output that is not a listing.
+        The listing's file is left for the next command there to remove."""
+        target = listed_at
         try:
-            self.transfer.sh(held, f'{{ {command}; }} > "$1" 2>/dev/null; true', target)
+            if target is None:
+                target, command = self.listing_command()
+                self.transfer.sh(held, f"{command}; true")
             with tempfile.TemporaryDirectory(prefix="cleanroom-listing-") as spool:
                 local = Path(spool) / "listing"
                 try:
@@ -96,17 +118,20 @@ class HarborStateTransfer:
                     raise ListingError(f"no listing was left: {exc}") from exc
                 found = parse_listing(local.read_bytes())
         finally:
-            self.transfer.sh(held, 'rm -f -- "$1"', target)
+            if target is not None:
+                held.leftovers.append(target)
         noise = {target, *PER_CONTAINER}
         return Listing({p: e for p, e in found.entries.items() if p not in noise}, found.cut)
 
-    def note_pristine(self, held: Held) -> None:
-        """List a fresh environment as the pristine image's, unless one of its image
-        has been."""
+    def note_pristine(self, held: Held, listed_at: str | None = None) -> None:
+        """List a fresh environment as the pristine image's (already listed into
+        ``listed_at``, or listed now), unless one of its image has been."""
         pristine = self.environments.pristine(held.image)
         if pristine.done():
+            if listed_at is not None:
+                held.leftovers.append(listed_at)
             return
-        listed = self.listing(held)
+        listed = self.listing(held, listed_at)
         with contextlib.suppress(InvalidStateError):  # listed by another meanwhile
             pristine.set_result(listed)
 
@@ -142,7 +167,7 @@ class HarborStateTransfer:
                 )
             spooled = self._download(held, inside, path, cap)
         finally:
-            self.transfer.sh(held, 'rm -f -- "$1"', inside)
+            held.leftovers.append(inside)
         try:
             kind = _kind_of_top(spooled)
         except BaseException:
@@ -184,20 +209,33 @@ class HarborStateTransfer:
     def install(
         self, container: str, copies: Sequence[StateCopy], *, cleared: Sequence[str] = ()
     ) -> None:
+        """Every copy's archive in one upload (their bytes one after another) and
+        unpacked by one command: the pristine image's ``tar``, each archive at its
+        path's parent."""
         self.clear(container, [c.path for c in copies if c.path not in cleared])
         held = self.environments.get(container)
-        for copy in copies:
-            if copy.archive is None:
-                continue
-            parent = posixpath.dirname(copy.path) or "/"
-            inside = f"/.cleanroom-install-{secrets.token_hex(6)}.tar"
-            with tempfile.NamedTemporaryFile(prefix="cleanroom-install-") as local:
+        carried = [c for c in copies if c.archive is not None]
+        if not carried:
+            return
+        inside = f"/.cleanroom-install-{secrets.token_hex(6)}"
+        places: list[str] = []
+        with tempfile.NamedTemporaryFile(prefix="cleanroom-install-") as local:
+            for copy in carried:
+                assert copy.archive is not None
+                start = local.tell()
                 shutil.copyfileobj(state_archive.rewind(copy.archive), local)
-                local.flush()
-                self.transfer.upload(held, Path(local.name), inside)
-            code, output = self.transfer.sh(held, _INSTALL, parent, inside)
-            if code != 0:
-                raise refused(f"installing {copy.path}: {output[-300:]}")
+                places += [
+                    posixpath.dirname(copy.path) or "/",
+                    str(start),
+                    str(local.tell() - start),
+                ]
+            local.flush()
+            self.transfer.upload(held, Path(local.name), inside)
+        code, output = self.transfer.sh(held, _INSTALL, inside, *places)
+        if code != 0:
+            first, _, said = output.partition("\n")
+            index = int(first) if first.isdigit() and int(first) < len(carried) else 0
+            raise refused(f"installing {carried[index].path}: {said[-300:]}")
 
 
 def _kind_of_top(spooled: IO[bytes]) -> str:
