@@ -41,6 +41,10 @@ STOP_LIMIT_S = 120.0
 # Harbor's task loader matches paths with a pattern engine whose scratch space one thread
 # at a time may use: tasks are loaded one at a time.
 _LOADING = threading.Lock()
+# The pristine listing of each image, per environment class, options and settings, once
+# per process: a loop that verifies many rollouts of a task lists its image once.
+_LISTED: dict[tuple[Any, ...], Listing] = {}
+_LISTED_LOCK = threading.Lock()
 
 
 @dataclass
@@ -270,9 +274,31 @@ class Environments:
     # The pristine listing of each image ------------------------------------------------
 
     def pristine(self, image: str) -> Future[Listing]:
-        """The listing of a fresh environment of ``image``, set by the first one made."""
+        """The listing of a fresh environment of ``image``, set by the first one made (or
+        by one of an earlier runtime of this process, with the same class, options and
+        settings)."""
         with self._lock:
-            return self._pristine.setdefault(image, Future())
+            found = self._pristine.get(image)
+            if found is None:
+                found = self._pristine[image] = Future()
+                with _LISTED_LOCK:
+                    listed = _LISTED.get(self._listing_key(image))
+                if listed is not None:
+                    found.set_result(listed)
+            return found
+
+    def listed(self, image: str, listing: Listing) -> None:
+        """``listing`` is a fresh environment's of ``image``: the pristine one, for this
+        runtime and every later one of the process like it."""
+        with contextlib.suppress(InvalidStateError):  # listed by another meanwhile
+            self.pristine(image).set_result(listing)
+        with _LISTED_LOCK:
+            _LISTED.setdefault(self._listing_key(image), listing)
+
+    def _listing_key(self, image: str) -> tuple[Any, ...]:
+        config = self._configs.get(image)
+        settings = config.model_dump_json() if config is not None else ""
+        return (self.environment_class, image, repr(sorted(self.options.items())), settings)
 
     def pristine_failed(self, image: str, exc: BaseException) -> None:
         """No fresh environment of ``image`` could be made or listed: say so to whoever

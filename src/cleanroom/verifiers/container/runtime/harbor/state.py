@@ -10,7 +10,6 @@ environment by an upload and a ``tar`` of the pristine image's own.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import posixpath
 import secrets
@@ -19,7 +18,6 @@ import shutil
 import tarfile
 import tempfile
 from collections.abc import Sequence
-from concurrent.futures import InvalidStateError
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import IO
@@ -131,9 +129,7 @@ class HarborStateTransfer:
             if listed_at is not None:
                 held.leftovers.append(listed_at)
             return
-        listed = self.listing(held, listed_at)
-        with contextlib.suppress(InvalidStateError):  # listed by another meanwhile
-            pristine.set_result(listed)
+        self.environments.listed(held.image, self.listing(held, listed_at))
 
     def changes(self, container: str) -> Diff:
         """The agent's environment's listing against the pristine one (evidence: a
