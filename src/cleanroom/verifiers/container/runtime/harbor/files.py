@@ -174,19 +174,24 @@ class Transfer:
         *,
         user: str = "root",
         limit_s: int = EXEC_LIMIT_S,
+        chained: bool = False,
     ) -> tuple[int, str]:
         """`sh` for several scripts, one after another in one call: the last one's exit
-        code, and what they all printed. The files the run left in ``held``
-        (`Held.leftovers`) are removed first."""
+        code, and what they all printed (``chained``: up to the first that fails, and
+        its exit code). The files the run left in ``held`` (`Held.leftovers`) are
+        removed first."""
         if held.agent:
             if held.unresponsive:
                 return -1, ""
             limit_s = min(limit_s, AGENT_COMMAND_LIMIT_S)
         with self._lock:
             gone, held.leftovers = held.leftovers, []
-        parts = [shlex.join(["rm", "-f", "--", *gone])] if gone else []
-        parts += [shlex.join(["sh", "-c", script, "cleanroom", *args]) for script, args in scripts]
-        command = "; ".join(parts)
+        scripted = [
+            shlex.join(["sh", "-c", script, "cleanroom", *args]) for script, args in scripts
+        ]
+        command = (" && " if chained else "; ").join(scripted)
+        if gone:
+            command = f"{shlex.join(['rm', '-f', '--', *gone])}; {command}"
         try:
             done = self.bridge.call(
                 held.env.exec(command, user=user, timeout_sec=limit_s, cwd="/"),

@@ -59,6 +59,14 @@ rc=$?
 tail -c 1000 "$out.err"; rm -f "$out.err"
 exit $rc
 """
+# $1 the work dir to make again ("" for none), $2 `CLEAR_STATE_SCRIPT`, then its
+# arguments. Its exit code on a failure: `_CLEAR_FAILED`.
+_CLEAR_FAILED = 97
+_CLEAR = r"""
+remake=$1; clear=$2; shift 2
+sh -c "$clear" cleanroom "$@" || exit 97
+[ -z "$remake" ] || mkdir -p -- "$remake" || exit 97
+"""
 # $1 the archives one after another, then for each: the folder it is unpacked in, where
 # it starts in $1 and its length. On a failure: the archive's index, then tar's words.
 _INSTALL = r"""
@@ -186,21 +194,27 @@ class HarborStateTransfer:
         return spooled
 
     def clear(self, container: str, paths: Sequence[str], probe: Sequence[str] = ()) -> set[str]:
+        """`CLEAR_STATE_SCRIPT` in one command, with the work dir made again if it was
+        cleared: an engine starts every command in the image's working folder, and one
+        that is gone fails them all (an upload included) until the agent's is installed.
+        It comes back empty; the agent's folder is extracted into it."""
         if not paths and not probe:
             return set()
         held = self.environments.get(container)
-        code, output = self.transfer.sh(held, CLEAR_STATE_SCRIPT, *clear_state_args(paths, probe))
+        script, args = self._clearing(held, paths, probe)
+        code, output = self.transfer.sh(held, script, *args)
         if code != 0:
             raise RuntimeUnavailable(f"clearing state paths {list(paths)}: {output[-300:]!r}")
-        # An engine starts every command in the image's working folder: one that is gone
-        # fails them all (an upload included) until the agent's is installed. It comes
-        # back empty; the agent's folder is extracted into it.
-        workdir = self.environments.workdirs.get(held.image)
-        if workdir and workdir in paths:
-            made, said = self.transfer.sh(held, 'mkdir -p -- "$1"', workdir)
-            if made != 0:
-                raise RuntimeUnavailable(f"making the work dir {workdir}: {said[-300:]!r}")
         return absent_probed(output, probe)
+
+    def _clearing(
+        self, held: Held, paths: Sequence[str], probe: Sequence[str] = ()
+    ) -> tuple[str, list[str]]:
+        """The script that clears ``paths`` in ``held`` (and makes its work dir again),
+        and its arguments: exit code `_CLEAR_FAILED` when it fails."""
+        workdir = self.environments.workdirs.get(held.image)
+        remake = workdir if workdir and workdir in paths else ""
+        return _CLEAR, [remake, CLEAR_STATE_SCRIPT, *clear_state_args(paths, probe)]
 
     def install(
         self, container: str, copies: Sequence[StateCopy], *, cleared: Sequence[str] = ()
@@ -208,10 +222,11 @@ class HarborStateTransfer:
         """Every copy's archive in one upload (their bytes one after another) and
         unpacked by one command: the pristine image's ``tar``, each archive at its
         path's parent."""
-        self.clear(container, [c.path for c in copies if c.path not in cleared])
         held = self.environments.get(container)
+        to_clear = [c.path for c in copies if c.path not in cleared]
         carried = [c for c in copies if c.archive is not None]
         if not carried:
+            self.clear(container, to_clear)
             return
         inside = f"/.cleanroom-install-{secrets.token_hex(6)}"
         places: list[str] = []
@@ -220,14 +235,17 @@ class HarborStateTransfer:
                 assert copy.archive is not None
                 start = local.tell()
                 shutil.copyfileobj(state_archive.rewind(copy.archive), local)
-                places += [
-                    posixpath.dirname(copy.path) or "/",
-                    str(start),
-                    str(local.tell() - start),
-                ]
+                size = local.tell() - start
+                places += [posixpath.dirname(copy.path) or "/", str(start), str(size)]
             local.flush()
             self.transfer.upload(held, Path(local.name), inside)
-        code, output = self.transfer.sh(held, _INSTALL, inside, *places)
+        # What is left to clear goes in the same command, first.
+        scripts = [self._clearing(held, to_clear)] if to_clear else []
+        code, output = self.transfer.sh_all(
+            held, [*scripts, (_INSTALL, [inside, *places])], chained=True
+        )
+        if code == _CLEAR_FAILED:
+            raise RuntimeUnavailable(f"clearing state paths {to_clear}: {output[-300:]!r}")
         if code != 0:
             first, _, said = output.partition("\n")
             index = int(first) if first.isdigit() and int(first) < len(carried) else 0
