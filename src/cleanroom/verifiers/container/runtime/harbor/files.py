@@ -21,7 +21,6 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
 
 from cleanroom.core.observed_file import ObservedFile
 from cleanroom.host_files import read_capped
@@ -29,7 +28,12 @@ from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 from cleanroom.verifiers.container.runtime.harbor.bridge import Bridge, outlasted_its_limit
 from cleanroom.verifiers.container.runtime.harbor.environments import Environments, Held
-from cleanroom.verifiers.container.runtime.remote_files import materialize, parse_records
+from cleanroom.verifiers.container.runtime.remote_files import (
+    BundleError,
+    materialize,
+    parse_records,
+    unbundle,
+)
 
 _FIND_KINDS = {"d": EntryKind.FOLDER, "f": EntryKind.FILE}
 _ENTRIES_BATCH_BYTES = 64 * 1024
@@ -98,50 +102,6 @@ done
 { printf 'cleanroom-bundle %s\n%s' "$n" "$head"; cat $files; } > "$out"
 rc=$?; rm -f $files; exit $rc
 """
-_HEADER_LINE = 64
-
-
-class BundleError(Exception):
-    """A bundle of listings and archives that is not one."""
-
-
-def unbundle(bundle: Path, count: int, spool: Path) -> list[tuple[bytes, Path]]:
-    """Each of the ``count`` items of a bundle `_BUNDLE` wrote: its listing (at most
-    `LISTING_CAP`, whole) and its archive, written to a file in ``spool`` (at most
-    `ARCHIVE_CAP`; one cut short gives the files it holds whole)."""
-    found: list[tuple[bytes, Path]] = []
-    with open(bundle, "rb") as data:
-        if data.readline(_HEADER_LINE) != f"cleanroom-bundle {count}\n".encode():
-            raise BundleError("no bundle's header")
-        sizes: list[tuple[int, int]] = []
-        for _ in range(count):
-            line = data.readline(_HEADER_LINE)
-            words = line.split()
-            if not line.endswith(b"\n") or len(words) != 2 or not all(w.isdigit() for w in words):
-                raise BundleError(f"a size line that is not one: {line[:40]!r}")
-            sizes.append((int(words[0]), int(words[1])))
-        for n, (listed, archived) in enumerate(sizes):
-            if listed > LISTING_CAP:
-                raise BundleError(f"a listing of {listed} bytes, over its cap")
-            listing = data.read(listed)
-            if len(listing) != listed:
-                raise BundleError("a listing cut short")
-            archive = spool / f"{n}.tar"
-            with open(archive, "wb") as out:
-                _copy(data, out, min(archived, ARCHIVE_CAP))
-            data.seek(max(0, archived - min(archived, ARCHIVE_CAP)), os.SEEK_CUR)
-            found.append((listing, archive))
-    return found
-
-
-def _copy(source: IO[bytes], target: IO[bytes], size: int) -> None:
-    """At most ``size`` bytes of ``source`` into ``target``."""
-    while size > 0:
-        chunk = source.read(min(size, 1 << 20))
-        if not chunk:
-            return
-        target.write(chunk)
-        size -= len(chunk)
 
 
 class AgentWithheld(Exception):
@@ -292,7 +252,7 @@ class Transfer:
                 cap_all = (LISTING_CAP + ARCHIVE_CAP) * len(items) + len(items) * 64 + 64
                 self.download(held, bundle, local, cap_all, keep_cut=True)
                 try:
-                    parts = unbundle(local, len(items), Path(spool))
+                    parts = unbundle(local, len(items), Path(spool), LISTING_CAP, ARCHIVE_CAP)
                 except BundleError as exc:
                     why = f"bringing back {sources} from {held.id}: {exc}"
                     raise AgentWithheld(why) if held.agent else RuntimeUnavailable(why) from exc
