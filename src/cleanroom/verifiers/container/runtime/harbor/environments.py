@@ -96,6 +96,8 @@ class Environments:
         self._stopping: list[Future[None]] = []
         # Each image's working folder, once asked of a fresh environment.
         self.workdirs: dict[str, str | None] = {}
+        # What makes listings differ besides the image (the places listed whole).
+        self.listing_variant: tuple[str, ...] = ()
         self._lock = threading.Lock()
 
     @property
@@ -298,7 +300,8 @@ class Environments:
     def _listing_key(self, image: str) -> tuple[Any, ...]:
         config = self._configs.get(image)
         settings = config.model_dump_json() if config is not None else ""
-        return (self.environment_class, image, repr(sorted(self.options.items())), settings)
+        options = repr(sorted(self.options.items()))
+        return (self.environment_class, image, options, settings, self.listing_variant)
 
     def pristine_failed(self, image: str, exc: BaseException) -> None:
         """No fresh environment of ``image`` could be made or listed: say so to whoever
