@@ -167,9 +167,11 @@ def report(
         "the agent's own container.",
         "",
         "The generic path does the same through Harbor's environment interface alone: each "
-        "fresh environment is a Compose project started by Harbor (with its clock, processes "
-        "and a listing of its filesystem read once), the agent's changes are two listings "
-        "compared, and every file moves by a command and a `compose cp`. Stopping its fresh "
+        "fresh environment is a Compose project started by Harbor (its clock, processes and "
+        "folders set in one command, the pristine listing taken once per task image in a "
+        "process), the agent's changes are two listings compared, and files move in bulk: "
+        "one command and one `compose cp` per state path out, one for the whole state in, "
+        "one for the reward folder back. Stopping its fresh "
         "environments is started in the background and waited for at the end of the "
         "verification, so it is inside the phase.",
         "",

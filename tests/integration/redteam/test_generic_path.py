@@ -216,3 +216,70 @@ def test_a_shell_the_agent_made_hang_costs_one_command_limit_and_is_its_zero() -
     verify_s = seen["details"]["timings"]["verify_s"]
     assert verify_s < AGENT_COMMAND_LIMIT_S + 15, seen["details"]["timings"]
     assert took < 120
+
+
+# Rollouts of fix-median on the generic path, one runtime for all, each one's calls to
+# the environments counted by kind (an environment's own stop, in the background, aside).
+COUNTED_ROLLOUTS = """
+import collections, json, sys
+from pathlib import Path
+from cleanroom.verifiers.container.runtime.harbor import HarborRuntime, environment_class_of
+from cleanroom.verifiers.container.task import load_task
+from cleanroom.verifiers.container.verify import AgentSpec, VerifyOptions, verify_task
+base = environment_class_of("docker")
+calls = collections.Counter()
+def counted(name):
+    own = getattr(base, name)
+    async def call(self, *args, **kwargs):
+        if not (name == "exec" and str(args[0]).startswith("kill -9 -1")):
+            calls[name] += 1
+        return await own(self, *args, **kwargs)
+    return call
+kinds = ("exec", "upload_file", "upload_dir", "download_file", "download_dir")
+Counted = type("Counted", (base,), {k: counted(k) for k in kinds})
+Counted.type = staticmethod(base.type)
+runtime = HarborRuntime(Counted)
+task = load_task(Path(sys.argv[1]))
+try:
+    for n, script in enumerate(sys.argv[2:]):
+        calls.clear()
+        agent = AgentSpec.script(script, f"agent-{n}")
+        outcome = verify_task(task, agent, runtime, VerifyOptions())
+        print(json.dumps({"outcome": outcome.to_json()["outcome"], "calls": dict(calls)}))
+finally:
+    runtime.close()
+"""
+SOLVE = (REPO / "examples" / "tasks" / "fix-median" / "solution" / "solve.sh").read_text()
+# The solution, and as many files as given written beside it in the work dir.
+WITH_FILES = (
+    SOLVE + "\nmkdir -p /app/notes && for i in $(seq {n}); do echo $i > /app/notes/$i; done\n"
+)
+# Every call a verification on the generic path makes: the agent's start (Harbor's own
+# set-up, the first look, its folders), the agent's script, stopping it and bringing its
+# folders back, its listing, each state path's archive and download, the verifier's
+# environment (one upload, the first look with its folders and the pristine listing),
+# clearing, installing, the tests and the reward brought back.
+MOST_CALLS = 32
+
+
+def test_a_verification_on_the_generic_path_makes_few_calls_however_many_files() -> None:
+    """Files move as one archive per direction: the calls to the environments are a
+    few dozen, and 300 files more in the state add none."""
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(HARBOR_VENV), os.environ.get("PATH", "")]),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    scripts = [WITH_FILES.format(n=3), WITH_FILES.format(n=300), WITH_FILES.format(n=3)]
+    task = REPO / "examples" / "tasks" / "fix-median"
+    done = subprocess.run(
+        [str(HARBOR_VENV / "python"), "-c", COUNTED_ROLLOUTS, str(task), *scripts],
+        env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = [json.loads(line) for line in done.stdout.strip().splitlines()[-3:]]
+    assert [s["outcome"] for s in seen] == ["success"] * 3, seen
+    totals = [sum(s["calls"].values()) for s in seen]
+    # The first lists the pristine image too; the next two differ only in their files.
+    assert seen[1]["calls"] == seen[2]["calls"], seen
+    assert max(totals) <= MOST_CALLS, seen

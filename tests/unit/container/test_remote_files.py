@@ -15,10 +15,12 @@ from cleanroom.core.observed_file import FileKind
 from cleanroom.host_files import read_capped
 from cleanroom.verifiers.container.runtime.remote_files import (
     MAX_ENTRIES,
+    BundleError,
     Clock,
     Record,
     materialize,
     parse_records,
+    unbundle,
 )
 
 CAP = 64
@@ -155,3 +157,67 @@ def test_an_archive_cut_at_its_cap_gives_the_files_it_holds_whole(
     materialize(out, records, cut, 1 << 20, None)
     assert (out / "reward.txt").read_bytes() == b"1\n"
     assert (out / "log.txt").read_bytes() == b""  # cut: its content never came
+
+
+def bundle(tmp_path: Path, items: list[tuple[bytes, bytes]], header: bytes | None = None) -> Path:
+    """A bundle as the environment writes it: the header, then each listing and archive."""
+    sizes = b"".join(b"%d %d\n" % (len(listing), len(arch)) for listing, arch in items)
+    head = header if header is not None else b"cleanroom-bundle %d\n" % len(items)
+    path = tmp_path / "bundle"
+    path.write_bytes(head + sizes + b"".join(listing + arch for listing, arch in items))
+    return path
+
+
+def test_a_bundle_gives_each_listing_and_archive_back(tmp_path: Path) -> None:
+    made = bundle(tmp_path, [(b"f\0list one\0", b"archive one"), (b"", b"two")])
+    got = unbundle(made, 2, tmp_path, 100, 100)
+    assert [(listing, arch.read_bytes()) for listing, arch in got] == [
+        (b"f\0list one\0", b"archive one"),
+        (b"", b"two"),
+    ]
+
+
+def test_an_archive_past_its_cap_is_cut_and_the_next_item_still_read(tmp_path: Path) -> None:
+    made = bundle(tmp_path, [(b"l1", b"x" * 50), (b"l2", b"y" * 5)])
+    first, second = unbundle(made, 2, tmp_path, 100, 10)
+    assert first[1].read_bytes() == b"x" * 10
+    assert second[0] == b"l2"
+    assert second[1].read_bytes() == b"y" * 5
+
+
+def test_a_bundle_cut_in_its_last_archive_gives_what_came(tmp_path: Path) -> None:
+    made = bundle(tmp_path, [(b"l1", b"x" * 50)])
+    made.write_bytes(made.read_bytes()[:-20])
+    [(listing, arch)] = unbundle(made, 1, tmp_path, 100, 100)
+    assert (listing, arch.read_bytes()) == (b"l1", b"x" * 30)
+
+
+def test_a_listing_past_its_cap_is_no_bundle(tmp_path: Path) -> None:
+    made = bundle(tmp_path, [(b"l" * 20, b"")])
+    with pytest.raises(BundleError, match="over its cap"):
+        unbundle(made, 1, tmp_path, 10, 100)
+
+
+def test_a_listing_cut_short_is_no_bundle(tmp_path: Path) -> None:
+    made = bundle(tmp_path, [(b"l" * 20, b"")])
+    made.write_bytes(made.read_bytes()[:-5])
+    with pytest.raises(BundleError, match="cut short"):
+        unbundle(made, 1, tmp_path, 100, 100)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"cleanroom-bundle 3\n", b"something else\n", b"cleanroom-bundle 1" + b" " * 100 + b"\n"],
+)
+def test_a_header_that_is_not_the_bundles_is_refused(tmp_path: Path, header: bytes) -> None:
+    made = bundle(tmp_path, [(b"l", b"a")], header=header)
+    with pytest.raises(BundleError, match="header"):
+        unbundle(made, 1, tmp_path, 100, 100)
+
+
+@pytest.mark.parametrize("line", [b"-1 2\n", b"1\n", b"1 2 3\n", b"9" * 80 + b" 1\n"])
+def test_a_size_line_that_is_not_two_sizes_is_refused(tmp_path: Path, line: bytes) -> None:
+    made = tmp_path / "bundle"
+    made.write_bytes(b"cleanroom-bundle 1\n" + line + b"la")
+    with pytest.raises(BundleError, match="size line"):
+        unbundle(made, 1, tmp_path, 100, 100)

@@ -18,6 +18,7 @@ import stat
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 FIELDS = 6
 # At most this many records of one listing are made real.
@@ -204,3 +205,55 @@ def _fill(root: int, archive: Path, regular: set[str], cap: int) -> None:
                     os.close(fd)
         except (tarfile.TarError, OSError):
             return
+
+
+_HEADER_LINE = 64
+
+
+class BundleError(Exception):
+    """A bundle of listings and archives that is not one."""
+
+
+def unbundle(
+    bundle: Path, count: int, spool: Path, listing_cap: int, archive_cap: int
+) -> list[tuple[bytes, Path]]:
+    """Each of the ``count`` items of a bundle of listings and archives: its listing (at
+    most ``listing_cap``, whole) and its archive, written to a file in ``spool`` (at
+    most ``archive_cap``; one cut short gives the files it holds whole).
+
+    A bundle is a header (``cleanroom-bundle N``, then each item's listing's and
+    archive's sizes, a line each), then each item's listing and archive, one after
+    another. It was written by programs of the environment's: every size is checked."""
+    found: list[tuple[bytes, Path]] = []
+    with open(bundle, "rb") as data:
+        if data.readline(_HEADER_LINE) != f"cleanroom-bundle {count}\n".encode():
+            raise BundleError("no bundle's header")
+        sizes: list[tuple[int, int]] = []
+        for _ in range(count):
+            line = data.readline(_HEADER_LINE)
+            words = line.split()
+            if not line.endswith(b"\n") or len(words) != 2 or not all(w.isdigit() for w in words):
+                raise BundleError(f"a size line that is not one: {line[:40]!r}")
+            sizes.append((int(words[0]), int(words[1])))
+        for n, (listed, archived) in enumerate(sizes):
+            if listed > listing_cap:
+                raise BundleError(f"a listing of {listed} bytes, over its cap")
+            listing = data.read(listed)
+            if len(listing) != listed:
+                raise BundleError("a listing cut short")
+            archive = spool / f"{n}.tar"
+            with open(archive, "wb") as out:
+                _copy(data, out, min(archived, archive_cap))
+            data.seek(max(0, archived - min(archived, archive_cap)), os.SEEK_CUR)
+            found.append((listing, archive))
+    return found
+
+
+def _copy(source: IO[bytes], target: IO[bytes], size: int) -> None:
+    """At most ``size`` bytes of ``source`` into ``target``."""
+    while size > 0:
+        chunk = source.read(min(size, 1 << 20))
+        if not chunk:
+            return
+        target.write(chunk)
+        size -= len(chunk)

@@ -140,6 +140,7 @@ class HarborRuntime:
     ) -> None:
         self.bridge = Bridge(loop)
         self.environments = Environments(self.bridge, environment_class, options, session_prefix)
+        self.environments.listing_variant = tuple(watched)
         transfer = Transfer(self.bridge, self.environments)
         self.state = HarborStateTransfer(self.environments, transfer, watched)
         self.containers = HarborContainers(self.environments, transfer, self.state)

@@ -10,11 +10,17 @@ cannot make is an infrastructure failure.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import posixpath
+import secrets
 import shlex
+import tarfile
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Unpack
 
@@ -112,19 +118,39 @@ class HarborContainers:
 
     # Fresh environments ----------------------------------------------------------------
 
-    def _fresh(self, image: str) -> Held:
+    def _fresh(
+        self, image: str, binds: Mapping[Path, str] | None = None, read_only: Sequence[str] = ()
+    ) -> Held:
+        """A fresh environment of ``image`` (a spare, or started now), the host folders of
+        ``binds`` copied in. One started now is listed as the pristine image's unless one
+        has been, and gets its folders, in the call that first looks at it."""
         with self._lock:
             spares = self._spares.get(image, [])
-            if spares:
-                return spares.pop()
+            spare = spares.pop() if spares else None
+        if spare is not None:
+            if binds:
+                self._bind(spare, binds, read_only)
+            return spare
+        pristine = self.environments.pristine(image)
+        listed_at, listing = (
+            (None, "") if pristine.done() else self._transfer_state.listing_command()
+        )
+        with tempfile.TemporaryDirectory(prefix="cleanroom-binds-") as spool:
+            plan = _bind_plan(binds or {}, read_only, Path(spool))
+            try:
+                held = self.environments.fresh(
+                    image, then="\n".join(filter(None, [listing, plan.command])), upload=plan.upload
+                )
+            except BaseException as exc:
+                # Whoever waits for the image's pristine listing learns at once that none comes.
+                self.environments.pristine_failed(image, exc)
+                raise
         try:
-            held = self.environments.fresh(image)
-        except BaseException as exc:
-            # Whoever waits for the image's pristine listing learns at once that none comes.
-            self.environments.pristine_failed(image, exc)
-            raise
-        try:
-            self._transfer_state.note_pristine(held)
+            code, said = held.first_said
+            if plan.command and code != 0:
+                raise RuntimeUnavailable(f"preparing {held.id}: {said[-300:]!r}")
+            held.binds.update(plan.brought_back)
+            self._transfer_state.note_pristine(held, listed_at)
         except BaseException as exc:
             self.environments.pristine_failed(image, exc)
             self.environments.remove(held.id)
@@ -152,7 +178,8 @@ class HarborContainers:
         held.environment = dict(spec.environment)
         if spec.logs_hidden:
             self._run_root(held, 'rm -rf -- "$@" && mkdir -p -- "$@"', *spec.logs_hidden)
-        self._bind(held, spec.binds, ())
+        if spec.binds:
+            self._bind(held, spec.binds, ())
         return held.id
 
     def start_verifier(self, spec: VerifierContainerSpec) -> str:
@@ -163,23 +190,18 @@ class HarborContainers:
             raise unavailable("a verifier in the agent's network namespace (live_processes)")
         if spec.services_network is not None:
             raise unavailable("a verifier beside compose services")
-        held = self._fresh(spec.image)
+        held = self._fresh(spec.image, spec.binds, spec.read_only)
         held.environment = dict(spec.environment)
-        self._bind(held, spec.binds, spec.read_only)
         return held.id
 
     def _bind(self, held: Held, binds: Mapping[Path, str], read_only: Sequence[str]) -> None:
-        for host, dest in binds.items():
-            mode = f"{host.stat().st_mode & 0o7777:o}"
-            self._run_root(
-                held, 'rm -rf -- "$1" && mkdir -p -- "$1" && chmod "$2" "$1"', dest, mode
-            )
-            if any(host.iterdir()):
-                self.transfer.upload_dir(held, host, dest)
-            else:
-                held.binds[host] = dest
-        if read_only:
-            self._run_root(held, 'chown -R 0:0 -- "$@" && chmod -R a-w -- "$@"', *read_only)
+        """The host folders of ``binds`` copied into ``held``: one upload and one command."""
+        with tempfile.TemporaryDirectory(prefix="cleanroom-binds-") as spool:
+            plan = _bind_plan(binds, read_only, Path(spool))
+            if plan.upload is not None:
+                self.transfer.upload(held, *plan.upload)
+            self._run_root(held, plan.command)
+        held.binds.update(plan.brought_back)
 
     def _run_root(self, held: Held, script: str, *args: str) -> None:
         code, output = self.transfer.sh(held, script, *args)
@@ -247,12 +269,12 @@ class HarborContainers:
         """Stop (SIGSTOP) every process but the environment's own, and bring back the
         folders bound empty."""
         held = self.environments.get(container)
-        self._signal(held, "STOP")
-        self._bring_back(held)
+        self._signal_and_bring_back(held, "STOP")
 
     def thaw(self, container: str) -> None:
         held = self.environments.get(container)
-        self._signal(held, "CONT")
+        script, args = self._signal(held, "CONT")
+        self.transfer.sh(held, script, *args)
 
     def kill(self, container: str) -> None:
         """Kill every process but the environment's own (best effort: in the agent's
@@ -262,18 +284,23 @@ class HarborContainers:
             held = self.environments.get(container)
         except RuntimeUnavailable:
             return
-        self._signal(held, "KILL")
-        self._bring_back(held)
+        self._signal_and_bring_back(held, "KILL")
 
-    def _signal(self, held: Held, signal: str) -> None:
+    def _signal(self, held: Held, signal: str) -> tuple[str, list[str]]:
+        """The script that sends ``signal`` to ``held``'s processes, and its arguments."""
         if held.own_pids is None:
-            self.transfer.sh(held, _SIGNAL_ALL, signal, "", "")
-        else:
-            self.transfer.sh(held, _SIGNAL_ALL, signal, " ".join(map(str, held.own_pids)), "listed")
+            return _SIGNAL_ALL, [signal, "", ""]
+        return _SIGNAL_ALL, [signal, " ".join(map(str, held.own_pids)), "listed"]
 
-    def _bring_back(self, held: Held) -> None:
-        for host, dest in held.binds.items():
-            self.transfer.bring_back(held, dest, host, BIND_FILE_CAP, folder=True)
+    def _signal_and_bring_back(self, held: Held, signal: str) -> None:
+        """Signal ``held``'s processes and bring back the folders bound empty, in one
+        command and one download."""
+        if not held.binds:
+            script, args = self._signal(held, signal)
+            self.transfer.sh(held, script, *args)
+            return
+        items = [(dest, host, True) for host, dest in held.binds.items()]
+        self.transfer.bring_back_all(held, items, BIND_FILE_CAP, [self._signal(held, signal)])
 
     def remove(self, container: str) -> None:
         """Stop and delete an environment this runtime made; forget the harness's."""
@@ -287,12 +314,78 @@ class HarborContainers:
         return ""
 
     def close(self) -> None:
-        """Stop the spares no run took."""
+        """Stop the spares no run took; remove what the run left in the environments it
+        does not stop."""
         with self._lock:
             spares = [h for held in self._spares.values() for h in held]
             self._spares.clear()
         for held in spares:
             self.environments.remove(held.id)
+        for held in self.environments.all():
+            if not held.owned and held.leftovers:
+                with contextlib.suppress(RuntimeUnavailable):
+                    self.transfer.sh(held, "true")
+
+
+@dataclass(frozen=True)
+class BindPlan:
+    """Host folders to copy into an environment: the archive of their files to upload
+    (a host file and its path there; None when there are none), the command that makes
+    the folders and unpacks it, and the folders bound empty, to bring back."""
+
+    upload: tuple[Path, str] | None
+    command: str
+    brought_back: dict[Path, str]
+
+
+# $1 the archive ("" for none), then pairs of a folder and its mode, "--", then the
+# folders made read-only.
+_BIND = r"""
+all=$1; shift
+while [ "$1" != -- ]; do
+  rm -rf -- "$1" && mkdir -p -- "$1" && chmod "$2" "$1" || exit 1
+  shift 2
+done
+shift
+if [ -n "$all" ]; then
+  tar -C / --numeric-owner -xpf "$all"; rc=$?; rm -f -- "$all"
+  [ $rc = 0 ] || exit $rc
+fi
+[ $# = 0 ] || { chown -R 0:0 -- "$@" && chmod -R a-w -- "$@"; }
+"""
+
+
+def _bind_plan(binds: Mapping[Path, str], read_only: Sequence[str], spool: Path) -> BindPlan:
+    """How to copy ``binds`` into an environment in one upload and one command: the
+    files of every folder that has any in one archive made in ``spool``, owned by root."""
+    if not binds:
+        return BindPlan(None, "", {})
+    inside = f"/.cleanroom-binds-{secrets.token_hex(6)}.tar"
+    args: list[str] = []
+    carried: dict[Path, str] = {}
+    empty: dict[Path, str] = {}
+    for host, dest in binds.items():
+        args += [dest, f"{host.stat().st_mode & 0o7777:o}"]
+        (carried if any(host.iterdir()) else empty)[host] = dest
+    upload = None
+    if carried:
+        local = spool / "binds.tar"
+        with tarfile.open(local, "w", format=tarfile.GNU_FORMAT) as tar:
+            for host, dest in carried.items():
+                for child in sorted(host.iterdir()):
+                    arcname = posixpath.join(dest.lstrip("/"), child.name)
+                    tar.add(child, arcname=arcname, filter=_owned_by_root)
+        upload = (local, inside)
+    command = shlex.join(
+        ["sh", "-c", _BIND, "cleanroom", inside if upload else "", *args, "--", *read_only]
+    )
+    return BindPlan(upload, command, empty)
+
+
+def _owned_by_root(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    member.uid = member.gid = 0
+    member.uname = member.gname = "root"
+    return member
 
 
 # Past this a file brought back from a bound folder is its size alone (the reward's and

@@ -41,6 +41,10 @@ STOP_LIMIT_S = 120.0
 # Harbor's task loader matches paths with a pattern engine whose scratch space one thread
 # at a time may use: tasks are loaded one at a time.
 _LOADING = threading.Lock()
+# The pristine listing of each image, per environment class, options and settings, once
+# per process: a loop that verifies many rollouts of a task lists its image once.
+_LISTED: dict[tuple[Any, ...], Listing] = {}
+_LISTED_LOCK = threading.Lock()
 
 
 @dataclass
@@ -63,6 +67,11 @@ class Held:
     # A command of the harness's outlasted its limit in the agent's environment: the
     # agent's programs hold them, and none is run there again.
     unresponsive: bool = False
+    # Files the run left here, removed by the next command it runs here (a round trip
+    # of its own each would cost as much as the command that made them).
+    leftovers: list[str] = field(default_factory=list)
+    # The exit code and the output's tail of the command run with the first look.
+    first_said: tuple[int, str] = (0, "")
 
 
 class Environments:
@@ -87,6 +96,8 @@ class Environments:
         self._stopping: list[Future[None]] = []
         # Each image's working folder, once asked of a fresh environment.
         self.workdirs: dict[str, str | None] = {}
+        # What makes listings differ besides the image (the places listed whole).
+        self.listing_variant: tuple[str, ...] = ()
         self._lock = threading.Lock()
 
     @property
@@ -156,8 +167,12 @@ class Environments:
                 )
             return self._verifier_definitions[image]
 
-    def fresh(self, image: str) -> Held:
-        """A fresh environment of ``image``'s task, started, its clock read."""
+    def fresh(self, image: str, then: str = "", upload: tuple[Path, str] | None = None) -> Held:
+        """A fresh environment of ``image``'s task, started, its clock read. ``upload``
+        (a host file and its path there) is uploaded before the first look, and ``then``
+        is run in the same call after the look (each round trip to an environment costs
+        as much as the command it carries): its exit code and output's tail are
+        ``first_said``."""
         task = self.task(image)
         scratch = Path(tempfile.mkdtemp(prefix="cleanroom-harbor-"))
         paths = TrialPaths(trial_dir=scratch)
@@ -192,7 +207,9 @@ class Environments:
         held = Held(f"harbor-{secrets.token_hex(4)}", env, image, owned=True, scratch=scratch)
         try:
             self.bridge.call(env.start(force_build=False), f"starting {session}", START_LIMIT_S)
-            held.clock, cwd, held.own_pids = self._first_look(env)
+            if upload is not None:
+                self.bridge.call(env.upload_file(*upload), f"uploading to {session}")
+            held.clock, cwd, held.own_pids, held.first_said = self._first_look(env, then)
             self.workdirs.setdefault(image, cwd)
         except BaseException:
             with contextlib.suppress(Exception):
@@ -200,26 +217,38 @@ class Environments:
             raise
         return self.get(self._add(held))
 
-    def _first_look(self, env: BaseEnvironment) -> tuple[Clock | None, str | None, tuple[int, ...]]:
+    def _first_look(
+        self, env: BaseEnvironment, then: str = ""
+    ) -> tuple[Clock | None, str | None, tuple[int, ...], tuple[int, str]]:
         """What a fresh environment says of itself, in one command: its clock (bounds
         against the host's, None if it gives no time in nanoseconds), the folder a command
         starts in when none is named (the image's working folder, or the task's
-        ``workdir``), and the processes it runs (the command's shell aside)."""
+        ``workdir``), the processes it runs (the command's shell aside), and what
+        ``then``, run after the look, said: its exit code and output's tail."""
         command = (
             "date +%s%N; printf '\\0'; pwd; printf '\\0'; "
             'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = $$ ] || echo "$p"; done'
         )
+        if then:
+            # After the look: its processes are listed before this one starts any.
+            command += (
+                f"\n__cr_said=$( {{ {then}\n}} 2>&1 ); __cr_rc=$?; "
+                "printf '\\0%s\\0' $__cr_rc; printf %s \"$__cr_said\" | tail -c 1000"
+            )
         before = time.time_ns()
-        done = self.bridge.call(env.exec(command, user="root", timeout_sec=30), "a first look")
+        done = self.bridge.call(
+            env.exec(command, user="root", timeout_sec=120 if then else 30), "a first look"
+        )
         after = time.time_ns()
-        now, cwd, pids = [*(done.stdout or "").split("\0"), "", ""][:3]
+        now, cwd, pids, code, said = [*(done.stdout or "").split("\0", 4), "", "", "", ""][:5]
         clock = None
         if done.return_code == 0 and now.strip().isdigit():
             env_ns = int(now.strip())
             clock = Clock(env_ns - after, env_ns - before)
         cwd = cwd.strip()
         found = cwd if cwd.startswith("/") and "\n" not in cwd else None
-        return clock, found, tuple(int(w) for w in pids.split() if w.isdigit())
+        then_said = (int(code) if code.isdigit() else -1, said) if then else (0, "")
+        return clock, found, tuple(int(w) for w in pids.split() if w.isdigit()), then_said
 
     def remove(self, env_id: str) -> None:
         """Forget an environment; if this runtime made it, start stopping and deleting
@@ -247,9 +276,32 @@ class Environments:
     # The pristine listing of each image ------------------------------------------------
 
     def pristine(self, image: str) -> Future[Listing]:
-        """The listing of a fresh environment of ``image``, set by the first one made."""
+        """The listing of a fresh environment of ``image``, set by the first one made (or
+        by one of an earlier runtime of this process, with the same class, options and
+        settings)."""
         with self._lock:
-            return self._pristine.setdefault(image, Future())
+            found = self._pristine.get(image)
+            if found is None:
+                found = self._pristine[image] = Future()
+                with _LISTED_LOCK:
+                    listed = _LISTED.get(self._listing_key(image))
+                if listed is not None:
+                    found.set_result(listed)
+            return found
+
+    def listed(self, image: str, listing: Listing) -> None:
+        """``listing`` is a fresh environment's of ``image``: the pristine one, for this
+        runtime and every later one of the process like it."""
+        with contextlib.suppress(InvalidStateError):  # listed by another meanwhile
+            self.pristine(image).set_result(listing)
+        with _LISTED_LOCK:
+            _LISTED.setdefault(self._listing_key(image), listing)
+
+    def _listing_key(self, image: str) -> tuple[Any, ...]:
+        config = self._configs.get(image)
+        settings = config.model_dump_json() if config is not None else ""
+        options = repr(sorted(self.options.items()))
+        return (self.environment_class, image, options, settings, self.listing_variant)
 
     def pristine_failed(self, image: str, exc: BaseException) -> None:
         """No fresh environment of ``image`` could be made or listed: say so to whoever

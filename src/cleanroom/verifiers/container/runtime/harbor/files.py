@@ -18,6 +18,7 @@ import os
 import secrets
 import shlex
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,7 +28,12 @@ from cleanroom.verifiers.container.agent_state.links import Entry, EntryKind
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 from cleanroom.verifiers.container.runtime.harbor.bridge import Bridge, outlasted_its_limit
 from cleanroom.verifiers.container.runtime.harbor.environments import Environments, Held
-from cleanroom.verifiers.container.runtime.remote_files import materialize, parse_records
+from cleanroom.verifiers.container.runtime.remote_files import (
+    BundleError,
+    materialize,
+    parse_records,
+    unbundle,
+)
 
 _FIND_KINDS = {"d": EntryKind.FOLDER, "f": EntryKind.FILE}
 _ENTRIES_BATCH_BYTES = 64 * 1024
@@ -75,6 +81,29 @@ exit 0
 """
 
 
+# $1 the bundle's file, $2 the cap per file, $3 and $4 the listing's formats (in a
+# folder, of one path), $5 `_BRING`, then pairs of a source and "folder" or "one". The
+# bundle is a header ("cleanroom-bundle N", then each item's listing's and archive's
+# sizes, a line each), then each item's listing and archive, one after another.
+_BUNDLE = r"""
+out=$1; cap=$2; fin=$3; fone=$4; bring=$5; shift 5
+n=0; head=; files=
+while [ $# -ge 2 ]; do
+  l=$out.$n.l; a=$out.$n.a; fmt=$fone
+  [ "$2" = folder ] && fmt=$fin
+  sh -c "$bring" cleanroom "$1" "$l" "$a" "$cap" "$2" "$fmt" "$fone" || exit 1
+  [ -f "$l" ] || : > "$l"
+  [ -f "$a" ] || : > "$a"
+  head="$head$(wc -c < "$l") $(wc -c < "$a")
+"
+  files="$files $l $a"
+  n=$((n + 1)); shift 2
+done
+{ printf 'cleanroom-bundle %s\n%s' "$n" "$head"; cat $files; } > "$out"
+rc=$?; rm -f $files; exit $rc
+"""
+
+
 class AgentWithheld(Exception):
     """The agent's environment did not give what a command of the harness's should have
     left there, though it answers: its programs (which ran the command) are the agent's."""
@@ -86,6 +115,7 @@ class Transfer:
     def __init__(self, bridge: Bridge, environments: Environments) -> None:
         self.bridge = bridge
         self.environments = environments
+        self._lock = threading.Lock()
 
     def sh(
         self, held: Held, script: str, *args: str, user: str = "root", limit_s: int = EXEC_LIMIT_S
@@ -95,11 +125,33 @@ class Transfer:
         limit gives exit code None's stand-in, -1). In the agent's environment a command
         has `AGENT_COMMAND_LIMIT_S`, and once one outlasts it none runs there again: the
         agent's shell cannot hold the verification past its budget."""
+        return self.sh_all(held, [(script, args)], user=user, limit_s=limit_s)
+
+    def sh_all(
+        self,
+        held: Held,
+        scripts: Sequence[tuple[str, Sequence[str]]],
+        *,
+        user: str = "root",
+        limit_s: int = EXEC_LIMIT_S,
+        chained: bool = False,
+    ) -> tuple[int, str]:
+        """`sh` for several scripts, one after another in one call: the last one's exit
+        code, and what they all printed (``chained``: up to the first that fails, and
+        its exit code). The files the run left in ``held`` (`Held.leftovers`) are
+        removed first."""
         if held.agent:
             if held.unresponsive:
                 return -1, ""
             limit_s = min(limit_s, AGENT_COMMAND_LIMIT_S)
-        command = shlex.join(["sh", "-c", script, "cleanroom", *args])
+        with self._lock:
+            gone, held.leftovers = held.leftovers, []
+        scripted = [
+            shlex.join(["sh", "-c", script, "cleanroom", *args]) for script, args in scripts
+        ]
+        command = (" && " if chained else "; ").join(scripted)
+        if gone:
+            command = f"{shlex.join(['rm', '-f', '--', *gone])}; {command}"
         try:
             done = self.bridge.call(
                 held.env.exec(command, user=user, timeout_sec=limit_s, cwd="/"),
@@ -110,6 +162,8 @@ class Transfer:
             if outlasted_its_limit(exc):
                 held.unresponsive = held.unresponsive or held.agent
                 return -1, ""
+            with self._lock:
+                held.leftovers[:0] = gone
             raise
         return done.return_code, (done.stdout or "") + (done.stderr or "")
 
@@ -157,41 +211,55 @@ class Transfer:
     ) -> None:
         """Make ``source`` (a folder's entries, or one path) real in ``host_dir``. What
         the agent's environment withholds is brought back as nothing."""
-        try:
-            self._bring_back(held, source, host_dir, cap, folder=folder)
-        except AgentWithheld:
-            materialize(host_dir, [], None, cap, None)
+        self.bring_back_all(held, [(source, host_dir, folder)], cap)
 
-    def _bring_back(
-        self, held: Held, source: str, host_dir: Path, cap: int, *, folder: bool
+    def bring_back_all(
+        self,
+        held: Held,
+        items: Sequence[tuple[str, Path, bool]],
+        cap: int,
+        before: Sequence[tuple[str, Sequence[str]]] = (),
     ) -> None:
-        token = secrets.token_hex(6)
-        listing, archive = f"/.cleanroom-list-{token}", f"/.cleanroom-files-{token}.tar"
-        fmt = _FORMAT_IN_FOLDER if folder else _FORMAT_ONE
-        mode = "folder" if folder else "one"
+        """Make each item's source (a folder's entries, or one path) real in its host
+        folder: the scripts ``before`` and every listing and archive in one command,
+        brought back by one download. What the agent's environment withholds is brought
+        back as nothing."""
         try:
-            code, output = self.sh(
-                held, _BRING, source, listing, archive, str(cap), mode, fmt, _FORMAT_ONE
-            )
+            self._bring_back_all(held, items, cap, before)
+        except AgentWithheld:
+            for _, host_dir, _ in items:
+                materialize(host_dir, [], None, cap, None)
+
+    def _bring_back_all(
+        self,
+        held: Held,
+        items: Sequence[tuple[str, Path, bool]],
+        cap: int,
+        before: Sequence[tuple[str, Sequence[str]]],
+    ) -> None:
+        bundle = f"/.cleanroom-bring-{secrets.token_hex(6)}"
+        args = [bundle, str(cap), _FORMAT_IN_FOLDER, _FORMAT_ONE, _BRING]
+        args += [w for source, _, folder in items for w in (source, "folder" if folder else "one")]
+        sources = ", ".join(source for source, _, _ in items)
+        try:
+            code, output = self.sh_all(held, [*before, (_BUNDLE, args)])
             if code != 0:
-                why = f"listing {source} in {held.id}: {output[-300:]!r}"
+                why = f"listing {sources} in {held.id}: {output[-300:]!r}"
                 raise AgentWithheld(why) if held.agent else RuntimeUnavailable(why)
             with tempfile.TemporaryDirectory(prefix="cleanroom-bring-") as spool:
-                local_list, local_archive = Path(spool) / "list", Path(spool) / "files.tar"
-                if not self.download(held, listing, local_list, LISTING_CAP):
-                    raise RuntimeUnavailable(f"the listing of {source} is over its cap")
-                records = parse_records(local_list.read_bytes())
+                local = Path(spool) / "bundle"
                 # An archive cut at its cap gives the files it holds whole.
-                self.download(held, archive, local_archive, ARCHIVE_CAP, keep_cut=True)
-                materialize(
-                    host_dir,
-                    records,
-                    local_archive if local_archive.exists() else None,
-                    cap,
-                    held.clock,
-                )
+                cap_all = (LISTING_CAP + ARCHIVE_CAP) * len(items) + len(items) * 64 + 64
+                self.download(held, bundle, local, cap_all, keep_cut=True)
+                try:
+                    parts = unbundle(local, len(items), Path(spool), LISTING_CAP, ARCHIVE_CAP)
+                except BundleError as exc:
+                    why = f"bringing back {sources} from {held.id}: {exc}"
+                    raise AgentWithheld(why) if held.agent else RuntimeUnavailable(why) from exc
+                for (_, host_dir, _), (listing, archive) in zip(items, parts, strict=True):
+                    materialize(host_dir, parse_records(listing), archive, cap, held.clock)
         finally:
-            self.sh(held, 'rm -f -- "$@"', listing, archive)
+            held.leftovers.append(bundle)
 
     def read(self, held: Held, path: str, cap: int) -> ObservedFile:
         """Observe ``path`` in ``held`` as `host_files.read_capped` observes a host file."""

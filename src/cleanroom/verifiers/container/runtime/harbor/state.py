@@ -10,15 +10,14 @@ environment by an upload and a ``tar`` of the pristine image's own.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import posixpath
 import secrets
+import shlex
 import shutil
 import tarfile
 import tempfile
 from collections.abc import Sequence
-from concurrent.futures import InvalidStateError
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import IO
@@ -60,8 +59,26 @@ rc=$?
 tail -c 1000 "$out.err"; rm -f "$out.err"
 exit $rc
 """
+# $1 the work dir to make again ("" for none), $2 `CLEAR_STATE_SCRIPT`, then its
+# arguments. Its exit code on a failure: `_CLEAR_FAILED`.
+_CLEAR_FAILED = 97
+_CLEAR = r"""
+remake=$1; clear=$2; shift 2
+sh -c "$clear" cleanroom "$@" || exit 97
+[ -z "$remake" ] || mkdir -p -- "$remake" || exit 97
+"""
+# $1 the archives one after another, then for each: the folder it is unpacked in, where
+# it starts in $1 and its length. On a failure: the archive's index, then tar's words.
 _INSTALL = r"""
-tar -C "$1" --numeric-owner -xpf "$2"; rc=$?; rm -f -- "$2"; exit $rc
+all=$1; shift; i=0; rc=0
+while [ $# -ge 3 ]; do
+  if ! tail -c +$(($2 + 1)) "$all" | head -c "$3" \
+      | tar -C "$1" --numeric-owner -xpf - 2> "$all.err"; then
+    rc=1; echo $i; tail -c 300 "$all.err"; break
+  fi
+  i=$((i + 1)); shift 3
+done
+rm -f -- "$all" "$all.err"; exit $rc
 """
 
 
@@ -80,13 +97,24 @@ class HarborStateTransfer:
         self.transfer = transfer
         self.watched = tuple(watched)
 
-    def listing(self, held: Held) -> Listing:
-        """``held``'s filesystem as `agent_state.listing` lists it; `ListingError` for
-        output that is not a listing."""
-        target = f"/tmp/.cleanroom-listing-{secrets.token_hex(6)}"
+    def listing_command(self) -> tuple[str, str]:
+        """A file in an environment to list its filesystem into, and the command that
+        does (its output is not read: run it with other commands in one call). It is at
+        the top, where no state path is, so that it may be left until the next command
+        there removes it (`Held.leftovers`) without being taken as state."""
+        target = f"/.cleanroom-listing-{secrets.token_hex(6)}"
         command = listing_command(("/",), self.watched)
+        return target, f"{{ {command}; }} > {shlex.quote(target)} 2>/dev/null"
+
+    def listing(self, held: Held, listed_at: str | None = None) -> Listing:
+        """``held``'s filesystem as `agent_state.listing` lists it (already listed into
+        ``listed_at``, or listed now); `ListingError` for output that is not a listing.
+        The listing's file is left for the next command there to remove."""
+        target = listed_at
         try:
-            self.transfer.sh(held, f'{{ {command}; }} > "$1" 2>/dev/null; true', target)
+            if target is None:
+                target, command = self.listing_command()
+                self.transfer.sh(held, f"{command}; true")
             with tempfile.TemporaryDirectory(prefix="cleanroom-listing-") as spool:
                 local = Path(spool) / "listing"
                 try:
@@ -96,19 +124,20 @@ class HarborStateTransfer:
                     raise ListingError(f"no listing was left: {exc}") from exc
                 found = parse_listing(local.read_bytes())
         finally:
-            self.transfer.sh(held, 'rm -f -- "$1"', target)
+            if target is not None:
+                held.leftovers.append(target)
         noise = {target, *PER_CONTAINER}
         return Listing({p: e for p, e in found.entries.items() if p not in noise}, found.cut)
 
-    def note_pristine(self, held: Held) -> None:
-        """List a fresh environment as the pristine image's, unless one of its image
-        has been."""
+    def note_pristine(self, held: Held, listed_at: str | None = None) -> None:
+        """List a fresh environment as the pristine image's (already listed into
+        ``listed_at``, or listed now), unless one of its image has been."""
         pristine = self.environments.pristine(held.image)
         if pristine.done():
+            if listed_at is not None:
+                held.leftovers.append(listed_at)
             return
-        listed = self.listing(held)
-        with contextlib.suppress(InvalidStateError):  # listed by another meanwhile
-            pristine.set_result(listed)
+        self.environments.listed(held.image, self.listing(held, listed_at))
 
     def changes(self, container: str) -> Diff:
         """The agent's environment's listing against the pristine one (evidence: a
@@ -142,7 +171,7 @@ class HarborStateTransfer:
                 )
             spooled = self._download(held, inside, path, cap)
         finally:
-            self.transfer.sh(held, 'rm -f -- "$1"', inside)
+            held.leftovers.append(inside)
         try:
             kind = _kind_of_top(spooled)
         except BaseException:
@@ -165,39 +194,62 @@ class HarborStateTransfer:
         return spooled
 
     def clear(self, container: str, paths: Sequence[str], probe: Sequence[str] = ()) -> set[str]:
+        """`CLEAR_STATE_SCRIPT` in one command, with the work dir made again if it was
+        cleared: an engine starts every command in the image's working folder, and one
+        that is gone fails them all (an upload included) until the agent's is installed.
+        It comes back empty; the agent's folder is extracted into it."""
         if not paths and not probe:
             return set()
         held = self.environments.get(container)
-        code, output = self.transfer.sh(held, CLEAR_STATE_SCRIPT, *clear_state_args(paths, probe))
+        script, args = self._clearing(held, paths, probe)
+        code, output = self.transfer.sh(held, script, *args)
         if code != 0:
             raise RuntimeUnavailable(f"clearing state paths {list(paths)}: {output[-300:]!r}")
-        # An engine starts every command in the image's working folder: one that is gone
-        # fails them all (an upload included) until the agent's is installed. It comes
-        # back empty; the agent's folder is extracted into it.
-        workdir = self.environments.workdirs.get(held.image)
-        if workdir and workdir in paths:
-            made, said = self.transfer.sh(held, 'mkdir -p -- "$1"', workdir)
-            if made != 0:
-                raise RuntimeUnavailable(f"making the work dir {workdir}: {said[-300:]!r}")
         return absent_probed(output, probe)
+
+    def _clearing(
+        self, held: Held, paths: Sequence[str], probe: Sequence[str] = ()
+    ) -> tuple[str, list[str]]:
+        """The script that clears ``paths`` in ``held`` (and makes its work dir again),
+        and its arguments: exit code `_CLEAR_FAILED` when it fails."""
+        workdir = self.environments.workdirs.get(held.image)
+        remake = workdir if workdir and workdir in paths else ""
+        return _CLEAR, [remake, CLEAR_STATE_SCRIPT, *clear_state_args(paths, probe)]
 
     def install(
         self, container: str, copies: Sequence[StateCopy], *, cleared: Sequence[str] = ()
     ) -> None:
-        self.clear(container, [c.path for c in copies if c.path not in cleared])
+        """Every copy's archive in one upload (their bytes one after another) and
+        unpacked by one command: the pristine image's ``tar``, each archive at its
+        path's parent."""
         held = self.environments.get(container)
-        for copy in copies:
-            if copy.archive is None:
-                continue
-            parent = posixpath.dirname(copy.path) or "/"
-            inside = f"/.cleanroom-install-{secrets.token_hex(6)}.tar"
-            with tempfile.NamedTemporaryFile(prefix="cleanroom-install-") as local:
+        to_clear = [c.path for c in copies if c.path not in cleared]
+        carried = [c for c in copies if c.archive is not None]
+        if not carried:
+            self.clear(container, to_clear)
+            return
+        inside = f"/.cleanroom-install-{secrets.token_hex(6)}"
+        places: list[str] = []
+        with tempfile.NamedTemporaryFile(prefix="cleanroom-install-") as local:
+            for copy in carried:
+                assert copy.archive is not None
+                start = local.tell()
                 shutil.copyfileobj(state_archive.rewind(copy.archive), local)
-                local.flush()
-                self.transfer.upload(held, Path(local.name), inside)
-            code, output = self.transfer.sh(held, _INSTALL, parent, inside)
-            if code != 0:
-                raise refused(f"installing {copy.path}: {output[-300:]}")
+                size = local.tell() - start
+                places += [posixpath.dirname(copy.path) or "/", str(start), str(size)]
+            local.flush()
+            self.transfer.upload(held, Path(local.name), inside)
+        # What is left to clear goes in the same command, first.
+        scripts = [self._clearing(held, to_clear)] if to_clear else []
+        code, output = self.transfer.sh_all(
+            held, [*scripts, (_INSTALL, [inside, *places])], chained=True
+        )
+        if code == _CLEAR_FAILED:
+            raise RuntimeUnavailable(f"clearing state paths {to_clear}: {output[-300:]!r}")
+        if code != 0:
+            first, _, said = output.partition("\n")
+            index = int(first) if first.isdigit() and int(first) < len(carried) else 0
+            raise refused(f"installing {carried[index].path}: {said[-300:]}")
 
 
 def _kind_of_top(spooled: IO[bytes]) -> str:
