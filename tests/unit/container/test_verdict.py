@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -403,6 +404,15 @@ def test_a_quick_known_control_lets_a_quick_verification_end_without_one() -> No
     # the late control still has 53.8 s, far more than twice what the task needs.
     assert control_delay(pristine(Status.FAILURE, 0.4), 55.0) == pytest.approx(1.2)
     assert control_delay(pristine(Status.FAILURE, 0.1), 55.0) == 1.0  # never under 1 s
+
+
+def test_the_delay_counts_the_known_controls_whole_verification() -> None:
+    # On the generic path the tests take 0.4 s of a 6 s verification: the verification
+    # being judged is as long, so it gets three times the whole.
+    known = pristine(Status.FAILURE, 0.4)
+    whole = Verified(known.outcome, replace(known.facts, verify_s=6.0))
+
+    assert control_delay(whole, 55.0) == pytest.approx(18.0)
 
 
 def test_a_known_control_too_slow_for_a_late_start_means_a_fresh_one_at_once() -> None:

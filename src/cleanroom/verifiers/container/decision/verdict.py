@@ -41,14 +41,16 @@ class VerifierFacts:
     """What the decisions after the verdict read of a verification, typed: whether the
     verification ran to its end (an image that never built, or a daemon that stopped
     answering, never reached it), how long the verifier's setup commands and test.sh
-    took, the reward's metrics (None when no reward was read), and the step of a
-    multi-step task whose verification this is (or that ended the rollout)."""
+    took, the reward's metrics (None when no reward was read), the step of a
+    multi-step task whose verification this is (or that ended the rollout), and how
+    long the whole verification took (from stopping the agent to the reward read)."""
 
     finished: bool = False
     setup_s: float = 0.0
     test_s: float = 0.0
     reward_metrics: dict[str, float] | None = None
     step: str | None = None
+    verify_s: float = 0.0
 
     @property
     def setup_and_test_s(self) -> float:
@@ -85,10 +87,12 @@ class Evidence:
     text_file: ObservedFile | None = None
     # What the runner witness saw of test.sh's pytest runs (sealed only).
     witness: WitnessReport | None = None
-    # Whether the verification ran to its end, and how long its setup and test.sh took.
+    # Whether the verification ran to its end, and how long its setup and test.sh took,
+    # and the whole verification.
     finished: bool = False
     setup_s: float = 0.0
     test_s: float = 0.0
+    verify_s: float = 0.0
     # The step of a multi-step task this verification is of.
     step: str | None = None
     # What the agent changed of the name files (/etc/hosts, ...) the harness made for its
@@ -106,7 +110,8 @@ def decide(ev: Evidence) -> Outcome:
 def judge(ev: Evidence) -> Verified:
     """The outcome of a verification run, with the facts later decisions read."""
     outcome, metrics = _outcome(ev)
-    return Verified(outcome, VerifierFacts(ev.finished, ev.setup_s, ev.test_s, metrics, ev.step))
+    facts = VerifierFacts(ev.finished, ev.setup_s, ev.test_s, metrics, ev.step, ev.verify_s)
+    return Verified(outcome, facts)
 
 
 def _outcome(ev: Evidence) -> tuple[Outcome, dict[str, float] | None]:
@@ -220,14 +225,15 @@ def control_delay(known: Verified | None, limit_s: float) -> float:
     A control shows the machine sound *now*, so one that answers for an overrun must run
     beside the verification, not be remembered. But a verification that ends in the
     time a sound control took needs no control at all: the fresh one starts only once
-    the verification has run `LATE_CONTROL_AFTER` times as long as the known one
+    the verification has run `LATE_CONTROL_AFTER` times as long as the known one's whole
+    verification
     (at least `MIN_CONTROL_DELAY_S`), and only when it still has `CONTROL_MARGIN` times
     that within the limit; otherwise (no known control, or too slow a one) at once. A
     late control has less time than the limit, so it can only show a sound machine less
     often, never more."""
     if known is None or not sound(known, limit_s):
         return 0.0
-    took = known.facts.setup_and_test_s
+    took = max(known.facts.verify_s, known.facts.setup_and_test_s)
     delay = max(MIN_CONTROL_DELAY_S, LATE_CONTROL_AFTER * took)
     return delay if delay + CONTROL_MARGIN * took <= limit_s else 0.0
 
