@@ -51,16 +51,24 @@ from cleanroom.environments.session.sandbox_spec import (
     NAMESPACES,
     SandboxLayout,
     SandboxProtections,
+    SandboxRuntime,
     process_config,
     runtime_config,
 )
 
-RUNTIME = "runc"
+
+RUNTIME = SandboxRuntime.RUNC  # the default
 # Where the runtime is looked for: the harness's own PATH, never a session's.
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The stage folders of every sandbox, and the runtime's own state: no sandbox sees them.
 STAGES = Path("/run/cleanroom/sandboxes")
 RUNTIME_STATE = STAGES / "runtime"
+GVISOR_STATE = STAGES / "runtime-gvisor"
+# gVisor's flags: the ptrace platform (this machine has no hardware virtualisation for
+# its KVM one); the sandbox's own network stack with only its loopback; a program inside
+# may connect to and make Unix sockets in the host folders bound in (the display's X
+# socket); the cgroup the spec names is made by runsc for the whole sandbox.
+GVISOR_FLAGS = ("--platform=ptrace", "--network=none", "--host-uds=all")
 _START_TIMEOUT_S = 20.0
 _STOP_TIMEOUT_S = 20.0
 _PID_FILE_WAIT_S = 5.0
@@ -129,10 +137,12 @@ def _mount(args: list[str]) -> None:
         raise StartError(f"cannot mount the sandbox's root: {done.stderr.strip()}")
 
 
-def _runtime(*args: str) -> list[str]:
-    found = shutil.which(RUNTIME, path=_SYSTEM_PATH)
+def _runtime(*args: str, runtime: SandboxRuntime = RUNTIME) -> list[str]:
+    found = shutil.which(runtime, path=_SYSTEM_PATH)
     if found is None:
-        raise StartError(f"the container runtime {RUNTIME} is not installed")
+        raise StartError(f"the container runtime {runtime} is not installed")
+    if runtime == SandboxRuntime.RUNSC:
+        return [found, "--root", str(GVISOR_STATE), *GVISOR_FLAGS, *args]
     return [found, "--root", str(RUNTIME_STATE), *args]
 
 
@@ -151,8 +161,10 @@ class Sandbox:
         init_pid: int,
         protections: SandboxProtections,
         namespaces: tuple[str, ...] = NAMESPACES,
+        runtime: SandboxRuntime = RUNTIME,
     ) -> None:
         self.name = name
+        self.runtime = runtime
         self.stage = stage
         self.protections = protections
         self.namespaces = namespaces
@@ -184,6 +196,7 @@ class Sandbox:
         left is found by its name (`remove_sandboxes`). ``namespaces`` are the ones it
         gets of its own (a display's server keeps the host's PIDs: `DISPLAY_NAMESPACES`)."""
         protections = protections or SandboxProtections()
+        runtime = protections.runtime
         missing = [p for p in (*layout.writable, *layout.readable) if not p.exists()]
         if missing:
             raise StartError(f"{name}: sandbox folders missing: {', '.join(map(str, missing))}")
@@ -212,7 +225,7 @@ class Sandbox:
             with open(log, "ab") as err:
                 done = subprocess.run(
                     _runtime("run", "--detach", "--pid-file", str(pid_file), "--bundle",
-                             str(stage.path), stage.container),
+                             str(stage.path), stage.container, runtime=runtime),
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                     timeout=_START_TIMEOUT_S, cwd="/",
                 )  # fmt: skip
@@ -220,15 +233,15 @@ class Sandbox:
                 raise StartError(f"{name}: its sandbox did not start (see {log})")
             init_pid = int(pid_file.read_text().strip())
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
-            _delete(stage.container)
+            _delete(stage.container, runtime)
             stage.remove()
             raise StartError(f"{name}: cannot start its sandbox: {exc}") from exc
         except StartError:
-            _delete(stage.container)
+            _delete(stage.container, runtime)
             stage.remove()
             raise
         stage.detach_root()
-        return cls(name, stage, init_pid, protections, namespaces)
+        return cls(name, stage, init_pid, protections, namespaces, runtime)
 
     def alive(self) -> bool:
         """Whether the sandbox's first process (and so the sandbox) still runs."""
@@ -237,7 +250,7 @@ class Sandbox:
     def command(self, entry: Entry) -> tuple[list[str], Path]:
         """The command that runs ``entry`` inside the sandbox, and the file its program's
         pid will be written to."""
-        return _enter(self.stage, entry)
+        return _enter(self.stage, entry, self.runtime)
 
     def forward_port(self, port: int) -> None:
         """Make the host's 127.0.0.1:``port`` reachable at the same address inside (once)."""
@@ -249,6 +262,7 @@ class Sandbox:
             "pid": self.init_pid,
             "start_time": self.init_start,
             "container": self.container,
+            "runtime": str(self.runtime),
             "namespaces": list(self.namespaces),
             "filtered": self.filtered,
             "protections": self.protections.describe(),
@@ -259,16 +273,16 @@ class Sandbox:
         """End the sandbox: the runtime kills every process in it, then removes its
         cgroup; the stage folder goes with it."""
         self.forwarded.close()
-        if not _delete(self.container) and self.alive():
+        if not _delete(self.container, self.runtime) and self.alive():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.init_pid, signal.SIGKILL)
         self.stage.remove()
 
 
-def _delete(container: str) -> bool:
+def _delete(container: str, runtime: SandboxRuntime = RUNTIME) -> bool:
     try:
         done = subprocess.run(
-            _runtime("delete", "--force", container),
+            _runtime("delete", "--force", container, runtime=runtime),
             capture_output=True, timeout=_STOP_TIMEOUT_S, check=False,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
@@ -279,14 +293,16 @@ def _delete(container: str) -> bool:
 def remove_sandboxes(prefix: str) -> list[str]:
     """Delete every sandbox whose name begins with ``prefix`` (a dead pool's), with its
     stage folder; return their names."""
-    if not RUNTIME_STATE.is_dir():
-        return []
     removed = []
-    for entry in sorted(RUNTIME_STATE.iterdir()):
-        if entry.name.startswith(prefix):
-            _delete(entry.name)
-            SandboxStage(entry.name).remove()
-            removed.append(entry.name)
+    for runtime, state in ((SandboxRuntime.RUNC, RUNTIME_STATE), (SandboxRuntime.RUNSC, GVISOR_STATE)):
+        if not state.is_dir():
+            continue
+        for entry in sorted(state.iterdir()):
+            name = entry.name.removesuffix("_sandbox").removesuffix(".state")
+            if name.startswith(prefix) and name not in removed:
+                _delete(name, runtime)
+                SandboxStage(name).remove()
+                removed.append(name)
     if STAGES.is_dir():
         for entry in sorted(STAGES.iterdir()):
             if entry.name.startswith(prefix) and entry.name not in removed:
@@ -307,13 +323,16 @@ class Entry:
     env: Mapping[str, str]
 
 
-def _enter(stage: SandboxStage, entry: Entry) -> tuple[list[str], Path]:
+def _enter(
+    stage: SandboxStage, entry: Entry, runtime: SandboxRuntime = RUNTIME
+) -> tuple[list[str], Path]:
     config = process_config(entry.argv, entry.uid, entry.gid, entry.cwd, dict(entry.env))
     process = stage.process_file(config)
     pid_file = stage.pid_file()
     command = _runtime(
-        "exec", "--process", str(process), "--pid-file", str(pid_file), stage.container
-    )
+        "exec", "--process", str(process), "--pid-file", str(pid_file), stage.container,
+        runtime=runtime,
+    )  # fmt: skip
     return command, pid_file
 
 
@@ -323,7 +342,8 @@ def enter_described(described: Mapping[str, Any], entry: Entry) -> tuple[list[st
     pid = int(described["pid"])
     if not alive(pid) or start_time(pid) != described.get("start_time"):
         raise StartError(f"the sandbox (pid {pid}) has ended")
-    return _enter(SandboxStage(str(described["container"])), entry)
+    runtime = SandboxRuntime(described.get("runtime", RUNTIME))
+    return _enter(SandboxStage(str(described["container"])), entry, runtime)
 
 
 class SandboxedProcess(subprocess.Popen[Any]):

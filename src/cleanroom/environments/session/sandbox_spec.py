@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import resource
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,17 @@ READ_ONLY_PROC = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", 
 _MIB = 1024 * 1024
 
 
+class SandboxRuntime(StrEnum):
+    """What carries the spec out. ``runc`` (the default) makes namespaces on the host's
+    kernel; ``runsc`` (gVisor) runs the sandbox's programs on a kernel of its own, one in
+    user space per sandbox, so no object the host's kernel keeps once for the machine
+    (its lock list, its AIO and pty pools, its page cache of the shared tree) is there
+    to share."""
+
+    RUNC = "runc"
+    RUNSC = "runsc"
+
+
 @dataclass(frozen=True)
 class SandboxProtections:
     """Which of the sandbox's protections are on; only a leaky setup turns one off."""
@@ -109,9 +121,11 @@ class SandboxProtections:
     own_inodes: bool = True  # the root is an overlay of its own, not the host's inodes
     limits: SandboxLimits | None = field(default_factory=SandboxLimits)
     kernel_wide_masked: bool = True  # `KERNEL_WIDE` masked in its /proc
+    runtime: SandboxRuntime = SandboxRuntime.RUNC  # a kernel per sandbox with RUNSC
 
     def describe(self) -> dict[str, Any]:
         return {
+            "runtime": str(self.runtime),
             "syscall_filter": self.syscall_filter,
             "kernel_wide_masked": self.kernel_wide_masked,
             "own_inodes": self.own_inodes,
