@@ -23,7 +23,7 @@ from cleanroom.environments.interface import (
 from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak, Sharing, donor_gives
 from cleanroom.environments.pool.environment import EnvSpec
 from cleanroom.environments.session.programs import check_programs
-from cleanroom.environments.session.sandbox_spec import SandboxProtections
+from cleanroom.environments.session.sandbox_spec import SandboxProtections, SandboxRuntime
 
 DEFAULT_ROOT = Path("/var/lib/cleanroom/pools")
 CANARY_CPU_SHARES = 2048
@@ -73,6 +73,9 @@ class PoolConfig:
     # What of the machine's memory the environments together leave to the harness: their
     # common cgroup (`cgroups.ENVIRONMENTS`) may take the rest, no more.
     harness_reserve_mib: int = 2048
+    # Each environment's programs and display on a kernel of its own (gVisor's ``runsc``
+    # runs the same sandbox spec), not namespaces of the host's one.
+    gvisor: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.envs <= 32:
@@ -150,6 +153,7 @@ class PoolPlan:
                 own_inodes=not gives.shared_inodes,
                 kernel_wide_masked=not gives.unmasked_proc,
                 limits=None if gives.unlimited else self.limits_for(name),
+                runtime=SandboxRuntime.RUNSC if self.config.gvisor else SandboxRuntime.RUNC,
             ),
         )
 

@@ -49,6 +49,7 @@ from cleanroom.environments.session.port_forward import ForwardedPorts
 from cleanroom.environments.session.processes import alive, start_time
 from cleanroom.environments.session.sandbox_spec import (
     NAMESPACES,
+    X_SOCKET_DIR,
     SandboxLayout,
     SandboxProtections,
     SandboxRuntime,
@@ -68,7 +69,7 @@ GVISOR_STATE = STAGES / "runtime-gvisor"
 # its KVM one); the sandbox's own network stack with only its loopback; a program inside
 # may connect to and make Unix sockets in the host folders bound in (the display's X
 # socket); the cgroup the spec names is made by runsc for the whole sandbox.
-GVISOR_FLAGS = ("--platform=ptrace", "--network=none", "--host-uds=all")
+GVISOR_FLAGS = ("--platform=ptrace", "--network=none", "--host-uds=all", "--debug", "--debug-log=/tmp/gvdbg/")
 _START_TIMEOUT_S = 20.0
 _STOP_TIMEOUT_S = 20.0
 _PID_FILE_WAIT_S = 5.0
@@ -82,6 +83,7 @@ class SandboxStage:
         self.path = STAGES / container
         self.mnt = self.path / "mnt"  # a tmpfs while starting: the root and its empty layer
         self.root = self.mnt / "root"
+        self.sockets = self.mnt / "x11"  # gVisor's: a folder holding the display's socket
         self.procs = self.path / "procs"
         self.pids = self.path / "pids"
 
@@ -103,6 +105,13 @@ class SandboxStage:
             _mount(["-t", "overlay", "overlay", "-o", f"lowerdir=/:{empty}", str(self.root)])
         else:
             _mount(["--bind", "/", str(self.root)])
+
+    def bind_socket(self, socket: Path) -> None:
+        """Bind the display's ``socket`` alone into `sockets` (gVisor binds a folder in,
+        not a socket); detached with the root, the sandbox keeps it."""
+        self.sockets.mkdir()
+        (self.sockets / socket.name).touch(mode=0o600)
+        _mount(["--bind", str(socket), str(self.sockets / socket.name)])
 
     def detach_root(self) -> None:
         """Take the root's mounts off the host (the running sandbox keeps its own). The
@@ -209,6 +218,7 @@ class Sandbox:
             private_tmp=present,
             readable=layout.readable,
         )
+        gvisor_display = runtime == SandboxRuntime.RUNSC and layout.display_number is not None
         config = runtime_config(
             root=stage.root,
             hostname=os.uname().nodename,
@@ -216,10 +226,13 @@ class Sandbox:
             protections=protections,
             cgroup=sandbox_cgroup(stage.container),
             namespaces=namespaces,
+            socket_folder=stage.sockets if gvisor_display else None,
         )
         log.parent.mkdir(parents=True, exist_ok=True)
         try:
             stage.make(protections.own_inodes)
+            if gvisor_display and layout.display_number is not None:
+                stage.bind_socket(X_SOCKET_DIR / f"X{layout.display_number}")
             (stage.path / "config.json").write_text(json.dumps(config))
             pid_file = stage.path / "init.pid"
             with open(log, "ab") as err:
