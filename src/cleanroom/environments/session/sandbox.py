@@ -57,7 +57,6 @@ from cleanroom.environments.session.sandbox_spec import (
     runtime_config,
 )
 
-
 RUNTIME = SandboxRuntime.RUNC  # the default
 # Where the runtime is looked for: the harness's own PATH, never a session's.
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -69,7 +68,7 @@ GVISOR_STATE = STAGES / "runtime-gvisor"
 # its KVM one); the sandbox's own network stack with only its loopback; a program inside
 # may connect to and make Unix sockets in the host folders bound in (the display's X
 # socket); the cgroup the spec names is made by runsc for the whole sandbox.
-GVISOR_FLAGS = ("--platform=ptrace", "--network=none", "--host-uds=all", "--debug", "--debug-log=/tmp/gvdbg/")
+GVISOR_FLAGS = ("--platform=ptrace", "--network=none", "--host-uds=all")
 _START_TIMEOUT_S = 20.0
 _STOP_TIMEOUT_S = 20.0
 _PID_FILE_WAIT_S = 5.0
@@ -307,7 +306,10 @@ def remove_sandboxes(prefix: str) -> list[str]:
     """Delete every sandbox whose name begins with ``prefix`` (a dead pool's), with its
     stage folder; return their names."""
     removed = []
-    for runtime, state in ((SandboxRuntime.RUNC, RUNTIME_STATE), (SandboxRuntime.RUNSC, GVISOR_STATE)):
+    for runtime, state in (
+        (SandboxRuntime.RUNC, RUNTIME_STATE),
+        (SandboxRuntime.RUNSC, GVISOR_STATE),
+    ):
         if not state.is_dir():
             continue
         for entry in sorted(state.iterdir()):
