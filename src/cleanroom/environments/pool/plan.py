@@ -43,6 +43,9 @@ SANDBOX = Capabilities(
     real_desktops=True,
 )
 CONTAINERS = dataclasses.replace(SANDBOX, leaky_setups=False, containers=True)
+# gVisor's sandboxes have a network stack of their own inside their kernel, which the
+# harness's port forwarders (made in the host kernel's namespaces) do not reach.
+GVISOR = dataclasses.replace(SANDBOX, open_url=False)
 
 
 def env_name(index: int) -> str:
@@ -80,6 +83,8 @@ class PoolConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.envs <= 32:
             raise ValueError(f"between 1 and 32 environments besides the canary, got {self.envs}")
+        if self.gvisor and self.containers:
+            raise ValueError("gVisor runs the sandboxes' spec; containers mode is Docker's")
         if self.leak is not None:
             object.__setattr__(self, "leak", Leak(self.leak))
             if self.envs < 2:
@@ -92,13 +97,17 @@ class PoolConfig:
 
     @property
     def provider(self) -> str:
-        """The provider the pool runs on: ``containers`` or ``sandbox``."""
-        return "containers" if self.containers else "sandbox"
+        """The provider the pool runs on: ``containers``, ``gvisor`` or ``sandbox``."""
+        if self.containers:
+            return "containers"
+        return "gvisor" if self.gvisor else "sandbox"
 
     @property
     def capabilities(self) -> Capabilities:
         """What that provider can do."""
-        return CONTAINERS if self.containers else SANDBOX
+        if self.containers:
+            return CONTAINERS
+        return GVISOR if self.gvisor else SANDBOX
 
     @property
     def needs(self) -> Needs:
