@@ -67,8 +67,10 @@ GVISOR_STATE = STAGES / "runtime-gvisor"
 # gVisor's flags: the ptrace platform (this machine has no hardware virtualisation for
 # its KVM one); the sandbox's own network stack with only its loopback; a program inside
 # may connect to and make Unix sockets in the host folders bound in (the display's X
-# socket); the cgroup the spec names is made by runsc for the whole sandbox.
-GVISOR_FLAGS = ("--platform=ptrace", "--network=none", "--host-uds=all")
+# socket); the spec's system call filter is applied by that kernel to the programs in
+# it (without it, a program there may trace the harness's programs beside it); the
+# cgroup the spec names is made by runsc, with its limits, for the whole sandbox.
+GVISOR_FLAGS = ("--platform=ptrace", "--network=none", "--host-uds=all", "--oci-seccomp")
 _START_TIMEOUT_S = 20.0
 _STOP_TIMEOUT_S = 20.0
 _PID_FILE_WAIT_S = 5.0
@@ -313,7 +315,8 @@ def remove_sandboxes(prefix: str) -> list[str]:
         if not state.is_dir():
             continue
         for entry in sorted(state.iterdir()):
-            name = entry.name.removesuffix("_sandbox").removesuffix(".state")
+            # runc keeps a folder per container; runsc files named ``<id>_sandbox:<id>...``
+            name = entry.name.split("_sandbox:")[0]
             if name.startswith(prefix) and name not in removed:
                 _delete(name, runtime)
                 SandboxStage(name).remove()
