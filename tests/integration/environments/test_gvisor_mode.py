@@ -54,6 +54,12 @@ def test_a_gvisor_environment_answers_a_screenshot(gvisor_pool: Pool) -> None:
     assert shot.png.startswith(b"\x89PNG")
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="runsc 2022 does not apply the spec's system call filter to the commands "
+    "`runsc exec` enters, so a program traces the harness's programs in its sandbox "
+    "(harness_programs)",
+)
 def test_the_channels_check_finds_no_cross_row_on_gvisor(gvisor_pool: Pool, tmp_path: Path) -> None:
     store = RunStore.create(tmp_path / "run")
     try:

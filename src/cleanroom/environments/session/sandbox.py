@@ -67,9 +67,10 @@ GVISOR_STATE = STAGES / "runtime-gvisor"
 # gVisor's flags: the ptrace platform (this machine has no hardware virtualisation for
 # its KVM one); the sandbox's own network stack with only its loopback; a program inside
 # may connect to and make Unix sockets in the host folders bound in (the display's X
-# socket); the spec's system call filter is applied by that kernel to the programs in
-# it (without it, a program there may trace the harness's programs beside it); the
-# cgroup the spec names is made by runsc, with its limits, for the whole sandbox.
+# socket); the spec's system call filter is applied by that kernel to the sandbox's
+# first process (runsc 2022 does not apply it to what ``runsc exec`` enters, so a program
+# there may still trace the harness's programs beside it: check 12's harness_programs);
+# the cgroup the spec names is made by runsc, with its limits, for the whole sandbox.
 GVISOR_FLAGS = ("--platform=ptrace", "--network=none", "--host-uds=all", "--oci-seccomp")
 _START_TIMEOUT_S = 20.0
 _STOP_TIMEOUT_S = 20.0
