@@ -28,7 +28,7 @@ PACKAGES=(
   dbus dbus-x11 at-spi2-core python3-pyatspi python3-gi gir1.2-atspi-2.0
   python3-venv sudo procps ripgrep wrk ca-certificates curl
   python3-xlib python-is-python3
-  runc tini bubblewrap
+  runc tini bubblewrap runsc
   gcc libc6-dev
   libreoffice-calc libreoffice-impress gimp gtk2-engines-pixbuf vlc totem thunderbird socat
   libglib2.0-bin gsettings-desktop-schemas gnome-shell-common gnome-settings-daemon-common

@@ -62,6 +62,13 @@ def up(
             help="Keep a spare slot of every acting environment up, so that a reset swaps it in.",
         ),
     ] = False,
+    gvisor: Annotated[
+        bool,
+        typer.Option(
+            "--gvisor",
+            help="Run each environment's programs and display on a kernel of its own (runsc).",
+        ),
+    ] = False,
 ) -> None:
     """Start the pool and print where it lives."""
     try:
@@ -71,6 +78,7 @@ def up(
             containers=containers,
             leak=parse_leak(leaky),
             warm_standby=warm_standby,
+            gvisor=gvisor,
         )
     except ValueError as exc:  # the pool's own checks, before anything starts
         raise typer.BadParameter(str(exc)) from exc
@@ -86,6 +94,7 @@ def up(
             containers=containers,
             leak=leak,
             warm_standby=warm_standby,
+            gvisor=gvisor,
         )
     except PoolError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -84,6 +84,9 @@ def controls(
         bool, typer.Option("--faults/--no-faults", help="Run the deliberate-fault setups too.")
     ] = True,
     trials: Annotated[int, typer.Option("--trials", min=1, help="Trials per test and setup.")] = 1,
+    gvisor: Annotated[
+        bool, typer.Option("--gvisor", help="Every pool with a kernel per sandbox (runsc).")
+    ] = False,
     run: NewRunFolder = None,
     as_json: AsJson = False,
 ) -> None:
@@ -112,6 +115,7 @@ def controls(
             trials=trials,
             faults=faults,
             on_cell=progress,
+            gvisor=gvisor,
         )
     finally:
         store.close()

@@ -23,7 +23,7 @@ from cleanroom.environments.interface import (
 from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak, Sharing, donor_gives
 from cleanroom.environments.pool.environment import EnvSpec
 from cleanroom.environments.session.programs import check_programs
-from cleanroom.environments.session.sandbox_spec import SandboxProtections
+from cleanroom.environments.session.sandbox_spec import SandboxProtections, SandboxRuntime
 
 DEFAULT_ROOT = Path("/var/lib/cleanroom/pools")
 CANARY_CPU_SHARES = 2048
@@ -43,6 +43,9 @@ SANDBOX = Capabilities(
     real_desktops=True,
 )
 CONTAINERS = dataclasses.replace(SANDBOX, leaky_setups=False, containers=True)
+# gVisor's sandboxes have a network stack of their own inside their kernel, which the
+# harness's port forwarders (made in the host kernel's namespaces) do not reach.
+GVISOR = dataclasses.replace(SANDBOX, open_url=False)
 
 
 def env_name(index: int) -> str:
@@ -73,10 +76,15 @@ class PoolConfig:
     # What of the machine's memory the environments together leave to the harness: their
     # common cgroup (`cgroups.ENVIRONMENTS`) may take the rest, no more.
     harness_reserve_mib: int = 2048
+    # Each environment's programs and display on a kernel of its own (gVisor's ``runsc``
+    # runs the same sandbox spec), not namespaces of the host's one.
+    gvisor: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.envs <= 32:
             raise ValueError(f"between 1 and 32 environments besides the canary, got {self.envs}")
+        if self.gvisor and self.containers:
+            raise ValueError("gVisor runs the sandboxes' spec; containers mode is Docker's")
         if self.leak is not None:
             object.__setattr__(self, "leak", Leak(self.leak))
             if self.envs < 2:
@@ -89,13 +97,17 @@ class PoolConfig:
 
     @property
     def provider(self) -> str:
-        """The provider the pool runs on: ``containers`` or ``sandbox``."""
-        return "containers" if self.containers else "sandbox"
+        """The provider the pool runs on: ``containers``, ``gvisor`` or ``sandbox``."""
+        if self.containers:
+            return "containers"
+        return "gvisor" if self.gvisor else "sandbox"
 
     @property
     def capabilities(self) -> Capabilities:
         """What that provider can do."""
-        return CONTAINERS if self.containers else SANDBOX
+        if self.containers:
+            return CONTAINERS
+        return GVISOR if self.gvisor else SANDBOX
 
     @property
     def needs(self) -> Needs:
@@ -150,6 +162,7 @@ class PoolPlan:
                 own_inodes=not gives.shared_inodes,
                 kernel_wide_masked=not gives.unmasked_proc,
                 limits=None if gives.unlimited else self.limits_for(name),
+                runtime=SandboxRuntime.RUNSC if self.config.gvisor else SandboxRuntime.RUNC,
             ),
         )
 

@@ -89,6 +89,7 @@ def _serve(
     containers: bool,
     leak: str,
     warm_standby: bool = False,
+    gvisor: bool = False,
 ) -> int:
     import uvicorn
 
@@ -109,6 +110,7 @@ def _serve(
         containers=containers,
         leak=parse_leak(leak),
         warm_standby=warm_standby,
+        gvisor=gvisor,
     )
     pool = Pool(config, run_dir, store)
     # The pool's id and folder are written first, so `envs down` can find what a dead
@@ -194,11 +196,12 @@ def main(
     warm_standby: Annotated[
         bool, typer.Option("--warm-standby", help="A spare slot per env.")
     ] = False,
+    gvisor: Annotated[bool, typer.Option("--gvisor", help="A kernel per sandbox.")] = False,
 ) -> None:
     """Entry point of the supervisor process."""
     # SIGTERM ends the server loop the same way the shutdown route does.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    raise typer.Exit(_serve(run, envs, programs, root, containers, leak, warm_standby))
+    raise typer.Exit(_serve(run, envs, programs, root, containers, leak, warm_standby, gvisor))
 
 
 # -- the harness side --------------------------------------------------------------------
@@ -224,6 +227,7 @@ class PoolProcess:
         containers: bool = False,
         leak: Leak | None = None,
         warm_standby: bool = False,
+        gvisor: bool = False,
         timeout_s: float = 180.0,
     ) -> PoolProcess:
         """Start a detached supervisor and return once its pool is ready; with ``leak``,
@@ -243,6 +247,8 @@ class PoolProcess:
             argv += ["--leak", Leak(leak).value]
         if warm_standby:
             argv.append("--warm-standby")
+        if gvisor:
+            argv.append("--gvisor")
         child = ChildService.spawn("the pool's supervisor", argv, run_dir / LOG_FILE, detached=True)
 
         def settled() -> dict[str, Any] | None:

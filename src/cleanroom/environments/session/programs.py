@@ -37,10 +37,16 @@ class ProgramKind:
     is_window: Callable[[WindowInfo], bool]
 
 
+# LibreOffice's own start script, not the ``/usr/bin/soffice`` link to it: through the
+# link the script finds its folder with ``ls -l``, whose ``statx`` call gVisor's 2022
+# kernel refuses (``AT_NO_AUTOMOUNT``: EINVAL), and then finds no ``oosplash``.
+SOFFICE = "/usr/lib/libreoffice/program/soffice"
+
+
 def _writer_argv(s: Session) -> list[str]:
     home = s.account.home
     return [
-        "soffice",
+        SOFFICE,
         f"-env:UserInstallation=file://{s.libreoffice_profile}",
         "--writer",
         "--norestore",
@@ -148,7 +154,7 @@ def launch_writer(
     """Start a Writer with its own profile on its own document (the positive control runs
     two of these in one session); its window is the one whose title names the document."""
     argv = [
-        "soffice",
+        SOFFICE,
         f"-env:UserInstallation=file://{profile}",
         "--writer",
         "--norestore",

@@ -49,18 +49,29 @@ from cleanroom.environments.session.port_forward import ForwardedPorts
 from cleanroom.environments.session.processes import alive, start_time
 from cleanroom.environments.session.sandbox_spec import (
     NAMESPACES,
+    X_SOCKET_DIR,
     SandboxLayout,
     SandboxProtections,
+    SandboxRuntime,
     process_config,
     runtime_config,
 )
 
-RUNTIME = "runc"
+RUNTIME = SandboxRuntime.RUNC  # the default
 # Where the runtime is looked for: the harness's own PATH, never a session's.
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The stage folders of every sandbox, and the runtime's own state: no sandbox sees them.
 STAGES = Path("/run/cleanroom/sandboxes")
 RUNTIME_STATE = STAGES / "runtime"
+GVISOR_STATE = STAGES / "runtime-gvisor"
+# gVisor's flags: the ptrace platform (this machine has no hardware virtualisation for
+# its KVM one); the sandbox's own network stack with only its loopback; a program inside
+# may connect to and make Unix sockets in the host folders bound in (the display's X
+# socket); the spec's system call filter is applied by that kernel to the sandbox's
+# first process (runsc 2022 does not apply it to what ``runsc exec`` enters, so a program
+# there may still trace the harness's programs beside it: check 12's harness_programs);
+# the cgroup the spec names is made by runsc, with its limits, for the whole sandbox.
+GVISOR_FLAGS = ("--platform=ptrace", "--network=none", "--host-uds=all", "--oci-seccomp")
 _START_TIMEOUT_S = 20.0
 _STOP_TIMEOUT_S = 20.0
 _PID_FILE_WAIT_S = 5.0
@@ -74,6 +85,7 @@ class SandboxStage:
         self.path = STAGES / container
         self.mnt = self.path / "mnt"  # a tmpfs while starting: the root and its empty layer
         self.root = self.mnt / "root"
+        self.sockets = self.mnt / "x11"  # gVisor's: a folder holding the display's socket
         self.procs = self.path / "procs"
         self.pids = self.path / "pids"
 
@@ -95,6 +107,13 @@ class SandboxStage:
             _mount(["-t", "overlay", "overlay", "-o", f"lowerdir=/:{empty}", str(self.root)])
         else:
             _mount(["--bind", "/", str(self.root)])
+
+    def bind_socket(self, socket: Path) -> None:
+        """Bind the display's ``socket`` alone into `sockets` (gVisor binds a folder in,
+        not a socket); detached with the root, the sandbox keeps it."""
+        self.sockets.mkdir()
+        (self.sockets / socket.name).touch(mode=0o600)
+        _mount(["--bind", str(socket), str(self.sockets / socket.name)])
 
     def detach_root(self) -> None:
         """Take the root's mounts off the host (the running sandbox keeps its own). The
@@ -129,10 +148,12 @@ def _mount(args: list[str]) -> None:
         raise StartError(f"cannot mount the sandbox's root: {done.stderr.strip()}")
 
 
-def _runtime(*args: str) -> list[str]:
-    found = shutil.which(RUNTIME, path=_SYSTEM_PATH)
+def _runtime(*args: str, runtime: SandboxRuntime = RUNTIME) -> list[str]:
+    found = shutil.which(runtime, path=_SYSTEM_PATH)
     if found is None:
-        raise StartError(f"the container runtime {RUNTIME} is not installed")
+        raise StartError(f"the container runtime {runtime} is not installed")
+    if runtime == SandboxRuntime.RUNSC:
+        return [found, "--root", str(GVISOR_STATE), *GVISOR_FLAGS, *args]
     return [found, "--root", str(RUNTIME_STATE), *args]
 
 
@@ -151,8 +172,10 @@ class Sandbox:
         init_pid: int,
         protections: SandboxProtections,
         namespaces: tuple[str, ...] = NAMESPACES,
+        runtime: SandboxRuntime = RUNTIME,
     ) -> None:
         self.name = name
+        self.runtime = runtime
         self.stage = stage
         self.protections = protections
         self.namespaces = namespaces
@@ -184,6 +207,7 @@ class Sandbox:
         left is found by its name (`remove_sandboxes`). ``namespaces`` are the ones it
         gets of its own (a display's server keeps the host's PIDs: `DISPLAY_NAMESPACES`)."""
         protections = protections or SandboxProtections()
+        runtime = protections.runtime
         missing = [p for p in (*layout.writable, *layout.readable) if not p.exists()]
         if missing:
             raise StartError(f"{name}: sandbox folders missing: {', '.join(map(str, missing))}")
@@ -196,6 +220,7 @@ class Sandbox:
             private_tmp=present,
             readable=layout.readable,
         )
+        gvisor_display = runtime == SandboxRuntime.RUNSC and layout.display_number is not None
         config = runtime_config(
             root=stage.root,
             hostname=os.uname().nodename,
@@ -203,16 +228,19 @@ class Sandbox:
             protections=protections,
             cgroup=sandbox_cgroup(stage.container),
             namespaces=namespaces,
+            socket_folder=stage.sockets if gvisor_display else None,
         )
         log.parent.mkdir(parents=True, exist_ok=True)
         try:
             stage.make(protections.own_inodes)
+            if gvisor_display and layout.display_number is not None:
+                stage.bind_socket(X_SOCKET_DIR / f"X{layout.display_number}")
             (stage.path / "config.json").write_text(json.dumps(config))
             pid_file = stage.path / "init.pid"
             with open(log, "ab") as err:
                 done = subprocess.run(
                     _runtime("run", "--detach", "--pid-file", str(pid_file), "--bundle",
-                             str(stage.path), stage.container),
+                             str(stage.path), stage.container, runtime=runtime),
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                     timeout=_START_TIMEOUT_S, cwd="/",
                 )  # fmt: skip
@@ -220,15 +248,15 @@ class Sandbox:
                 raise StartError(f"{name}: its sandbox did not start (see {log})")
             init_pid = int(pid_file.read_text().strip())
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
-            _delete(stage.container)
+            _delete(stage.container, runtime)
             stage.remove()
             raise StartError(f"{name}: cannot start its sandbox: {exc}") from exc
         except StartError:
-            _delete(stage.container)
+            _delete(stage.container, runtime)
             stage.remove()
             raise
         stage.detach_root()
-        return cls(name, stage, init_pid, protections, namespaces)
+        return cls(name, stage, init_pid, protections, namespaces, runtime)
 
     def alive(self) -> bool:
         """Whether the sandbox's first process (and so the sandbox) still runs."""
@@ -237,7 +265,7 @@ class Sandbox:
     def command(self, entry: Entry) -> tuple[list[str], Path]:
         """The command that runs ``entry`` inside the sandbox, and the file its program's
         pid will be written to."""
-        return _enter(self.stage, entry)
+        return _enter(self.stage, entry, self.runtime)
 
     def forward_port(self, port: int) -> None:
         """Make the host's 127.0.0.1:``port`` reachable at the same address inside (once)."""
@@ -249,6 +277,7 @@ class Sandbox:
             "pid": self.init_pid,
             "start_time": self.init_start,
             "container": self.container,
+            "runtime": str(self.runtime),
             "namespaces": list(self.namespaces),
             "filtered": self.filtered,
             "protections": self.protections.describe(),
@@ -259,16 +288,16 @@ class Sandbox:
         """End the sandbox: the runtime kills every process in it, then removes its
         cgroup; the stage folder goes with it."""
         self.forwarded.close()
-        if not _delete(self.container) and self.alive():
+        if not _delete(self.container, self.runtime) and self.alive():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.init_pid, signal.SIGKILL)
         self.stage.remove()
 
 
-def _delete(container: str) -> bool:
+def _delete(container: str, runtime: SandboxRuntime = RUNTIME) -> bool:
     try:
         done = subprocess.run(
-            _runtime("delete", "--force", container),
+            _runtime("delete", "--force", container, runtime=runtime),
             capture_output=True, timeout=_STOP_TIMEOUT_S, check=False,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
@@ -279,14 +308,20 @@ def _delete(container: str) -> bool:
 def remove_sandboxes(prefix: str) -> list[str]:
     """Delete every sandbox whose name begins with ``prefix`` (a dead pool's), with its
     stage folder; return their names."""
-    if not RUNTIME_STATE.is_dir():
-        return []
     removed = []
-    for entry in sorted(RUNTIME_STATE.iterdir()):
-        if entry.name.startswith(prefix):
-            _delete(entry.name)
-            SandboxStage(entry.name).remove()
-            removed.append(entry.name)
+    for runtime, state in (
+        (SandboxRuntime.RUNC, RUNTIME_STATE),
+        (SandboxRuntime.RUNSC, GVISOR_STATE),
+    ):
+        if not state.is_dir():
+            continue
+        for entry in sorted(state.iterdir()):
+            # runc keeps a folder per container; runsc files named ``<id>_sandbox:<id>...``
+            name = entry.name.split("_sandbox:")[0]
+            if name.startswith(prefix) and name not in removed:
+                _delete(name, runtime)
+                SandboxStage(name).remove()
+                removed.append(name)
     if STAGES.is_dir():
         for entry in sorted(STAGES.iterdir()):
             if entry.name.startswith(prefix) and entry.name not in removed:
@@ -307,13 +342,16 @@ class Entry:
     env: Mapping[str, str]
 
 
-def _enter(stage: SandboxStage, entry: Entry) -> tuple[list[str], Path]:
+def _enter(
+    stage: SandboxStage, entry: Entry, runtime: SandboxRuntime = RUNTIME
+) -> tuple[list[str], Path]:
     config = process_config(entry.argv, entry.uid, entry.gid, entry.cwd, dict(entry.env))
     process = stage.process_file(config)
     pid_file = stage.pid_file()
     command = _runtime(
-        "exec", "--process", str(process), "--pid-file", str(pid_file), stage.container
-    )
+        "exec", "--process", str(process), "--pid-file", str(pid_file), stage.container,
+        runtime=runtime,
+    )  # fmt: skip
     return command, pid_file
 
 
@@ -323,7 +361,8 @@ def enter_described(described: Mapping[str, Any], entry: Entry) -> tuple[list[st
     pid = int(described["pid"])
     if not alive(pid) or start_time(pid) != described.get("start_time"):
         raise StartError(f"the sandbox (pid {pid}) has ended")
-    return _enter(SandboxStage(str(described["container"])), entry)
+    runtime = SandboxRuntime(described.get("runtime", RUNTIME))
+    return _enter(SandboxStage(str(described["container"])), entry, runtime)
 
 
 class SandboxedProcess(subprocess.Popen[Any]):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import resource
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,17 @@ READ_ONLY_PROC = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", 
 _MIB = 1024 * 1024
 
 
+class SandboxRuntime(StrEnum):
+    """What carries the spec out. ``runc`` (the default) makes namespaces on the host's
+    kernel; ``runsc`` (gVisor) runs the sandbox's programs on a kernel of its own, one in
+    user space per sandbox, so no object the host's kernel keeps once for the machine
+    (its lock list, its AIO and pty pools, its page cache of the shared tree) is there
+    to share."""
+
+    RUNC = "runc"
+    RUNSC = "runsc"
+
+
 @dataclass(frozen=True)
 class SandboxProtections:
     """Which of the sandbox's protections are on; only a leaky setup turns one off."""
@@ -109,9 +121,11 @@ class SandboxProtections:
     own_inodes: bool = True  # the root is an overlay of its own, not the host's inodes
     limits: SandboxLimits | None = field(default_factory=SandboxLimits)
     kernel_wide_masked: bool = True  # `KERNEL_WIDE` masked in its /proc
+    runtime: SandboxRuntime = SandboxRuntime.RUNC  # a kernel per sandbox with RUNSC
 
     def describe(self) -> dict[str, Any]:
         return {
+            "runtime": str(self.runtime),
             "syscall_filter": self.syscall_filter,
             "kernel_wide_masked": self.kernel_wide_masked,
             "own_inodes": self.own_inodes,
@@ -137,10 +151,14 @@ class SandboxLayout:
     readable: tuple[Path, ...] = ()
 
 
-def mounts(layout: SandboxLayout, limits: SandboxLimits | None) -> list[dict[str, Any]]:
+def mounts(
+    layout: SandboxLayout, limits: SandboxLimits | None, socket_folder: Path | None = None
+) -> list[dict[str, Any]]:
     """The sandbox's mounts over its read-only root, in the order ``runc`` makes them:
     its own kernel file systems, the private tmpfs mounts, the covers over every
-    environment's folders, then the own folders and the display socket back in place."""
+    environment's folders, then the own folders and the display socket back in place.
+    With ``socket_folder`` (a folder holding only the display's socket: gVisor binds
+    folders and files, not sockets), that folder is the sandbox's socket folder."""
     size = [f"size={limits.tmpfs_mib}m"] if limits else []
     # Its own pty pool, bounded: all of them draw on the kernel's one.
     pts_max = [f"max={limits.ptys}"] if limits else []
@@ -165,7 +183,9 @@ def mounts(layout: SandboxLayout, limits: SandboxLimits | None) -> list[dict[str
         out.append(_bind(own, readonly=False))
     for seen in layout.readable:
         out.append(_bind(seen, readonly=True))
-    if layout.display_number is not None:
+    if layout.display_number is not None and socket_folder is not None:
+        out.append(_bind(socket_folder, readonly=False) | {"destination": str(X_SOCKET_DIR)})
+    elif layout.display_number is not None:
         socket = X_SOCKET_DIR / f"X{layout.display_number}"
         out.append(_bind(socket, readonly=False))
     return out
@@ -256,8 +276,10 @@ def runtime_config(
     protections: SandboxProtections,
     cgroup: str,
     namespaces: tuple[str, ...] = NAMESPACES,
+    socket_folder: Path | None = None,
 ) -> dict[str, Any]:
-    """The container's ``config.json``: its first process, root, mounts and limits."""
+    """The container's ``config.json``: its first process, root, mounts and limits
+    (``socket_folder`` as in `mounts`)."""
     linux: dict[str, Any] = {
         "namespaces": [{"type": "network" if n == "net" else n} for n in namespaces],
         "cgroupsPath": cgroup,
@@ -277,7 +299,7 @@ def runtime_config(
         "process": process_config(list(INIT), 0, 0, "/", {"PATH": "/usr/bin:/bin"}),
         "root": {"path": str(root), "readonly": True},
         "hostname": hostname,
-        "mounts": mounts(layout, protections.limits),
+        "mounts": mounts(layout, protections.limits, socket_folder),
         "linux": linux,
     }
 

@@ -233,6 +233,7 @@ def run_controls(
     pool_root: Path | None = None,
     on_cell: Callable[[Cell], None] | None = None,
     warm_standby: bool = False,
+    gvisor: bool = False,
 ) -> ControlMatrix:
     """Run the matrix and record each leaky and fault cell in ``store``; return the matrix.
 
@@ -243,6 +244,7 @@ def run_controls(
     verify server, in ``run_dir/verify-server``, serves every setup and is stopped at the
     end. ``warm_standby`` gives the pools spare slots where a setup allows them (not
     to the two ends of a leak), so that the faults are proven on the resets a run makes.
+    ``gvisor`` runs every pool with a kernel per sandbox (`PoolConfig.gvisor`).
     """
     tests = [for_controls(t, observation_s) for t in tests]
     matrix = ControlMatrix(names_no_leak=sorted(t.name for t in tests if not t.detects))
@@ -270,6 +272,7 @@ def run_controls(
                         pool_root,
                         verify,
                         warm_standby,
+                        gvisor,
                     )
                     for cell in run:
                         _record(matrix, store, cell, on_cell)
@@ -330,6 +333,7 @@ def _run_setup(
     pool_root: Path | None,
     verify: VerifyClient,
     warm_standby: bool = False,
+    gvisor: bool = False,
 ) -> Iterator[Cell]:
     """Run ``tests`` on pools of one setup, yielding each cell as it is judged. A test that
     reset, recovered or broke an environment (crash_blast_radius, reset_during_write, ...)
@@ -344,6 +348,7 @@ def _run_setup(
         leak=leak,
         root=pool_root or DEFAULT_ROOT,
         warm_standby=warm_standby,
+        gvisor=gvisor,
     )
     todo = list(tests)
     while todo:
