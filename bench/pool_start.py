@@ -17,6 +17,7 @@ import platform
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from cleanroom.environments.pool.plan import PoolConfig
@@ -51,7 +52,21 @@ def _sandbox_cpu_s(container: str) -> float:
         return 0.0
 
 
-def measure(n: int) -> dict[str, object]:
+@dataclass(frozen=True)
+class StartRun:
+    """One pool start: its wall time, the machine's busy CPU, the harness's own and its
+    commands', and the environments' CPU by program, by environment and by sandbox."""
+
+    wall: float
+    busy: float
+    harness: float
+    harness_children: float
+    by_program: dict[str, float]
+    by_env: dict[str, float]
+    by_sandbox: dict[str, float]
+
+
+def measure(n: int) -> StartRun:
     """Start a pool of ``n`` and itemize the CPU it took, read the moment it is ready."""
     run = Path(tempfile.mkdtemp(prefix="bench-start-"))
     pool = Pool(PoolConfig(envs=n), run)
@@ -62,7 +77,7 @@ def measure(n: int) -> dict[str, object]:
     busy_s = _busy_s() - busy
     own1 = os.times()
     try:
-        by_program: dict[str, float] = collections.Counter()
+        by_program: collections.defaultdict[str, float] = collections.defaultdict(float)
         by_env: dict[str, float] = {}
         by_sandbox: dict[str, float] = {}
         for name in pool.names:
@@ -88,18 +103,12 @@ def measure(n: int) -> dict[str, object]:
     harness_children = (own1.children_user - own0.children_user) + (
         own1.children_system - own0.children_system
     )
-    return {
-        "wall": wall,
-        "busy": busy_s,
-        "harness": harness_self,
-        "harness_children": harness_children,
-        "by_program": dict(by_program),
-        "by_env": by_env,
-        "by_sandbox": by_sandbox,
-    }
+    return StartRun(
+        wall, busy_s, harness_self, harness_children, dict(by_program), by_env, by_sandbox
+    )
 
 
-def render(n: int, runs: list[dict[str, object]]) -> str:
+def render(n: int, runs: list[StartRun]) -> str:
     """The section: wall and CPU per run, then the last run itemized."""
     load = os.getloadavg()[0]
     lines = [
@@ -115,18 +124,17 @@ def render(n: int, runs: list[dict[str, object]]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(runs, 1):
-        busy = float(r["busy"])  # type: ignore[arg-type]
         lines.append(
-            f"| {i} | {r['wall']:.1f} | {busy:.1f} | {busy / (n + 1):.1f} | "
-            f"{r['harness']:.1f} | {r['harness_children']:.1f} |"
+            f"| {i} | {r.wall:.1f} | {r.busy:.1f} | {r.busy / (n + 1):.1f} | "
+            f"{r.harness:.1f} | {r.harness_children:.1f} |"
         )
     last = runs[-1]
-    programs = sorted(last["by_program"].items(), key=lambda kv: -kv[1])  # type: ignore[union-attr]
+    programs = sorted(last.by_program.items(), key=lambda kv: -kv[1])
     lines += ["", "| program (all environments) | CPU s |", "|---|---|"]
     lines += [f"| {name} | {spent:.2f} |" for name, spent in programs if spent >= 0.05]
-    sandboxes = last["by_sandbox"]
+    sandboxes = last.by_sandbox
     lines += ["", "| sandbox | CPU s |", "|---|---|"]
-    lines += [f"| {k} | {v:.2f} |" for k, v in sorted(sandboxes.items())]  # type: ignore[union-attr]
+    lines += [f"| {k} | {v:.2f} |" for k, v in sorted(sandboxes.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -139,7 +147,7 @@ def main() -> None:
     runs = [measure(args.envs) for _ in range(args.repeats)]
     text = render(args.envs, runs)
     print(text)
-    print("median wall", statistics.median(float(r["wall"]) for r in runs))  # type: ignore[arg-type]
+    print("median wall", statistics.median(r.wall for r in runs))
     if args.write:
         write_section(SECTION, text)
 
