@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import uuid
 import subprocess
 import sys
 from pathlib import Path
@@ -115,7 +116,7 @@ def test_an_image_build_is_told_on_stderr_while_it_runs(
     task = tmp_path / "fresh-image"
     shutil.copytree(EXAMPLES / "fix-median", task)
     with (task / "environment" / "Dockerfile").open("a") as dockerfile:
-        dockerfile.write(f"# {tmp_path.name}\n")  # an environment no image was built for
+        dockerfile.write(f"# {uuid.uuid4().hex}\n")  # an environment no image was built for
 
     done = cleanroom("verify", str(task), "--noop", "--json")
 
