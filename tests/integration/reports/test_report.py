@@ -139,7 +139,7 @@ def test_the_report_command_exits_by_the_verdict_and_prints_json(tmp_path: Path)
 def test_the_report_command_names_a_folder_without_a_run(tmp_path: Path) -> None:
     proc = subprocess.run([str(CLI), "report", str(tmp_path)], capture_output=True, text=True,
                           timeout=60)  # fmt: skip
-    assert proc.returncode == 2
+    assert proc.returncode == 4  # a usage error, not an outcome
     assert "no run database" in proc.stderr
 
 
