@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -344,9 +345,16 @@ def test_the_sweeps_planted_control_fires_on_the_live_pool(live: WindowServices)
     assert leftovers == []  # the plant is removed afterwards
 
 
+# Longer than the canary watcher's sampling gap (2 s): one sample of it falls between.
+CANARY_SAMPLE_WAIT_S = 5.0
+
+
 def test_a_forged_token_fails_no_window_and_scores_its_writer_0(live: WindowServices) -> None:
-    # Earlier tests of the module leave env01's real token in the canary's clipboard.
+    # Earlier tests of the module leave env01's real token in the canary's clipboard. The
+    # watcher samples it between windows: the change of clearing it must be seen before
+    # this window opens, or it is this window's canary event.
     live.pool.env(CANARY_ENV).live.clipboard.clear()
+    time.sleep(CANARY_SAMPLE_WAIT_S)
     plan = WindowPlan(8, ("writer",), [PlannedCheck("planted_forged_token", 1)])
     try:
         result = run_window(live, plan)
@@ -367,6 +375,7 @@ def test_a_silent_clipboard_owner_fails_no_window_and_scores_its_rollout_0(
     live: WindowServices,
 ) -> None:
     live.pool.env(CANARY_ENV).live.clipboard.clear()
+    time.sleep(CANARY_SAMPLE_WAIT_S)
     plan = WindowPlan(9, ("writer",), [PlannedCheck("planted_silent_owner", 1)])
     try:
         result = run_window(live, plan)
