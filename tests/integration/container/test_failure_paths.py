@@ -322,23 +322,30 @@ exec bash /tests/compare.sh
 """
 
 
-@pytest.mark.parametrize("agent", ["noop", "idle"])
-def test_an_agent_that_leaves_tests_waiting_scores_its_zero_when_the_solution_fits_the_limit(
-    agent: str, runtime: DockerRuntime, example: Callable[[str], Task], variant: Callable[..., Task]
-) -> None:
+def waiting_word_tally(
+    example: Callable[[str], Task], variant: Callable[..., Task], folder: str
+) -> Task:
+    """word-tally with a 6 s limit, its tests waiting for the answer first."""
     original = example("word-tally")
     toml = (
         (original.root / "task.toml").read_text().replace("timeout_sec = 60\n", "timeout_sec = 6\n")
     )
-    task = variant(
+    return variant(
         "word-tally",
         {
             "task.toml": toml,
             "tests/test.sh": WAITS_FOR_THE_ANSWER,
             "tests/compare.sh": (original.root / "tests" / "test.sh").read_text(),
         },
-        folder="waits",
+        folder=folder,
     )
+
+
+@pytest.mark.parametrize("agent", ["noop", "idle"])
+def test_an_agent_that_leaves_tests_waiting_scores_its_zero_when_the_solution_fits_the_limit(
+    agent: str, runtime: DockerRuntime, example: Callable[[str], Task], variant: Callable[..., Task]
+) -> None:
+    task = waiting_word_tally(example, variant, "waits")
     spec = AgentSpec.noop() if agent == "noop" else AgentSpec.command("true")
 
     outcome = verify_task(task, spec, runtime, VerifyOptions(Mode.SEALED))
@@ -357,19 +364,7 @@ def test_with_the_controls_beside_the_verification_the_solutions_run_decides_too
 ) -> None:
     # As under a harness's short budget: the solution's run starts beside the
     # verification, so the idle agent's overrun is still its 0, never an exclusion.
-    original = example("word-tally")
-    toml = (
-        (original.root / "task.toml").read_text().replace("timeout_sec = 60\n", "timeout_sec = 6\n")
-    )
-    task = variant(
-        "word-tally",
-        {
-            "task.toml": toml,
-            "tests/test.sh": WAITS_FOR_THE_ANSWER,
-            "tests/compare.sh": (original.root / "tests" / "test.sh").read_text(),
-        },
-        folder="waits-alongside",
-    )
+    task = waiting_word_tally(example, variant, "waits-alongside")
     container, _ = start_container(runtime, task)
     image, _ = runtime.images.for_task(task)
 

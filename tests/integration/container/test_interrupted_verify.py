@@ -38,6 +38,19 @@ def slow_compose_task(root: Path) -> Path:
     return task
 
 
+# The command line, run as `cleanroom` is.
+CLI = "from cleanroom.cli import main; main()"
+
+
+def labelled_env(runtime: DockerRuntime) -> tuple[str, str, dict[str, str]]:
+    """A fresh token, the label that carries it, and an environment in which whatever a
+    child process makes carries the test's labels and that one."""
+    token = secrets.token_hex(6)
+    labels = {**runtime.labels, "cleanroom.interrupted": token}
+    env = {**os.environ, LABELS_ENV: ",".join(f"{k}={v}" for k, v in labels.items())}
+    return token, f"cleanroom.interrupted={token}", env
+
+
 def wait_for_sealed_verifier(rt: DockerRuntime, label: str, limit_s: float = 180) -> None:
     """Until the run's agent container is paused and its verifier's is running."""
     deadline = time.monotonic() + limit_s
@@ -59,14 +72,10 @@ def test_a_signalled_verify_removes_its_containers_and_networks(
     runtime: DockerRuntime, tmp_path: Path, sig: signal.Signals, status: int
 ) -> None:
     # Given a sealed verify whose agent container is paused, with a service and its network
-    token = secrets.token_hex(6)
-    label = f"cleanroom.interrupted={token}"
-    labels = {**runtime.labels, "cleanroom.interrupted": token}
-    env = {**os.environ, LABELS_ENV: ",".join(f"{k}={v}" for k, v in labels.items())}
-    code = "from cleanroom.cli import main; main()"
+    _, label, env = labelled_env(runtime)
     task = slow_compose_task(tmp_path)
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "verify", str(task), "--solution"],
+        [sys.executable, "-c", CLI, "verify", str(task), "--solution"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -101,15 +110,11 @@ def test_a_signalled_audit_or_red_team_removes_its_containers_and_networks(
     runtime: DockerRuntime, tmp_path: Path, command: str
 ) -> None:
     # Given an audit (or a red-team matrix) of a task whose test.sh waits, under way
-    token = secrets.token_hex(6)
-    label = f"cleanroom.interrupted={token}"
-    labels = {**runtime.labels, "cleanroom.interrupted": token}
-    env = {**os.environ, LABELS_ENV: ",".join(f"{k}={v}" for k, v in labels.items())}
-    code = "from cleanroom.cli import main; main()"
+    _, label, env = labelled_env(runtime)
     task = slow_compose_task(tmp_path)
     extra = ["--run-dir", str(tmp_path / "audit")] if command == "audit" else ["--mode", "sealed"]
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, command, str(task), *extra],
+        [sys.executable, "-c", CLI, command, str(task), *extra],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -145,13 +150,9 @@ def test_a_signalled_verify_of_another_harness_container_leaves_it_running(
     task = load_task(task_dir)
     ident, name = start_container(runtime, task)
     act_in(runtime, task, ident, ORACLE)
-    token = secrets.token_hex(6)
-    label = f"cleanroom.interrupted={token}"
-    labels = {**runtime.labels, "cleanroom.interrupted": token}
-    env = {**os.environ, LABELS_ENV: ",".join(f"{k}={v}" for k, v in labels.items())}
-    code = "from cleanroom.cli import main; main()"
+    _, label, env = labelled_env(runtime)
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "verify", str(task_dir), "--container", name],
+        [sys.executable, "-c", CLI, "verify", str(task_dir), "--container", name],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -219,13 +220,9 @@ def test_what_a_killed_verify_left_is_removed_by_gc_and_nothing_else(
 ) -> None:
     # Given a sealed verify killed with SIGKILL (nothing of its own can run), its paused
     # agent container, verifier and services network left on the daemon
-    token = secrets.token_hex(6)
-    label = f"cleanroom.interrupted={token}"
-    labels = {**runtime.labels, "cleanroom.interrupted": token}
-    env = {**os.environ, LABELS_ENV: ",".join(f"{k}={v}" for k, v in labels.items())}
-    code = "from cleanroom.cli import main; main()"
+    token, label, env = labelled_env(runtime)
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "verify", str(slow_compose_task(tmp_path)), "--solution"],
+        [sys.executable, "-c", CLI, "verify", str(slow_compose_task(tmp_path)), "--solution"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -244,7 +241,7 @@ def test_what_a_killed_verify_left_is_removed_by_gc_and_nothing_else(
     try:
         # When gc runs
         done = subprocess.run(
-            [sys.executable, "-c", code, "gc", "--json"],
+            [sys.executable, "-c", CLI, "gc", "--json"],
             capture_output=True,
             text=True,
             timeout=300,
