@@ -148,7 +148,9 @@ def verify_acted_on(
     step = _step_named(task, acted.step)
     limit = options.test_limit(_verifier_limit(task, step))
     limited = replace(control_options, test_limit_s=limit)
-    key = _control_key(task, acted.image, limited, step)
+    # The task's folders are looked at once for both controls' keys.
+    task_key = _task_key(task, acted.image, limited)
+    key = (*task_key, step.name if step else None)
     # The first verification of the task on its image starts the shared control; later
     # ones start a fresh control of their own only if they run long (`control_delay`).
     shared = _PRISTINE.started(key, _noop_run(task, runtime, limited, acted.image, step))
@@ -157,7 +159,7 @@ def verify_acted_on(
     if known is not None:
         run = _noop_run_within(task, runtime, limited, acted.image, step)
         late = _LateControl(control_delay(known, limit), limit, run)
-    oracle = _oracle_started(task, runtime, limited, acted.image, step)
+    oracle = _oracle_started(task, runtime, limited, acted.image, step, task_key)
     try:
         verified = verify_existing_container(task, acted, runtime, options)
     finally:
@@ -281,12 +283,6 @@ def _task_key(task: Task, image: str | None, options: VerifyOptions) -> tuple[ob
     return (str(task.root), image or "", options.test_limit_s, tuple(seen))
 
 
-def _control_key(
-    task: Task, image: str | None, options: VerifyOptions, step: TaskStep | None
-) -> tuple[object, ...]:
-    return (*_task_key(task, image, options), step.name if step else None)
-
-
 def _noop_run(
     task: Task,
     runtime: VerificationRuntime,
@@ -317,14 +313,16 @@ def _oracle_started(
     options: VerifyOptions,
     image: str | None,
     step: TaskStep | None,
+    task_key: tuple[object, ...] | None = None,
 ) -> Future[Verified] | None:
     """The task's own solution, verified the same way, shared as the pristine control
-    is; None for a task without ``solution/solve.sh`` or with steps (a step's solution
-    needs the steps before it, so it is not run alone)."""
+    is (``task_key``: `_task_key`'s, when the caller has it); None for a task without
+    ``solution/solve.sh`` or with steps (a step's solution needs the steps before it,
+    so it is not run alone)."""
     if step is not None or task.steps or not (task.solution_dir / "solve.sh").is_file():
         return None
     return _SOLUTIONS.started(
-        _task_key(task, image, options),
+        task_key or _task_key(task, image, options),
         lambda: run_rollout(task, AgentSpec.solution(), runtime, options, image),
     )
 
