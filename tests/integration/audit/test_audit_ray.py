@@ -43,6 +43,8 @@ def cluster() -> Iterator[LocalCluster]:
         started.stop()
 
 
+# A node lost mid-audit: a long cluster run, in `make test-integrations`.
+@pytest.mark.integrations
 def test_a_lost_node_leaves_its_jobs_interrupted_and_resume_completes_them(
     cluster: LocalCluster, runtime: DockerRuntime, tmp_path: Path
 ) -> None:

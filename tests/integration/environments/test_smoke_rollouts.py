@@ -32,7 +32,10 @@ def test_the_scripted_policy_succeeds(supervised: PoolProcess, task: str) -> Non
 
 @pytest.mark.slow
 @pytest.mark.browser
-@pytest.mark.parametrize("task", ["rename", "writer", "form"])
+# The demo's idle form rollout fails in every run; this one in `make test-integrations`.
+@pytest.mark.parametrize(
+    "task", ["rename", "writer", pytest.param("form", marks=pytest.mark.integrations)]
+)
 def test_a_policy_that_does_nothing_fails(supervised: PoolProcess, task: str) -> None:
     args = ("rollout", "--task", task, "--env", "env01", "--run", str(supervised.run_dir))
     proc = cli(*args, "--do-nothing")

@@ -212,7 +212,7 @@ def test_a_rewriting_process_fools_harbors_own_verifier(
     ("mounting", "evidence"),
     [
         # Harbor's default: /logs is in the container's own layer, so is the plant.
-        ((), "A /logs/verifier/reward.txt"),
+        pytest.param((), "A /logs/verifier/reward.txt", marks=pytest.mark.integrations),
         # /logs bound from the trial folder: the plant is seen there, from the host.
         (("--ek", "auto_mounting=true"), "planted /logs/verifier/reward.txt"),
     ],
@@ -235,7 +235,14 @@ def test_the_sealed_verifier_scores_the_same_attack_zero(
     assert seen["details"]["tamper"] == [evidence]
 
 
-@pytest.mark.parametrize(("policy", "retries"), [(False, 1), (True, 0)], ids=["default", "policy"])
+@pytest.mark.parametrize(
+    ("policy", "retries"),
+    [
+        # Harbor's own retry of an unknown exception: in `make test-integrations`.
+        pytest.param(False, 1, id="default", marks=pytest.mark.integrations),
+        pytest.param(True, 0, id="policy"),
+    ],
+)
 def test_the_documented_error_policy_keeps_harbor_from_retrying_an_invalid_outcome(
     runtime: DockerRuntime, tmp_path: Path, policy: bool, retries: int
 ) -> None:
@@ -387,8 +394,8 @@ def test_a_separate_verifier_s_task_is_verified_sealed_in_harbor_s_verifier_envi
 @pytest.mark.parametrize(
     ("agent", "expected"),
     [
-        pytest.param(["--agent", "oracle"], 1.0, id="oracle"),
-        # The same regrade with another reward: in `make test-integrations`.
+        # Regrading a job's recorded trials: in `make test-integrations`.
+        pytest.param(["--agent", "oracle"], 1.0, id="oracle", marks=pytest.mark.integrations),
         pytest.param(
             ["--agent-import-path", WRONG_ANSWER_AGENT],
             0.0,
@@ -476,8 +483,9 @@ STATE_AND_RUNNER_ATTACKS = {
 }
 
 
-# One of each class in every `make test`; the rest in `make test-integrations`.
-IN_EVERY_RUN = {"workdir-link-answer", "exit-at-import", "reward-from-code"}
+# One in every `make test` (the demo's matrix holds every one on the fast path); all of
+# them through Harbor in `make test-integrations`.
+IN_EVERY_RUN = {"exit-at-import"}
 
 
 @pytest.mark.parametrize(
@@ -604,6 +612,9 @@ def fresh_environments_left(result: dict[str, Any]) -> list[str]:
     return [p for p in done.stdout.split() if p.startswith(prefix) and "__cleanroom-" in p]
 
 
+# `make test` runs the generic path under `harbor run` through the invalid outcome's test
+# below, and the oracle's 1 through the red-team sample's honest rows.
+@pytest.mark.integrations
 def test_the_oracle_scores_one_on_the_generic_path(runtime: DockerRuntime, tmp_path: Path) -> None:
     result = harbor_run(runtime, tmp_path, TASK, ["--agent", "oracle"], GENERIC_ARGS)
     assert result.get("exception_info") is None, result["exception_info"]

@@ -88,6 +88,9 @@ def _finish(proc: subprocess.Popen[str], agents: list[Agent]) -> str:
     return out
 
 
+# The demo proves its own agents' number next to controls that fired in every run; the
+# outside agents' episodes run in every run in the test below.
+@pytest.mark.integrations
 @pytest.mark.timeout(960)
 def test_outside_agents_rollouts_are_counted_next_to_controls_that_fired(
     desktop_stack: None, tmp_path: Path

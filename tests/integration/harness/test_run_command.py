@@ -37,6 +37,9 @@ def _fired(control: dict[str, int]) -> bool:
     return control["typing_cross"] > 0 and control["clipboard_cross"] > 0
 
 
+# The demo runs the same loop (a window, its checks, the report) in every `make test`;
+# this `cleanroom run` of it is in `make test-integrations`.
+@pytest.mark.integrations
 @pytest.mark.slow
 @pytest.mark.timeout(420)
 def test_two_environments_and_one_window_give_a_run_the_report_reads(

@@ -240,6 +240,9 @@ AS_THE_HARNESS = {
 }
 
 
+# inspect's own provider suite against the sandbox: in `make test-integrations`; the
+# contract test above checks the same calls in every run.
+@pytest.mark.integrations
 def test_the_cleanroom_sandbox_passes_inspects_own_provider_checks(
     inspect_env: dict[str, str],
 ) -> None:

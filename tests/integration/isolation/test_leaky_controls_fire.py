@@ -26,6 +26,9 @@ from cleanroom.store.rundb import RunStore
 from ..conftest import require_desktop_stack
 
 pytestmark = pytest.mark.slow
+# The demo's own leaky controls run these tests under the shared display in every
+# `make test` (its test reads each cell); here they run in `make test-integrations`.
+ALSO_IN_THE_DEMO = pytest.mark.integrations
 
 
 def _start(tmp: pytest.TempPathFactory, leak: Leak) -> tuple[Pool, RunStore, TrialContext]:
@@ -72,6 +75,7 @@ def _fires(test: IsolationCheck, ctx: TrialContext) -> bool:
 # -- the setups are real ------------------------------------------------------------------
 
 
+@ALSO_IN_THE_DEMO
 def test_under_shared_display_env02_works_on_env01s_display(shared_display: TrialContext) -> None:
     pool = shared_display.pool
     one, two = pool.env("env01"), pool.env("env02")
@@ -102,6 +106,7 @@ def test_clipboard_fires_under_shared_clipboard(shared_clipboard: TrialContext) 
     assert _fires(ClipboardCheck(), shared_clipboard)
 
 
+@ALSO_IN_THE_DEMO
 def test_clipboard_fires_under_shared_display(shared_display: TrialContext) -> None:
     assert Leak.SHARED_DISPLAY in ClipboardCheck.detects
     assert _fires(ClipboardCheck(), shared_display)
@@ -112,16 +117,19 @@ def test_keyboard_storm_fires_under_shared_home(shared_home: TrialContext) -> No
     assert _fires(KeyboardStormCheck(span_s=2.0), shared_home)
 
 
+@ALSO_IN_THE_DEMO
 def test_keyboard_storm_fires_under_shared_display(shared_display: TrialContext) -> None:
     assert Leak.SHARED_DISPLAY in KeyboardStormCheck.detects
     assert _fires(KeyboardStormCheck(span_s=2.0), shared_display)
 
 
+@ALSO_IN_THE_DEMO
 def test_modifier_leak_fires_under_shared_display(shared_display: TrialContext) -> None:
     assert Leak.SHARED_DISPLAY in ModifierLeakCheck.detects
     assert _fires(ModifierLeakCheck(hold_s=2.0), shared_display)
 
 
+@ALSO_IN_THE_DEMO
 def test_dialog_steal_fires_under_shared_display(shared_display: TrialContext) -> None:
     assert Leak.SHARED_DISPLAY in DialogStealCheck.detects
     rows = run_test(DialogStealCheck(), shared_display, trials=1)

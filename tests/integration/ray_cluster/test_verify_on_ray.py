@@ -77,7 +77,10 @@ def summary(payload: dict[str, Any]) -> tuple[str, float | None, str | None]:
     return payload["outcome"], payload["score"], payload["reason"]
 
 
-@pytest.mark.parametrize("agent", ["--solution", "--noop"])
+# The no-op agent's zeros on the cluster: in `make test-integrations`.
+@pytest.mark.parametrize(
+    "agent", ["--solution", pytest.param("--noop", marks=pytest.mark.integrations)]
+)
 def test_tasks_verified_on_the_cluster_end_as_they_do_locally(
     cluster: LocalCluster, agent: str
 ) -> None:

@@ -42,22 +42,16 @@ DIFFERENCES = {
 # generic path's runtime declares it cannot, and the catalogue leaves the task out.
 REFUSED_TASKS = {"http-sum": "verifier_in_agent_network"}
 
-# The routes where the generic path does its own work: what the agent planted in, linked
-# into or put in place of its reward folder (brought back from a listing), odd files
-# (FIFO, device, huge, sparse), names that are not UTF-8, deep trees, links out of the
-# work dir, a process left writing, and a replaced shell.
+# The routes where the generic path does its own work, one attack each: what the agent
+# planted in or linked into its reward folder (brought back from a listing), an odd file
+# (a FIFO), names that are not UTF-8, a link out of the work dir, a process left writing,
+# and a replaced shell. The whole catalogue runs in `make test-integrations`.
 SAMPLE = (
     "planted-reward-txt",
     "background-writer",
-    "symlinked-verifier-dir",
     "symlinked-reward-file",
-    "readonly-verifier-dir",
-    "device-reward",
     "fifo-reward",
-    "huge-reward",
     "trojan-bash",
-    "deep-workdir",
-    "sparse-workdir",
     "nonutf8-folder",
     "workdir-link-folder",
 )
