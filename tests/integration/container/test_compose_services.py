@@ -45,6 +45,8 @@ def left_behind(runtime: DockerRuntime) -> list[str]:
     return containers + runtime.docker.networks_labelled(case)
 
 
+# `sealed`'s reach is in every run (below); the other modes' in `make test-integrations`.
+@pytest.mark.integrations
 @pytest.mark.parametrize("mode", [Mode.SHARED, Mode.CLEARED])
 def test_the_verifier_in_the_agents_container_reaches_the_services(
     mode: Mode, example, runtime: DockerRuntime
@@ -100,6 +102,8 @@ TOTAL_ONLY = (
 )
 
 
+# What fools `shared`: in `make test-integrations`; the freezing hook's hold is in every run.
+@pytest.mark.integrations
 def test_a_leftover_process_writing_to_a_service_fools_shared_without_a_freeze(
     runtime: DockerRuntime, tmp_path: Path
 ) -> None:

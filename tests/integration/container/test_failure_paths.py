@@ -341,7 +341,9 @@ def waiting_word_tally(
     )
 
 
-@pytest.mark.parametrize("agent", ["noop", "idle"])
+# The idle agent (a command that does nothing) in every run; no agent at all in `make
+# test-integrations`.
+@pytest.mark.parametrize("agent", [pytest.param("noop", marks=pytest.mark.integrations), "idle"])
 def test_an_agent_that_leaves_tests_waiting_scores_its_zero_when_the_solution_fits_the_limit(
     agent: str, runtime: DockerRuntime, example: Callable[[str], Task], variant: Callable[..., Task]
 ) -> None:

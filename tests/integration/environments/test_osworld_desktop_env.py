@@ -44,6 +44,9 @@ def _click_on_the_terminal(env: OSWorldDesktopEnv) -> dict[str, Any]:
     return {"action_type": "CLICK", "x": x, "y": y}
 
 
+# Every run holds the same task failing at the start and passing after the work in the
+# pyautogui test below, and each bundled task's three runs in its own module.
+@pytest.mark.integrations
 def test_a_real_task_fails_at_the_start_and_after_a_no_op_and_passes_after_the_oracle(
     pool: Pool,
 ) -> None:

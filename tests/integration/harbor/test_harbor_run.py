@@ -345,6 +345,9 @@ def test_an_agent_that_hangs_the_tests_gets_its_zero_not_harbors_timeout(
     assert budget["test_limit_s"] == (10.0 if control == "alongside" else 20.0)
 
 
+# The budget's refusal under `harbor run`: in `make test-integrations` (its arithmetic is
+# unit-tested; the hang under Harbor's default budget is in every run).
+@pytest.mark.integrations
 def test_a_budget_that_leaves_no_time_for_the_tests_is_refused_before_verifying(
     runtime: DockerRuntime, tmp_path: Path
 ) -> None:
