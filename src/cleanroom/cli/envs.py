@@ -95,6 +95,10 @@ def up(
             leak=leak,
             warm_standby=warm_standby,
             gvisor=gvisor,
+            # The start takes tens of seconds: each step is said on stderr as it happens.
+            on_progress=lambda line: typer.echo(
+                f"{time.monotonic() - started:6.1f}s {line}", err=True
+            ),
         )
     except PoolError as exc:
         typer.echo(f"error: {exc}", err=True)

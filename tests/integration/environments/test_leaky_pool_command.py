@@ -52,6 +52,10 @@ def leaky_pool(
     )  # fmt: skip
     assert up.returncode == 0, up.stderr + up.stdout
     assert "LEAKY pool (shared-clipboard)" in up.stdout
+    # The start says each environment as it comes up, on stderr, before the pool is ready.
+    ready = [ln.split(": ", 1)[1] for ln in up.stderr.splitlines() if " ready (" in ln]
+    assert sorted(r.split()[0] for r in ready) == ["env00", "env01", "env02"], up.stderr
+    assert [r.split(" ", 1)[1] for r in ready] == [f"ready ({n} of 3)" for n in (1, 2, 3)]
     try:
         status = _cli(cli_env, "envs", "status", "--json", "--run", str(run_dir))
         assert status.returncode == 0, status.stderr

@@ -9,7 +9,9 @@ The pool (`pool.Pool`) decides when; this does it. Generations are the gate's
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +39,9 @@ from cleanroom.environments.x11.clipboard_bridge import ClipboardBridge
 from cleanroom.store.folders import private_folder
 from cleanroom.store.rundb import RunStore
 
+# What a person waiting for the start sees (`cleanroom envs up` shows it on stderr).
+PROGRESS = logging.getLogger("cleanroom.progress")
+
 
 class Lifecycle:
     """Makes, starts, resets, rebuilds and removes the environments of one plan."""
@@ -49,6 +54,7 @@ class Lifecycle:
         self.bridge: ClipboardBridge | None = None
         self.standby: Standby | None = None
         self.group: EnvironmentsGroup | None = None
+        self._said = threading.Lock()
 
     def start(self) -> None:
         """Create every environment and return when all are ready; on failure undo all."""
@@ -63,6 +69,7 @@ class Lifecycle:
         if config.leak is Leak.OPEN_HOST:
             plan.run_dir.chmod(0o755)  # the open host also let anyone read the run folder
         plan.root.chmod(0o755)
+        PROGRESS.info("pool %s: starting %d environment(s)", plan.pool_id, len(plan.names))
         try:
             if config.containers:
                 plan.image = ensure_image()
@@ -77,6 +84,7 @@ class Lifecycle:
                 )
             self._start_standby()
         except BaseException:
+            PROGRESS.info("pool %s: the start failed; removing what it made", plan.pool_id)
             self.stop()
             raise
         if self.store is not None:
@@ -105,7 +113,19 @@ class Lifecycle:
                 warm.result()
             if failure is not None:
                 raise failure
-            list(ex.map(lambda e: (e.restore_home(), e.start_programs()), self.envs.values()))
+            PROGRESS.info("pool %s: every display is up; starting the programs", self.plan.pool_id)
+            list(ex.map(self._fill_and_start, self.envs.values()))
+
+    def _fill_and_start(self, env: DesktopEnvironment) -> None:
+        env.restore_home()
+        env.start_programs()
+        self._said_ready(env)
+
+    def _said_ready(self, env: DesktopEnvironment) -> None:
+        with self._said:  # environments come up on threads of their own
+            ready = sum(1 for e in self.envs.values() if e.ready_at is not None)
+            PROGRESS.info("pool %s: %s ready (%d of %d)", self.plan.pool_id, env.name, ready,
+                          len(self.plan.names))  # fmt: skip
 
     def _bare_desktop(self, name: str) -> DesktopEnvironment:
         env = DesktopEnvironment.create(self.plan.spec(name), self.plan.template, fill_home=False)
@@ -133,9 +153,13 @@ class Lifecycle:
         later = [self.envs[TAKER]] if taker.profile or taker.display or taker.home else []
         first = [e for e in self.envs.values() if e not in later]
         with ThreadPoolExecutor(max_workers=len(first)) as ex:
-            list(ex.map(lambda e: e.start_programs(), first))
+            list(ex.map(self._start_programs, first))
         for env in later:
-            env.start_programs()
+            self._start_programs(env)
+
+    def _start_programs(self, env: DesktopEnvironment) -> None:
+        env.start_programs()
+        self._said_ready(env)
 
     def _create(self, name: str) -> DesktopEnvironment:
         spec = self.plan.spec(name)

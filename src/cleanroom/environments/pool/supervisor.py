@@ -23,6 +23,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -80,6 +81,27 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 # -- the supervisor process --------------------------------------------------------------
 
+PROGRESS = logging.getLogger("cleanroom.progress")
+# The most progress lines the state file keeps while the pool starts.
+_PROGRESS_KEPT = 64
+
+
+class _ProgressToState(logging.Handler):
+    """Appends each progress line of the start to the state file's ``progress`` list, which
+    the process that waits for the pool (`PoolProcess.start`) shows as it comes."""
+
+    def __init__(self, path: Path, state: dict[str, Any]) -> None:
+        super().__init__(logging.INFO)
+        self.path = path
+        self.state = state
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):  # progress is never worth a failed start
+            lines = [*self.state.get("progress", []), record.getMessage()][-_PROGRESS_KEPT:]
+            self.state["progress"] = lines
+            self.state["progress_seen"] = self.state.get("progress_seen", 0) + 1
+            _write_json(self.path, self.state)
+
 
 def _serve(
     run: Path,
@@ -125,9 +147,12 @@ def _serve(
         "leak": config.leak.value if config.leak else None,
     }
     _write_json(run_dir / STATE_FILE, state)
+    said = _ProgressToState(run_dir / STATE_FILE, state)
+    PROGRESS.addHandler(said)
     watchdog: Watchdog | None = None
     try:
         pool.start()
+        PROGRESS.removeHandler(said)
         key = secrets.token_urlsafe(32)
         key_path = run_dir / KEY_FILE
         key_path.touch(mode=0o600)
@@ -229,9 +254,11 @@ class PoolProcess:
         warm_standby: bool = False,
         gvisor: bool = False,
         timeout_s: float = 180.0,
+        on_progress: Callable[[str], None] | None = None,
     ) -> PoolProcess:
         """Start a detached supervisor and return once its pool is ready; with ``leak``,
-        a leaky pool (one protection removed between env01 and env02 on purpose)."""
+        a leaky pool (one protection removed between env01 and env02 on purpose).
+        ``on_progress`` is called with each line the start says (an environment ready)."""
         run_dir = private_folder(run_dir.resolve())
         (run_dir / STATE_FILE).unlink(missing_ok=True)
         argv = [
@@ -251,10 +278,18 @@ class PoolProcess:
             argv.append("--gvisor")
         child = ChildService.spawn("the pool's supervisor", argv, run_dir / LOG_FILE, detached=True)
 
+        told = 0
+
         def settled() -> dict[str, Any] | None:
+            nonlocal told
             state: dict[str, Any] = {}
             with contextlib.suppress(NoPool):
                 state = read_state(run_dir)
+            if on_progress is not None:
+                lines, seen = state.get("progress", []), int(state.get("progress_seen", 0))
+                for line in lines[max(0, len(lines) - (seen - told)) :] if seen > told else []:
+                    on_progress(str(line))
+                told = max(told, seen)
             return state if state.get("state") in ("ready", "failed") else None
 
         state = child.wait_ready(settled, timeout_s, StartError, poll_s=0.1, stop_grace_s=120.0)
