@@ -1,5 +1,8 @@
 """A process that imports cleanroom's TRL environments first, starts one sandbox and
-exits without closing it, as a training script ends. Run in .venv-trl:
+exits without closing it, as a training script ends: the environment is still held when
+the exit handlers run (as a trainer in a script's global holds its environments), so only
+the exit hook can stop it, and it must run before the handler that deletes Harbor's
+temporary compose files (without it the sandbox and its network stay). Run in .venv-trl:
 
     python trl_exit.py RESULTS_JSON DATASET_DIR
 
@@ -22,9 +25,14 @@ from trl.experimental.harbor import HarborSpec
 from cleanroom.integrations.environment import compose_project_name
 
 
+# Held until the process ends, as a trainer in a script's global holds its environments.
+KEPT: list[SealedHarborBashEnv] = []
+
+
 def main(results_path: str, dataset: str) -> None:
     spec = HarborSpec(dataset, agent=SealedHarborBashEnv)
     env = SealedHarborBashEnv()
+    KEPT.append(env)
     env.reset(**dict(spec.train_dataset[0]))
     with open(results_path, "w") as out:
         json.dump({"project": compose_project_name(env._env.session_id)}, out)
