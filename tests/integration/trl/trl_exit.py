@@ -24,7 +24,6 @@ from trl.experimental.harbor import HarborSpec
 
 from cleanroom.integrations.environment import compose_project_name
 
-
 # Held until the process ends, as a trainer in a script's global holds its environments.
 KEPT: list[SealedHarborBashEnv] = []
 
