@@ -7,7 +7,9 @@ by test_task_models.py. One JSON line a folder:
   "warnings": [...]}`` (the config as `effective` shows it) or ``{"error": ...}``;
 - ``harbor_warnings``: what Python's warnings said while Harbor loaded the folder;
 - ``inspect_harbor_warnings``: what inspect-harbor's task model logged reading its
-  ``task.toml``.
+  ``task.toml``;
+- ``outcome``: for a folder the Harbor-side loader refuses, the outcome
+  `verify_environment_async` gives it (with an environment that is never reached).
 
 Nothing here needs pytest or a container: the test in .venv compares these lines with
 what cleanroom's own model makes of the same folders.
@@ -15,6 +17,7 @@ what cleanroom's own model makes of the same folders.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -56,6 +59,20 @@ def _megabytes(number: Any, text: Any) -> Any:
     return int(float(text[:-1]) * units[text[-1].upper()])
 
 
+class _Unreached:
+    """An environment of a type the generic path takes, which a refused task never
+    reaches: anything but its name and OS fails the test."""
+
+    os = "linux"
+    session_id = "never-started"
+
+    def type(self) -> str:
+        return "stand-in"
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"a refused task reached the environment ({name})")
+
+
 class _Recorded(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -70,6 +87,7 @@ def read(folder: Path) -> dict[str, Any]:
     from harbor.models.task.task import Task as HarborTask
     from inspect_harbor._harbor.models import TaskConfig as InspectHarborConfig
 
+    from cleanroom.integrations.environment import verify_environment_async
     from cleanroom.integrations.harbor_task import load_harbor_task
     from cleanroom.verifiers.container.task import TaskError
 
@@ -89,6 +107,7 @@ def read(folder: Path) -> dict[str, Any]:
         }
     except TaskError as exc:
         line["mapped"] = {"error": str(exc)}
+        line["outcome"] = asyncio.run(verify_environment_async(folder, _Unreached())).to_json()
     recorded = _Recorded()
     logger = logging.getLogger("inspect_harbor")
     logger.addHandler(recorded)

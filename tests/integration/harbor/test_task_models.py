@@ -259,6 +259,18 @@ def test_what_harbor_refuses_is_refused_under_harbor(
         assert "error" in line["mapped"]
 
 
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_a_task_refused_under_harbor_is_invalid_not_scored(
+    name: str, folders: dict[str, Path], under_harbor: dict[str, dict[str, Any]]
+) -> None:
+    line = under_harbor[name]
+    if "error" not in line["mapped"]:
+        return
+    outcome = line["outcome"]
+    assert (outcome["outcome"], outcome["reason"]) == ("invalid", "environment_error")
+    assert str(folders[name]) in outcome["detail"]
+
+
 def test_a_value_harbor_refuses_is_named_with_its_line(
     under_harbor: dict[str, dict[str, Any]],
 ) -> None:
