@@ -98,6 +98,19 @@ flavour = "strong"
 [environment]
 shape = "round"
 """,
+    "unknown-keys-in-lists": """
+artifacts = [{ source = "/app/out.txt", colour = "blue" }]
+[[verifier.collect]]
+command = "true"
+mood = "calm"
+""",
+    "unknown-keys-in-steps": """
+[[steps]]
+name = "a"
+shape = "round"
+[steps.verifier]
+flavour = "strong"
+""",
     "artifacts-and-collect": """
 artifacts = ["/app/out.txt", { source = "/data", destination = "d", exclude = ["*.tmp"] }]
 [[verifier.collect]]
