@@ -10,6 +10,9 @@ this machine's daemon: the fast path reaches it through the daemon's API
 own environment interface (`verify_generic`, on the runtime in
 `verifiers.container.runtime.harbor`): ``exec``, uploads, downloads and fresh environments
 of the same class. ``path="generic"`` takes that path on docker and podman too.
+
+The task folder is read once, with Harbor's own model, and cleanroom's config mapped
+from it (`harbor_task.load_harbor_task`).
 """
 
 from __future__ import annotations
@@ -131,8 +134,9 @@ async def verify_environment_async(
             "the generic path runs POSIX commands: Windows environments are refused"
         )
     try:
-        # Harbor's model validates the task; cleanroom's config is mapped from it.
-        harbor_task, task = load_harbor_task(root)
+        # Harbor's model validates the task; cleanroom's config is mapped from it. In a
+        # worker thread, as the loading was before: the loop serves other rollouts.
+        harbor_task, task = await asyncio.to_thread(load_harbor_task, root)
     except Exception as exc:  # a task error, or what a parser of Harbor's raised
         ev = Evidence(chosen, details={"task": str(root), "environment": environment.session_id})
         if isinstance(exc, TaskError):
