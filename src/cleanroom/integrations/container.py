@@ -188,7 +188,7 @@ def verify_requested(request: ContainerVerification) -> Outcome:
 
 
 def verify_compose_service(
-    task_dir: Path,
+    task: Task,
     project: str,
     service: str,
     mode: Mode = Mode.SEALED,
@@ -199,11 +199,9 @@ def verify_compose_service(
 ) -> Outcome:
     """Verify the container of ``service`` in the Compose ``project`` (Harbor's docker
     and podman environments run the agent as such a service), as `verify_container`
-    does; the time was planned by the caller (``budget``)."""
-    ev = Evidence(mode, details={"task": str(task_dir), "project": project, "service": service})
-    task = load_into(ev, task_dir)
-    if task is None:
-        return decide(ev)
+    does, against ``task`` as the caller loaded it; the time was planned by the caller
+    (``budget``)."""
+    ev = Evidence(mode, details={"task": str(task.root), "project": project, "service": service})
     try:
         runtime = connect()
         container = runtime.containers.find(

@@ -10,6 +10,9 @@ this machine's daemon: the fast path reaches it through the daemon's API
 own environment interface (`verify_generic`, on the runtime in
 `verifiers.container.runtime.harbor`): ``exec``, uploads, downloads and fresh environments
 of the same class. ``path="generic"`` takes that path on docker and podman too.
+
+The task folder is read once, with Harbor's own model, and cleanroom's config mapped
+from it (`harbor_task.load_harbor_task`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from cleanroom.integrations.budget import (
     plan_budget,
 )
 from cleanroom.integrations.container import mount_baseline, runtime_of, verify_compose_service
+from cleanroom.integrations.harbor_task import load_harbor_task
 from cleanroom.verifiers.container.decision.verdict import Evidence, decide
 from cleanroom.verifiers.container.modes import Mode
 
@@ -51,7 +55,8 @@ except ImportError as exc:  # the module is only imported by a caller that has H
     ) from exc
 
 from cleanroom.verifiers.container.runtime.harbor import HarborRuntime, verifier_image
-from cleanroom.verifiers.container.verify import ActedOn, VerifyOptions, load_into, verify_acted_on
+from cleanroom.verifiers.container.task import Task, TaskError
+from cleanroom.verifiers.container.verify import ActedOn, VerifyOptions, verify_acted_on
 
 # Harbor's environments whose containers the fast path reaches on this machine's daemon.
 LOCAL_ENVIRONMENTS = ("docker", "podman")
@@ -129,10 +134,15 @@ async def verify_environment_async(
             "the generic path runs POSIX commands: Windows environments are refused"
         )
     try:
-        harbor_task = HarborTask(root)
-    except Exception as exc:  # Harbor's loader raises what its parsers raise
+        # Harbor's model validates the task; cleanroom's config is mapped from it. In a
+        # worker thread, as the loading was before: the loop serves other rollouts.
+        harbor_task, task = await asyncio.to_thread(load_harbor_task, root)
+    except Exception as exc:  # a task error, or what a parser of Harbor's raised
         ev = Evidence(chosen, details={"task": str(root), "environment": environment.session_id})
-        ev.environment_error = f"the task folder could not be read: {exc!r}"[:2000]
+        if isinstance(exc, TaskError):
+            ev.environment_error = str(exc)
+        else:
+            ev.environment_error = f"the task folder could not be read: {exc!r}"[:2000]
         return decide(ev)
     step_config = _step(harbor_task, step)
     verifier_mode = (
@@ -170,7 +180,7 @@ async def verify_environment_async(
     if fast:
         outcome = await asyncio.to_thread(
             verify_compose_service,
-            root,
+            task,
             compose_project_name(environment.session_id),
             MAIN_SERVICE,
             chosen,
@@ -182,7 +192,7 @@ async def verify_environment_async(
     else:
         outcome = await asyncio.to_thread(
             verify_generic,
-            root,
+            task,
             environment,
             chosen,
             harness_dirs,
@@ -220,7 +230,7 @@ def verify_environment(
 
 
 def verify_generic(
-    task_dir: Path,
+    task: Task,
     environment: BaseEnvironment,
     mode: Mode = Mode.SEALED,
     harness_dirs: Sequence[str] = (),
@@ -229,11 +239,11 @@ def verify_generic(
     step: str | None = None,
     budget: BudgetPlan | None = None,
 ) -> Outcome:
-    """Verify the Harbor environment ``environment`` the agent acted in, against the task
-    in ``task_dir``, on the generic path; every failure is an outcome, as in
-    `container.verify_compose_service` (whose Docker fast path this stands in for). A
-    task the generic path cannot verify (a ``live_processes`` verifier) is refused with
-    `UnsupportedByRuntimeError` before the environment is touched.
+    """Verify the Harbor environment ``environment`` the agent acted in, against
+    ``task`` (`harbor_task.load_harbor_task`), on the generic path; every failure is an
+    outcome, as in `container.verify_compose_service` (whose Docker fast path this
+    stands in for). A task the generic path cannot verify (a ``live_processes`` verifier)
+    is refused with `UnsupportedByRuntimeError` before the environment is touched.
 
     ``harness_dirs`` are the folders the harness made before the agent started (their
     own changes, not the agent's). ``loop`` is the event loop ``environment`` belongs to,
@@ -241,11 +251,7 @@ def verify_generic(
     class and options, and stopped before this returns; ``environment`` is left to its
     owner, its processes killed.
     """
-    details = {"task": str(task_dir), "environment": environment.session_id, "path": "generic"}
-    ev = Evidence(mode, details=details)
-    task = load_into(ev, task_dir)
-    if task is None:
-        return decide(ev)
+    task_dir = task.root
     runtime = HarborRuntime(
         type(environment),
         _options_of(environment),

@@ -7,6 +7,11 @@ field table), `templating` (``${VAR}`` and base images), the compose file beside
 Dockerfile (`compose_model`, `compose_fields`, `compose`) and `loading` (the folder and its
 TOML, with the line of a bad key). Its public names are re-exported here.
 
+This model is the one the core reads a task with. Where Harbor is installed, its
+integration validates ``task.toml`` with Harbor's own model first and maps Harbor's
+parsed values into this one (`integrations.harbor_task`); `task_config_of` and
+`task_of` are the steps both ways share.
+
 Layout::
 
     task.toml  instruction.md  environment/Dockerfile  tests/test.sh  solution/solve.sh
@@ -44,7 +49,12 @@ from cleanroom.verifiers.container.task.harbor_fields import (
     HARBOR_SECTIONS,
     harbor_field_status,
 )
-from cleanroom.verifiers.container.task.loading import load_task, parse_task_toml
+from cleanroom.verifiers.container.task.loading import (
+    load_task,
+    parse_task_toml,
+    task_config_of,
+    task_of,
+)
 from cleanroom.verifiers.container.task.section_rules import DEFAULT_REWARD_PATH, NetworkMode
 from cleanroom.verifiers.container.task.sections import (
     AgentConfig,
@@ -95,4 +105,6 @@ __all__ = [
     "parse_task_toml",
     "resolve_env",
     "rewrite_base_images",
+    "task_config_of",
+    "task_of",
 ]

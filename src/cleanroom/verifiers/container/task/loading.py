@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 import tomllib
@@ -47,6 +48,14 @@ def load_task(task_dir: Path | str) -> Task:
     if not (root / "task.toml").is_file():
         raise TaskLayoutError(root, "task.toml")
     config, warnings = parse_task_toml((root / "task.toml").read_text(encoding="utf-8"), root)
+    return task_of(root, config, warnings)
+
+
+def task_of(root: Path, config: TaskConfig, warnings: list[TaskWarning]) -> Task:
+    """The task in the folder ``root`` whose ``task.toml`` gave ``config``: the layout
+    the config asks for is checked (`load_task` says what), and its compose file read.
+    Whichever model parsed the file (cleanroom's own, or Harbor's mapped into cleanroom's
+    where Harbor is installed), the folder is checked by this one function."""
     if config.steps:
         steps = tuple(_load_step(root, step) for step in config.steps)
     else:
@@ -123,22 +132,44 @@ def _compose_of(root: Path, config: TaskConfig) -> ComposeProject | None:
 
 def parse_task_toml(text: str, task_dir: Path) -> tuple[TaskConfig, list[TaskWarning]]:
     """Parse ``task.toml`` text into a `TaskConfig` and the warnings for unknown keys."""
-    path = task_dir / "task.toml"
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        line = _line_from_toml_error(str(exc))
-        raise TaskConfigError(path, line, f"not valid TOML: {exc}") from exc
-    _lift_own_keys(raw, text, path)
+        raise not_toml(exc, task_dir) from exc
+    return task_config_of(raw, text, task_dir)
+
+
+def task_config_of(
+    table: dict[str, Any], text: str, task_dir: Path
+) -> tuple[TaskConfig, list[TaskWarning]]:
+    """cleanroom's `TaskConfig` of ``table``, the values of ``task.toml`` (whose ``text``
+    locates a bad key's line), and the warnings for the keys no model knows: cleanroom's
+    own keys under ``[metadata.cleanroom]`` are read, and what cleanroom cannot run is
+    refused (`TaskConfigError`, naming the key and its line)."""
+    path = task_dir / "task.toml"
+    table = copy.deepcopy(table)  # the caller's values stay as they were
+    _lift_own_keys(table, text, path)
     try:
-        config = TaskConfig.model_validate(raw)
+        config = TaskConfig.model_validate(table)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = tuple(str(part) for part in first["loc"])
-        key = ".".join(loc) or "task.toml"
-        line = next((n for i in range(len(loc), 0, -1) if (n := _line_of_key(text, loc[:i]))), None)
-        raise TaskConfigError(path, line, f"{key}: {first['msg']}") from exc
+        raise invalid_value(exc, text, path) from exc
     return config, _unknown_key_warnings(config, text)
+
+
+def not_toml(exc: tomllib.TOMLDecodeError, task_dir: Path) -> TaskConfigError:
+    """The error for a ``task.toml`` that is not TOML, with its line."""
+    line = _line_from_toml_error(str(exc))
+    return TaskConfigError(task_dir / "task.toml", line, f"not valid TOML: {exc}")
+
+
+def invalid_value(exc: ValidationError, text: str, path: Path) -> TaskConfigError:
+    """The error for the first value a task model refused (cleanroom's or Harbor's, both
+    pydantic's), naming its key and the line it is set on."""
+    first = exc.errors()[0]
+    loc = tuple(str(part) for part in first["loc"])
+    key = ".".join(loc) or "task.toml"
+    line = next((n for i in range(len(loc), 0, -1) if (n := _line_of_key(text, loc[:i]))), None)
+    return TaskConfigError(path, line, f"{key}: {first['msg']}")
 
 
 # cleanroom's own keys, which Harbor's model does not have. Under ``[metadata.cleanroom]``
