@@ -197,6 +197,9 @@ class ProgramContainer:
                 name=plan.name,
                 labels=plan.labels,
                 init=True,  # reaps what the programs orphan
+                # Its first process's output is the daemon's log file on the host, and any
+                # program inside may write there (as ``/proc/1/fd/1``): no log at all.
+                log_config={"type": "none", "config": {}},
                 user=f"{account.uid}:{account.gid}",
                 network_mode="none",
                 # The display's cookie is filed under the host's name (X's "local" entries

@@ -41,6 +41,7 @@ from cleanroom.environments.interface import (
 from cleanroom.environments.session.accounts import Account, chown_tree
 from cleanroom.environments.session.cgroups import memory_count
 from cleanroom.environments.session.login import Session
+from cleanroom.environments.session.output_log import capped_output
 from cleanroom.environments.session.port_forward import loopback_port
 from cleanroom.environments.session.processes import kill_pids, kill_uid
 from cleanroom.environments.session.programs import (
@@ -529,7 +530,7 @@ class DesktopEnvironment:
         log.unlink(missing_ok=True)
         if self.container is not None:
             return self.container.exec(log_name, argv), log
-        with open(log, "ab") as out:
+        with capped_output(log) as out:
             return session.spawn(argv, stdout=out, stderr=out), log
 
     def run_inside(self, argv: list[str], timeout_s: float = 60.0) -> tuple[int, str]:
