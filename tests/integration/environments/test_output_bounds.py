@@ -16,6 +16,7 @@ import pytest
 from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
 from cleanroom.environments.session.output_log import (
+    CAPTURED_OUTPUT_MAX_BYTES,
     LOG_FOLDER_MAX_BYTES,
     PROGRAM_LOG_MAX_BYTES,
     dropped_note,
@@ -157,3 +158,11 @@ def test_floods_in_one_environment_stop_at_its_folders_budget_and_spare_the_othe
     assert proc.wait(timeout=30) == 0
     assert wait_until(lambda: log.read_bytes() == b"env02-still-logs\n", 10, 0.05)
     assert pool.env("env02").problems() == []
+
+
+def test_a_command_run_for_its_answer_is_kept_to_the_cap_in_memory(pool: Pool) -> None:
+    started = time.monotonic()
+    code, output = pool.env("env01").run_inside([pool.python("env01"), "-c", FLOOD], 60)
+    assert code == 0
+    assert len(output) == CAPTURED_OUTPUT_MAX_BYTES
+    assert time.monotonic() - started < 30

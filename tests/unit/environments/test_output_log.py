@@ -12,11 +12,13 @@ from cleanroom.environments.session.output_log import (
     LOG_FOLDER_MAX_BYTES,
     LogFolder,
     capped_output,
+    captured_output,
     copy_capped,
     dropped_note,
     folder_full_note,
     log_folder,
 )
+from cleanroom.lifecycle import wait_until
 
 
 def test_output_under_the_cap_is_copied_whole(tmp_path: Path) -> None:
@@ -100,3 +102,27 @@ def test_a_process_handed_no_log_writes_to_nowhere(tmp_path: Path) -> None:
     with capped_output(None) as out:
         os.write(out, b"gone")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_capture_keeps_the_first_bytes_and_drains_the_rest_to_the_end() -> None:
+    with captured_output(cap=10) as (out, capture):
+        writer = os.dup(out)
+    try:
+        for _ in range(64):
+            os.write(writer, b"0123456789" * 1000)  # never blocks: the reader drains
+    finally:
+        os.close(writer)
+    assert capture.wait(5)
+    assert capture.value() == b"0123456789"
+
+
+def test_a_capture_whose_pipe_is_still_held_gives_up_at_the_deadline() -> None:
+    with captured_output() as (out, capture):
+        held = os.dup(out)
+    try:
+        os.write(held, b"partial")
+        assert not capture.wait(0.2)
+        assert wait_until(lambda: capture.value() == b"partial", 5, 0.01)
+    finally:
+        os.close(held)
+    assert capture.wait(5)

@@ -18,6 +18,10 @@ the environment that took the descriptor) can write without end, and the harness
   it drops goes from the pipe to ``/dev/null`` in the kernel, never through the
   harness's memory.
 
+A command whose output the harness reads as its answer (`run_inside`) gets a pipe the
+same way (`captured_output`): the harness keeps its first `CAPTURED_OUTPUT_MAX_BYTES` in
+memory and drains the rest likewise, and waiting for it never outlasts its deadline.
+
 Why a budget per folder kept by the copiers, not a sized file system (a tmpfs) mounted
 for the logs: once no process holds a descriptor of a host log, the copiers are the
 only writers into the folder, so their shared count bounds it as surely as a file system
@@ -36,12 +40,14 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from cleanroom.core.capped import ByteQuota
+from cleanroom.core.capped import ByteQuota, CappedBuffer
 
 # The most of a process's output one log on the host keeps (whatever wrote it).
 PROGRAM_LOG_MAX_BYTES = 8 << 20
 # The most one log folder (an environment's) keeps, notes included, over its life.
 LOG_FOLDER_MAX_BYTES = 32 << 20
+# The most of a command's output the harness keeps in memory (`run_inside`'s answer).
+CAPTURED_OUTPUT_MAX_BYTES = 8 << 20
 _CHUNK = 64 << 10
 # What one call moves from a pipe to /dev/null once its log takes nothing more.
 _DISCARD_CHUNK = 1 << 20
@@ -252,6 +258,53 @@ def capped_pipe(
         os.close(write_fd)
         raise
     return write_fd
+
+
+class Capture:
+    """What a pipe carries, read by a thread of its own into memory: its first ``cap``
+    bytes kept, the rest drained to ``/dev/null``, until every write end is closed."""
+
+    def __init__(self, read_fd: int, cap: int = CAPTURED_OUTPUT_MAX_BYTES) -> None:
+        self._kept = CappedBuffer(cap)
+        self._done = threading.Event()
+        threading.Thread(target=self._read, args=(read_fd,), name="capture", daemon=True).start()
+
+    def _read(self, fd: int) -> None:
+        try:
+            for chunk in _reads(fd):
+                self._kept.add(chunk)
+                if self._kept.full:
+                    _discard(fd)
+                    break
+        finally:
+            os.close(fd)
+            self._done.set()
+
+    def wait(self, timeout_s: float | None) -> bool:
+        """Whether the pipe reached its end (every writer closed it) within ``timeout_s``."""
+        return self._done.wait(timeout_s)
+
+    def value(self) -> bytes:
+        """The bytes kept so far."""
+        return self._kept.value()
+
+
+@contextlib.contextmanager
+def captured_output(cap: int = CAPTURED_OUTPUT_MAX_BYTES) -> Iterator[tuple[int, Capture]]:
+    """A pipe's write end to hand a process as its stdout and stderr, closed here once it
+    has started, and the `Capture` of what comes through: ``with captured_output() as
+    (out, capture): Popen(..., stdout=out, stderr=out)``."""
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+    try:
+        capture = Capture(read_fd, cap)
+    except BaseException:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
+    try:
+        yield write_fd, capture
+    finally:
+        os.close(write_fd)
 
 
 @contextlib.contextmanager
