@@ -150,6 +150,18 @@ class _CappedLog:
         return self.quota.used >= self.cap and self.noted
 
     def write(self, chunk: bytes) -> None:
+        """Append what the log's cap and the folder's budget let through of ``chunk``;
+        a log the disk refuses takes nothing more (the stream is still read to its end)."""
+        if self.full:
+            self.dropped += len(chunk)
+            return
+        try:
+            self._write(chunk)
+        except OSError:
+            self.noted = True
+            self.quota.used = self.cap
+
+    def _write(self, chunk: bytes) -> None:
         granted = self.folder.take(min(len(chunk), self.quota.cap - self.quota.used))
         self.quota.take(granted)
         if granted:
@@ -186,14 +198,15 @@ def copy_capped(
 ) -> int:
     """Append ``chunks`` to ``log`` until it holds ``cap`` bytes (counting what it held)
     or its folder's budget is used up, then a note once; read every chunk to the end
-    either way. Return the bytes dropped."""
-    out = _CappedLog(log, cap, folder or log_folder(log.parent))
+    either way (all of them dropped when the log cannot be opened: a link, a missing
+    folder). Return the bytes dropped."""
+    try:
+        out = _CappedLog(log, cap, folder or log_folder(log.parent))
+    except OSError:
+        return sum(len(chunk) for chunk in chunks)
     try:
         for chunk in chunks:
-            if out.full:
-                out.dropped += len(chunk)
-            else:
-                out.write(chunk)
+            out.write(chunk)
         return out.dropped
     finally:
         out.close()
