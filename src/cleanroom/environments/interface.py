@@ -628,7 +628,8 @@ class DesktopController(Protocol):
         ...
 
     def run_inside(self, name: str, argv: list[str], timeout_s: float = 60.0) -> CommandResult:
-        """``argv`` run where the environment's programs run, as its user."""
+        """``argv`` run where the environment's programs run, as its user; its output is
+        kept up to a cap (what a process inside writes is never held whole)."""
         ...
 
     def start_inside(self, name: str, argv: list[str], log_name: str) -> tuple[Started, Path]:

@@ -67,6 +67,10 @@ def limits_info(
         ENVIRONMENTS_CPU_SHARES,
         HARNESS_OOM_SCORE_ADJ,
     )
+    from cleanroom.environments.session.output_log import (
+        LOG_FOLDER_MAX_BYTES,
+        PROGRAM_LOG_MAX_BYTES,
+    )
 
     return {
         "sandbox runtime": f"runc {_package_version('runc')}",
@@ -84,6 +88,10 @@ def limits_info(
             f"(whose OOM score is {HARNESS_OOM_SCORE_ADJ})"
         ),
         "X servers": "each in a sandbox of its own, as a user of its own, no home in view",
+        "env output on the host": (
+            f"through pipes: at most {PROGRAM_LOG_MAX_BYTES >> 20} MiB a log and "
+            f"{LOG_FOLDER_MAX_BYTES >> 20} MiB its log folder in all, the rest dropped"
+        ),
     }
 
 

@@ -22,6 +22,7 @@ from cleanroom.environments.containers.program_container import POOL_LABEL, NoNe
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.session.output_log import PROGRAM_LOG_MAX_BYTES, dropped_note
 from cleanroom.environments.watchdog import Watchdog
 from cleanroom.isolation.battery import TrialContext, run_test
 from cleanroom.isolation.checks.channels import ChannelsCheck
@@ -140,6 +141,38 @@ def test_osworld_pyautogui_code_runs_inside_the_environments_container(contained
     assert result.exit_code == 0, result.stderr.decode(errors="replace")[-2000:]
     assert result.stdout.decode().split(" /")[0] == "['lo'] (10, 20)"
     assert "/opt/cleanroom/pyautogui/pyautogui/__init__.py" in result.stdout.decode()
+
+
+# Writes 24 MiB into the container's first process's output, and as much into its own.
+_FLOOD_BOTH = """
+import os, sys
+block = b"x" * (1 << 20)
+first = os.open("/proc/1/fd/1", os.O_WRONLY)
+for _ in range(24):
+    os.write(first, block)
+    sys.stdout.buffer.write(block)
+"""
+
+
+def test_a_contained_flood_leaves_no_daemon_log_and_a_capped_log_of_its_own(
+    contained: Pool,
+) -> None:
+    """The container's first process has no log on the host for a program to fill, and
+    a command's own output stops at its log's cap."""
+    proc, log = contained.start_inside("env01", ["python3", "-c", _FLOOD_BOTH], "flood")
+    assert proc.wait(timeout=60) == 0
+    container = contained.env("env01").container
+    assert container is not None
+    client = require_docker()
+    try:
+        attrs = client.api.inspect_container(container.id)
+    finally:
+        client.close()
+    assert attrs["HostConfig"]["LogConfig"]["Type"] == "none"
+    assert attrs["LogPath"] == ""
+    note = dropped_note(PROGRAM_LOG_MAX_BYTES)
+    assert wait_until(lambda: log.read_bytes().endswith(note), 20, 0.1)
+    assert log.stat().st_size == PROGRAM_LOG_MAX_BYTES + len(note)
 
 
 def test_a_container_cannot_connect_to_another_environments_display(contained: Pool) -> None:

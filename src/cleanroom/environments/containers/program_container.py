@@ -44,7 +44,7 @@ from cleanroom.environments.errors import BadAction, StartError
 from cleanroom.environments.interface import SandboxLimits
 from cleanroom.environments.session.cgroups import ENVIRONMENTS
 from cleanroom.environments.session.login import Session
-from cleanroom.environments.session.output_log import copy_capped
+from cleanroom.environments.session.output_log import CAPTURED_OUTPUT_MAX_BYTES, copy_capped
 from cleanroom.environments.session.port_forward import ForwardedPorts, loopback_port
 from cleanroom.environments.session.processes import alive, kill_pids, process_tree, start_time
 from cleanroom.environments.session.programs import PROGRAM_KINDS, Program, ProgramKind
@@ -197,6 +197,9 @@ class ProgramContainer:
                 name=plan.name,
                 labels=plan.labels,
                 init=True,  # reaps what the programs orphan
+                # Its first process's output is the daemon's log file on the host, and any
+                # program inside may write there (as ``/proc/1/fd/1``): no log at all.
+                log_config={"type": "none", "config": {}},
                 user=f"{account.uid}:{account.gid}",
                 network_mode="none",
                 # The display's cookie is filed under the host's name (X's "local" entries
@@ -264,7 +267,8 @@ class ProgramContainer:
 
     def run(self, argv: list[str], timeout_s: float = 30.0) -> tuple[int, str]:
         """Run a command in the container as the environment's user and wait for it;
-        return its exit code and output (stdout and stderr together).
+        return its exit code and output (stdout and stderr together, the first
+        `CAPTURED_OUTPUT_MAX_BYTES`).
         `subprocess.TimeoutExpired` after ``timeout_s``, the command and its children
         killed."""
         account = self.session.account
@@ -275,7 +279,7 @@ class ProgramContainer:
             env=self.session.environ(),
             workdir=str(account.home),
             timeout=timeout_s,
-            cap=None,
+            cap=CAPTURED_OUTPUT_MAX_BYTES,
             wait_for_children=True,
         )
         if result.timed_out:

@@ -41,6 +41,7 @@ from cleanroom.environments.interface import (
 from cleanroom.environments.session.accounts import Account, chown_tree
 from cleanroom.environments.session.cgroups import memory_count
 from cleanroom.environments.session.login import Session
+from cleanroom.environments.session.output_log import capped_output, captured_output
 from cleanroom.environments.session.port_forward import loopback_port
 from cleanroom.environments.session.processes import kill_pids, kill_uid
 from cleanroom.environments.session.programs import (
@@ -81,6 +82,8 @@ _READER_RETRY_S = 8.0
 # document and exits within seconds; one still running by then found no donor to reach
 # (the donor was itself being started again) and never will.
 _HAND_OFF_S = 45.0
+# How long a command's output is read once it was ended for its deadline.
+_CAPTURE_AFTER_KILL_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -523,29 +526,38 @@ class DesktopEnvironment:
 
     def start_inside(self, argv: list[str], log_name: str) -> tuple[ProgramProcess, Path]:
         """Start ``argv`` where the environment's programs run (its sandbox or container),
-        as its user, with its output in a log file of its own; return it and the file."""
+        as its user, with its output in a log file of its own (through `capped_output`);
+        return it and the file."""
         session = self.live.session
         log = self.spec.log_dir / f"{log_name}.log"
         log.unlink(missing_ok=True)
         if self.container is not None:
             return self.container.exec(log_name, argv), log
-        with open(log, "ab") as out:
+        with capped_output(log) as out:
             return session.spawn(argv, stdout=out, stderr=out), log
 
     def run_inside(self, argv: list[str], timeout_s: float = 60.0) -> tuple[int, str]:
         """Run ``argv`` where the environment's programs run, as its user; its exit code
-        and output (`subprocess.TimeoutExpired` after ``timeout_s``)."""
+        and output, the first `CAPTURED_OUTPUT_MAX_BYTES` of it
+        (`subprocess.TimeoutExpired` after ``timeout_s``)."""
         session = self.live.session
         if self.container is not None:
             return self.container.run(argv, timeout_s)
-        proc = session.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout_s
+        # Its output is kept up to a cap; a process that holds the pipe open after the
+        # command ends (its child, or one that took the descriptor) holds us only until
+        # the deadline.
+        with captured_output() as (out, capture):
+            proc = session.spawn(argv, stdout=out, stderr=out)
         try:
-            out, _ = proc.communicate(timeout=timeout_s)
+            proc.wait(timeout=timeout_s)
+            if not capture.wait(max(deadline - time.monotonic(), 0.0)):
+                raise subprocess.TimeoutExpired(argv, timeout_s)
         except subprocess.TimeoutExpired:
             stop_group(proc, 0.0)
-            proc.communicate()
+            capture.wait(_CAPTURE_AFTER_KILL_S)
             raise
-        return proc.returncode, out.decode(errors="replace")
+        return proc.returncode, capture.value().decode(errors="replace")
 
     # -- health --------------------------------------------------------------------------
 

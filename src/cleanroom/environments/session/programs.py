@@ -7,7 +7,6 @@ on the display.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from typing import Any, Protocol
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.interface import DOCUMENT, WindowInfo
 from cleanroom.environments.session.login import Session
-from cleanroom.environments.session.output_log import capped_pipe
+from cleanroom.environments.session.output_log import capped_output
 from cleanroom.environments.x11.screen import Screen
 from cleanroom.lifecycle import stop_group, wait_until
 
@@ -179,16 +178,13 @@ def launch_url(name: str, session: Session, log_dir: Path, url: str) -> subproce
 
 
 def _spawn(name: str, argv: list[str], session: Session, log_dir: Path) -> subprocess.Popen[bytes]:
-    log_dir.mkdir(parents=True, exist_ok=True)
     # A pipe the harness drains under a cap, never the host file itself: whatever gets
     # hold of the program's output descriptor cannot write past the cap.
-    out = capped_pipe(log_dir / f"{name}.log")
-    try:
-        return session.spawn(argv, stdout=out, stderr=out)
-    except OSError as exc:
-        raise StartError(f"cannot start {name}: {exc}") from exc
-    finally:
-        os.close(out)
+    with capped_output(log_dir / f"{name}.log") as out:
+        try:
+            return session.spawn(argv, stdout=out, stderr=out)
+        except OSError as exc:
+            raise StartError(f"cannot start {name}: {exc}") from exc
 
 
 def wait_ready(programs: list[Program], screen: Screen, timeout_s: float = READY_TIMEOUT_S) -> None:

@@ -45,6 +45,7 @@ from typing import IO, Any
 
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.session.cgroups import sandbox_cgroup
+from cleanroom.environments.session.output_log import capped_output
 from cleanroom.environments.session.port_forward import ForwardedPorts
 from cleanroom.environments.session.processes import alive, start_time
 from cleanroom.environments.session.sandbox_spec import (
@@ -196,7 +197,7 @@ class Sandbox:
         cls,
         name: str,
         layout: SandboxLayout,
-        log: Path,
+        log: Path | None,
         *,
         owner: str,
         protections: SandboxProtections | None = None,
@@ -230,14 +231,15 @@ class Sandbox:
             namespaces=namespaces,
             socket_folder=stage.sockets if gvisor_display else None,
         )
-        log.parent.mkdir(parents=True, exist_ok=True)
         try:
             stage.make(protections.own_inodes)
             if gvisor_display and layout.display_number is not None:
                 stage.bind_socket(X_SOCKET_DIR / f"X{layout.display_number}")
             (stage.path / "config.json").write_text(json.dumps(config))
             pid_file = stage.path / "init.pid"
-            with open(log, "ab") as err:
+            # The runtime's output and its first process's (which keeps the descriptor
+            # for the sandbox's life): a pipe drained under a cap, never the host file.
+            with capped_output(log) as err:
                 done = subprocess.run(
                     _runtime("run", "--detach", "--pid-file", str(pid_file), "--bundle",
                              str(stage.path), stage.container, runtime=runtime),
@@ -245,7 +247,9 @@ class Sandbox:
                     timeout=_START_TIMEOUT_S, cwd="/",
                 )  # fmt: skip
             if done.returncode != 0:
-                raise StartError(f"{name}: its sandbox did not start (see {log})")
+                raise StartError(
+                    f"{name}: its sandbox did not start" + (f" (see {log})" if log else "")
+                )
             init_pid = int(pid_file.read_text().strip())
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
             _delete(stage.container, runtime)

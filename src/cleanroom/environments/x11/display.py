@@ -30,6 +30,7 @@ from typing import Any
 
 from cleanroom.environments.errors import StartError
 from cleanroom.environments.interface import CONTROL_FONT_NAME, CONTROL_FONTS, ScreenSize
+from cleanroom.environments.session.output_log import capped_output
 from cleanroom.environments.session.sandbox import (
     Entry,
     Sandbox,
@@ -218,8 +219,8 @@ class XvfbDisplay:
             f":{number}", "-screen", "0", size.xvfb_arg(), "-nolisten", "tcp",
             "-noreset", "+extension", "XTEST",
         ]  # fmt: skip
-        out: Any = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
-        try:
+        # The server logs what its clients make it say: a pipe drained under a cap.
+        with capped_output(log) as out:
             if view is None:
                 proc: subprocess.Popen[bytes] = subprocess.Popen(
                     ["Xvfb", *args, "-auth", str(authority)],
@@ -227,9 +228,6 @@ class XvfbDisplay:
                 )  # fmt: skip
                 return cls(number, proc, cookie, size, None)
             return cls._launch_sandboxed(number, cookie, size, log, view, args, out)
-        finally:
-            if log:
-                out.close()
 
     @classmethod
     def _launch_sandboxed(
@@ -240,7 +238,7 @@ class XvfbDisplay:
         log: Path | None,
         view: DisplayView,
         args: list[str],
-        out: Any,
+        out: int,
     ) -> XvfbDisplay:
         sandbox = Sandbox.start(
             f"display :{number}",
@@ -250,7 +248,7 @@ class XvfbDisplay:
                 display_number=None,
                 readable=(CONTROL_FONTS,),
             ),
-            log or Path(os.devnull),
+            log,
             owner=f"{view.owner}-x{number}",
             protections=view.protections,
             namespaces=DISPLAY_NAMESPACES,
