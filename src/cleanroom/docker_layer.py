@@ -32,6 +32,12 @@ DEFAULT_HOST = "unix:///var/run/docker.sock"
 # Podman's Docker-compatible API, as rootful `podman system service` serves it.
 PODMAN_HOST = "unix:///run/podman/podman.sock"
 OUTPUT_CAP_BYTES = 256 * 1024
+# What a container's first process writes goes to the daemon's log on the host disk, and
+# any process in the container that may open ``/proc/1/fd/1`` writes there too: a bound
+# on it keeps an agent from filling the host's disk through its own container's log. The
+# tail read back (a service that exits) is within it.
+CONTAINER_LOG_MAX = "8m"
+BOUNDED_LOG = {"type": "json-file", "config": {"max-size": CONTAINER_LOG_MAX, "max-file": "1"}}
 _POLL_S = 0.05
 _INSPECT_EVERY_S = 0.25
 # After the daemon says a command exited, its output may still be on its way (seen on a
@@ -228,8 +234,10 @@ class Docker:
     ) -> str:
         """Create and start a detached container (the SDK's ``containers.run`` options,
         never pulling); it is removed again, with its anonymous volumes, if it does not start.
-        ``aliases`` are its names on the user-defined ``network`` it starts on. Returns its
-        id."""
+        ``aliases`` are its names on the user-defined ``network`` it starts on. Its log on
+        the host is bounded (`BOUNDED_LOG`) unless ``log_config`` says otherwise. Returns
+        its id."""
+        options.setdefault("log_config", BOUNDED_LOG)
         with self._call(f"starting a container from {image}"):
             if aliases:
                 endpoint = self.api.create_endpoint_config(aliases=list(aliases))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import pytest
@@ -69,3 +70,30 @@ def test_task_containers_have_no_network_and_the_tasks_limits(
     assert host["NetworkMode"] == "none"
     assert (host["Memory"], host["NanoCpus"], host["PidsLimit"]) == (512 << 20, 10**9, 256)
     assert "eth0" not in links
+
+
+# 20 MiB into the daemon's log of its own container, through its first process's output.
+FLOOD_OWN_LOG = "head -c 20971520 /dev/zero | tr '\\0' x > /proc/1/fd/1"
+
+
+@pytest.mark.parametrize("host", ["docker", "podman"])
+def test_an_agent_writing_to_its_containers_log_stops_at_the_bound_on_the_host(
+    runtime: DockerRuntime,
+    podman: DockerRuntime,
+    example: Callable[[str], Task],
+    host: str,
+) -> None:
+    rt = runtime if host == "docker" else podman
+    image, _ = rt.images.for_task(example("fix-median"))
+    ctr = rt.containers.start_agent(AgentContainerSpec(image, Limits(), None, "log-flood"))
+    try:
+        done = rt.containers.exec(ctr, ["sh", "-c", FLOOD_OWN_LOG], user="0")
+        assert done.exit_code == 0, done.output[-300:]
+        attrs = rt.docker.inspect_container(ctr)
+        log_path = attrs.get("LogPath") or ""
+        assert log_path, attrs.get("HostConfig", {}).get("LogConfig")
+        size = os.stat(log_path).st_size
+    finally:
+        rt.containers.remove(ctr)
+    # The bound (8 MiB) and the log's own framing of each line; never the 20 MiB written.
+    assert size <= 9 << 20, size
