@@ -110,8 +110,10 @@ class Docker:
         error: type[DockerError] = DockerError,
         *,
         podman: bool = False,
+        host: str = "",
     ):
         self.client = client
+        self.host = host  # where it connected (the daemon's address), for people and keys
         self.api = client.api
         self.stream_api = stream_api  # no read timeout: a command may be silent for long
         self.error = error
@@ -145,7 +147,7 @@ class Docker:
             streams = client_of(timeout=None, version=client.api.api_version).api
             components = client.version().get("Components") or []
             podman = any("podman" in str(c.get("Name", "")).lower() for c in components)
-        return cls(client, streams, error, podman=podman)
+        return cls(client, streams, error, podman=podman, host=where)
 
     def _call(self, what: str) -> contextlib.AbstractContextManager[None]:
         return translated(what, self.error)
@@ -211,6 +213,13 @@ class Docker:
         repository, tag = _split_tag(image)
         with self._call(f"pulling {image}"):
             self.api.pull(repository, tag=tag)
+
+    def tag_image(self, image: str, reference: str) -> None:
+        """Give ``image`` one more name, ``reference`` (``repository:tag``), moving that
+        name from any image that had it."""
+        repository, tag = _split_tag(reference)
+        with self._call(f"tagging {image} as {reference}"):
+            self.api.tag(image, repository, tag=tag, force=True)
 
     def remove_image(self, image: str) -> None:
         """Remove an image; missing is fine."""

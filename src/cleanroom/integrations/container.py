@@ -27,6 +27,7 @@ from cleanroom.integrations.budget import UNLIMITED, BudgetPlan, plan_budget
 from cleanroom.verifiers.container.decision.tamper import Change, ChangeKind
 from cleanroom.verifiers.container.decision.verdict import Evidence, decide
 from cleanroom.verifiers.container.modes import Mode
+from cleanroom.verifiers.container.run.spare_verifier import spares_for
 from cleanroom.verifiers.container.runtime import RuntimeUnavailable
 from cleanroom.verifiers.container.runtime.docker import DockerRuntime
 from cleanroom.verifiers.container.task import Task
@@ -212,7 +213,16 @@ def verify_compose_service(
         return decide(ev)
     label = f"{project}/{service}"
     return _verify_found(
-        task, runtime, ev, container, label, harness_dirs, step=step, mode=mode, budget=budget
+        task,
+        runtime,
+        ev,
+        container,
+        label,
+        harness_dirs,
+        step=step,
+        mode=mode,
+        budget=budget,
+        spares=True,
     )
 
 
@@ -245,10 +255,13 @@ def _verify_found(
     step: str | None,
     mode: Mode,
     budget: BudgetPlan,
+    spares: bool = False,
 ) -> Outcome:
     """Verify ``container`` as its daemon's inspect describes it: the image it was
     started from, what is bound into it, and, for a Compose service, the project's other
-    services beside it. A daemon that stops answering is ``ev``'s outcome."""
+    services beside it. A daemon that stops answering is ``ev``'s outcome. With
+    ``spares`` (a harness that verifies trial after trial: Harbor's environments), a
+    warm verifier's container of the same kind is taken when one is up."""
     try:
         started = runtime.containers.started(container)
         project = started.labels.get(COMPOSE_PROJECT_LABEL)
@@ -272,7 +285,13 @@ def _verify_found(
         step=step,
         services=tuple(sorted(siblings.items())),
     )
-    options = VerifyOptions(mode, test_limit_s=budget.test_limit_s)
+    # A loop verifies many rollouts of its tasks: each verification takes a warm
+    # verifier's container of its kind, started after the one before it ended.
+    kept = None
+    if spares:
+        connect = functools.partial(DockerRuntime.connect, runtime.labels, host=runtime.docker.host)
+        kept = spares_for(runtime.docker.host, runtime.labels, connect)
+    options = VerifyOptions(mode, test_limit_s=budget.test_limit_s, spares=kept)
     return verify_acted_on(
         task, acted, runtime, options, control_alongside=budget.control_alongside
     )

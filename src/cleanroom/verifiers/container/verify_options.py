@@ -3,10 +3,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from cleanroom.verifiers.container.modes import DEFAULT_MODE, Mode
+
+
+class VerifierSpares(Protocol):
+    """Warm verifier's containers, one per kind (`run.spare_verifier.SpareVerifiers`)."""
+
+    def take(self, image: str, kind: Any, tests_dirs: tuple[Path, ...]) -> Any:
+        """The spare of ``kind`` on an image of ``image``'s content, its tests filled in;
+        or None."""
+        ...
+
+    def replenish(self, image: str, kind: Any) -> None:
+        """Start a spare of ``kind`` on ``image`` in the background."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,10 @@ class VerifyOptions:
     # the reward folder), each with the digest of its content without white space, in the
     # outcome's ``verifier_wrote`` details: the audit's scratch-link probe links to them.
     record_verifier_writes: bool = False
+    # Where the verification starts when the agent is done (a container another harness
+    # started): a warm verifier's container of the same kind is taken when one is up, and
+    # the next is started after (`run.spare_verifier`). None: each starts its own.
+    spares: VerifierSpares | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.in_container_reader and self.mode is not Mode.SHARED:

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -222,6 +222,36 @@ class VerifierFolders:
     witness: Path
 
 
+def make_folders(root: Path, tests_dirs: Iterable[Path]) -> VerifierFolders:
+    """A verifier's container's four host folders, new, under ``root``: the tests (filled
+    from ``tests_dirs``), the reward folder, cleanroom's Python start-up hook and the
+    runner witness's records."""
+    tests = root / "tests"
+    tests.mkdir()
+    fill_tests(tests, tests_dirs)
+    reward_dir = root / "verifier"
+    reward_dir.mkdir()
+    # The verifier may run as any uid; nothing but its own container mounts this.
+    reward_dir.chmod(0o777)
+    guard = root / "python"
+    shutil.copytree(PYTHON_GUARD_SOURCE, guard, ignore=shutil.ignore_patterns("__pycache__"))
+    guard.chmod(0o755)
+    # The verifier may run as any uid: the witness's records are writable by each;
+    # nothing but its own container mounts them.
+    witness = root / "witness"
+    witness.mkdir()
+    witness.chmod(0o777)
+    return VerifierFolders(tests, reward_dir, guard, witness)
+
+
+def fill_tests(tests: Path, tests_dirs: Iterable[Path]) -> None:
+    """Copy the task's tests (each of ``tests_dirs``, later ones over earlier) into
+    ``tests``, links copied as what they point to, as the task author's files."""
+    for source in tests_dirs:
+        shutil.copytree(source, tests, symlinks=False, dirs_exist_ok=True)
+    tests.chmod(0o755)  # a copy takes its source's mode; the verifier may run as any uid
+
+
 class Resources:
     """What one run made and removes at its end, unless asked to keep it: containers,
     the compose services, a host folder, and threads to wait for first."""
@@ -233,6 +263,8 @@ class Resources:
         self.services: SidecarGroup | None = None
         self._workspace: Path | None = None
         self._background: list[threading.Thread] = []
+        self._adopted: list[Path] = []
+        self._after: list[Callable[[], None]] = []
 
     def workspace(self) -> Path:
         """The run's host folder, made on first use."""
@@ -245,24 +277,13 @@ class Resources:
         workspace = self.workspace()
         if ctx.step is not None:  # each step's verifier gets folders of its own
             workspace = Path(tempfile.mkdtemp(prefix="step-", dir=workspace))
-        tests = workspace / "tests"
-        for source in ctx.tests_dirs:
-            shutil.copytree(source, tests, symlinks=False, dirs_exist_ok=True)
-        tests.mkdir(exist_ok=True)
-        tests.chmod(0o755)
-        reward_dir = workspace / "verifier"
-        reward_dir.mkdir()
-        # The verifier may run as any uid; nothing but its own container mounts this.
-        reward_dir.chmod(0o777)
-        guard = workspace / "python"
-        shutil.copytree(PYTHON_GUARD_SOURCE, guard, ignore=shutil.ignore_patterns("__pycache__"))
-        guard.chmod(0o755)
-        # The verifier may run as any uid: the witness's records are writable by each;
-        # nothing but its own container mounts them.
-        witness = workspace / "witness"
-        witness.mkdir()
-        witness.chmod(0o777)
-        return VerifierFolders(tests, reward_dir, guard, witness)
+        return make_folders(workspace, ctx.tests_dirs)
+
+    def adopt(self, container: str, folder: Path) -> None:
+        """Remove ``container`` and ``folder`` with what this run made (a spare verifier's
+        container taken for this run, and its folders)."""
+        self.containers.append(container)
+        self._adopted.append(folder)
 
     def in_background(self, work: Callable[[], _T]) -> Future[_T]:
         """``work`` in a thread of its own, its result (or exception) in the future;
@@ -308,6 +329,14 @@ class Resources:
             self.services.remove()
         if self._workspace is not None:
             remove_tree(self._workspace)
+        for folder in self._adopted:
+            remove_tree(folder)
+        for then in self._after:
+            then()
+
+    def after_teardown(self, then: Callable[[], None]) -> None:
+        """Call ``then`` once this run's teardown has removed what it made."""
+        self._after.append(then)
 
 
 @dataclass(frozen=True)

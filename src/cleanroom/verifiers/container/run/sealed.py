@@ -56,6 +56,7 @@ from cleanroom.verifiers.container.run.context import (
     timed,
 )
 from cleanroom.verifiers.container.run.recording import record_collect, record_setup, record_test
+from cleanroom.verifiers.container.run.spare_verifier import Spare, SpareKind
 from cleanroom.verifiers.container.run.witness_folder import read_witness
 from cleanroom.verifiers.container.runtime import (
     Limits,
@@ -89,9 +90,62 @@ def start_verifier(
     no network the agent's container is on, only the services' (where nothing of it
     listens) or, for a verifier that talks to the agent's processes, the agent's own
     namespace."""
+    spare = _spare(ctx, res, ev, agent, image)
+    if spare is not None:
+        return spare
     folders = res.fresh_folders(ctx)
     started = res.in_background(lambda: _start(ctx, res, ev, agent, image, folders))
     return StartingVerifier(started, folders)
+
+
+def _spare(
+    ctx: RunContext, res: Resources, ev: Evidence, agent: AgentContainer | None, image: str
+) -> StartingVerifier | None:
+    """A warm verifier's container of this verification's kind, when the options keep
+    spares and one is up (`spare_verifier`); the next is started once this run ends."""
+    spares = ctx.options.spares
+    vcfg = ctx.verifier
+    if spares is None or ctx.options.keep or agent is None or vcfg.live_processes:
+        return None
+    if ctx.separate_environment is not None or res.services is not None:
+        return None
+    network = (
+        vcfg.network_mode == "public"
+        if vcfg.network_mode is not None
+        else ctx.task.config.verifier_network
+    )
+    if network:
+        return None
+    kind = SpareKind(
+        ctx.limits,
+        "/",
+        (TESTS_DIR, vcfg.reward_dir, PYTHON_GUARD_DIR, WITNESS_DIR),
+        (PYTHON_GUARD_DIR,),
+        tuple(sorted(ctx.envs.task.items())),
+    )
+    res.after_teardown(lambda: spares.replenish(image, kind))
+    with timed(ev, "start_s"):
+        spare = spares.take(image, kind, ctx.tests_dirs)
+    if not isinstance(spare, Spare):
+        return None
+    res.adopt(spare.container, spare.root)
+    ev.details["verifier_container"] = "spare"
+    started: Future[str] = Future()
+    started.set_result(spare.container)
+    if ctx.task.config.environment.healthcheck is not None:
+        started = res.in_background(lambda: _checked(ctx, res, ev, spare.container))
+    return StartingVerifier(started, spare.folders)
+
+
+def _checked(ctx: RunContext, res: Resources, ev: Evidence, vctr: str) -> str:
+    """``vctr`` once the task's readiness check holds in it (as `_start` checks)."""
+    healthcheck = ctx.task.config.environment.healthcheck
+    assert healthcheck is not None
+    health = check_health(res.rt, vctr, healthcheck, ctx.workdir, "verifier")
+    ev.details.setdefault("healthcheck", []).append(health.record)
+    if health.failed:
+        raise Unhealthy(f"in the verifier's container, {health.failed}")
+    return vctr
 
 
 def _start(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import shutil
 import tempfile
@@ -31,6 +32,8 @@ from cleanroom.verifiers.container.task import Task, rewrite_base_images
 from cleanroom.verifiers.container.task.compose_model import Service
 
 IMAGE_REPOSITORY = "cleanroom-task"
+# The names cleanroom gives the images its spare verifier's containers run.
+SPARE_REPOSITORY = "cleanroom-spare"
 KEEPALIVE = ("sleep", "infinity")
 BUILD_LOG_SHOWN = 4000
 
@@ -207,3 +210,30 @@ class DockerImages:
     def remove(self, image: str) -> None:
         """Remove an image; missing is fine."""
         self.docker.remove_image(image)
+
+    def content_of(self, image: str) -> str:
+        """What makes a container of ``image`` what it is, as one digest: its layers and
+        its configuration but for its labels (Compose builds each project's image anew,
+        the same but for the labels it adds, under another id)."""
+        attrs = self.docker.inspect_image(image)
+        if attrs is None:
+            raise RuntimeUnavailable(f"inspecting image {image}: not found")
+        config = {
+            k: v
+            for k, v in (attrs.get("Config") or {}).items()
+            if k not in ("Labels", "Image", "Hostname", "Domainname")
+        }
+        made = {
+            "layers": (attrs.get("RootFS") or {}).get("Layers") or [],
+            "config": config,
+            "platform": [attrs.get("Os"), attrs.get("Architecture")],
+        }
+        return hashlib.sha256(json.dumps(made, sort_keys=True).encode()).hexdigest()
+
+    def keep_for_spares(self, image: str, content: str) -> str:
+        """A name of cleanroom's for ``image`` (whose `content_of` is ``content``), so
+        that a spare verifier's container of it neither keeps its owner from removing its
+        own name nor loses its image when it does."""
+        reference = f"{SPARE_REPOSITORY}:{content[:40]}"
+        self.docker.tag_image(image, reference)
+        return reference
