@@ -34,10 +34,14 @@ class Part(StrEnum):
     SESSION_BUS = "session_bus"  # its D-Bus session bus
     PROGRAM = "program"  # one of its programs
     HARNESS_CONNECTION = "harness_connection"  # the harness's connection to its display
+    # The harness's connection to its display, shut by the harness at its deadline while
+    # a client of the display held the server (a grab: only the environment's programs
+    # reach its display).
+    DISPLAY_HELD = "display_held"
 
 
 # The parts only the agent's own processes act on, once the harness is not the one acting.
-_INSIDE = frozenset({Part.SESSION_BUS, Part.PROGRAM, Part.HARNESS_CONNECTION})
+_INSIDE = frozenset({Part.SESSION_BUS, Part.PROGRAM, Part.HARNESS_CONNECTION, Part.DISPLAY_HELD})
 
 
 @dataclass(frozen=True)

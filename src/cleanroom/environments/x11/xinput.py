@@ -19,7 +19,7 @@ from Xlib.error import ConnectionClosedError, XError
 from Xlib.ext import xtest
 
 from cleanroom.environments.errors import BadAction
-from cleanroom.environments.x11.deadline import bounded
+from cleanroom.environments.x11.deadline import DisplayUnanswered, bounded, shut_by
 from cleanroom.environments.x11.keys import keysym_for_char, keysym_for_name, parse_hotkey
 
 _SHIFT = 0xFFE1  # Shift_L
@@ -172,6 +172,12 @@ class XInput:
         """Whether the server closed this connection (a client of the display may end
         any other's with ``KillClient``)."""
         return self._x.display.socket_error is not None
+
+    @property
+    def shut_by(self) -> DisplayUnanswered | None:
+        """The deadline that shut this connection, when one did (the server then did not
+        answer the harness in time, and ``closed`` is the harness's own doing)."""
+        return shut_by(self._x)
 
     def close(self) -> None:
         """Release held keys and close the connection."""
