@@ -36,9 +36,10 @@ def test_a_connection_shut_while_the_server_answered_nobody_is_the_infrastructur
     server: StalledServer | None,
 ) -> None:
     problem = closed_connection("input", _shut(server))
-    assert problem.part is Part.DISPLAY
+    assert problem.part is Part.DISPLAY_STALLED
     broken = judge(Evidence((problem,)))
     assert broken is not None and broken.cause is Cause.INFRASTRUCTURE
+    assert "stopped answering" in broken.why
 
 
 def test_a_connection_the_display_closed_stays_a_closed_harness_connection() -> None:
@@ -56,7 +57,7 @@ def test_a_held_display_is_said_as_itself_not_as_the_connection_its_deadline_shu
 
 
 def test_a_display_that_did_not_answer_without_a_grab_stays_what_broke(tmp_path: Path) -> None:
-    dead = Problem(Part.DISPLAY, "its display's server stopped answering")
+    dead = Problem(Part.DISPLAY_STALLED, "its display's server stopped answering")
     gate = Gate(tmp_path, lambda name, injected: Evidence((dead,)))
     gate.add("env01")
     failed = gate.failed("env01", 0, "type", _shut(StalledServer(321, "R", 20)))

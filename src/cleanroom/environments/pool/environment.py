@@ -877,7 +877,7 @@ def closed_connection(what: str, shut_by: DisplayUnanswered | None) -> Problem:
             f"was shut at its deadline ({shut_by})",
         )
     return Problem(
-        Part.DISPLAY,
+        Part.DISPLAY_STALLED,
         f"its display's server stopped answering: the harness's {what} connection was "
         f"shut at its deadline ({shut_by})",
     )

@@ -40,7 +40,9 @@ from cleanroom.store.rundb import RunStore
 
 # What a reset in place cannot mend: the display, and the harness's connections to it
 # (a reset keeps both), so the environment is rebuilt instead.
-_REBUILT = frozenset({Part.DISPLAY, Part.HARNESS_CONNECTION, Part.DISPLAY_HELD})
+_REBUILT = frozenset(
+    {Part.DISPLAY, Part.DISPLAY_STALLED, Part.HARNESS_CONNECTION, Part.DISPLAY_HELD}
+)
 
 
 class Lifecycle:
