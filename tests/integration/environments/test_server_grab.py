@@ -71,6 +71,29 @@ def test_a_grab_in_one_environment_is_its_own_act_and_leaves_the_other_readable(
     assert wait_until(lambda: _reads(pool, "env01"), 10, 0.2)
 
 
+def test_the_harnesss_own_looks_at_a_held_display_end_by_their_deadlines_as_its_act(
+    pool: Pool,
+) -> None:
+    # What isolation checks read of every environment: its windows with their owners,
+    # and its pixels.
+    started, log = pool.start_inside("env01", [pool.python("env01"), "-c", GRAB], "grab")
+    try:
+        assert wait_until(lambda: _says(log, "grabbed"), 20, 0.05), _tail(log)
+        for look, bound_s in (
+            (pool.displayed_windows, X_REQUEST_DEADLINE_S + 3),
+            (pool.pixels, HELD_SCREENSHOT_S),
+        ):
+            begun = time.monotonic()
+            with pytest.raises(DisplayHeld):
+                look("env01")
+            assert time.monotonic() - begun < bound_s, look
+            begun = time.monotonic()
+            look("env02")
+            assert time.monotonic() - begun < 2, look
+    finally:
+        pool.end_inside("env01", started)
+
+
 class _Steps(SmokeTask):
     """A rollout whose policy is one step on its handle; with ``grab``, a program of its
     environment grabs the display's server first and holds it until the rollout ends.

@@ -619,37 +619,37 @@ class DesktopEnvironment:
 
     def type_text(self, text: str) -> None:
         """Type ``text`` into the focused window."""
-        with self._own_display("input"):
+        with self.own_display("input"):
             self.live.input.type_text(text)
 
     def key_down(self, key: str) -> None:
         """Hold a key down."""
-        with self._own_display("input"):
+        with self.own_display("input"):
             self.live.input.key_down(key)
 
     def key_up(self, key: str) -> None:
         """Release a key."""
-        with self._own_display("input"):
+        with self.own_display("input"):
             self.live.input.key_up(key)
 
     def hotkey(self, keys: str) -> None:
         """Press a combination such as ``ctrl+s``."""
-        with self._own_display("input"):
+        with self.own_display("input"):
             self.live.input.hotkey(keys)
 
     def click(self, x: int, y: int, button: int = 1, count: int = 1) -> None:
         """Click at screen coordinates."""
-        with self._own_display("input"):
+        with self.own_display("input"):
             self.live.input.click(x, y, button, count)
 
     def move(self, x: int, y: int) -> None:
         """Move the pointer."""
-        with self._own_display("input"):
+        with self.own_display("input"):
             self.live.input.move(x, y)
 
     def focus_window(self, window_id: int) -> None:
         """Raise a window and give it the focus."""
-        with self._own_display("focusing a window"):
+        with self.own_display("focusing a window"):
             self.live.input.focus(window_id)
 
     def focus_program(self, program: str) -> None:
@@ -657,43 +657,43 @@ class DesktopEnvironment:
         window = self.window_of(program)
         if window is None:
             raise NoSuchWindow(f"{self.name} shows no {program} window")
-        with self._own_display("focusing a window"):
+        with self.own_display("focusing a window"):
             self.live.input.focus(window.id)
 
     def set_clipboard(self, text: str, selections: tuple[str, ...] = ("CLIPBOARD",)) -> None:
         """Own the selections with ``text``."""
-        with self._own_display("setting the clipboard"):
+        with self.own_display("setting the clipboard"):
             self.live.clipboard.set(text, selections)
 
     # -- observing -----------------------------------------------------------------------
 
     def screenshot_png(self) -> bytes:
         """The screen as PNG."""
-        with self._own_display("a screenshot"):
+        with self.own_display("a screenshot"):
             return self.live.screen.screenshot_png()
 
     def pixels(self) -> tuple[int, int, bytes]:
         """The screen as raw RGB: (width, height, bytes)."""
-        with self._own_display("a screenshot"):
+        with self.own_display("a screenshot"):
             return self.live.screen.grab_rgb()
 
     def windows(self) -> list[WindowInfo]:
         """Top-level windows."""
-        with self._own_display("listing windows"):
+        with self.own_display("listing windows"):
             return self.live.screen.windows()
 
     def focused_text(self) -> FocusedText:
         """The focused text through AT-SPI."""
-        with self._own_display("reading the focused text"):
+        with self.own_display("reading the focused text"):
             return self.live.atspi.focused()
 
     def accessibility_tree(self) -> AccessibilityTree:
         """The accessibility tree of this environment's own bus, in OSWorld's XML format."""
-        with self._own_display("reading the accessibility tree"):
+        with self.own_display("reading the accessibility tree"):
             return self.live.atspi.accessibility_tree()
 
     @contextlib.contextmanager
-    def _own_display(self, doing: str) -> Iterator[None]:
+    def own_display(self, doing: str) -> Iterator[None]:
         """Observe or act on the display; a request its server held unanswered while idle
         (a server grab by a client of the display) raises `DisplayHeld`, the environment's
         own act: the harness never grabs, and only the environment's programs reach its

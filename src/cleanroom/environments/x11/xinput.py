@@ -73,8 +73,9 @@ class XInput:
 
     def type_text(self, text: str, *, delay_s: float = 0.003) -> None:
         """Type ``text`` one character at a time, pressing Shift where a character needs it."""
-        codes = [self._keycode(keysym_for_char(ch)) for ch in text]  # validate before typing
-        shift = self._keycode(_SHIFT)[0]
+        with self._lock, bounded(self._x, "input"):  # binding a spare keycode asks the server
+            codes = [self._keycode(keysym_for_char(ch)) for ch in text]  # validate first
+            shift = self._keycode(_SHIFT)[0]
         for code, needs_shift in codes:
             with self._lock, bounded(self._x, "input"):
                 if needs_shift:
@@ -101,8 +102,8 @@ class XInput:
 
     def hotkey(self, combo: str) -> None:
         """Press the keys of ``ctrl+s`` in order, then release them in reverse."""
-        codes = [self._keycode(k)[0] for k in parse_hotkey(combo)]
         with self._lock, bounded(self._x, "input"):
+            codes = [self._keycode(k)[0] for k in parse_hotkey(combo)]
             for code in codes:
                 self._press(code)
             for code in reversed(codes):
