@@ -139,4 +139,6 @@ def judge(evidence: Evidence) -> Breakage | None:
             f"the kernel ended its processes for memory it did not use: {found}",
         )
     assert parts <= _INSIDE
+    if Part.DISPLAY_HELD in parts:
+        return Breakage(Cause.AGENT, f"a client of its display held the server (a grab): {found}")
     return Breakage(Cause.AGENT, f"its own processes ended what ran in it: {found}")
