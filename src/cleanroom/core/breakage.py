@@ -34,10 +34,17 @@ class Part(StrEnum):
     SESSION_BUS = "session_bus"  # its D-Bus session bus
     PROGRAM = "program"  # one of its programs
     HARNESS_CONNECTION = "harness_connection"  # the harness's connection to its display
+    # The harness's connection to its display, shut by the harness at its deadline while
+    # a client of the display held the server (a grab: only the environment's programs
+    # reach its display).
+    DISPLAY_HELD = "display_held"
+    # The same, while the server answered nobody by itself (busy, stopped, hung): the
+    # display is alive but no use, and no client of it made it so.
+    DISPLAY_STALLED = "display_stalled"
 
 
 # The parts only the agent's own processes act on, once the harness is not the one acting.
-_INSIDE = frozenset({Part.SESSION_BUS, Part.PROGRAM, Part.HARNESS_CONNECTION})
+_INSIDE = frozenset({Part.SESSION_BUS, Part.PROGRAM, Part.HARNESS_CONNECTION, Part.DISPLAY_HELD})
 
 
 @dataclass(frozen=True)
@@ -113,13 +120,15 @@ def judge(evidence: Evidence) -> Breakage | None:
     parts = {p.part for p in problems}
     env_memory = evidence.env_memory
     own_oom = evidence.container_oom_killed or (env_memory is not None and env_memory.own_oom)
-    if Part.DISPLAY in parts:
+    if parts & {Part.DISPLAY, Part.DISPLAY_STALLED}:
         display = evidence.display_memory
         if display is not None and display.own_oom:
             return Breakage(
                 Cause.AGENT, f"its display ran out of the environment's own memory: {found}"
             )
-        return Breakage(Cause.INFRASTRUCTURE, f"its display died: {found}")
+        if Part.DISPLAY in parts:
+            return Breakage(Cause.INFRASTRUCTURE, f"its display died: {found}")
+        return Breakage(Cause.INFRASTRUCTURE, f"its display stopped answering: {found}")
     if parts & {Part.SANDBOX, Part.CONTAINER}:
         if own_oom:
             return Breakage(Cause.AGENT, f"it ran out of its own memory: {found}")
@@ -130,4 +139,6 @@ def judge(evidence: Evidence) -> Breakage | None:
             f"the kernel ended its processes for memory it did not use: {found}",
         )
     assert parts <= _INSIDE
+    if Part.DISPLAY_HELD in parts:
+        return Breakage(Cause.AGENT, f"a client of its display held the server (a grab): {found}")
     return Breakage(Cause.AGENT, f"its own processes ended what ran in it: {found}")

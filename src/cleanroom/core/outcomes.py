@@ -63,6 +63,9 @@ class Reason(StrEnum):
     # A program of the rollout's environment owned a selection and never answered the
     # harness's read of it.
     SELECTION_UNANSWERED = "selection_unanswered"
+    # A client of the rollout's environment's display held the server (a grab) while the
+    # harness observed or acted there: only the environment's programs reach its display.
+    DISPLAY_HELD = "display_held"
     # The rollout's lease tried to submit past its budget at the verify server (count or
     # bytes): a flood of submissions is the rollout's own act.
     SUBMISSION_BUDGET = "submission_budget"
@@ -84,6 +87,7 @@ _AGENT_REASONS = frozenset(
         Reason.ENVIRONMENT_BROKEN,
         Reason.FORGED_TOKEN,
         Reason.SELECTION_UNANSWERED,
+        Reason.DISPLAY_HELD,
         Reason.SUBMISSION_BUDGET,
     }
 )

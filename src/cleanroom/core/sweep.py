@@ -15,7 +15,9 @@ never a row, so no agent can fail a window, or name another environment, by it:
   by whoever wrote into the place: the nonce is secret, so only a leak brings a real one;
 - a selection whose owner never answers the sweep's read is the environment's own
   program holding it (the harness's own owner not answering is no act of its: the pool
-  reports that as unreadable).
+  reports that as unreadable);
+- a display whose server a client held (a grab) while the sweep read its selections is
+  the environment's own program holding it: only the environment's programs reach it.
 
 What the cost bounds of decoding left unread is reported (`UnreadSpot`), with the bound.
 
@@ -78,14 +80,17 @@ class Reading:
 
     ``unanswered`` names the selections whose owner (a program of the place's
     environment, not the harness) never answered the read: the place is read as far as
-    it can be, and the silence is its environment's own act. ``unread`` is what the
-    decoding bounds left unread; neither makes the place unreadable."""
+    it can be, and the silence is its environment's own act. ``held`` names the selection
+    whose read a server grab by a client of the display held unanswered (the display then
+    answers no other read either), its environment's own act too. ``unread`` is what the
+    decoding bounds left unread; none of them makes the place unreadable."""
 
     place: Place
     hits: tuple[TokenHit, ...] = ()
     error: str | None = None
     unread: tuple[UnreadSpot, ...] = ()
     unanswered: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,7 @@ class ActKind(StrEnum):
 
     FORGED_TOKEN = "forged token"  # another environment's token shape, never minted
     SELECTION_UNANSWERED = "selection unanswered"  # its program owned one and went silent
+    DISPLAY_HELD = "display held"  # a client of its display grabbed the server
 
 
 @dataclass(frozen=True)
@@ -203,10 +209,11 @@ def judge_sweep(
     what the bounds left unread is reported. The rows are `sweep_rows`'.
 
     The canary has no programs of an agent's: a forged token in a place of its is cross
-    (something wrote there), and a selection of its that never answers is unreadable."""
+    (something wrote there), and a selection of its that never answers, or a display of
+    its that a client held, is unreadable."""
     readings = [
-        replace(r, error=f"{', '.join(r.unanswered)} of the canary never answered")
-        if r.unanswered and CANARY_ENV in r.place.owners and r.error is None
+        replace(r, error=f"{', '.join((*r.unanswered, *r.held))} of the canary never answered")
+        if (r.unanswered or r.held) and CANARY_ENV in r.place.owners and r.error is None
         else r
         for r in readings
     ]
@@ -227,6 +234,12 @@ def judge_sweep(
         for selection in r.unanswered:
             evidence = f"{selection} of {r.place.name}: its owner never answered"
             acts.append(OwnAct(ActKind.SELECTION_UNANSWERED, r.place, r.place.name, evidence))
+        for selection in r.held:
+            evidence = (
+                f"{selection} of {r.place.name}: a client of its display held the server "
+                "(a grab), and the read went unanswered"
+            )
+            acts.append(OwnAct(ActKind.DISPLAY_HELD, r.place, r.place.name, evidence))
     unread = [(r.place, u) for r in readings for u in r.unread]
     return SweepJudgement(_rows(trial, window, readings, envs, real), real, acts, unread)
 
@@ -330,6 +343,7 @@ def writing_rollouts(
 ACT_REASONS = {
     ActKind.FORGED_TOKEN: Reason.FORGED_TOKEN,
     ActKind.SELECTION_UNANSWERED: Reason.SELECTION_UNANSWERED,
+    ActKind.DISPLAY_HELD: Reason.DISPLAY_HELD,
 }
 
 

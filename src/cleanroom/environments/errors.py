@@ -60,17 +60,40 @@ class SelectionUnanswered(PoolError):
         super().__init__(f"{env}: the owner of {selection} (window {owner:#x}) did not answer")
 
 
-class DisplayHeld(SelectionUnanswered):
-    """The environment's display server held the harness's read unanswered while idle: a
-    client of the display holds a server grab. The harness never grabs a server and only
-    the environment's programs reach its display, so this is the environment's own act,
-    like a mute selection owner (``owner`` is 0: a grab names no window)."""
+class DisplayHeld(PoolError):
+    """The environment's display server held the harness's request unanswered while idle:
+    a client of the display holds a server grab. The harness never grabs a server and
+    only the environment's programs reach its display, so this is the environment's own
+    act, whatever the harness was doing (a screenshot, input, a window list, a tree).
 
-    def __init__(self, env: str, selection: str) -> None:
+    ``doing`` is what went unanswered; ``server_pid`` and ``unread`` are the evidence: the
+    server's pid and how many of the harness's bytes it left unread while idle."""
+
+    def __init__(
+        self, env: str, doing: str, server_pid: int | None = None, unread: int | None = None
+    ) -> None:
         self.env = env
+        self.doing = doing
+        self.server_pid = server_pid
+        self.unread = unread
+        PoolError.__init__(
+            self,
+            f"{env}: a client of its display holds a server grab ({doing} went unanswered; "
+            f"the server, pid {server_pid}, left {unread} bytes of it unread while idle)",
+        )
+
+
+class SelectionHeld(DisplayHeld, SelectionUnanswered):
+    """A selection read that a server grab held unanswered: a held display (the
+    environment's own act) that every handler of a mute selection owner handles too
+    (``owner`` is 0: a grab names no window)."""
+
+    def __init__(
+        self, env: str, selection: str, server_pid: int | None = None, unread: int | None = None
+    ) -> None:
+        DisplayHeld.__init__(self, env, f"a read of {selection}", server_pid, unread)
         self.selection = selection
         self.owner = 0
-        PoolError.__init__(self, f"{env}: a client of its display holds a server grab")
 
 
 class CanaryIsReadOnly(PoolError):

@@ -44,7 +44,12 @@ from typing import Any
 
 from cleanroom.core.errors import CleanroomError
 from cleanroom.core.outcomes import Outcome, Status
-from cleanroom.environments.errors import EnvironmentBroken, PoolError, StaleGeneration
+from cleanroom.environments.errors import (
+    DisplayHeld,
+    EnvironmentBroken,
+    PoolError,
+    StaleGeneration,
+)
 from cleanroom.environments.interface import Needs, require, status_of
 from cleanroom.environments.osworld_env.actions import (
     ACTION_SPACES,
@@ -249,10 +254,11 @@ class OSWorldDesktopEnv:
         """The environment's AT-SPI tree in OSWorld's XML, or None when it could not be
         read, as OSWorld's controller gives None when its server fails. The tree is the
         agent's own programs' (a huge or hung one is its doing), so a failure to read it
-        never ends the rollout; a stale generation or a broken environment still does."""
+        never ends the rollout; a stale generation, a broken environment or a display its
+        own client held (a server grab) still does."""
         try:
             return self.handle.accessibility_tree()
-        except (StaleGeneration, EnvironmentBroken):
+        except (StaleGeneration, EnvironmentBroken, DisplayHeld):
             raise
         except PoolError:
             return None

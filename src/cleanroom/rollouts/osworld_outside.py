@@ -44,6 +44,7 @@ from cleanroom.core.errors import CleanroomError
 from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.environments.errors import (
     BadAction,
+    DisplayHeld,
     EnvironmentBroken,
     StaleGeneration,
 )
@@ -54,7 +55,7 @@ from cleanroom.environments.policy.http import env_key
 from cleanroom.rollouts.base import RolloutContext, RolloutSetupError, SmokeTask
 from cleanroom.rollouts.osworld_controller import EnvironmentController
 from cleanroom.rollouts.osworld_desktop_env import InvalidEvaluation, NoTask, OSWorldDesktopEnv
-from cleanroom.rollouts.smoke_rollout import broken_outcome
+from cleanroom.rollouts.smoke_rollout import broken_outcome, held_outcome
 from cleanroom.verifiers.osworld.settings import CheckSettings
 from cleanroom.verifiers.osworld.task import TaskFileError
 
@@ -103,6 +104,9 @@ class _Episode:
     # The environment broke under one of the agent's steps (its own processes, or the
     # pool's): the rollout's outcome says whose fault it was, as for any rollout.
     broke: EnvironmentBroken | StaleGeneration | None = None
+    # A client of the environment's display held its server under one of the agent's
+    # steps: the environment's own act, the rollout's 0.
+    held: DisplayHeld | None = None
     # The pool or the guest failed under one of the agent's steps: the rollout is invalid.
     fault: str | None = None
     scored: threading.Event = field(default_factory=threading.Event)
@@ -189,6 +193,9 @@ class OutsideAgents:
                 return episode.env.step(action, pause=pause)
             except BadAction:  # the agent's malformed action: refused, its episode goes on
                 raise
+            except DisplayHeld as exc:  # a client of its own display grabbed the server
+                self._end(episode, f"its display was held: {exc}", held=exc)
+                raise
             except (EnvironmentBroken, StaleGeneration) as exc:
                 if isinstance(exc, EnvironmentBroken) or exc.left_by is not None:
                     self._end(episode, f"the environment broke: {exc}", broke=exc)
@@ -270,11 +277,13 @@ class OutsideAgents:
         *,
         broke: EnvironmentBroken | StaleGeneration | None = None,
         fault: str | None = None,
+        held: DisplayHeld | None = None,
     ) -> None:
         with self._changed:
             if episode.ending is None:
                 episode.ending = why
             episode.broke = episode.broke or broke
+            episode.held = episode.held or held
             episode.fault = episode.fault or fault
             self._changed.notify_all()
 
@@ -377,6 +386,9 @@ class OutsideAgentTask(SmokeTask):
         if episode.fault is not None:
             episode.invalid = Outcome.invalid(Reason.ENVIRONMENT_ERROR, episode.fault)
             return episode.invalid
+        if episode.held is not None:
+            episode.score, episode.outcome = 0.0, held_outcome(episode.held)
+            return episode.outcome
         broke = episode.broke
         if broke is not None:  # whose fault it was decides, as for any rollout
             breakage = broke.breakage if isinstance(broke, EnvironmentBroken) else broke.left_by

@@ -19,6 +19,7 @@ from cleanroom.core.breakage import Breakage
 from cleanroom.core.outcomes import Cause, Outcome, Reason
 from cleanroom.core.tokens import RolloutId, Token, mint
 from cleanroom.environments.errors import (
+    DisplayHeld,
     EnvironmentBroken,
     PoolError,
     SelectionUnanswered,
@@ -142,6 +143,8 @@ def _attempt(
         )
     except EnvironmentBroken as exc:
         return broken_outcome(exc.breakage, str(exc))
+    except DisplayHeld as exc:  # a client of its own display grabbed the server
+        return held_outcome(exc)
     except SelectionUnanswered as exc:  # its own program holds the selection, mute
         return Outcome.agent_fault(Reason.SELECTION_UNANSWERED, str(exc))
     except PoolError as exc:
@@ -156,6 +159,19 @@ def broken_outcome(breakage: Breakage, detail: str) -> Outcome:
     if breakage.cause is Cause.AGENT:
         return Outcome.agent_fault(Reason.ENVIRONMENT_BROKEN, detail)
     return Outcome.invalid(Reason.ENVIRONMENT_ERROR, detail)
+
+
+def held_outcome(held: DisplayHeld) -> Outcome:
+    """The outcome of a rollout whose environment's display a client held (a server
+    grab) while the harness observed or acted there: its own act, scored 0, with the
+    server as it was seen."""
+    return Outcome.agent_fault(
+        Reason.DISPLAY_HELD,
+        str(held),
+        doing=held.doing,
+        server_pid=held.server_pid,
+        unread=held.unread,
+    )
 
 
 def _home_of(status: dict[str, object], env: str) -> str:

@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -26,13 +27,15 @@ from Xlib import display as xdisplay
 
 from cleanroom.core.canary import CANARY_ENV
 from cleanroom.core.isolation import SWEEP_TEST, IsolationRow, RowResult
-from cleanroom.core.outcomes import Reason, Status
+from cleanroom.core.outcomes import Outcome, Reason, Status
 from cleanroom.core.publish import ControlResult, Refusal
 from cleanroom.core.tokens import RolloutId, mint
+from cleanroom.environments.interface import Started
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.pool.plan import PoolConfig
 from cleanroom.environments.pool.pool import Pool
+from cleanroom.environments.x11.clipboard import SELECTION_DEADLINE_S
 from cleanroom.harness.form_audit_rows import LeasedRollout
 from cleanroom.harness.form_audit_window import audit_window
 from cleanroom.harness.loop import end_of_run_sweep
@@ -43,7 +46,9 @@ from cleanroom.harness.window import WindowPlan, WindowServices, run_window
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
 from cleanroom.isolation.canary.watcher import CanaryWatcher
 from cleanroom.isolation.controls.token_sweep import run_sweep_control
+from cleanroom.lifecycle import wait_until
 from cleanroom.reports.model import build_report
+from cleanroom.rollouts.base import RolloutContext, SmokeTask
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
 
@@ -388,3 +393,86 @@ def test_a_silent_clipboard_owner_fails_no_window_and_scores_its_rollout_0(
     scored = {r.env: (r.outcome, r.reason) for r in live.store.rollouts(9)}
     assert scored["env02"] == (Status.FAILURE, Reason.SELECTION_UNANSWERED)
     assert scored["env01"][1] is None
+
+
+# A program of the environment's own that grabs its display's server, and says so.
+GRAB = """
+import ctypes, time
+x = ctypes.CDLL("libX11.so.6")
+x.XOpenDisplay.restype = ctypes.c_void_p
+d = ctypes.c_void_p(x.XOpenDisplay(None))
+x.XGrabServer(d)
+x.XSync(d, 0)
+print("grabbed", flush=True)
+time.sleep(300)
+"""
+# The window's close past its rollouts (the audit, the canary's last look, the sweep):
+# env01's held clipboard costs the sweep one selection read's deadline, no more (5.2 s
+# in all, measured).
+CLOSE_WITH_A_GRAB_S = SELECTION_DEADLINE_S + 15
+
+
+class _GrabsThenShoots(SmokeTask):
+    """In env01: a program of its own grabs the display's server and holds it past the
+    rollout, then the policy asks for a screenshot. Elsewhere: once env01's server is
+    held, a screenshot and a few keys, which must work."""
+
+    name = "grab_then_shoot"
+    grabbed = threading.Event()
+    grabs: ClassVar[list[tuple[Started, Path]]] = []
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+
+    def policy(self, ctx: RolloutContext) -> None:
+        if ctx.env == "env01":
+            argv = [self.pool.python("env01"), "-c", GRAB]
+            started, log = self.pool.start_inside("env01", argv, "grab")
+            self.grabs.append((started, log))
+            assert wait_until(lambda: _says_grabbed(log), 30, 0.05), "the grab never held"
+            self.grabbed.set()
+        else:
+            assert self.grabbed.wait(60), "env01's grab never held"
+        ctx.handle.screenshot()
+        ctx.handle.type_text("ok")
+
+    def verify(self, ctx: RolloutContext) -> Outcome:
+        return Outcome.success()
+
+
+def _says_grabbed(log: Path) -> bool:
+    return log.exists() and "grabbed" in log.read_text(errors="replace")
+
+
+def test_a_grab_by_an_environments_own_program_scores_its_rollout_0_and_the_window_closes(
+    live: WindowServices,
+) -> None:
+    live.pool.env(CANARY_ENV).live.clipboard.clear()
+    time.sleep(CANARY_SAMPLE_WAIT_S)
+    ended: list[float] = []
+    smoke = SmokeRunner(
+        live.pool,
+        live.store,
+        live.verify,
+        live.stopping,
+        on_done=lambda record: ended.append(time.monotonic()),
+        tasks={_GrabsThenShoots.name: lambda verify: _GrabsThenShoots(live.pool)},
+    )
+    try:
+        result = run_window(
+            replace(live, smoke=smoke), WindowPlan(10, (_GrabsThenShoots.name,), [])
+        )
+        closed = time.monotonic()
+        assert len(ended) == 2 and _GrabsThenShoots.grabs
+        assert closed - max(ended) < CLOSE_WITH_A_GRAB_S
+    finally:
+        for started, _ in _GrabsThenShoots.grabs:
+            live.pool.end_inside("env01", started)
+    sweep = [r for r in live.store.isolation_rows(10) if r.test == SWEEP_TEST]
+    assert sweep and {r.result for r in sweep} == {RowResult.CLEAN}, sweep
+    assert result.status == "closed", result.verdict.failure
+    scored = {r.env: (r.outcome, r.reason) for r in live.store.rollouts(10)}
+    assert scored == {
+        "env01": (Status.FAILURE, Reason.DISPLAY_HELD),
+        "env02": (Status.SUCCESS, None),
+    }

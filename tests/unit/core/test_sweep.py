@@ -205,6 +205,25 @@ def test_a_selection_that_never_answers_is_its_environments_own_act_not_lost() -
     assert not judge_window(1, judged.rows).failed
 
 
+def test_a_display_its_own_client_held_is_its_environments_own_act_not_lost() -> None:
+    clip = Place("env02's clipboard", ("env02",), CLIPBOARD)
+    readings = read_all(reading(HOME2, TOK2, "b"), Reading(clip, held=("CLIPBOARD",)))
+    judged = judge_sweep(0, 1, readings, ENVS, MINTED)
+    assert {r.result for r in judged.rows} == {RowResult.CLEAN}
+    assert [(a.kind, a.owners) for a in judged.own_acts] == [(ActKind.DISPLAY_HELD, ("env02",))]
+    assert ACT_REASONS[judged.own_acts[0].kind] is Reason.DISPLAY_HELD
+    assert not judge_window(1, judged.rows).failed
+
+
+def test_a_held_display_of_the_canarys_is_lost() -> None:
+    readings = [Reading(CANARY, held=("CLIPBOARD",)), reading(HOME1, TOK1, "a")]
+    judged = judge_sweep(0, 1, readings, ["env00", "env01"], MINTED)
+    assert judged.own_acts == []
+    assert ("env01", "env00", RowResult.LOST) in {
+        (r.from_env, r.to_env, r.result) for r in judged.rows
+    }
+
+
 def test_what_a_bound_left_unread_is_reported_with_its_place_not_lost() -> None:
     spot = UnreadSpot(f"{HOME2.name}/bomb.zip (zip:zeros)", Bound.FILE_BYTES, "64 MiB")
     judged = judge_sweep(0, 1, [Reading(HOME2, unread=(spot,))], ["env02"], MINTED)

@@ -12,8 +12,10 @@ from starlette.testclient import TestClient
 from cleanroom.core.breakage import Breakage
 from cleanroom.core.outcomes import Cause
 from cleanroom.environments.errors import (
+    DisplayHeld,
     EnvironmentBroken,
     PoolError,
+    SelectionHeld,
     SelectionUnanswered,
     StaleGeneration,
 )
@@ -95,4 +97,29 @@ def test_a_selection_its_own_program_keeps_silent_crosses_the_api_as_itself() ->
         "env01",
         "CLIPBOARD",
         0x600001,
+    )
+
+
+def test_a_display_its_own_client_held_crosses_the_api_as_itself() -> None:
+    response = _answer(DisplayHeld("env01", "a screenshot", 321, 20))
+    assert response.status_code == 423
+    with pytest.raises(DisplayHeld) as info:
+        _raise_for(response)
+    held = info.value
+    assert not isinstance(held, SelectionUnanswered)
+    assert (held.env, held.doing, held.server_pid, held.unread) == (
+        "env01",
+        "a screenshot",
+        321,
+        20,
+    )
+
+
+def test_a_selection_read_a_grab_held_crosses_the_api_as_both() -> None:
+    with pytest.raises(SelectionHeld) as info:
+        _raise_for(_answer(SelectionHeld("env01", "PRIMARY", None, None)))
+    assert (info.value.env, info.value.selection, info.value.server_pid) == (
+        "env01",
+        "PRIMARY",
+        None,
     )

@@ -11,11 +11,14 @@ from cleanroom.core.breakage import Breakage
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
 from cleanroom.environments.errors import (
+    DisplayHeld,
     EnvironmentBroken,
     PoolError,
+    SelectionHeld,
     SelectionUnanswered,
     StaleGeneration,
 )
+from cleanroom.environments.x11.deadline import DisplayUnanswered, StalledServer
 from cleanroom.rollouts.base import RolloutContext, SmokeTask
 from cleanroom.rollouts.smoke_rollout import attempt_rollout
 
@@ -84,3 +87,34 @@ def test_a_selection_its_own_program_keeps_silent_is_the_agents_zero() -> None:
         0.0,
         Reason.SELECTION_UNANSWERED,
     )
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        DisplayHeld("env01", "a screenshot", 321, 20),
+        DisplayHeld("env01", "input", 321, 20),
+        SelectionHeld("env01", "CLIPBOARD", 321, 20),
+    ],
+)
+def test_a_display_its_own_client_held_is_the_agents_zero_with_the_evidence(
+    error: DisplayHeld,
+) -> None:
+    outcome = _run(error)
+    assert (outcome.status, outcome.score, outcome.reason) == (
+        Status.FAILURE,
+        0.0,
+        Reason.DISPLAY_HELD,
+    )
+    assert outcome.details == {"doing": error.doing, "server_pid": 321, "unread": 20}
+
+
+@pytest.mark.parametrize(
+    "server",
+    [None, StalledServer(321, "R", 20), StalledServer(321, "T", 20), StalledServer(321, "S", 0)],
+)
+def test_a_display_that_did_not_answer_without_a_grab_is_invalid(
+    server: StalledServer | None,
+) -> None:
+    outcome = _run(DisplayUnanswered(":7", 5.0, "a screenshot", server))
+    assert (outcome.status, outcome.reason) == (Status.INVALID, Reason.ENVIRONMENT_ERROR)

@@ -16,7 +16,12 @@ from starlette.testclient import TestClient
 from cleanroom.core.breakage import Breakage
 from cleanroom.core.outcomes import Cause, Outcome, Reason, Status
 from cleanroom.core.tokens import RolloutId, mint
-from cleanroom.environments.errors import BadAction, EnvironmentBroken, UnknownEnvironment
+from cleanroom.environments.errors import (
+    BadAction,
+    DisplayHeld,
+    EnvironmentBroken,
+    UnknownEnvironment,
+)
 from cleanroom.environments.memory import MemoryDesktops
 from cleanroom.environments.policy.handle import LocalHandle
 from cleanroom.environments.policy.http import KEY_HEADER, env_key
@@ -311,6 +316,23 @@ def test_an_environment_the_agent_broke_is_its_zero_and_the_agent_is_told_so() -
         agents.step("env01", "pyautogui.hotkey('ctrl', 'q')", 0)
     outcome: Outcome = rollout.outcome()
     assert (outcome.status, outcome.reason) == (Status.FAILURE, Reason.ENVIRONMENT_BROKEN)
+
+
+def test_a_display_its_own_client_held_under_a_step_is_the_agents_zero() -> None:
+    agents = _agents()
+    reset = _Caller(agents.reset, "env01", TASK)
+    rollout = _rollout(agents)
+    reset.outcome()
+    _Env.step_error = DisplayHeld("env01", "a screenshot", 321, 20)
+    with pytest.raises(DisplayHeld):
+        agents.step("env01", "pyautogui.press('a')", 0)
+    outcome: Outcome = rollout.outcome()
+    assert (outcome.status, outcome.score, outcome.reason) == (
+        Status.FAILURE,
+        0.0,
+        Reason.DISPLAY_HELD,
+    )
+    assert outcome.details["server_pid"] == 321
 
 
 def test_a_malformed_task_config_is_the_agents_zero() -> None:

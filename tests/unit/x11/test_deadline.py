@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from cleanroom.environments.errors import DisplayHeld, SelectionUnanswered
+from cleanroom.environments.errors import DisplayHeld, SelectionHeld, SelectionUnanswered
 from cleanroom.environments.x11.deadline import Deadline, StalledServer, deadline
 
 
@@ -75,9 +75,16 @@ def test_only_an_idle_server_with_our_request_unread_is_held(
     assert StalledServer(123, state, unread).held is held
 
 
-def test_a_server_held_by_a_client_is_the_environments_own_act() -> None:
+def test_a_selection_read_a_grab_held_is_a_held_display_and_a_mute_selection() -> None:
     # Every handler of a mute selection owner (the environment's act) handles a grab too.
-    err = DisplayHeld("env01", "CLIPBOARD")
-    assert isinstance(err, SelectionUnanswered)
+    err = SelectionHeld("env01", "CLIPBOARD", 321, 44)
+    assert isinstance(err, SelectionUnanswered) and isinstance(err, DisplayHeld)
     assert (err.env, err.selection, err.owner) == ("env01", "CLIPBOARD", 0)
+    assert (err.server_pid, err.unread) == (321, 44)
     assert "grab" in str(err)
+
+
+def test_a_held_display_names_what_went_unanswered_and_the_server() -> None:
+    err = DisplayHeld("env01", "a screenshot", 321, 20)
+    assert (err.env, err.doing, err.server_pid, err.unread) == ("env01", "a screenshot", 321, 20)
+    assert not isinstance(err, SelectionUnanswered)

@@ -43,8 +43,10 @@ from cleanroom.environments.actions import parse_action
 from cleanroom.environments.errors import (
     BadAction,
     CanaryIsReadOnly,
+    DisplayHeld,
     EnvironmentBroken,
     PoolError,
+    SelectionHeld,
     SelectionUnanswered,
     StaleGeneration,
     UnknownEnvironment,
@@ -59,6 +61,9 @@ from cleanroom.environments.interface import (
 from cleanroom.environments.policy.handle import PolicyHandle
 
 KEY_HEADER = "Authorization"
+# The error of a 423 answer that says a client of the environment's display held it (the
+# other 423 is a selection owner of the environment's that never answered).
+DISPLAY_HELD = "display_held"
 
 
 def _error(status: int, error: str, **extra: Any) -> JSONResponse:
@@ -84,6 +89,17 @@ def _failure(exc: Exception) -> JSONResponse:
             env=exc.env,
             generation=exc.generation,
             breakage=exc.breakage.to_json(),
+        )
+    if isinstance(exc, DisplayHeld):  # a client of the environment's display grabbed it
+        return _error(
+            423,
+            DISPLAY_HELD,
+            detail=str(exc),
+            env=exc.env,
+            doing=exc.doing,
+            server_pid=exc.server_pid,
+            unread=exc.unread,
+            selection=exc.selection if isinstance(exc, SelectionHeld) else None,
         )
     if isinstance(exc, SelectionUnanswered):  # the environment's own program, mute
         return _error(
@@ -254,6 +270,13 @@ def _raise_for(response: httpx.Response) -> None:
             raise EnvironmentBroken(
                 str(data.get("env", "?")), _int(data.get("generation")), breakage
             )
+    if code == 423 and data.get("error") == DISPLAY_HELD:
+        env = str(data.get("env", "?"))
+        pid, unread = _int_or_none(data.get("server_pid")), _int_or_none(data.get("unread"))
+        selection = data.get("selection")
+        if selection is not None:
+            raise SelectionHeld(env, str(selection), pid, unread)
+        raise DisplayHeld(env, str(data.get("doing", "?"))[:200], pid, unread)
     if code == 423:
         raise SelectionUnanswered(
             str(data.get("env", "?")), str(data.get("selection", "?")), _int(data.get("owner"))
@@ -267,6 +290,10 @@ def _raise_for(response: httpx.Response) -> None:
     if code == 401:
         raise PoolError("the harness key was refused")
     raise PoolUnavailable(f"{code}: {detail}")
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else _int(value)
 
 
 def _int(value: Any) -> int:

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
+from typing import Any
 
 from Xlib import X
 from Xlib import display as xdisplay
-from Xlib.error import XError
+from Xlib.error import ConnectionClosedError, DisplayError, XError
 
 from cleanroom.environments.interface import DisplayedWindow, TreeItem
 from cleanroom.environments.pool.environment import DesktopEnvironment
 from cleanroom.environments.session.processes import namespace_pids, pid_namespace, process_trees
 from cleanroom.environments.x11.atspi import AtspiUnavailable
+from cleanroom.environments.x11.deadline import DisplayUnanswered, deadline
 from cleanroom.environments.x11.screen import client_pid
 
 
@@ -46,22 +48,37 @@ def displayed_windows(envs: Mapping[str, DesktopEnvironment], name: str) -> list
     )
     owners = process_owners(envs)
     out: list[DisplayedWindow] = []
-    with contextlib.suppress(XError, OSError, ConnectionError):
-        x = xdisplay.Display(display)
+    # A server a client holds (a grab) answers nobody else: the look has a deadline, and
+    # a held display is its environment's own act (`DesktopEnvironment.own_display`).
+    with envs[name].own_display("listing windows"), deadline() as limit:
         try:
-            for w in x.screen().root.query_tree().children:
+            with contextlib.suppress(XError, OSError, ConnectionError):
+                x = xdisplay.Display(display)
                 try:
-                    if w.get_attributes().map_state != X.IsViewable:
-                        continue
-                    title = w.get_wm_name()
-                    title = title.decode("latin-1") if isinstance(title, bytes) else (title or "")
-                except XError:
-                    continue  # the window went away while we looked
-                pid = client_pid(x, w.id)
-                owner = owners.get(pid) if pid is not None else None
-                out.append(DisplayedWindow(w.id, title, pid, owner, shown_to))
-        finally:
-            x.close()
+                    out = _windows(x, owners, shown_to)
+                finally:
+                    x.close()
+        except (ConnectionClosedError, DisplayError):  # the deadline shut it, or not
+            if not limit.expired:
+                raise
+        if limit.expired:
+            raise DisplayUnanswered(display, limit.seconds, "listing windows", limit.stalled)
+    return out
+
+
+def _windows(x: Any, owners: Mapping[int, str], shown_to: tuple[str, ...]) -> list[DisplayedWindow]:
+    out = []
+    for w in x.screen().root.query_tree().children:
+        try:
+            if w.get_attributes().map_state != X.IsViewable:
+                continue
+            title = w.get_wm_name()
+            title = title.decode("latin-1") if isinstance(title, bytes) else (title or "")
+        except XError:
+            continue  # the window went away while we looked
+        pid = client_pid(x, w.id)
+        owner = owners.get(pid) if pid is not None else None
+        out.append(DisplayedWindow(w.id, title, pid, owner, shown_to))
     return out
 
 
@@ -72,7 +89,8 @@ def tree_items(envs: Mapping[str, DesktopEnvironment], name: str) -> list[TreeIt
     if live is None:
         raise AtspiUnavailable(f"{name}: no AT-SPI reader (the desktop is not running)")
     owners = _owners_seen_from(envs, name)
-    items = live.atspi.texts()
+    with envs[name].own_display("reading the accessibility tree"):
+        items = live.atspi.texts()
     return [
         TreeItem(
             app=_text(i.get("app")),

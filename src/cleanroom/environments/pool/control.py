@@ -142,7 +142,7 @@ class Control:
 
     def pixels(self, name: str) -> Pixels:
         """The screen as the harness sees it, raw, outside the gate."""
-        return Pixels(*self.env(name).live.screen.grab_rgb())
+        return Pixels(*self.env(name).pixels())
 
     def release_keys(self, name: str) -> None:
         """Release every key and button the harness holds down there."""

@@ -12,7 +12,7 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from cleanroom.environments.errors import (
     BadAction,
     DisplayHeld,
     NoSuchWindow,
+    SelectionHeld,
     SelectionUnanswered,
     StartError,
 )
@@ -62,6 +63,7 @@ from cleanroom.environments.x11.clipboard import (
     OwnerSilent,
     read_selection,
 )
+from cleanroom.environments.x11.deadline import DisplayUnanswered, probe_server
 from cleanroom.environments.x11.display import DisplayView, XvfbDisplay
 from cleanroom.environments.x11.screen import Screen
 from cleanroom.environments.x11.xauth import write_cookie
@@ -593,12 +595,7 @@ class DesktopEnvironment:
             ("screen", live.screen),
         ):
             if connection.closed:
-                out.append(
-                    Problem(
-                        Part.HARNESS_CONNECTION,
-                        f"the display closed the harness's {what} connection",
-                    )
-                )
+                out.append(closed_connection(what, connection.shut_by))
         if out and self.container is not None and not self.container.running():
             out.append(
                 Problem(Part.CONTAINER, f"its container {self.container.name} is not running")
@@ -634,74 +631,112 @@ class DesktopEnvironment:
 
     def type_text(self, text: str) -> None:
         """Type ``text`` into the focused window."""
-        self.live.input.type_text(text)
+        with self.own_display("input"):
+            self.live.input.type_text(text)
 
     def key_down(self, key: str) -> None:
         """Hold a key down."""
-        self.live.input.key_down(key)
+        with self.own_display("input"):
+            self.live.input.key_down(key)
 
     def key_up(self, key: str) -> None:
         """Release a key."""
-        self.live.input.key_up(key)
+        with self.own_display("input"):
+            self.live.input.key_up(key)
 
     def hotkey(self, keys: str) -> None:
         """Press a combination such as ``ctrl+s``."""
-        self.live.input.hotkey(keys)
+        with self.own_display("input"):
+            self.live.input.hotkey(keys)
 
     def click(self, x: int, y: int, button: int = 1, count: int = 1) -> None:
         """Click at screen coordinates."""
-        self.live.input.click(x, y, button, count)
+        with self.own_display("input"):
+            self.live.input.click(x, y, button, count)
 
     def move(self, x: int, y: int) -> None:
         """Move the pointer."""
-        self.live.input.move(x, y)
+        with self.own_display("input"):
+            self.live.input.move(x, y)
 
     def focus_window(self, window_id: int) -> None:
         """Raise a window and give it the focus."""
-        self.live.input.focus(window_id)
+        with self.own_display("focusing a window"):
+            self.live.input.focus(window_id)
 
     def focus_program(self, program: str) -> None:
         """Raise a program's window and give it the focus (`NoSuchWindow`: none shows)."""
         window = self.window_of(program)
         if window is None:
             raise NoSuchWindow(f"{self.name} shows no {program} window")
-        self.live.input.focus(window.id)
+        with self.own_display("focusing a window"):
+            self.live.input.focus(window.id)
 
     def set_clipboard(self, text: str, selections: tuple[str, ...] = ("CLIPBOARD",)) -> None:
         """Own the selections with ``text``."""
-        self.live.clipboard.set(text, selections)
+        with self.own_display("setting the clipboard"):
+            self.live.clipboard.set(text, selections)
 
     # -- observing -----------------------------------------------------------------------
 
     def screenshot_png(self) -> bytes:
         """The screen as PNG."""
-        return self.live.screen.screenshot_png()
+        with self.own_display("a screenshot"):
+            return self.live.screen.screenshot_png()
+
+    def pixels(self) -> tuple[int, int, bytes]:
+        """The screen as raw RGB: (width, height, bytes)."""
+        with self.own_display("a screenshot"):
+            return self.live.screen.grab_rgb()
 
     def windows(self) -> list[WindowInfo]:
         """Top-level windows."""
-        return self.live.screen.windows()
+        with self.own_display("listing windows"):
+            return self.live.screen.windows()
 
     def focused_text(self) -> FocusedText:
         """The focused text through AT-SPI."""
-        return self.live.atspi.focused()
+        with self.own_display("reading the focused text"):
+            return self.live.atspi.focused()
 
     def accessibility_tree(self) -> AccessibilityTree:
         """The accessibility tree of this environment's own bus, in OSWorld's XML format."""
-        return self.live.atspi.accessibility_tree()
+        with self.own_display("reading the accessibility tree"):
+            return self.live.atspi.accessibility_tree()
+
+    @contextlib.contextmanager
+    def own_display(self, doing: str) -> Iterator[None]:
+        """Observe or act on the display; a request its server held unanswered while idle
+        (a server grab by a client of the display) raises `DisplayHeld`, the environment's
+        own act: the harness never grabs, and only the environment's programs reach its
+        display. A server that is busy, stopped or gone leaves the error as it was.
+
+        Where the failed read's own connection cannot be looked at (a screenshot's runs
+        in mss, a tree's in the AT-SPI reader), the server is probed on a fresh one."""
+        try:
+            yield
+        except (DisplayUnanswered, AtspiUnavailable) as exc:
+            server = exc.server if isinstance(exc, DisplayUnanswered) else None
+            if server is None and self.running is not None:
+                server = probe_server(self.running.display.name)
+            if server is not None and server.held:
+                raise DisplayHeld(self.name, doing, server.pid, server.unread) from exc
+            raise
 
     def read_clipboard(self, selection: str = "CLIPBOARD") -> ClipboardRead:
         """Read a selection as any client of this display would. An owner that does not
         answer is `SelectionUnanswered` when it is a program of the environment's; the
         harness's own owner not answering stays `ClipboardUnreadable`. A display whose
         server holds the read unanswered (a grab by a client: the harness never grabs)
-        is `DisplayHeld`, the environment's own act; a server that hangs otherwise stays
-        `ClipboardUnreadable`."""
+        is `SelectionHeld` (a `DisplayHeld`), the environment's own act; a server that
+        hangs otherwise stays `ClipboardUnreadable`."""
         live = self.live
         try:
             return read_selection(live.display.name, selection)
         except DisplayUnread as exc:
-            if exc.held:
-                raise DisplayHeld(self.name, selection) from exc
+            server = exc.cause.server
+            if server is not None and server.held:
+                raise SelectionHeld(self.name, selection, server.pid, server.unread) from exc
             raise
         except OwnerSilent as exc:
             if exc.owner == live.clipboard.window_id:
@@ -837,6 +872,27 @@ class DesktopEnvironment:
             self.stop_desktop()
         finally:
             self.account.remove()
+
+
+def closed_connection(what: str, shut_by: DisplayUnanswered | None) -> Problem:
+    """The problem a closed harness connection to the display is: closed by the display
+    (a client ended it: ``KillClient``), shut by the harness's deadline while a client
+    held the server (a grab), or shut because the server itself stopped answering."""
+    if shut_by is None:
+        return Problem(
+            Part.HARNESS_CONNECTION, f"the display closed the harness's {what} connection"
+        )
+    if shut_by.held:
+        return Problem(
+            Part.DISPLAY_HELD,
+            f"a client of the display held its server: the harness's {what} connection "
+            f"was shut at its deadline ({shut_by})",
+        )
+    return Problem(
+        Part.DISPLAY_STALLED,
+        f"its display's server stopped answering: the harness's {what} connection was "
+        f"shut at its deadline ({shut_by})",
+    )
 
 
 def _what_the_bus_shows(items: list[dict[str, Any]]) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cleanroom.core.breakage import Breakage, Evidence, judge
 from cleanroom.environments.errors import (
+    DisplayHeld,
     EnvironmentBroken,
     NoSuchWindow,
     PoolError,
@@ -133,7 +134,12 @@ class Gate:
         at once; anything else (the X connection, a reader) or a window that is gone may
         be a part of the environment on its way out, so it is looked at again for a
         moment. A window that is gone from a whole environment is the agent's mistake:
-        `NoSuchWindow` is logged as rejected and returned as it is."""
+        `NoSuchWindow` is logged as rejected and returned as it is. A display a client
+        held (`DisplayHeld`) is the environment's own act, said as it is: the connection
+        the deadline shut under it is the harness's doing, not what broke it."""
+        if isinstance(exc, DisplayHeld):
+            self.log.write(name, generation, generation, kind, "failed", repr(exc))
+            return exc
         settle = isinstance(exc, NoSuchWindow) or not isinstance(exc, PoolError)
         broken = self._broken(name, FAILURE_SETTLE_S if settle else 0.0)
         if broken is None and isinstance(exc, NoSuchWindow):

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from cleanroom.core.breakage import Part
 from cleanroom.environments.containers.desktop_image import ensure_image
 from cleanroom.environments.leaky_setups import DONOR, TAKER, Leak, sharing_for
 from cleanroom.environments.pool.environment import Borrowed, DesktopEnvironment
@@ -41,6 +42,11 @@ from cleanroom.store.rundb import RunStore
 
 # What a person waiting for the start sees (`cleanroom envs up` shows it on stderr).
 PROGRESS = logging.getLogger("cleanroom.progress")
+# What a reset in place cannot mend: the display, and the harness's connections to it
+# (a reset keeps both), so the environment is rebuilt instead.
+_REBUILT = frozenset(
+    {Part.DISPLAY, Part.DISPLAY_STALLED, Part.HARNESS_CONNECTION, Part.DISPLAY_HELD}
+)
 
 
 class Lifecycle:
@@ -199,9 +205,10 @@ class Lifecycle:
             self.standby.bring_up(name, slot)
 
     def reset(self, env: DesktopEnvironment) -> None:
-        """A fresh session, home, clipboard and programs, in place (a dead display is
-        rebuilt); the caller holds the lock and raised the generation."""
-        if env.problems() and (env.running is None or not env.running.display.alive()):
+        """A fresh session, home, clipboard and programs, in place (a dead display, or one
+        the harness's connections to are closed, is rebuilt); the caller holds the lock
+        and raised the generation."""
+        if any(p.part in _REBUILT for p in env.damage()):
             self.rebuild(env)
             return
         env.restart_session()

@@ -29,6 +29,7 @@ from cleanroom.environments.x11.deadline import (
     DisplayUnanswered,
     bounded,
     deadline,
+    shut_by,
 )
 
 # What python-xlib raises when the display went away or refused us.
@@ -195,6 +196,12 @@ class ClipboardOwner:
         """Whether the server closed this connection (a client of the display may end
         any other's with ``KillClient``)."""
         return self._x.display.socket_error is not None
+
+    @property
+    def shut_by(self) -> DisplayUnanswered | None:
+        """The deadline that shut this connection, when one did (the server then did not
+        answer the harness in time, and ``closed`` is the harness's own doing)."""
+        return shut_by(self._x)
 
     def close(self) -> None:
         """Stop serving and close the connection (selections we owned lose their owner)."""

@@ -18,19 +18,24 @@ import socket
 import struct
 import termios
 import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from Xlib.error import ConnectionClosedError
+from Xlib import display as xdisplay
+from Xlib.error import ConnectionClosedError, DisplayError
 from Xlib.support import connect as _xconnect
 
 from cleanroom.environments.errors import PoolError
 
 # How long one read of a display (open, ask, wait, read the answer) may take in all.
 X_REQUEST_DEADLINE_S = 3.0
+# How long a probe of a server that did not answer waits for its round trip: a server
+# that answers nobody leaves it unread all that time, one that answers does so at once.
+PROBE_DEADLINE_S = 1.0
 
 _local = threading.local()
 _original_get_socket = _xconnect.get_socket
@@ -173,12 +178,18 @@ def _shut(sock: socket.socket) -> None:
 _GONE = (ConnectionClosedError, OSError, ConnectionError)
 
 
+# The deadline that shut each long-lived connection (a python-xlib Display), so that a
+# connection found closed can be told from one its server or another client closed.
+_shut_by: weakref.WeakKeyDictionary[Any, DisplayUnanswered] = weakref.WeakKeyDictionary()
+
+
 @contextlib.contextmanager
 def bounded(x: Any, doing: str, seconds: float = X_REQUEST_DEADLINE_S) -> Iterator[Deadline]:
     """Run requests on the open connection ``x`` (a python-xlib Display) with a deadline.
 
-    Past it the connection is shut (its owner sees it `closed`, and the environment's
-    damage check names it) and `DisplayUnanswered` is raised instead of waiting for ever.
+    Past it the connection is shut (its owner sees it `closed`, `shut_by` says why, and
+    the environment's damage check names it) and `DisplayUnanswered` is raised instead of
+    waiting for ever.
     """
     with Deadline(seconds, connects=False) as limit:
         limit.watch(x.display.socket)
@@ -188,7 +199,34 @@ def bounded(x: Any, doing: str, seconds: float = X_REQUEST_DEADLINE_S) -> Iterat
             if not limit.expired:
                 raise
             name = str(x.get_display_name())
-            raise DisplayUnanswered(name, seconds, doing, limit.stalled) from exc
+            unanswered = DisplayUnanswered(name, seconds, doing, limit.stalled)
+            _shut_by[x] = unanswered
+            raise unanswered from exc
+
+
+def shut_by(x: Any) -> DisplayUnanswered | None:
+    """The deadline that shut the connection ``x`` (None: no deadline of `bounded` did)."""
+    return _shut_by.get(x)
+
+
+def probe_server(display_name: str, seconds: float = PROBE_DEADLINE_S) -> StalledServer | None:
+    """The display's server as it is when a round trip on a fresh connection goes
+    unanswered for ``seconds``; None when it answers, or when it cannot be reached at all
+    (a display that refuses or is gone holds nobody's request).
+
+    For reads whose own connection cannot be looked at (a screenshot's, a tree's): a
+    server that holds a fresh connection's request unread while idle is held by a grab."""
+    with deadline(seconds) as limit:
+        try:
+            x = xdisplay.Display(display_name)
+            try:
+                x.sync()
+            finally:
+                with contextlib.suppress(*_GONE, DisplayError):
+                    x.close()
+        except (*_GONE, DisplayError):
+            return limit.stalled if limit.expired else None
+    return None
 
 
 @contextlib.contextmanager

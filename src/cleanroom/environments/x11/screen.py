@@ -16,7 +16,7 @@ from Xlib import display as xdisplay
 from Xlib.error import ConnectionClosedError, XError
 
 from cleanroom.environments.interface import WindowInfo
-from cleanroom.environments.x11.deadline import DisplayUnanswered, bounded
+from cleanroom.environments.x11.deadline import DisplayUnanswered, bounded, shut_by
 
 # The longest a screenshot may wait for the display's server.
 SCREENSHOT_DEADLINE_S = 5.0
@@ -103,6 +103,12 @@ class Screen:
         """Whether the server closed this connection (a client of the display may end
         any other's with ``KillClient``)."""
         return self._x.display.socket_error is not None
+
+    @property
+    def shut_by(self) -> DisplayUnanswered | None:
+        """The deadline that shut this connection, when one did (the server then did not
+        answer the harness in time, and ``closed`` is the harness's own doing)."""
+        return shut_by(self._x)
 
     def close(self) -> None:
         """Close the X connections (a screenshot still waiting keeps mss's until its

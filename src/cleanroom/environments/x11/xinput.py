@@ -19,7 +19,7 @@ from Xlib.error import ConnectionClosedError, XError
 from Xlib.ext import xtest
 
 from cleanroom.environments.errors import BadAction
-from cleanroom.environments.x11.deadline import bounded
+from cleanroom.environments.x11.deadline import DisplayUnanswered, bounded, shut_by
 from cleanroom.environments.x11.keys import keysym_for_char, keysym_for_name, parse_hotkey
 
 _SHIFT = 0xFFE1  # Shift_L
@@ -73,8 +73,9 @@ class XInput:
 
     def type_text(self, text: str, *, delay_s: float = 0.003) -> None:
         """Type ``text`` one character at a time, pressing Shift where a character needs it."""
-        codes = [self._keycode(keysym_for_char(ch)) for ch in text]  # validate before typing
-        shift = self._keycode(_SHIFT)[0]
+        with self._lock, bounded(self._x, "input"):  # binding a spare keycode asks the server
+            codes = [self._keycode(keysym_for_char(ch)) for ch in text]  # validate first
+            shift = self._keycode(_SHIFT)[0]
         for code, needs_shift in codes:
             with self._lock, bounded(self._x, "input"):
                 if needs_shift:
@@ -101,8 +102,8 @@ class XInput:
 
     def hotkey(self, combo: str) -> None:
         """Press the keys of ``ctrl+s`` in order, then release them in reverse."""
-        codes = [self._keycode(k)[0] for k in parse_hotkey(combo)]
         with self._lock, bounded(self._x, "input"):
+            codes = [self._keycode(k)[0] for k in parse_hotkey(combo)]
             for code in codes:
                 self._press(code)
             for code in reversed(codes):
@@ -172,6 +173,12 @@ class XInput:
         """Whether the server closed this connection (a client of the display may end
         any other's with ``KillClient``)."""
         return self._x.display.socket_error is not None
+
+    @property
+    def shut_by(self) -> DisplayUnanswered | None:
+        """The deadline that shut this connection, when one did (the server then did not
+        answer the harness in time, and ``closed`` is the harness's own doing)."""
+        return shut_by(self._x)
 
     def close(self) -> None:
         """Release held keys and close the connection."""

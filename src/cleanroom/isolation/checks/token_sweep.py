@@ -84,7 +84,7 @@ from cleanroom.core.sweep import (
 )
 from cleanroom.core.token_forms import Bound, find_forms, worth_decoding
 from cleanroom.core.tokens import Token, TokenHit, scan_bytes, scan_text
-from cleanroom.environments.errors import PoolError, SelectionUnanswered
+from cleanroom.environments.errors import PoolError, SelectionHeld, SelectionUnanswered
 from cleanroom.environments.interface import SELECTIONS, Desktops, Needs
 from cleanroom.environments.leaky_setups import Leak
 from cleanroom.isolation.battery import IsolationCheck, Schedule, TrialContext
@@ -251,16 +251,23 @@ def _written_since(path: str, since: float) -> bool:
 def read_clipboard(pool: Desktops, env: str, budget: DecodeBudget | None = None) -> Reading:
     """An environment's CLIPBOARD and PRIMARY, as one place, every form too. A selection
     whose owner, a program of the environment's, never answers is read as far as it can
-    be (`Reading.unanswered`); any other failure makes the place unreadable."""
+    be (`Reading.unanswered`), and so is a display a client of it held (`Reading.held`);
+    any other failure makes the place unreadable."""
     place = Place(f"{env}'s clipboard", (env,), CLIPBOARD)
     forms = FormReader(budget or DecodeBudget())
     hits: list[TokenHit] = []
     unanswered = []
+    held: tuple[str, ...] = ()
     cut: list[UnreadSpot] = []
     for selection in SELECTIONS:
         where = f"{env}:{selection}"
         try:
             read = pool.read_selection(env, selection)
+        except SelectionHeld:
+            # A held server answers no read: the next selection would wait out its whole
+            # deadline for nothing, so the place is read no further.
+            held = (selection,)
+            break
         except SelectionUnanswered:
             unanswered.append(selection)
             continue
@@ -275,7 +282,7 @@ def read_clipboard(pool: Desktops, env: str, budget: DecodeBudget | None = None)
             hits += scan_text(text, where)
             forms.read(where, data, len(data))
     spots = (*forms.spots(), *cut)
-    return Reading(place, forms.beside(hits), None, spots, tuple(unanswered))
+    return Reading(place, forms.beside(hits), None, spots, tuple(unanswered), held)
 
 
 def read_submissions(
