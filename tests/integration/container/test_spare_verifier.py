@@ -61,7 +61,10 @@ def spare_up(runtime: DockerRuntime, within_s: float = 60.0) -> list[str]:
     wanted = [f"{k}={v}" for k, v in runtime.labels.items()] + ["cleanroom.role=verifier"]
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
-        running = [c.id for c in runtime.docker.containers_labelled(*wanted)]
+        listed = runtime.docker.client.containers.list(
+            filters={"label": wanted, "status": "running"}
+        )
+        running = [str(c.id) for c in listed]
         if running:
             return running
         time.sleep(0.2)
