@@ -6,6 +6,7 @@ included; a spare that died is not taken; closing leaves no container and no nam
 
 from __future__ import annotations
 
+import io
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -107,3 +108,33 @@ def test_a_spare_that_died_is_not_taken_and_closing_leaves_nothing(
     assert spare_up(runtime, within_s=0.5) == []
     named = runtime.docker.client.images.list(name=SPARE_REPOSITORY)
     assert named == [], named
+
+
+def test_a_spare_of_an_image_compose_built_does_not_pass_for_the_projects_container(
+    runtime: DockerRuntime, spares: SpareVerifiers, example: Callable[[str], Task]
+) -> None:
+    # Compose labels what it builds with its project and service, and a container takes
+    # its image's labels: a spare of such an image, up while the project's next step is
+    # verified, must not be found as the project's container.
+    task = example("fix-median")
+    image, _ = runtime.images.for_task(task)
+    project = f"spare-{uuid.uuid4().hex[:10]}"
+    compose = {COMPOSE_PROJECT: project, COMPOSE_SERVICE: "main"}
+    built = io.BytesIO(f"FROM {image}\n".encode())
+    labelled, _ = runtime.docker.client.images.build(
+        fileobj=built, labels={**runtime.labels, **compose}, pull=False, rm=True
+    )
+    ctr = runtime.docker.client.containers.run(
+        labelled.id, ["sleep", "infinity"], detach=True,
+        labels={**runtime.labels, **compose}, network_mode="none",
+    )  # fmt: skip
+    try:
+        act_in(runtime, task, str(ctr.id), ORACLE)
+        connect = lambda: DockerRuntime.connect(runtime.labels)  # noqa: E731
+        first = verify_compose_service(task, project, "main", connect=connect)
+        assert spare_up(runtime)
+        again = verify_compose_service(task, project, "main", connect=connect)
+    finally:
+        runtime.containers.remove(str(ctr.id))
+    assert first.status is Status.SUCCESS, first.details
+    assert (again.status, again.details.get("verifier_container")) == (Status.SUCCESS, "spare")

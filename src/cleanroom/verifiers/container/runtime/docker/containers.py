@@ -39,6 +39,10 @@ LOGS_TMPFS = "rw,size=64m,mode=0777"
 LOGS_STAGING = "/.cleanroom-logs-inputs"
 
 
+# The labels Compose gives what it builds and starts (its project, service, ...).
+COMPOSE_LABEL_PREFIX = "com.docker.compose."
+
+
 class DockerContainers:
     """The containers of one Docker connection."""
 
@@ -84,7 +88,12 @@ class DockerContainers:
             volumes=volumes,
             working_dir=spec.workdir or "",
             environment=dict(spec.environment),
-            labels={**self.labels, "cleanroom.role": "agent", "cleanroom.task": spec.name_hint},
+            labels={
+                **self.labels,
+                "cleanroom.role": "agent",
+                "cleanroom.task": spec.name_hint,
+                **self._not_compose(spec.image),
+            },
             # Docker's default capabilities on podman too, which leaves out MKNOD: an
             # agent may make a device node on either, and is judged the same for it.
             cap_add=["MKNOD"] if self.docker.podman else [],
@@ -144,12 +153,21 @@ class DockerContainers:
             cap_drop=["MKNOD"],
             environment=dict(spec.environment),
             working_dir=spec.workdir or "",
-            labels={**self.labels, "cleanroom.role": "verifier"},
+            labels={**self.labels, "cleanroom.role": "verifier", **self._not_compose(spec.image)},
             **spec.limits.host_config(),
         )
         if spec.services_network is not None and spec.network and not spec.join_network_of:
             self.docker.connect_network("bridge", ctr)
         return ctr
+
+    def _not_compose(self, image: str) -> dict[str, str]:
+        """Labels that blank the Compose labels ``image`` carries (a container takes its
+        image's labels): a container of cleanroom's (a verifier's, a control's agent) of
+        an image Compose built must not pass for a container of that project, to Compose
+        or to anyone finding one by them."""
+        attrs = self.docker.inspect_image(image) or {}
+        inherited = (attrs.get("Config") or {}).get("Labels") or {}
+        return {k: "" for k in inherited if k.startswith(COMPOSE_LABEL_PREFIX)}
 
     # Compose services beside the agent's container ------------------------------------
 
