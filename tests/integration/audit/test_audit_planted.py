@@ -193,7 +193,7 @@ def test_a_ray_address_where_nothing_listens_is_refused_at_once(tmp_path: Path) 
     assert f"no Ray cluster at 127.0.0.1:{port}" in run.proc.stderr
 
 
-# The audit on podman: in `make test-integrations` (the red-team matrix on podman is in every run).
+# The audit on podman: in `make test-integrations` (sealed's 0 on podman is in every run).
 @pytest.mark.integrations
 def test_the_audit_on_podman_flags_what_it_flags_on_docker(tmp_path: Path) -> None:
     """`--environment podman`: the same audit through podman's Docker-compatible API."""

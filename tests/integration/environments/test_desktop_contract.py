@@ -31,7 +31,9 @@ CONFIGS = {
     scope="module",
     params=[
         pytest.param("sandbox"),
-        pytest.param("containers", marks=pytest.mark.docker),
+        # Containers mode keeps the contract in `make test-integrations`; its own
+        # module (test_containers_mode.py) runs in every `make test`.
+        pytest.param("containers", marks=[pytest.mark.docker, pytest.mark.integrations]),
     ],
 )
 def desktops(

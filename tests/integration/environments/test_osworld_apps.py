@@ -126,7 +126,12 @@ APPS = (
 
 @pytest.fixture(
     scope="module",
-    params=[pytest.param("sandbox"), pytest.param("containers", marks=pytest.mark.docker)],
+    params=[
+        pytest.param("sandbox"),
+        # The apps in containers mode: in `make test-integrations` (the mode itself is in
+        # every run, test_containers_mode.py).
+        pytest.param("containers", marks=[pytest.mark.docker, pytest.mark.integrations]),
+    ],
 )
 def pool(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

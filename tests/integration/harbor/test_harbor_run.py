@@ -586,6 +586,8 @@ def test_an_agent_that_hangs_the_tests_gets_its_zero_on_podman(
     assert seen["budget"]["control"] == "alongside"
 
 
+# On podman: in `make test-integrations` (the tamper's 0 on podman is in every run).
+@pytest.mark.integrations
 def test_an_invalid_outcome_reaches_harbor_as_an_exception_on_podman(
     podman: DockerRuntime, tmp_path: Path
 ) -> None:

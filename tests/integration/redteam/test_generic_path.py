@@ -198,6 +198,9 @@ chmod +x /usr/local/bin/bash
 """
 
 
+# A hung shell on the generic path: in `make test-integrations` (a hang's 0 on the fast
+# path is in every run, test_failure_paths.py).
+@pytest.mark.integrations
 def test_a_shell_the_agent_made_hang_costs_one_command_limit_and_is_its_zero() -> None:
     """Each of the harness's commands there would hang until its limit (stopping the
     processes, the listing, each archive, each cleanup): the first one that does marks
