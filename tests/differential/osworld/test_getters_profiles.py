@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("desktop_env")
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cleanroom.verifiers.osworld.getters.chrome_profile import CHROME_PROFILE_GETTERS
@@ -105,7 +105,8 @@ def agree(getter: str, mine: Any, theirs: Any, case: Any) -> None:
 ENCODINGS = st.sampled_from(["utf-8", "utf-8", "utf-8", "utf-16", "not JSON", "empty", "missing"])
 
 
-@EXAMPLES
+# Each example runs every preference getter on both sides: fewer examples, as many calls.
+@settings(EXAMPLES, max_examples=min(EXAMPLES.max_examples, 60))
 @given(preferences=PREFERENCES | JSON, how=ENCODINGS)
 def test_preference_getters(sides: Sides, preferences: Any, how: str) -> None:
     sides.reset()
