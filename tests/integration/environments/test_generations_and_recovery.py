@@ -185,11 +185,17 @@ def _kill_the_harnesss_clipboard_connection(handle: PolicyHandle) -> None:
 @pytest.mark.parametrize(
     ("acts", "then"),
     [
-        (_quit_writer, _type_into_writer),
-        (_kill_everything_from_the_terminal, _type_into_writer),
-        (_kill_the_harnesss_clipboard_connection, _own_the_clipboard),
+        # Ending its own programs: in `make test-integrations`; a broken connection of
+        # the harness's (the act that needs the most evidence) in every run.
+        pytest.param(_quit_writer, _type_into_writer, id="ctrl+q", marks=pytest.mark.integrations),
+        pytest.param(
+            _kill_everything_from_the_terminal,
+            _type_into_writer,
+            id="kill -9 -1",
+            marks=pytest.mark.integrations,
+        ),
+        pytest.param(_kill_the_harnesss_clipboard_connection, _own_the_clipboard, id="xkill"),
     ],
-    ids=["ctrl+q", "kill -9 -1", "xkill"],
 )
 def test_an_agent_that_breaks_its_own_desktop_is_scored_zero_not_excluded(
     pool: Pool, acts: Callable[[PolicyHandle], None], then: Callable[[PolicyHandle], None]

@@ -22,7 +22,9 @@ from cleanroom.lifecycle import wait_until
 
 from .conftest import require_desktop_stack
 
-pytestmark = pytest.mark.slow
+# A pool of its own through the CLI, judging no timing between environments: beside the
+# desktop group (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.beside_desktops]
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

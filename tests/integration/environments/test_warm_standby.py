@@ -103,11 +103,16 @@ def test_a_spare_that_died_is_not_swapped_in_and_the_reset_happens_in_place(
     assert pool.standby_ready("env02", UP_WITHIN_S)  # the dead spare is brought up again
 
 
+# On a pool without standby in every run (the isolated module); with it here, in `make
+# test-integrations`, as the next one.
+@pytest.mark.integrations
 def test_reset_during_write_leaves_nothing_of_the_old_generation(ctx: TrialContext) -> None:
     _spares_up(ctx.pool)
     assert_all_clean(ResetDuringWriteCheck(), ctx, trials=2)
 
 
+# As above: in `make test-integrations`.
+@pytest.mark.integrations
 def test_stale_generation_clicks_are_all_refused(ctx: TrialContext) -> None:
     _spares_up(ctx.pool)
     assert_all_clean(StaleGenerationCheck(), ctx, trials=2)
