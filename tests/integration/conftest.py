@@ -90,6 +90,20 @@ def podman(docker_labels: dict[str, str]) -> Iterator[DockerRuntime]:
     rt.remove_labelled(docker_labels, images=False)
 
 
+# A program of an environment's own that grabs its display's server and says so, then
+# holds the grab until it is ended (at most five minutes).
+GRAB_SERVER = """
+import ctypes, time
+x = ctypes.CDLL("libX11.so.6")
+x.XOpenDisplay.restype = ctypes.c_void_p
+d = ctypes.c_void_p(x.XOpenDisplay(None))
+x.XGrabServer(d)
+x.XSync(d, 0)
+print("grabbed", flush=True)
+time.sleep(300)
+"""
+
+
 # --- pools for the isolation checks ----------------------------------------------------
 
 

@@ -27,18 +27,8 @@ from cleanroom.lifecycle import wait_until
 from cleanroom.rollouts.base import RolloutContext, SmokeTask
 from cleanroom.rollouts.smoke_rollout import attempt_rollout
 
+from ..conftest import GRAB_SERVER as GRAB
 from ..conftest import require_desktop_stack
-
-GRAB = """
-import ctypes, time
-x = ctypes.CDLL("libX11.so.6")
-x.XOpenDisplay.restype = ctypes.c_void_p
-d = ctypes.c_void_p(x.XOpenDisplay(None))
-x.XGrabServer(d)
-x.XSync(d, 0)
-print("grabbed", flush=True)
-time.sleep(120)
-"""
 
 
 @pytest.fixture(scope="module")

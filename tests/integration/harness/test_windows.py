@@ -52,6 +52,8 @@ from cleanroom.rollouts.base import RolloutContext, SmokeTask
 from cleanroom.store.rundb import RunStore
 from cleanroom.verify_server.process import VerifyServerProcess
 
+from ..conftest import GRAB_SERVER as GRAB
+
 FIRED = ControlResult(2, 2, 5, 10)
 
 
@@ -395,17 +397,6 @@ def test_a_silent_clipboard_owner_fails_no_window_and_scores_its_rollout_0(
     assert scored["env01"][1] is None
 
 
-# A program of the environment's own that grabs its display's server, and says so.
-GRAB = """
-import ctypes, time
-x = ctypes.CDLL("libX11.so.6")
-x.XOpenDisplay.restype = ctypes.c_void_p
-d = ctypes.c_void_p(x.XOpenDisplay(None))
-x.XGrabServer(d)
-x.XSync(d, 0)
-print("grabbed", flush=True)
-time.sleep(300)
-"""
 # The window's close past its rollouts (the audit, the canary's last look, the sweep):
 # env01's held clipboard costs the sweep one selection read's deadline, no more (5.2 s
 # in all, measured).

@@ -65,6 +65,7 @@ from cleanroom.verifiers.container.runtime import (
     VerificationRuntime,
     VerifierContainerSpec,
 )
+from cleanroom.verifiers.container.task import HealthcheckConfig
 
 
 class Unhealthy(Exception):
@@ -109,12 +110,7 @@ def _spare(
         return None
     if ctx.separate_environment is not None or res.services is not None:
         return None
-    network = (
-        vcfg.network_mode == "public"
-        if vcfg.network_mode is not None
-        else ctx.task.config.verifier_network
-    )
-    if network:
+    if _verifier_network(ctx):
         return None
     kind = SpareKind(
         ctx.limits,
@@ -132,19 +128,29 @@ def _spare(
     ev.details["verifier_container"] = "spare"
     started: Future[str] = Future()
     started.set_result(spare.container)
-    if ctx.task.config.environment.healthcheck is not None:
-        started = res.in_background(lambda: _checked(ctx, res, ev, spare.container))
+    healthcheck = ctx.task.config.environment.healthcheck
+    if healthcheck is not None:
+        started = res.in_background(lambda: _healthy(ctx, res, ev, spare.container, healthcheck))
     return StartingVerifier(started, spare.folders)
 
 
-def _checked(ctx: RunContext, res: Resources, ev: Evidence, vctr: str) -> str:
-    """``vctr`` once the task's readiness check holds in it (as `_start` checks)."""
-    healthcheck = ctx.task.config.environment.healthcheck
-    assert healthcheck is not None
-    health = check_health(res.rt, vctr, healthcheck, ctx.workdir, "verifier")
-    ev.details.setdefault("healthcheck", []).append(health.record)
-    if health.failed:
-        raise Unhealthy(f"in the verifier's container, {health.failed}")
+def _verifier_network(ctx: RunContext) -> bool:
+    """Whether the verifier's container gets a network of its own: the run's
+    ``network_mode`` when one is set, else the task's ``[verifier]`` setting."""
+    mode = ctx.verifier.network_mode
+    return mode == "public" if mode is not None else ctx.task.config.verifier_network
+
+
+def _healthy(
+    ctx: RunContext, res: Resources, ev: Evidence, vctr: str, healthcheck: HealthcheckConfig | None
+) -> str:
+    """``vctr`` once the task's readiness check (if any) holds in it, recorded; it runs
+    before the agent's state is installed, so what it finds is never the agent's."""
+    if healthcheck is not None:
+        health = check_health(res.rt, vctr, healthcheck, ctx.workdir, "verifier")
+        ev.details.setdefault("healthcheck", []).append(health.record)
+        if health.failed:
+            raise Unhealthy(f"in the verifier's container, {health.failed}")
     return vctr
 
 
@@ -188,11 +194,7 @@ def _start(
                 binds,
                 join_network_of=agent.id if vcfg.live_processes and agent else None,
                 read_only=tuple(read_only),
-                network=(
-                    vcfg.network_mode == "public"
-                    if vcfg.network_mode is not None
-                    else ctx.task.config.verifier_network
-                ),
+                network=_verifier_network(ctx),
                 environment=environment,
                 # A separate verifier is an environment of its own, as in Harbor: the
                 # agent's services reach it only through artifacts.
@@ -205,12 +207,7 @@ def _start(
     # The task's readiness check holds for the verifier's environment too; it runs
     # before the agent's state is installed, so what it finds is never the agent's.
     config = separate.config if separate else ctx.task.config.environment
-    if config.healthcheck is not None:
-        health = check_health(res.rt, vctr, config.healthcheck, ctx.workdir, "verifier")
-        ev.details.setdefault("healthcheck", []).append(health.record)
-        if health.failed:
-            raise Unhealthy(f"in the verifier's container, {health.failed}")
-    return vctr
+    return _healthy(ctx, res, ev, vctr, config.healthcheck)
 
 
 def live_name_files(res: Resources, ev: Evidence, agent: AgentContainer) -> dict[Path, str]:
